@@ -1,0 +1,183 @@
+// clreduce.h: the element type T, the accumulator acc_t and the operator shared by every kernel.
+// The host splices this file in front of each .cl file (with #line, so messages point at the
+// right file) and selects type and operator with -D; the defaults make any kernel compile alone.
+//   CLR_TYPE  element type: 0 int32, 1 uint32, 2 int64, 3 uint64, 4 float, 5 double (default 0)
+//   CLR_ACC   accumulator type, same codes (default: int64 for int32, uint64 for uint32, else T)
+//   CLR_OP    0 sum, 1 prod, 2 min, 3 max, 4 argmin, 5 argmax (default 0)
+// Operators: integer sum/prod wrap (computed in the unsigned type: no undefined behaviour);
+// float min/max propagate NaN; argmin/argmax keep the first index of the extreme, the first NaN
+// if any. Every operator is associative and commutative (arg ops compare indices), so kernels
+// may combine elements in any fixed order.
+#ifndef CLREDUCE_H
+#define CLREDUCE_H
+
+#ifndef CLR_TYPE
+#define CLR_TYPE 0
+#endif
+#ifndef CLR_OP
+#define CLR_OP 0
+#endif
+#ifndef CLR_ACC
+#if (CLR_OP == 0 || CLR_OP == 1) && CLR_TYPE == 0
+#define CLR_ACC 2
+#elif (CLR_OP == 0 || CLR_OP == 1) && CLR_TYPE == 1
+#define CLR_ACC 3
+#else
+#define CLR_ACC CLR_TYPE
+#endif
+#endif
+
+#if CLR_TYPE == 5 || CLR_ACC == 5
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+// T: the element type, with its extremes (for min/max identities).
+#if CLR_TYPE == 0
+typedef int T;
+#define T_MAX INT_MAX
+#define T_LOWEST INT_MIN
+#elif CLR_TYPE == 1
+typedef uint T;
+#define T_MAX UINT_MAX
+#define T_LOWEST 0u
+#elif CLR_TYPE == 2
+typedef long T;
+#define T_MAX LONG_MAX
+#define T_LOWEST LONG_MIN
+#elif CLR_TYPE == 3
+typedef ulong T;
+#define T_MAX ULONG_MAX
+#define T_LOWEST 0ul
+#elif CLR_TYPE == 4
+typedef float T;
+#define T_MAX INFINITY
+#define T_LOWEST (-INFINITY)
+#define T_IS_FLOAT 1
+#else
+typedef double T;
+#define T_MAX ((double)INFINITY)
+#define T_LOWEST ((double)-INFINITY)
+#define T_IS_FLOAT 1
+#endif
+
+// A: the scalar accumulator type; U: its unsigned twin, for wrapping integer arithmetic.
+#if CLR_ACC == 0
+typedef int A;
+typedef uint U;
+#define AS_A as_int
+#elif CLR_ACC == 1
+typedef uint A;
+typedef uint U;
+#define AS_A as_uint
+#elif CLR_ACC == 2
+typedef long A;
+typedef ulong U;
+#define AS_A as_long
+#elif CLR_ACC == 3
+typedef ulong A;
+typedef ulong U;
+#define AS_A as_ulong
+#elif CLR_ACC == 4
+typedef float A;
+#define A_IS_FLOAT 1
+#else
+typedef double A;
+#define A_IS_FLOAT 1
+#endif
+
+#ifdef T_IS_FLOAT
+#define CLR_ISNAN(x) isnan(x)
+#else
+#define CLR_ISNAN(x) 0
+#endif
+
+#define CLR_IS_ARG (CLR_OP == 4 || CLR_OP == 5)
+
+#if CLR_IS_ARG
+// acc_t for arg ops: the value and its index; the host reads 16 bytes, index at offset 8.
+typedef struct {
+  T v;
+  long i;
+} acc_t;
+#else
+typedef A acc_t;
+#endif
+
+// The identity: OP(identity, x) == x for every x.
+inline acc_t clr_identity(void) {
+#if CLR_OP == 0
+  return (acc_t)0;
+#elif CLR_OP == 1
+  return (acc_t)1;
+#elif CLR_OP == 2
+  return (acc_t)T_MAX;
+#elif CLR_OP == 3
+  return (acc_t)T_LOWEST;
+#else
+  acc_t r;
+  r.v = CLR_OP == 4 ? T_MAX : T_LOWEST;
+  r.i = LONG_MAX;  // loses every tie against a real element
+  return r;
+#endif
+}
+
+// Element i of x as an accumulator.
+inline acc_t clr_load(__global const T* x, ulong i) {
+#if CLR_IS_ARG
+  acc_t r;
+  r.v = x[i];
+  r.i = (long)i;
+  return r;
+#else
+  return (acc_t)x[i];
+#endif
+}
+
+// The operator. Associative and commutative.
+inline acc_t clr_op(acc_t a, acc_t b) {
+#if CLR_OP == 0
+#ifdef A_IS_FLOAT
+  return a + b;
+#else
+  return AS_A((U)((U)a + (U)b));
+#endif
+#elif CLR_OP == 1
+#ifdef A_IS_FLOAT
+  return a * b;
+#else
+  return AS_A((U)((U)a * (U)b));
+#endif
+#elif CLR_OP == 2
+  return (CLR_ISNAN(a) || a < b) ? a : b;
+#elif CLR_OP == 3
+  return (CLR_ISNAN(a) || a > b) ? a : b;
+#else
+  // a wins when it is NaN and b is not, when both are NaN or equal and a has the lower index,
+  // or when it is strictly more extreme.
+  const int an = CLR_ISNAN(a.v), bn = CLR_ISNAN(b.v);
+  int a_wins;
+  if (an || bn) {
+    a_wins = an && (!bn || a.i < b.i);
+  } else if (a.v == b.v) {
+    a_wins = a.i < b.i;
+  } else {
+    a_wins = CLR_OP == 4 ? a.v < b.v : a.v > b.v;
+  }
+  return a_wins ? a : b;
+#endif
+}
+
+// Folds s[0..m) into s[0] with a fixed pairwise order: step k combines s[j] with s[j + h],
+// h = ceil(w / 2). Any m <= local size. Call with every work-item of the group, after a barrier
+// that makes s[0..m) visible; ends with a barrier.
+inline void clr_local_fold(__local acc_t* s, uint m) {
+  const uint lid = (uint)get_local_id(0);
+  for (uint w = m; w > 1;) {
+    const uint h = (w + 1) / 2;
+    if (lid + h < w) s[lid] = clr_op(s[lid], s[lid + h]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    w = h;
+  }
+}
+
+#endif  // CLREDUCE_H

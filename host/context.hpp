@@ -1,0 +1,54 @@
+// context.hpp: one device's OpenCL context, profiling queue and program cache. Programs are
+// cached in memory by (file contents, options): an edited .cl file is rebuilt, never served stale.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cl.hpp"
+#include "device.hpp"
+
+namespace clreduce {
+
+class Context {
+ public:
+  // kernel_dir as found by find_kernel_dir(); verbose prints each build's options to stderr.
+  Context(const DeviceInfo& info, std::string kernel_dir, bool verbose = false);
+
+  const DeviceInfo& info() const { return info_; }
+  cl::Context& context() { return context_; }
+  cl::CommandQueue& queue() { return queue_; }
+  const std::string& kernel_dir() const { return kernel_dir_; }
+  bool verbose() const { return verbose_; }
+
+  // Builds `file` (relative to the kernel dir) with clreduce.h spliced in front and returns
+  // kernel `name`. `#line` directives keep compiler messages pointing into the user's files.
+  // Throws Error(kExitBuild) with the device, file, options and log on failure.
+  cl::Kernel kernel(const std::string& file, const std::string& name, const std::string& options);
+
+  // Tries to build `source` (a complete program) with options; returns false on any failure.
+  // For start-up capability probes.
+  bool try_build(const std::string& source, const std::string& options, cl::Program* out);
+
+  // A device buffer cached by key, at least `bytes` large; reused across repetitions and variants.
+  cl::Buffer& scratch(const std::string& key, std::size_t bytes);
+  bool has_scratch(const std::string& key) const { return scratch_.count(key) != 0; }
+
+ private:
+  std::string read_source(const std::string& file) const;
+
+  DeviceInfo info_;
+  std::string kernel_dir_;
+  bool verbose_;
+  cl::Context context_;
+  cl::CommandQueue queue_;
+  std::map<std::string, cl::Program> programs_;  // key: options + '\0' + full source
+  std::map<std::string, std::pair<std::size_t, cl::Buffer>> scratch_;
+};
+
+// Reads a whole text file; throws Error(kExitBuild) if it cannot.
+std::string read_text_file(const std::string& path);
+
+}  // namespace clreduce

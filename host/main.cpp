@@ -1,0 +1,170 @@
+// main.cpp: the clreduce command line. Parses flags (CLI11), picks the device and variants,
+// runs them through the library, prints a table or JSON lines. One try block maps every error
+// to a one-line message and a documented exit code.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <new>
+
+#include "context.hpp"
+#include "data.hpp"
+#include "device.hpp"
+#include "error.hpp"
+#include "kernel_dir.hpp"
+#include "npy.hpp"
+#include "report.hpp"
+#include "runner.hpp"
+#include "size_arg.hpp"
+#include "variant.hpp"
+
+using namespace clreduce;
+
+namespace {
+
+const char* kExitCodes =
+    "Exit codes:\n"
+    "  0  every run verified\n"
+    "  1  a device result did not match the sequential reference\n"
+    "  2  bad command line, bad value or bad input file\n"
+    "  3  OpenCL runtime error, or no OpenCL platform/device\n"
+    "  4  a kernel failed to build, or the kernel directory was not found\n"
+    "  5  the device cannot run this (no fp64, array larger than its largest allocation)\n";
+
+std::string variant_list() {
+  std::string s;
+  for (const auto& v : reduce_variants()) {
+    char line[256];
+    std::snprintf(line, sizeof line, "%-22s %s\n", v->name().c_str(), v->description().c_str());
+    s += line;
+  }
+  return s;
+}
+
+std::vector<ReduceVariant*> pick_variants(const std::string& spec) {
+  std::vector<ReduceVariant*> out;
+  if (spec == "all") {
+    for (const auto& v : reduce_variants()) out.push_back(v.get());
+    return out;
+  }
+  std::size_t pos = 0;
+  while (pos <= spec.size()) {
+    const std::size_t comma = spec.find(',', pos);
+    const std::string name = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    ReduceVariant* v = find_reduce_variant(name);
+    if (!v) {
+      std::string valid = "all";
+      for (const auto& r : reduce_variants()) valid += ", " + r->name();
+      throw Error(kExitUsage, "unknown variant '" + name + "' (valid: " + valid + ")");
+    }
+    out.push_back(v);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"clreduce: run, verify and time parallel reductions on OpenCL devices.\n"
+               "Every result is checked against the sequential loop on the host."};
+  app.footer(std::string("\n") + kExitCodes +
+             "\nData: --size N --seed S generates int32/int64 uniform in [-1000, 1000] / "
+             "[-1e12, 1e12],\nuint32/uint64 in [0, 2000] / [0, 2e12], float/double uniform in "
+             "[-1, 1).\nKernels are read at run time from --kernel-dir, $CLREDUCE_KERNEL_DIR, "
+             "the source tree's cl/,\nor the installed share directory, in that order.");
+  std::string device = "0", variant = "topdown", op = "sum", type = "int32", format = "table";
+  std::string size = "16777216", input, kernel_dir;
+  std::uint64_t seed = 1;
+  int warmup = 1, repeat = 5;
+  std::size_t local_size = 0;
+  bool list_devices_flag = false, list_variants_flag = false, verbose = false;
+  app.add_option("-d,--device", device, "device index from --list-devices, or a name substring (nvidia, pocl)")->capture_default_str();
+  app.add_option("-v,--variant", variant, "variant name, comma-separated names, or 'all'")->capture_default_str();
+  app.add_option("--op", op, "sum | prod | min | max | argmin | argmax")->capture_default_str();
+  app.add_option("-t,--type", type, "int32 | uint32 | int64 | uint64 | float | double")->capture_default_str();
+  app.add_option("-n,--size", size, "elements to generate: N, 2^K or NeK")->capture_default_str();
+  app.add_option("--seed", seed, "seed of the generated data")->capture_default_str();
+  app.add_option("-i,--input", input, "read the array from a 1-D .npy file instead of generating it");
+  app.add_option("--kernel-dir", kernel_dir, "directory holding the .cl sources");
+  app.add_option("--warmup", warmup, "untimed runs before timing")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--repeat", repeat, "timed runs; medians are reported")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--local-size", local_size, "work-group size override");
+  app.add_option("--format", format, "table | json (one object per line per variant)")->capture_default_str()->check(CLI::IsMember({"table", "json"}));
+  app.add_flag("--list-devices", list_devices_flag, "print every OpenCL device with its global index");
+  app.add_flag("--list-variants", list_variants_flag, "print every variant with one line each");
+  app.add_flag("--verbose", verbose, "print build options and launch policies to stderr");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "clreduce: " << e.what() << " (see --help)\n";
+    return kExitUsage;
+  }
+
+  if (list_variants_flag) {
+    std::cout << variant_list();
+    return kExitOk;
+  }
+  const Op the_op = parse_op(op);
+  const DType the_type = parse_dtype(type);
+  const auto variants = pick_variants(variant);
+  const std::size_t n = input.empty() ? parse_size(size) : 0;
+
+  const auto devices = list_devices();
+  if (list_devices_flag) {
+    std::cout << format_device_list(devices);
+    return kExitOk;
+  }
+  const DeviceInfo dev = select_device(devices, device);
+  Context ctx(dev, find_kernel_dir(kernel_dir), verbose);
+
+  HostArray data;
+  if (!input.empty()) {
+    data = read_npy(input);
+    if (app.count("--type") && data.type != the_type)
+      throw Error(kExitUsage, input + " holds " + dtype_name(data.type) + ", not --type " + type);
+  } else {
+    data = generate(the_type, n, seed);
+  }
+
+  RunConfig cfg;
+  cfg.warmup = warmup;
+  cfg.repeat = repeat;
+  cfg.local_size = local_size;
+  ReduceSession session(ctx, data, the_op, cfg);
+  if (format == "table")
+    std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  "
+              << op_name(the_op) << " " << dtype_name(data.type) << "  n = " << data.n << "\n"
+              << table_header() << std::flush;
+  bool all_ok = true;
+  for (ReduceVariant* v : variants) {
+    RunRecord r = session.run(*v);
+    if (verbose && !r.skipped) std::cerr << r.variant << ": " << r.policy.str() << "\n";
+    if (!r.skipped && !r.verified) all_ok = false;
+    std::cout << (format == "json" ? to_json(r) + "\n" : table_row(r)) << std::flush;
+  }
+  return all_ok ? kExitOk : kExitVerify;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const Error& e) {
+    std::cerr << "clreduce: " << e.what() << "\n";
+    return e.code();
+  } catch (const cl::Error& e) {
+    std::cerr << "clreduce: " << e.what() << ": " << cl_error_name(e.err()) << " (" << e.err() << ")\n";
+    return kExitOpenCL;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "clreduce: out of host memory\n";
+    return kExitUnsupported;
+  } catch (const std::exception& e) {
+    std::cerr << "clreduce: " << e.what() << "\n";
+    return kExitOpenCL;
+  }
+}

@@ -1,0 +1,34 @@
+// omp_peer.hpp: the OpenMP CPU peer that clreduce is benchmarked against: parallel sum
+// reductions and two-pass inclusive scans over all cores, timed as median of repeats.
+// Built without OpenMP, every function runs one sequential loop and reports threads = 1.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace clreduce {
+
+// Wall-clock times of the timed runs (steady_clock, milliseconds) and the threads used.
+struct PeerTiming {
+  double ms_median;
+  double ms_min;
+  double ms_max;
+  int threads;
+};
+
+// Sum of int32 accumulated in int64 with wrap-around (NumPy's sum of int32); result in *out.
+PeerTiming omp_reduce_sum_i32(const std::int32_t* x, std::size_t n, std::int64_t* out, int warmup,
+                              int repeat);
+// Sum of float accumulated in float (lane and thread partials are combined in float).
+PeerTiming omp_reduce_sum_f32(const float* x, std::size_t n, float* out, int warmup, int repeat);
+
+// Inclusive scan of int32 into int64 with wrap-around (NumPy's cumsum of int32).
+PeerTiming omp_scan_i32_i64(const std::int32_t* x, std::size_t n, std::int64_t* y, int warmup,
+                            int repeat);
+// Inclusive scan of int32 into int32, wrapping modulo 2^32.
+PeerTiming omp_scan_i32_i32(const std::int32_t* x, std::size_t n, std::int32_t* y, int warmup,
+                            int repeat);
+// Inclusive scan of float into float.
+PeerTiming omp_scan_f32(const float* x, std::size_t n, float* y, int warmup, int repeat);
+
+}  // namespace clreduce

@@ -1,0 +1,89 @@
+// report.cpp: number formatting is done with snprintf under the C locale, never the user's.
+#include "report.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace clreduce {
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", c);
+          o += b;
+        } else {
+          o += c;
+        }
+    }
+  }
+  return o;
+}
+
+static std::string num(double x) {
+  if (!std::isfinite(x)) return "null";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g", x);
+  return b;
+}
+
+// A value as JSON: integers as numbers, floats as numbers or the strings "nan", "inf", "-inf".
+static std::string json_value(const Value& v) {
+  if (is_float(v.type) && !std::isfinite(v.f)) return "\"" + v.str() + "\"";
+  return v.str();
+}
+
+std::string to_json(const RunRecord& r) {
+  std::string s = "{\"variant\":\"" + json_escape(r.variant) + "\",\"op\":\"" + op_name(r.op) +
+                  "\",\"type\":\"" + dtype_name(r.type) + "\",\"n\":" + std::to_string(r.n) +
+                  ",\"device\":\"" + json_escape(r.device) + "\"";
+  if (r.skipped) return s + ",\"skipped\":true,\"reason\":\"" + json_escape(r.skip_reason) + "\"}";
+  s += ",\"result\":" + json_value(r.result);
+  if (is_arg_op(r.op)) s += ",\"index\":" + std::to_string(r.result.index);
+  s += ",\"expected\":" + json_value(r.expected);
+  if (is_arg_op(r.op)) s += ",\"expected_index\":" + std::to_string(r.expected.index);
+  s += std::string(",\"verified\":") + (r.verified ? "true" : "false");
+  if (!r.verified) s += ",\"error\":\"" + json_escape(r.verify_note) + "\"";
+  s += ",\"kernel_ms\":" + num(r.kernel_ms) + ",\"wall_ms\":" + num(r.wall_ms) +
+       ",\"gbps\":" + num(r.gbps) + ",\"seq_ms\":" + num(r.seq_ms) +
+       ",\"speedup\":" + num(r.speedup) + ",\"launches\":" + std::to_string(r.launches) +
+       ",\"policy\":\"" + json_escape(r.policy.str()) + "\"}";
+  return s;
+}
+
+std::string table_header() {
+  char line[256];
+  std::snprintf(line, sizeof line, "%-22s %-28s %-8s %10s %10s %9s %10s %9s %8s\n", "variant",
+                "result", "verified", "kernel ms", "wall ms", "GB/s", "seq ms", "speedup",
+                "launches");
+  return line;
+}
+
+std::string table_row(const RunRecord& r) {
+  char line[512];
+  if (r.skipped) {
+    std::snprintf(line, sizeof line, "%-22s skipped: %s\n", r.variant.c_str(), r.skip_reason.c_str());
+    return line;
+  }
+  std::string res = r.result.str();
+  if (is_arg_op(r.op)) res += " @" + std::to_string(r.result.index);
+  std::snprintf(line, sizeof line, "%-22s %-28s %-8s %10.4f %10.4f %9.2f %10.4f %9.2f %8zu\n",
+                r.variant.c_str(), res.c_str(), r.verified ? "yes" : "NO", r.kernel_ms, r.wall_ms,
+                r.gbps, r.seq_ms, r.speedup, r.launches);
+  std::string out = line;
+  if (!r.verified) {
+    out += "  expected " + r.expected.str();
+    if (is_arg_op(r.op)) out += " @" + std::to_string(r.expected.index);
+    out += ": " + r.verify_note + "\n";
+  }
+  return out;
+}
+
+}  // namespace clreduce

@@ -1,0 +1,23 @@
+// report.hpp: the readable table and the JSON lines (one object per variant run, C locale).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runner.hpp"
+
+namespace clreduce {
+
+// One JSON object, no trailing newline. Keys: variant, op, type, n, device, result, index (arg
+// ops), expected, verified, kernel_ms, wall_ms, gbps, seq_ms, speedup, launches, policy, and
+// skipped/reason or error when they apply.
+std::string to_json(const RunRecord& r);
+
+// The table's header line, and one row (plus a line saying why, when not verified).
+std::string table_header();
+std::string table_row(const RunRecord& r);
+
+// JSON string escaping.
+std::string json_escape(const std::string& s);
+
+}  // namespace clreduce

@@ -1,0 +1,113 @@
+// runner.cpp: timing with profiling events (kernel time) and the host clock (wall time).
+#include "runner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "error.hpp"
+
+namespace clreduce {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+static double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+ReduceSession::ReduceSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg)
+    : ctx_(ctx), data_(data), cfg_(cfg) {
+  problem_.op = op;
+  problem_.type = data.type;
+  problem_.n = data.n;
+  cfg_.repeat = std::max(cfg_.repeat, 1);
+  cfg_.warmup = std::max(cfg_.warmup, 0);
+  const DeviceInfo& d = ctx.info();
+  if ((data.type == DType::kDouble || problem_.acc() == DType::kDouble) && !d.fp64)
+    throw Error(kExitUnsupported, d.name + " has no double precision (cl_khr_fp64); try --type float");
+  if (data.bytes.size() > d.max_alloc)
+    throw Error(kExitUnsupported, "array of " + std::to_string(data.bytes.size()) +
+                                      " bytes exceeds " + d.name + "'s largest allocation (" +
+                                      std::to_string(d.max_alloc) + " bytes)");
+  expected_ = reference_reduce(data, op);  // throws for n = 0 without identity
+  abs_sum_ = abs_sum(data);
+  std::vector<double> t;
+  for (int r = 0; r < cfg_.repeat; ++r) {
+    const double t0 = now_ms();
+    const Value v = sequential_reduce(data, op);
+    t.push_back(now_ms() - t0);
+    if (r == 0 && !is_float(v.type) && !(v.i == expected_.i && v.u == expected_.u))
+      throw Error(kExitVerify, "internal: sequential loop disagrees with the reference");
+  }
+  seq_ms_ = median(t);
+}
+
+RunRecord ReduceSession::run(ReduceVariant& v) {
+  RunRecord rec;
+  rec.variant = v.name();
+  rec.op = problem_.op;
+  rec.type = problem_.type;
+  rec.n = problem_.n;
+  rec.device = ctx_.info().name;
+  rec.expected = expected_;
+  rec.seq_ms = seq_ms_;
+  rec.skip_reason = v.unsupported(ctx_, problem_);
+  if (!rec.skip_reason.empty()) {
+    rec.skipped = true;
+    return rec;
+  }
+  if (problem_.n == 0) {  // sum and prod: the identity, with no launch
+    rec.result = identity_value(problem_.op, problem_.type);
+  } else {
+    rec.policy = v.policy(ctx_, problem_, cfg_.local_size);
+    cl::Buffer in = ctx_.scratch("input", data_.bytes.size());
+    cl::Buffer out = ctx_.scratch("result", 16);
+    std::vector<unsigned char> result(16, 0);
+    std::vector<double> kernel_ms, wall_ms;
+    for (int r = 0; r < cfg_.warmup + cfg_.repeat; ++r) {
+      // Pre-fill the result with a sentinel so an unwritten result cannot pass.
+      std::fill(result.begin(), result.end(), 0xA5);
+      ctx_.queue().enqueueWriteBuffer(out, CL_TRUE, 0, 16, result.data());
+      std::vector<cl::Event> events;
+      const double t0 = now_ms();
+      ctx_.queue().enqueueWriteBuffer(in, CL_FALSE, 0, data_.bytes.size(), data_.bytes.data());
+      v.enqueue(ctx_, problem_, rec.policy, in, out, events);
+      ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, problem_.acc_bytes(), result.data());
+      const double t1 = now_ms();
+      double k = 0.0;
+      for (auto& e : events)
+        k += static_cast<double>(e.getProfilingInfo<CL_PROFILING_COMMAND_END>() -
+                                 e.getProfilingInfo<CL_PROFILING_COMMAND_START>()) * 1e-6;
+      rec.launches = events.size();
+      if (r >= cfg_.warmup) {
+        kernel_ms.push_back(k);
+        wall_ms.push_back(t1 - t0);
+      }
+    }
+    rec.kernel_ms = median(kernel_ms);
+    rec.wall_ms = median(wall_ms);
+    rec.result = Value::from_bytes(problem_.acc(), result.data());
+    if (is_arg_op(problem_.op)) {
+      std::int64_t idx;
+      std::memcpy(&idx, result.data() + 8, 8);
+      rec.result.index = idx;
+    }
+  }
+  const std::uint64_t depth = problem_.n ? v.depth(problem_, rec.policy) : 0;
+  const Verdict verdict = verify(rec.result, expected_, problem_.op, depth, abs_sum_);
+  rec.verified = verdict.ok;
+  rec.verify_note = verdict.why;
+  rec.bound = verdict.bound;
+  if (rec.kernel_ms > 0) {
+    rec.gbps = static_cast<double>(data_.bytes.size()) / (rec.kernel_ms * 1e6);
+    rec.speedup = rec.seq_ms / rec.kernel_ms;
+  }
+  return rec;
+}
+
+}  // namespace clreduce

@@ -1,0 +1,64 @@
+// runner.hpp: runs a variant on one array: upload, warm-up, timed repetitions, verification
+// against the sequential reference, and the timing of the seeds' sequential loop beside it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "context.hpp"
+#include "reference.hpp"
+#include "variant.hpp"
+
+namespace clreduce {
+
+struct RunConfig {
+  int warmup = 1;              // untimed runs before the timed ones
+  int repeat = 5;              // timed runs; medians are reported
+  std::size_t local_size = 0;  // 0: the variant's choice
+};
+
+// One variant's outcome on one array: what --format json prints.
+struct RunRecord {
+  std::string variant;
+  Op op = Op::kSum;
+  DType type = DType::kInt32;
+  std::size_t n = 0;
+  std::string device;
+  bool skipped = false;
+  std::string skip_reason;
+  Value result;
+  Value expected;
+  bool verified = false;
+  std::string verify_note;  // why verification failed
+  double bound = 0.0;       // float tolerance used
+  double kernel_ms = 0.0;   // median over repetitions of the summed kernel times of all launches
+  double wall_ms = 0.0;     // median of upload + launches + read-back, host clock
+  double gbps = 0.0;        // input bytes / kernel time
+  double seq_ms = 0.0;      // the seeds' sequential loop on the host, median
+  double speedup = 0.0;     // seq_ms / kernel_ms
+  std::size_t launches = 0;
+  LaunchPolicy policy;
+};
+
+// Holds the array, its reference and the baseline time, shared by every variant run on it.
+class ReduceSession {
+ public:
+  // Throws Error for n = 0 with an op that has no identity, for double on a device without
+  // fp64, and for arrays larger than the device's largest allocation.
+  ReduceSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg);
+  RunRecord run(ReduceVariant& v);
+
+ private:
+  Context& ctx_;
+  const HostArray& data_;
+  ReduceProblem problem_;
+  RunConfig cfg_;
+  Value expected_;
+  long double abs_sum_ = 0.0L;
+  double seq_ms_ = 0.0;
+};
+
+// Median of a non-empty vector.
+double median(std::vector<double> v);
+
+}  // namespace clreduce

@@ -1,0 +1,53 @@
+// variant.cpp: shared helpers for variants: -D options, group-size choice, depth arithmetic.
+#include "variant.hpp"
+
+#include <algorithm>
+
+#include "error.hpp"
+
+namespace clreduce {
+
+static int type_code(DType t) { return static_cast<int>(t); }
+
+std::string LaunchPolicy::str() const {
+  std::string s = "wg=" + std::to_string(wg_size) + " groups=" + std::to_string(groups) +
+                  " items=" + std::to_string(items_per_thread) + " vec=" + std::to_string(vec_width);
+  if (!path.empty()) s += " path=" + path;
+  return s;
+}
+
+std::string ReduceProblem::cl_options() const {
+  return "-DCLR_TYPE=" + std::to_string(type_code(type)) +
+         " -DCLR_ACC=" + std::to_string(type_code(acc())) +
+         " -DCLR_OP=" + std::to_string(static_cast<int>(op));
+}
+
+std::string ReduceVariant::unsupported(Context&, const ReduceProblem&) const { return ""; }
+
+std::uint64_t ceil_log2(std::uint64_t x) {
+  std::uint64_t k = 0;
+  while ((std::uint64_t{1} << k) < x) ++k;
+  return k;
+}
+
+std::size_t kernel_max_wg(Context& ctx, const cl::Kernel& k) {
+  const std::size_t km = k.getWorkGroupInfo<CL_KERNEL_WORK_GROUP_SIZE>(ctx.info().device);
+  return std::min(km, ctx.info().max_wg_size);
+}
+
+std::size_t choose_wg(Context& ctx, const cl::Kernel& k, std::size_t wanted, std::size_t preferred) {
+  const std::size_t limit = kernel_max_wg(ctx, k);
+  if (wanted > 0) {
+    if (wanted > limit)
+      throw Error(kExitUsage, "--local-size " + std::to_string(wanted) + " is larger than " +
+                                  ctx.info().name + " allows for this kernel (" +
+                                  std::to_string(limit) + ")");
+    return wanted;
+  }
+  std::size_t wg = std::min(preferred, limit);
+  std::size_t p = 1;
+  while (p * 2 <= wg) p *= 2;
+  return p;
+}
+
+}  // namespace clreduce

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# oclgrind.sh: runs every kernel under Oclgrind (--data-races --uninitialized --check-api) on
+# small arrays spanning at least three work-groups with a partial last one, and fails on any
+# report. Needs OCLGRIND and CLREDUCE (paths) in the environment.
+set -u
+fail=0
+log=$(mktemp)
+check() {  # check ARGS...: one clreduce run under Oclgrind
+  : >"$log"
+  out=$("$OCLGRIND" --data-races --uninitialized --check-api --log "$log" "$CLREDUCE" \
+        --device 0 --warmup 0 --repeat 1 "$@" 2>&1)
+  rc=$?
+  if [ $rc -ne 0 ] || [ -s "$log" ]; then
+    echo "FAIL: clreduce $* (exit $rc)"; echo "$out" | head -5; head -20 "$log"; fail=1
+  else
+    echo "ok: clreduce $*"
+  fi
+}
+variants=$("$CLREDUCE" --list-variants | awk '{print $1}')
+for v in $variants; do
+  for combo in "sum int32" "argmin float" "max double" "prod uint64" "argmax int64" "min uint32"; do
+    set -- $combo
+    check --variant "$v" --op "$1" --type "$2" --size 100 --local-size 16
+  done
+  check --variant "$v" --op sum --type float --size 1000
+done
+rm -f "$log"
+if [ $fail -ne 0 ]; then echo "oclgrind: reports found"; exit 1; fi
+echo "oclgrind: all kernels clean"

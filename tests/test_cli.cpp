@@ -1,0 +1,133 @@
+// test_cli.cpp: the command line as a user meets it: exit codes and one-line messages for
+// every error path, --help, listings, JSON output.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <sys/wait.h>
+
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+Result run_cli(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + " " + CLREDUCE_BIN + " " + args + " 2>&1";
+  Result r{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  std::size_t k;
+  while ((k = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, k);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::size_t lines(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("the README's run line prints a verified top-down result", "[cli]") {
+  const Result r = run_cli("--device 0 --variant topdown --size 100000");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("topdown"));
+  CHECK_THAT(r.out, ContainsSubstring("yes"));
+}
+
+TEST_CASE("--help, --list-devices and --list-variants answer", "[cli]") {
+  Result r = run_cli("--help");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("Exit codes"));
+  CHECK_THAT(r.out, ContainsSubstring("--variant"));
+  r = run_cli("--list-devices");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("OpenCL C"));
+  CHECK_THAT(r.out, ContainsSubstring("max alloc"));
+  r = run_cli("--list-variants");
+  CHECK(r.code == 0);
+  for (const char* v : {"sequential-device", "bottomup", "topdown"}) CHECK_THAT(r.out, ContainsSubstring(v));
+}
+
+TEST_CASE("bad arguments get one line and exit code 2", "[cli]") {
+  struct Case { const char* args; const char* says; };
+  for (const Case& c : {Case{"--device 99", "no device 99"}, Case{"--device nosuchdevice", "no device matches"},
+                        Case{"--variant nope", "unknown variant 'nope' (valid: all"},
+                        Case{"--op nope", "unknown op 'nope' (valid: sum"},
+                        Case{"--type int8", "unknown type 'int8'"}, Case{"--size abc", "invalid size 'abc'"},
+                        Case{"--size -5", "invalid size"}, Case{"--repeat x", "repeat"},
+                        Case{"--format xml", "format"}, Case{"--bogus", "bogus"},
+                        Case{"--input /nonexistent.npy", "cannot open /nonexistent.npy"},
+                        Case{"--op min --size 0", "no identity"}}) {
+    CAPTURE(c.args);
+    const Result r = run_cli(c.args);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, ContainsSubstring(c.says));
+    CHECK(lines(r.out) == 1);
+  }
+}
+
+TEST_CASE("a malformed .npy file is refused with what is wrong", "[cli]") {
+  const auto path = std::filesystem::temp_directory_path() / ("clreduce_bad_" + std::to_string(std::random_device{}()) + ".npy");
+  std::ofstream(path, std::ios::binary) << "this is not numpy";
+  const Result r = run_cli("--input " + path.string());
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, ContainsSubstring("bad magic"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a missing kernel directory names every place tried (exit 4)", "[cli]") {
+  Result r = run_cli("--kernel-dir /nonexistent/cl --size 10");
+  CHECK(r.code == 4);
+  CHECK_THAT(r.out, ContainsSubstring("/nonexistent/cl"));
+  r = run_cli("--size 10", "CLREDUCE_KERNEL_DIR=/nowhere");
+  CHECK(r.code == 4);
+  CHECK_THAT(r.out, ContainsSubstring("/nowhere"));
+}
+
+TEST_CASE("no OpenCL platform is exit code 3 with a hint", "[cli]") {
+  const auto empty = std::filesystem::temp_directory_path() / "clreduce_no_icd";
+  std::filesystem::create_directories(empty);
+  const Result r = run_cli("--size 10", "OCL_ICD_VENDORS=" + empty.string());
+  CHECK(r.code == 3);
+  CHECK_THAT(r.out, ContainsSubstring("no OpenCL platform"));
+}
+
+TEST_CASE("--format json prints one object per variant with the documented keys", "[cli]") {
+  const Result r = run_cli("--variant all --op argmin --type float --size 5000 --format json --repeat 2");
+  CHECK(r.code == 0);
+  CHECK(lines(r.out) == 3);
+  for (const char* key : {"\"variant\":", "\"op\":\"argmin\"", "\"type\":\"float\"", "\"n\":5000",
+                          "\"device\":", "\"result\":", "\"index\":", "\"expected\":",
+                          "\"verified\":true", "\"kernel_ms\":", "\"wall_ms\":", "\"gbps\":",
+                          "\"seq_ms\":", "\"speedup\":"})
+    CHECK_THAT(r.out, ContainsSubstring(key));
+}
+
+TEST_CASE("a wrong result exits 1", "[cli]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("clreduce_wrong_" + std::to_string(std::random_device{}()));
+  fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir, fs::copy_options::recursive);
+  {
+    std::ifstream in(dir / "reduce_topdown.cl");
+    std::string s((std::istreambuf_iterator<char>(in)), {});
+    s.replace(s.find("out[0] = s[0];"), 14, "out[0] = clr_op(s[0], (acc_t)1);");
+    std::ofstream(dir / "reduce_topdown.cl", std::ios::trunc) << s;
+  }
+  const Result r = run_cli("--kernel-dir " + dir.string() + " --size 1000");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, ContainsSubstring("NO"));
+  fs::remove_all(dir);
+}

@@ -1,0 +1,216 @@
+// test_reduce.cpp: every reduction variant x op x type on sizes around the work-group size,
+// powers of two +-1, primes and about 10^6, against the host reference; the NaN, tie and
+// overflow rules on the device; kernels edited at run time; build failures.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/generators/catch_generators_range.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+
+#include "data.hpp"
+#include "error.hpp"
+#include "reference.hpp"
+#include "runner.hpp"
+#include "test_helpers.hpp"
+#include "variant.hpp"
+
+using namespace clreduce;
+using clreduce::test::device_context;
+using clreduce::test::make_array;
+
+namespace {
+
+std::vector<std::string> variant_names() {
+  std::vector<std::string> v;
+  for (const auto& r : reduce_variants()) v.push_back(r->name());
+  return v;
+}
+
+RunRecord run_one(const std::string& variant, const HostArray& a, Op op, std::size_t local = 0) {
+  RunConfig cfg;
+  cfg.warmup = 0;
+  cfg.repeat = 1;
+  cfg.local_size = local;
+  ReduceSession s(device_context(), a, op, cfg);
+  return s.run(*find_reduce_variant(variant));
+}
+
+// Checks a record: not skipped, verified, and (for exact types) equal to the reference.
+void require_match(const RunRecord& r, const HostArray& a, Op op) {
+  INFO("result " << r.result.str() << " @" << r.result.index << ", expected " << r.expected.str()
+                 << " @" << r.expected.index << ": " << r.verify_note << "; " << r.policy.str());
+  REQUIRE_FALSE(r.skipped);
+  REQUIRE(r.verified);
+  const Value ref = reference_reduce(a, op);
+  if (!is_float(ref.type)) {
+    REQUIRE(r.result.i == ref.i);
+    REQUIRE(r.result.u == ref.u);
+  }
+  if (is_arg_op(op)) REQUIRE(r.result.index == ref.index);
+}
+
+}  // namespace
+
+TEST_CASE("every variant, op and type verifies on awkward sizes", "[reduce]") {
+  const std::string variant = GENERATE(from_range(variant_names()));
+  const Op op = GENERATE(from_range(all_ops()));
+  const DType type = GENERATE(from_range(all_dtypes()));
+  if (type == DType::kDouble && !device_context().info().fp64) SKIP("no fp64");
+  const std::uint64_t seed = std::random_device{}();
+  CAPTURE(variant, op_name(op), dtype_name(type), seed);
+  for (std::size_t n : {1, 2, 3, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1023, 1025, 7919, 65537, 1000003}) {
+    CAPTURE(n);
+    const HostArray a = generate(type, n, seed + n);
+    require_match(run_one(variant, a, op), a, op);
+  }
+}
+
+TEST_CASE("n = 0 gives the identity for sum and prod and an error for the others", "[reduce]") {
+  const std::string variant = GENERATE(from_range(variant_names()));
+  const auto empty = make_array<std::int32_t>(DType::kInt32, {});
+  CHECK(run_one(variant, empty, Op::kSum).result.i == 0);
+  CHECK(run_one(variant, empty, Op::kProd).result.i == 1);
+  CHECK(run_one(variant, empty, Op::kSum).verified);
+  CHECK_THROWS_AS(run_one(variant, empty, Op::kMin), Error);
+  CHECK_THROWS_AS(run_one(variant, empty, Op::kArgMax), Error);
+}
+
+TEST_CASE("NaN propagates and arg ops return the first NaN, across work-groups", "[reduce]") {
+  const std::string variant = GENERATE(from_range(variant_names()));
+  CAPTURE(variant);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::size_t n : {5, 300, 70001}) {
+    CAPTURE(n);
+    HostArray a = generate(DType::kFloat, n, 3);
+    a.as<float>()[n - 1] = nan;
+    if (n > 10) a.as<float>()[n / 2] = nan;
+    for (Op op : all_ops()) {
+      CAPTURE(op_name(op));
+      const RunRecord r = run_one(variant, a, op);
+      require_match(r, a, op);
+      if (!is_arg_op(op)) REQUIRE(std::isnan(r.result.f));
+      if (is_arg_op(op)) REQUIRE(r.result.index == static_cast<std::int64_t>(n > 10 ? n / 2 : n - 1));
+    }
+  }
+}
+
+TEST_CASE("arg ops return the first index among ties spread over work-groups", "[reduce]") {
+  const std::string variant = GENERATE(from_range(variant_names()));
+  CAPTURE(variant);
+  for (std::size_t n : {7, 257, 100003}) {
+    std::vector<std::int64_t> v(n, 5);
+    v[n - 1] = -3;
+    v[n / 3] = -3;
+    v[n / 2] = 9;
+    v[n - 2] = 9;
+    const auto a = make_array(DType::kInt64, v);
+    CAPTURE(n);
+    CHECK(run_one(variant, a, Op::kArgMin).result.index == static_cast<std::int64_t>(n / 3));
+    CHECK(run_one(variant, a, Op::kArgMax).result.index == static_cast<std::int64_t>(n / 2));
+    const auto c = make_array(DType::kInt64, std::vector<std::int64_t>(n, 4));
+    CHECK(run_one(variant, c, Op::kArgMin).result.index == 0);
+    CHECK(run_one(variant, c, Op::kArgMax).result.index == 0);
+  }
+}
+
+TEST_CASE("integer sums widen and wrap exactly as NumPy's do", "[reduce]") {
+  const std::string variant = GENERATE(from_range(variant_names()));
+  CAPTURE(variant);
+  const std::size_t n = 100001;
+  const auto big = make_array(DType::kInt32, std::vector<std::int32_t>(n, INT32_MAX));
+  RunRecord r = run_one(variant, big, Op::kSum);
+  CHECK(r.result.i == static_cast<std::int64_t>(n) * INT32_MAX);  // no 32-bit overflow
+  const auto wide = make_array(DType::kInt64, std::vector<std::int64_t>(n, INT64_MAX / 1000));
+  r = run_one(variant, wide, Op::kSum);  // wraps several times
+  const std::uint64_t expect = static_cast<std::uint64_t>(INT64_MAX / 1000) * n;
+  CHECK(r.result.i == static_cast<std::int64_t>(expect));
+  const auto u = make_array(DType::kUInt32, std::vector<std::uint32_t>(n, 3));
+  r = run_one(variant, u, Op::kProd);  // 3^n mod 2^64
+  std::uint64_t p = 1;
+  for (std::size_t i = 0; i < n; ++i) p *= 3;
+  CHECK(r.result.u == p);
+  // full-range int32: a 32-bit accumulator would be caught here
+  std::mt19937 rng(11);
+  std::vector<std::int32_t> full(n);
+  for (auto& x : full) x = static_cast<std::int32_t>(rng());
+  const auto f = make_array(DType::kInt32, full);
+  require_match(run_one(variant, f, Op::kSum), f, Op::kSum);
+}
+
+TEST_CASE("--local-size overrides the group size, and a size the device refuses is an error", "[reduce]") {
+  const std::string variant = GENERATE(std::string("bottomup"), std::string("topdown"));
+  const HostArray a = generate(DType::kInt32, 1000, 5);
+  for (std::size_t wg : {1, 3, 16, 100}) {
+    CAPTURE(variant, wg);
+    require_match(run_one(variant, a, Op::kSum, wg), a, Op::kSum);
+  }
+  try {
+    run_one(variant, a, Op::kSum, 1u << 20);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == kExitUsage);
+    CHECK_THAT(e.what(), Catch::Matchers::ContainsSubstring("--local-size"));
+  }
+}
+
+namespace {
+
+std::filesystem::path copy_kernels(const std::string& tag) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("clreduce_" + tag + "_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  return dir;
+}
+
+void replace_in_file(const std::filesystem::path& p, const std::string& from, const std::string& to) {
+  std::string s = read_text_file(p.string());
+  const auto at = s.find(from);
+  REQUIRE(at != std::string::npos);
+  s.replace(at, from.size(), to);
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << s;
+}
+
+}  // namespace
+
+TEST_CASE("an edited kernel takes effect at the next run, with no rebuild and no stale cache", "[kernels]") {
+  const auto dir = copy_kernels("edit");
+  Context ctx(device_context().info(), dir.string());
+  const HostArray a = generate(DType::kInt32, 5000, 9);
+  RunConfig cfg;
+  cfg.warmup = 0;
+  cfg.repeat = 1;
+  ReduceSession s(ctx, a, Op::kSum, cfg);
+  RunRecord before = s.run(*find_reduce_variant("topdown"));
+  REQUIRE(before.verified);
+  replace_in_file(dir / "reduce_topdown.cl", "out[0] = s[0];", "out[0] = clr_op(s[0], (acc_t)1000);");
+  RunRecord after = s.run(*find_reduce_variant("topdown"));
+  CHECK_FALSE(after.verified);
+  CHECK(after.result.i == before.result.i + 1000);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a kernel that fails to build names the device, file, options and line", "[kernels]") {
+  const auto dir = copy_kernels("broken");
+  replace_in_file(dir / "reduce_topdown.cl", "acc_t a = clr_identity();", "acc_t a = clr_identity() +;");
+  Context ctx(device_context().info(), dir.string());
+  const HostArray a = generate(DType::kInt32, 100, 9);
+  ReduceSession s(ctx, a, Op::kSum, RunConfig{});
+  try {
+    s.run(*find_reduce_variant("topdown"));
+    FAIL("no build error");
+  } catch (const Error& e) {
+    CHECK(e.code() == kExitBuild);
+    const std::string msg = e.what();
+    CHECK_THAT(msg, Catch::Matchers::ContainsSubstring("reduce_topdown.cl"));
+    CHECK_THAT(msg, Catch::Matchers::ContainsSubstring("-DCLR_TYPE=0"));
+    CHECK_THAT(msg, Catch::Matchers::ContainsSubstring(device_context().info().name));
+    CHECK_THAT(msg, Catch::Matchers::ContainsSubstring("reduce_topdown.cl:22"));  // the edited line
+  }
+  std::filesystem::remove_all(dir);
+}
