@@ -95,8 +95,15 @@ typedef double A;
 
 #if CLR_IS_ARG
 // acc_t for arg ops: the value and its index; the host reads 16 bytes, index at offset 8.
+// 32-bit T gets an explicit zeroed pad, so no byte of acc_t is ever uninitialised.
 typedef struct {
   T v;
+#if CLR_TYPE == 0 || CLR_TYPE == 1 || CLR_TYPE == 4
+  uint pad;
+#define CLR_ARG_PAD(r) (r).pad = 0u
+#else
+#define CLR_ARG_PAD(r)
+#endif
   long i;
 } acc_t;
 #else
@@ -117,6 +124,7 @@ inline acc_t clr_identity(void) {
   acc_t r;
   r.v = CLR_OP == 4 ? T_MAX : T_LOWEST;
   r.i = LONG_MAX;  // loses every tie against a real element
+  CLR_ARG_PAD(r);
   return r;
 #endif
 }
@@ -127,6 +135,7 @@ inline acc_t clr_load(__global const T* x, ulong i) {
   acc_t r;
   r.v = x[i];
   r.i = (long)i;
+  CLR_ARG_PAD(r);
   return r;
 #else
   return (acc_t)x[i];
@@ -178,6 +187,28 @@ inline void clr_local_fold(__local acc_t* s, uint m) {
     barrier(CLK_LOCAL_MEM_FENCE);
     w = h;
   }
+}
+
+// Cross-work-group hand-off: an accumulator stored and loaded word by word with 32-bit atomics,
+// the only inter-group communication OpenCL 1.2 defines (plain stores and loads between groups
+// are a data race, whatever fences surround them).
+typedef union {
+  acc_t a;
+  uint w[sizeof(acc_t) / 4];
+} clr_words;
+
+inline void clr_publish(__global acc_t* p, acc_t v) {
+  clr_words u;
+  u.a = v;
+  __global volatile uint* q = (__global volatile uint*)p;
+  for (uint k = 0; k < sizeof(acc_t) / 4; ++k) atomic_xchg(q + k, u.w[k]);
+}
+
+inline acc_t clr_collect(__global acc_t* p) {
+  clr_words u;
+  __global volatile uint* q = (__global volatile uint*)p;
+  for (uint k = 0; k < sizeof(acc_t) / 4; ++k) u.w[k] = atomic_or(q + k, 0u);
+  return u.a;
 }
 
 #endif  // CLREDUCE_H

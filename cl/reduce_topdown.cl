@@ -26,7 +26,7 @@ void reduce_topdown(__global const T* x, ulong n, __global acc_t* partials,
   clr_local_fold(s, WG_SIZE);
 
   if (lid == 0) {
-    partials[get_group_id(0)] = s[0];
+    clr_publish(partials + get_group_id(0), s[0]);
     mem_fence(CLK_GLOBAL_MEM_FENCE);  // the partial is visible before the ticket is taken
     is_last = atomic_inc(ticket) == groups - 1;
   }
@@ -34,23 +34,13 @@ void reduce_topdown(__global const T* x, ulong n, __global acc_t* partials,
   if (!is_last) return;  // uniform across the group
 
   mem_fence(CLK_GLOBAL_MEM_FENCE);
-  __global volatile acc_t* vp = (__global volatile acc_t*)partials;
   a = clr_identity();
-  for (uint g = lid; g < groups; g += WG_SIZE) {
-    acc_t p;
-#if CLR_IS_ARG
-    p.v = vp[g].v;
-    p.i = vp[g].i;
-#else
-    p = vp[g];
-#endif
-    a = clr_op(a, p);
-  }
+  for (uint g = lid; g < groups; g += WG_SIZE) a = clr_op(a, clr_collect(partials + g));
   s[lid] = a;
   barrier(CLK_LOCAL_MEM_FENCE);
   clr_local_fold(s, WG_SIZE);
   if (lid == 0) {
     out[0] = s[0];
-    *ticket = 0;  // ready for the next launch
+    atomic_xchg(ticket, 0u);  // ready for the next launch
   }
 }

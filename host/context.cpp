@@ -1,6 +1,7 @@
 // context.cpp: program building with spliced headers, readable build failures, buffer reuse.
 #include "context.hpp"
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -30,7 +31,10 @@ std::string Context::read_source(const std::string& file) const {
 }
 
 cl::Kernel Context::kernel(const std::string& file, const std::string& name,
-                           const std::string& options) {
+                           const std::string& base_options) {
+  std::string options = base_options;
+  if (const char* extra = std::getenv("CLREDUCE_BUILD_OPTIONS"); extra && *extra)
+    options += std::string(" ") + extra;
   const std::string source = read_source(file);
   const std::string key = options + '\0' + source;
   auto it = programs_.find(key);
@@ -76,6 +80,14 @@ cl::Buffer& Context::scratch(const std::string& key, std::size_t bytes) {
   if (it == scratch_.end() || it->second.first < bytes) {
     scratch_[key] = {bytes, cl::Buffer(context_, CL_MEM_READ_WRITE, bytes)};
     it = scratch_.find(key);
+    // Zeroed once, so no kernel ever reads (or atomically exchanges) uninitialised memory.
+    // Small buffers by a host write (Oclgrind does not count a fill as initialising them).
+    if (bytes <= (std::size_t{16} << 20)) {
+      const std::vector<unsigned char> zeros(bytes, 0);
+      queue_.enqueueWriteBuffer(it->second.second, CL_TRUE, 0, bytes, zeros.data());
+    } else {
+      queue_.enqueueFillBuffer(it->second.second, cl_uchar{0}, 0, bytes);
+    }
   }
   return it->second.second;
 }

@@ -32,9 +32,9 @@ class Context {
   // For start-up capability probes.
   bool try_build(const std::string& source, const std::string& options, cl::Program* out);
 
-  // A device buffer cached by key, at least `bytes` large; reused across repetitions and variants.
+  // A device buffer cached by key, at least `bytes` large, zero-filled when (re)allocated;
+  // reused across repetitions and variants.
   cl::Buffer& scratch(const std::string& key, std::size_t bytes);
-  bool has_scratch(const std::string& key) const { return scratch_.count(key) != 0; }
 
  private:
   std::string read_source(const std::string& file) const;

@@ -38,7 +38,12 @@ std::string mib(std::uint64_t bytes) {
 
 std::vector<DeviceInfo> list_devices() {
   std::vector<cl::Platform> platforms;
-  cl_int err = cl::Platform::get(&platforms);
+  cl_int err = CL_SUCCESS;
+  try {
+    err = cl::Platform::get(&platforms);
+  } catch (const cl::Error& e) {
+    err = e.err();
+  }
   if (err != CL_SUCCESS || platforms.empty())
     throw Error(kExitOpenCL, "no OpenCL platform found (install an ICD, e.g. pocl-opencl-icd)");
   std::vector<DeviceInfo> out;

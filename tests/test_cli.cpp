@@ -47,7 +47,7 @@ TEST_CASE("the README's run line prints a verified top-down result", "[cli]") {
   CHECK_THAT(r.out, ContainsSubstring("yes"));
 }
 
-TEST_CASE("--help, --list-devices and --list-variants answer", "[cli]") {
+TEST_CASE("help, device list and variant list answer", "[cli]") {
   Result r = run_cli("--help");
   CHECK(r.code == 0);
   CHECK_THAT(r.out, ContainsSubstring("Exit codes"));
@@ -105,7 +105,7 @@ TEST_CASE("no OpenCL platform is exit code 3 with a hint", "[cli]") {
   CHECK_THAT(r.out, ContainsSubstring("no OpenCL platform"));
 }
 
-TEST_CASE("--format json prints one object per variant with the documented keys", "[cli]") {
+TEST_CASE("JSON output prints one object per variant with the documented keys", "[cli]") {
   const Result r = run_cli("--variant all --op argmin --type float --size 5000 --format json --repeat 2");
   CHECK(r.code == 0);
   CHECK(lines(r.out) == 3);

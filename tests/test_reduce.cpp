@@ -142,7 +142,7 @@ TEST_CASE("integer sums widen and wrap exactly as NumPy's do", "[reduce]") {
   require_match(run_one(variant, f, Op::kSum), f, Op::kSum);
 }
 
-TEST_CASE("--local-size overrides the group size, and a size the device refuses is an error", "[reduce]") {
+TEST_CASE("a local size override sets the group size, and a size the device refuses is an error", "[reduce]") {
   const std::string variant = GENERATE(std::string("bottomup"), std::string("topdown"));
   const HostArray a = generate(DType::kInt32, 1000, 5);
   for (std::size_t wg : {1, 3, 16, 100}) {

@@ -29,7 +29,8 @@ class TopDown : public ReduceVariant {
                const cl::Buffer& out, std::vector<cl::Event>& events) override {
     cl::Kernel k = kernel(ctx, p, pol.wg_size);
     cl::Buffer& partials = ctx.scratch("topdown.partials", pol.groups * p.acc_bytes());
-    cl::Buffer& ticket = ticket_buffer(ctx);
+    // The ticket starts zeroed (scratch buffers are) and each launch's last group resets it.
+    cl::Buffer& ticket = ctx.scratch("topdown.ticket", sizeof(cl_uint));
     k.setArg(0, in);
     k.setArg(1, static_cast<cl_ulong>(p.n));
     k.setArg(2, partials);
@@ -47,16 +48,6 @@ class TopDown : public ReduceVariant {
   static cl::Kernel kernel(Context& ctx, const ReduceProblem& p, std::size_t wg) {
     return ctx.kernel("reduce_topdown.cl", "reduce_topdown",
                       p.cl_options() + " -DWG_SIZE=" + std::to_string(wg));
-  }
-  // The ticket counter: zeroed once when created; each launch's last group resets it.
-  static cl::Buffer& ticket_buffer(Context& ctx) {
-    const bool fresh = !ctx.has_scratch("topdown.ticket");
-    cl::Buffer& t = ctx.scratch("topdown.ticket", sizeof(cl_uint));
-    if (fresh) {
-      const cl_uint zero = 0;
-      ctx.queue().enqueueWriteBuffer(t, CL_TRUE, 0, sizeof zero, &zero);
-    }
-    return t;
   }
 };
 
