@@ -4,6 +4,7 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -19,8 +20,12 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
+// Runs the CLI on the device under test ($CLREDUCE_TEST_DEVICE, else 0) unless args pick one.
 Result run_cli(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + " " + CLREDUCE_BIN + " " + args + " 2>&1";
+  const char* dev = std::getenv("CLREDUCE_TEST_DEVICE");
+  const std::string device = args.find("--device") == std::string::npos && dev && *dev
+                                 ? std::string(" --device '") + dev + "'" : "";
+  const std::string cmd = env + " " + CLREDUCE_BIN + device + " " + args + " 2>&1";
   Result r{-1, ""};
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
