@@ -77,11 +77,13 @@ int run(int argc, char** argv) {
   std::uint64_t seed = 1;
   int warmup = 1, repeat = 5;
   std::size_t local_size = 0;
+  std::string acc;
   bool list_devices_flag = false, list_variants_flag = false, verbose = false;
   app.add_option("-d,--device", device, "device index from --list-devices, or a name substring (nvidia, pocl)")->capture_default_str();
   app.add_option("-v,--variant", variant, "variant name, comma-separated names, or 'all'")->capture_default_str();
   app.add_option("--op", op, "sum | prod | min | max | argmin | argmax")->capture_default_str();
   app.add_option("-t,--type", type, "int32 | uint32 | int64 | uint64 | float | double")->capture_default_str();
+  app.add_option("--acc", acc, "accumulator/result type for sum and prod; default NumPy's (int32 -> int64)");
   app.add_option("-n,--size", size, "elements to generate: N, 2^K or NeK")->capture_default_str();
   app.add_option("--seed", seed, "seed of the generated data")->capture_default_str();
   app.add_option("-i,--input", input, "read the array from a 1-D .npy file instead of generating it");
@@ -134,6 +136,7 @@ int run(int argc, char** argv) {
   cfg.warmup = warmup;
   cfg.repeat = repeat;
   cfg.local_size = local_size;
+  cfg.acc = acc;
   ReduceSession session(ctx, data, the_op, cfg);
   if (format == "table")
     std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  "

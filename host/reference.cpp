@@ -51,13 +51,19 @@ template <class T> using Wide = std::conditional_t<
     std::is_integral_v<T> && sizeof(T) == 4,
     std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>, T>;
 
-template <class T> Value seq_value_op(const T* x, std::size_t n, Op op) {
-  using W = Wide<T>;
-  switch (op) {
-    case Op::kSum: { W a = 0; for (std::size_t i = 0; i < n; ++i) a = wrap_add(a, static_cast<W>(x[i])); return make_value(a); }
-    case Op::kProd: { W a = 1; for (std::size_t i = 0; i < n; ++i) a = wrap_mul(a, static_cast<W>(x[i])); return make_value(a); }
-    default: break;
+template <class W, class T> Value seq_fold(const T* x, std::size_t n, Op op) {
+  W a = op == Op::kProd ? 1 : 0;
+  if (op == Op::kProd) {
+    for (std::size_t i = 0; i < n; ++i) a = wrap_mul(a, static_cast<W>(x[i]));
+  } else {
+    for (std::size_t i = 0; i < n; ++i) a = wrap_add(a, static_cast<W>(x[i]));
   }
+  return make_value(a);
+}
+
+template <class T> Value seq_value_op(const T* x, std::size_t n, Op op, bool narrow) {
+  if (op == Op::kSum || op == Op::kProd)
+    return narrow ? seq_fold<T>(x, n, op) : seq_fold<Wide<T>>(x, n, op);
   const bool want_min = op == Op::kMin || op == Op::kArgMin;
   T best = x[0];
   std::size_t at = 0;
@@ -84,16 +90,25 @@ void require_nonempty(const HostArray& a, Op op) {
 }  // namespace
 
 Value sequential_reduce(const HostArray& a, Op op) {
+  return sequential_reduce(a, op, acc_dtype(op, a.type));
+}
+
+Value sequential_reduce(const HostArray& a, Op op, DType acc) {
   require_nonempty(a, op);
   return dispatch_dtype(a.type, [&](auto tag) {
     using T = decltype(tag);
-    return seq_value_op<T>(a.as<T>(), a.n, op);
+    return seq_value_op<T>(a.as<T>(), a.n, op, acc == a.type);
   });
 }
 
 Value reference_reduce(const HostArray& a, Op op) {
+  return reference_reduce(a, op, acc_dtype(op, a.type));
+}
+
+Value reference_reduce(const HostArray& a, Op op, DType acc) {
   require_nonempty(a, op);
-  if (!is_float(a.type) || !(op == Op::kSum || op == Op::kProd)) return sequential_reduce(a, op);
+  if (!is_float(a.type) || !(op == Op::kSum || op == Op::kProd))
+    return sequential_reduce(a, op, acc);
   return dispatch_dtype(a.type, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
@@ -117,9 +132,9 @@ long double abs_sum(const HostArray& a) {
   });
 }
 
-Value identity_value(Op op, DType t) {
+Value identity_value(Op op, DType acc) {
   Value v;
-  v.type = acc_dtype(op, t);
+  v.type = acc;
   const int one = op == Op::kProd ? 1 : 0;
   v.i = one;
   v.u = static_cast<std::uint64_t>(one);

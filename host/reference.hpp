@@ -11,18 +11,21 @@
 namespace clreduce {
 
 // The seeds' loop, `acc = OP(acc, x[i])` in the accumulator type, one pass in index order.
-// Requires a.n > 0 unless the op has an identity.
+// Requires a.n > 0 unless the op has an identity. `acc` is the accumulator type
+// (resolve_acc()); omitted, NumPy's.
 Value sequential_reduce(const HostArray& a, Op op);
+Value sequential_reduce(const HostArray& a, Op op, DType acc);
 
 // The reference result: sequential_reduce for ints, min, max and arg ops; for float sums and
 // products, the long double result rounded to the accumulator type.
 Value reference_reduce(const HostArray& a, Op op);
+Value reference_reduce(const HostArray& a, Op op, DType acc);
 
 // Sum of |x| in long double; 0 for integer arrays.
 long double abs_sum(const HostArray& a);
 
-// The identity of op for the accumulator type of t (0 for sum, 1 for prod).
-Value identity_value(Op op, DType t);
+// The identity of op (0 for sum, 1 for prod) as a value of the accumulator type.
+Value identity_value(Op op, DType acc);
 
 struct Verdict {
   bool ok = false;

@@ -42,7 +42,7 @@ static std::string json_value(const Value& v) {
 
 std::string to_json(const RunRecord& r) {
   std::string s = "{\"variant\":\"" + json_escape(r.variant) + "\",\"op\":\"" + op_name(r.op) +
-                  "\",\"type\":\"" + dtype_name(r.type) + "\",\"n\":" + std::to_string(r.n) +
+                  "\",\"type\":\"" + dtype_name(r.type) + "\",\"acc\":\"" + dtype_name(r.acc) + "\",\"n\":" + std::to_string(r.n) +
                   ",\"device\":\"" + json_escape(r.device) + "\"";
   if (r.skipped) return s + ",\"skipped\":true,\"reason\":\"" + json_escape(r.skip_reason) + "\"}";
   s += ",\"result\":" + json_value(r.result);

@@ -25,6 +25,7 @@ ReduceSession::ReduceSession(Context& ctx, const HostArray& data, Op op, RunConf
   problem_.op = op;
   problem_.type = data.type;
   problem_.n = data.n;
+  problem_.acc_type = resolve_acc(op, data.type, cfg.acc);
   cfg_.repeat = std::max(cfg_.repeat, 1);
   cfg_.warmup = std::max(cfg_.warmup, 0);
   const DeviceInfo& d = ctx.info();
@@ -34,12 +35,12 @@ ReduceSession::ReduceSession(Context& ctx, const HostArray& data, Op op, RunConf
     throw Error(kExitUnsupported, "array of " + std::to_string(data.bytes.size()) +
                                       " bytes exceeds " + d.name + "'s largest allocation (" +
                                       std::to_string(d.max_alloc) + " bytes)");
-  expected_ = reference_reduce(data, op);  // throws for n = 0 without identity
+  expected_ = reference_reduce(data, op, problem_.acc_type);  // throws for n = 0 without identity
   abs_sum_ = abs_sum(data);
   std::vector<double> t;
   for (int r = 0; r < cfg_.repeat; ++r) {
     const double t0 = now_ms();
-    const Value v = sequential_reduce(data, op);
+    const Value v = sequential_reduce(data, op, problem_.acc_type);
     t.push_back(now_ms() - t0);
     if (r == 0 && !is_float(v.type) && !(v.i == expected_.i && v.u == expected_.u))
       throw Error(kExitVerify, "internal: sequential loop disagrees with the reference");
@@ -52,6 +53,7 @@ RunRecord ReduceSession::run(ReduceVariant& v) {
   rec.variant = v.name();
   rec.op = problem_.op;
   rec.type = problem_.type;
+  rec.acc = problem_.acc_type;
   rec.n = problem_.n;
   rec.device = ctx_.info().name;
   rec.expected = expected_;
@@ -62,7 +64,7 @@ RunRecord ReduceSession::run(ReduceVariant& v) {
     return rec;
   }
   if (problem_.n == 0) {  // sum and prod: the identity, with no launch
-    rec.result = identity_value(problem_.op, problem_.type);
+    rec.result = identity_value(problem_.op, problem_.acc_type);
   } else {
     rec.policy = v.policy(ctx_, problem_, cfg_.local_size);
     cl::Buffer in = ctx_.scratch("input", data_.bytes.size());

@@ -15,6 +15,7 @@ struct RunConfig {
   int warmup = 1;              // untimed runs before the timed ones
   int repeat = 5;              // timed runs; medians are reported
   std::size_t local_size = 0;  // 0: the variant's choice
+  std::string acc;             // --acc: accumulator type name; empty for NumPy's
 };
 
 // One variant's outcome on one array: what --format json prints.
@@ -22,6 +23,7 @@ struct RunRecord {
   std::string variant;
   Op op = Op::kSum;
   DType type = DType::kInt32;
+  DType acc = DType::kInt64;  // accumulator (result) type
   std::size_t n = 0;
   std::string device;
   bool skipped = false;

@@ -98,6 +98,16 @@ DType acc_dtype(Op op, DType t) {
   return t;
 }
 
+DType resolve_acc(Op op, DType t, const std::string& wanted) {
+  const DType def = acc_dtype(op, t);
+  if (wanted.empty()) return def;
+  const DType w = parse_dtype(wanted);
+  if (w == def || w == t) return w;
+  throw Error(kExitUsage, "--acc " + wanted + " is not available for " + op_name(op) + " of " +
+                              dtype_name(t) + " (use " + dtype_name(def) +
+                              (def != t ? " or " + dtype_name(t) : std::string()) + ")");
+}
+
 Value Value::from_bytes(DType type, const unsigned char* p) {
   Value v;
   v.type = type;

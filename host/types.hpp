@@ -32,6 +32,10 @@ bool is_arg_op(Op op);
 // NumPy's accumulator: sum and prod of 32-bit ints accumulate in 64 bits (int32 -> int64,
 // uint32 -> uint64); everything else keeps its type.
 DType acc_dtype(Op op, DType t);
+// The accumulator for op on t with a user override (--acc): `wanted` may be the NumPy default
+// or, for sum and prod of 32-bit ints, the element type itself (int32 -> int32, wrapping).
+// Throws Error(kExitUsage) for any other combination.
+DType resolve_acc(Op op, DType t, const std::string& wanted);
 // True when n = 0 has an answer (the identity): sum and prod.
 bool has_identity(Op op);
 

@@ -27,8 +27,9 @@ struct ReduceProblem {
   Op op = Op::kSum;
   DType type = DType::kInt32;
   std::size_t n = 0;
+  DType acc_type = DType::kInt64;  // the accumulator; set with resolve_acc()
 
-  DType acc() const { return acc_dtype(op, type); }
+  DType acc() const { return acc_type; }
   // Bytes of one accumulator on the device: 16 for arg ops ({T v; long i;}).
   std::size_t acc_bytes() const { return is_arg_op(op) ? 16 : dtype_size(acc()); }
   // -D options selecting T, the accumulator and the operator in clreduce.h.
