@@ -1,7 +1,9 @@
 // context.cpp: program building with spliced headers, readable build failures, buffer reuse.
 #include "context.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <regex>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -22,6 +24,31 @@ Context::Context(const DeviceInfo& info, std::string kernel_dir, bool verbose)
     : info_(info), kernel_dir_(std::move(kernel_dir)), verbose_(verbose) {
   context_ = cl::Context(info_.device);
   queue_ = cl::CommandQueue(context_, info_.device, CL_QUEUE_PROFILING_ENABLE);
+}
+
+// Compilers that ignore #line (NVIDIA's reports "<kernel>:239:29") get their positions mapped
+// back: line L of the spliced source is clreduce.h or the kernel file, by where the splice put it.
+std::string remap_log(const std::string& log, const std::string& file,
+                             std::size_t header_lines, std::size_t prefix_lines) {
+  static const std::regex kPos(R"(<(kernel|source)>:(\d+):)");
+  std::string out;
+  auto begin = log.cbegin();
+  std::smatch m;
+  while (std::regex_search(begin, log.cend(), m, kPos)) {
+    out.append(begin, m[0].first);
+    const std::size_t line = std::stoul(m[2].str());
+    // Line 1 is #line, the header follows; the kernel file starts after prefix_lines lines.
+    if (line >= 2 && line < 2 + header_lines) {
+      out += "clreduce.h:" + std::to_string(line - 1) + ":";
+    } else if (line > prefix_lines) {
+      out += file + ":" + std::to_string(line - prefix_lines) + ":";
+    } else {
+      out += m[0].str();
+    }
+    begin = m[0].second;
+  }
+  out.append(begin, log.cend());
+  return out;
 }
 
 std::string Context::read_source(const std::string& file) const {
@@ -50,8 +77,16 @@ cl::Kernel Context::kernel(const std::string& file, const std::string& name,
       } catch (const cl::Error&) {
         log = "(no build log)";
       }
+      const std::string header = read_text_file(kernel_dir_ + "/clreduce.h");
+      const std::string body = read_text_file(kernel_dir_ + "/" + file);
+      const auto lines = [](const std::string& s) {
+        return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
+      };
+      const std::size_t header_lines = lines(header) + (header.empty() || header.back() == '\n' ? 0 : 1);
+      const std::size_t prefix_lines = lines(source) - lines(body);
       throw Error(kExitBuild, "kernel build failed on " + info_.name + ": " + kernel_dir_ + "/" +
-                                  file + " with options '" + options + "'\n" + log);
+                                  file + " with options '" + options + "'\n" +
+                                  remap_log(log, file, header_lines, prefix_lines));
     }
     it = programs_.emplace(key, program).first;
   }

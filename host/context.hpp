@@ -48,6 +48,12 @@ class Context {
   std::map<std::string, std::pair<std::size_t, cl::Buffer>> scratch_;
 };
 
+// Rewrites "<kernel>:L:" / "<source>:L:" positions (compilers that ignore #line) in a build log
+// into clreduce.h or `file` positions, given the header's line count and the number of lines
+// spliced in front of the kernel file.
+std::string remap_log(const std::string& log, const std::string& file, std::size_t header_lines,
+                      std::size_t prefix_lines);
+
 // Reads a whole text file; throws Error(kExitBuild) if it cannot.
 std::string read_text_file(const std::string& path);
 

@@ -214,3 +214,11 @@ TEST_CASE("a kernel that fails to build names the device, file, options and line
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("build logs without #line support are mapped back to the user's file", "[kernels]") {
+  // NVIDIA's compiler reports positions in the spliced source as <kernel>:L:C.
+  const std::string log = "<kernel>:239:29: error: expected expression\n<kernel>:5:1: note: x\n";
+  const std::string mapped = remap_log(log, "reduce_topdown.cl", 210, 217);
+  CHECK_THAT(mapped, Catch::Matchers::ContainsSubstring("reduce_topdown.cl:22:29: error"));
+  CHECK_THAT(mapped, Catch::Matchers::ContainsSubstring("clreduce.h:4:1: note"));
+}

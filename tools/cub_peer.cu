@@ -570,20 +570,22 @@ Report run_scan(const Args& a, const std::vector<In>& x, bool inclusive) {
   r.result = value_str(n ? got[n - 1] : Out{});
   std::size_t bad = n;
   if constexpr (std::is_floating_point_v<Out>) {
-    // Element i sums k = i + 1 (inclusive) or i (exclusive) terms: within k*eps*sum|terms|.
-    long double exact = 0.0L, abs_sum = 0.0L;
-    for (std::size_t i = 0; i < n && bad == n; ++i) {
+    // Element i sums k = i + 1 (inclusive) or i (exclusive) terms: within k*eps*sum|terms| of
+    // the long double prefix; the expected value shown is the last exact prefix, rounded.
+    long double exact = 0.0L, abs_sum = 0.0L, last = 0.0L;
+    for (std::size_t i = 0; i < n; ++i) {
       if (inclusive) {
         exact += x[i];
         abs_sum += std::fabs(static_cast<long double>(x[i]));
       }
-      if (!within(got[i], exact, inclusive ? i + 1 : i, abs_sum)) bad = i;
+      if (bad == n && !within(got[i], exact, inclusive ? i + 1 : i, abs_sum)) bad = i;
+      last = exact;
       if (!inclusive) {
         exact += x[i];
         abs_sum += std::fabs(static_cast<long double>(x[i]));
       }
     }
-    r.expected = value_str(n ? seq[n - 1] : Out{});
+    r.expected = value_str(static_cast<Out>(last));
     r.acc = "float";
   } else {
     for (std::size_t i = 0; i < n; ++i)
