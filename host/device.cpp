@@ -111,15 +111,16 @@ DeviceInfo select_device(const std::vector<DeviceInfo>& devices, const std::stri
 std::string format_device_list(const std::vector<DeviceInfo>& devices) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-3s %-5s %4s %11s %11s %-12s %s\n", "#", "type", "CUs",
-                "global mem", "max alloc", "OpenCL C", "device (platform)");
+  std::snprintf(line, sizeof line, "%-3s %-5s %4s %11s %11s %-12s %-14s %s\n", "#", "type", "CUs",
+                "global mem", "max alloc", "OpenCL C", "driver", "device (platform)");
   out += line;
   for (const auto& d : devices) {
     std::string cver = d.c_version;
     if (cver.rfind("OpenCL C ", 0) == 0) cver = cver.substr(9);
-    std::snprintf(line, sizeof line, "%-3zu %-5s %4u %11s %11s %-12s %s (%s)\n", d.index,
+    std::snprintf(line, sizeof line, "%-3zu %-5s %4u %11s %11s %-12s %-14s %s (%s)\n", d.index,
                   d.type.c_str(), d.compute_units, mib(d.global_mem).c_str(),
-                  mib(d.max_alloc).c_str(), cver.c_str(), d.name.c_str(), d.platform_name.c_str());
+                  mib(d.max_alloc).c_str(), cver.c_str(), d.driver_version.c_str(), d.name.c_str(),
+                  d.platform_name.c_str());
     out += line;
   }
   return out;
