@@ -129,6 +129,7 @@ int run(int argc, char** argv) {
     if (app.count("--type") && data.type != the_type)
       throw Error(kExitUsage, input + " holds " + dtype_name(data.type) + ", not --type " + type);
   } else {
+    check_fits(dev, the_type, n);  // before allocating the host copy
     data = generate(the_type, n, seed);
   }
 

@@ -20,6 +20,13 @@ static double now_ms() {
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
+void check_fits(const DeviceInfo& d, DType t, std::size_t n) {
+  if (n > d.max_alloc / dtype_size(t))
+    throw Error(kExitUnsupported, std::to_string(n) + " elements of " + dtype_name(t) +
+                                      " exceed " + d.name + "'s largest allocation (" +
+                                      std::to_string(d.max_alloc) + " bytes)");
+}
+
 ReduceSession::ReduceSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg)
     : ctx_(ctx), data_(data), cfg_(cfg) {
   problem_.op = op;
@@ -31,10 +38,7 @@ ReduceSession::ReduceSession(Context& ctx, const HostArray& data, Op op, RunConf
   const DeviceInfo& d = ctx.info();
   if ((data.type == DType::kDouble || problem_.acc() == DType::kDouble) && !d.fp64)
     throw Error(kExitUnsupported, d.name + " has no double precision (cl_khr_fp64); try --type float");
-  if (data.bytes.size() > d.max_alloc)
-    throw Error(kExitUnsupported, "array of " + std::to_string(data.bytes.size()) +
-                                      " bytes exceeds " + d.name + "'s largest allocation (" +
-                                      std::to_string(d.max_alloc) + " bytes)");
+  check_fits(d, data.type, data.n);
   expected_ = reference_reduce(data, op, problem_.acc_type);  // throws for n = 0 without identity
   abs_sum_ = abs_sum(data);
   std::vector<double> t;

@@ -60,6 +60,9 @@ class ReduceSession {
   double seq_ms_ = 0.0;
 };
 
+// Throws Error(kExitUnsupported) when n elements of t exceed the device's largest allocation.
+void check_fits(const DeviceInfo& d, DType t, std::size_t n);
+
 // Median of a non-empty vector.
 double median(std::vector<double> v);
 

@@ -84,6 +84,13 @@ TEST_CASE("bad arguments get one line and exit code 2", "[cli]") {
   }
 }
 
+TEST_CASE("an array larger than the device's largest allocation is exit code 5", "[cli]") {
+  const Result r = run_cli("--size 2^50");
+  CHECK(r.code == 5);
+  CHECK_THAT(r.out, ContainsSubstring("largest allocation"));
+  CHECK(lines(r.out) == 1);
+}
+
 TEST_CASE("a malformed .npy file is refused with what is wrong", "[cli]") {
   const auto path = std::filesystem::temp_directory_path() / ("clreduce_bad_" + std::to_string(std::random_device{}()) + ".npy");
   std::ofstream(path, std::ios::binary) << "this is not numpy";
