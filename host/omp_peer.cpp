@@ -86,17 +86,23 @@ inline Acc range_sum(const In* x, std::size_t lo, std::size_t hi, Conv conv) {
   return (a0 + a1) + (a2 + a3);
 }
 
+// GCC vectorizes OpenMP SIMD scans (reduction(inscan)); Clang 14 cannot and warns, so there
+// the scan loop stays a plain loop.
+#if defined(_OPENMP) && !defined(__clang__)
+#define CLREDUCE_SIMD_SCAN 1
+#endif
+
 // Inclusive scan of x[lo, hi) into y starting from `carry` (an OpenMP SIMD inscan loop);
 // returns the final running value.
 template <class In, class Acc, class Out, class Conv>
 inline Acc range_scan(const In* x, Out* y, std::size_t lo, std::size_t hi, Acc carry, Conv conv) {
   Acc run = carry;
-#ifdef _OPENMP
+#ifdef CLREDUCE_SIMD_SCAN
 #pragma omp simd reduction(inscan, + : run)
 #endif
   for (std::size_t i = lo; i < hi; ++i) {
     run += conv(x[i]);
-#ifdef _OPENMP
+#ifdef CLREDUCE_SIMD_SCAN
 #pragma omp scan inclusive(run)
 #endif
     y[i] = static_cast<Out>(run);
