@@ -41,14 +41,45 @@ std::uint64_t tiled_scan_depth(std::size_t n, std::size_t tile, std::uint64_t ti
 
 namespace {
 
+// The problem of the level above p: its tile totals, scanned inclusively in the accumulator type.
+ScanProblem totals_problem(const ScanProblem& p, std::size_t groups) {
+  ScanProblem q = p;
+  q.type = p.acc_type;
+  q.n = groups;
+  q.exclusive = false;
+  return q;
+}
+
+// scan_add for the level whose totals problem is q, and its work-group size.
+cl::Kernel add_kernel(Context& ctx, const ScanProblem& q, std::size_t* wg) {
+  const auto build = [&](std::size_t w) {
+    return ctx.kernel("scan_add.cl", "scan_add", q.cl_options() + " -DWG_SIZE=" + std::to_string(w));
+  };
+  *wg = choose_scan_wg(ctx, 0, 256, [](std::size_t) { return std::size_t{0}; }, build);
+  return build(*wg);
+}
+
+// One level's scratch buffers: tile totals, tile flags, first segment starts, scanned totals.
+struct LevelBuffers {
+  cl::Buffer totals, tile_flags, heads, scanned;
+};
+
+LevelBuffers level_buffers(Context& ctx, const ScanProblem& p, std::size_t level, std::size_t groups) {
+  const std::string key = "scan.L" + std::to_string(level) + ".";
+  LevelBuffers b;
+  b.totals = ctx.scratch(key + "totals", groups * p.acc_bytes());
+  b.tile_flags = ctx.scratch(key + "tile_flags", groups);
+  b.heads = ctx.scratch(key + "heads", groups * sizeof(cl_uint));
+  b.scanned = ctx.scratch(key + "scanned", groups * p.acc_bytes());
+  return b;
+}
+
 void enqueue_level(Context& ctx, const ScanProblem& p, const TiledScan& ts, std::size_t level,
                    const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
                    std::vector<cl::Event>& events) {
   const std::size_t groups = (p.n + ts.tile - 1) / ts.tile;
-  const std::string key = "scan.L" + std::to_string(level) + ".";
-  cl::Buffer totals = ctx.scratch(key + "totals", groups * p.acc_bytes());
-  cl::Buffer tile_flags = ctx.scratch(key + "tile_flags", groups);
-  cl::Buffer heads = ctx.scratch(key + "heads", groups * sizeof(cl_uint));
+  const LevelBuffers b = level_buffers(ctx, p, level, groups);
+  const cl::Buffer &totals = b.totals, &tile_flags = b.tile_flags, &heads = b.heads, &scanned = b.scanned;
   cl::Kernel k = ts.kernel(p);
   k.setArg(0, in);
   k.setArg(1, flags);
@@ -63,18 +94,11 @@ void enqueue_level(Context& ctx, const ScanProblem& p, const TiledScan& ts, std:
   if (groups == 1) return;
 
   // The totals are scanned inclusively in the accumulator type by the same recursion.
-  ScanProblem q = p;
-  q.type = p.acc_type;
-  q.n = groups;
-  q.exclusive = false;
-  cl::Buffer scanned = ctx.scratch(key + "scanned", groups * p.acc_bytes());
+  const ScanProblem q = totals_problem(p, groups);
   enqueue_level(ctx, q, ts, level + 1, totals, tile_flags, scanned, events);
 
-  const auto build_add = [&](std::size_t wg) {
-    return ctx.kernel("scan_add.cl", "scan_add", q.cl_options() + " -DWG_SIZE=" + std::to_string(wg));
-  };
-  const std::size_t wg = choose_scan_wg(ctx, 0, 256, [](std::size_t) { return std::size_t{0}; }, build_add);
-  cl::Kernel add = build_add(wg);
+  std::size_t wg = 0;
+  cl::Kernel add = add_kernel(ctx, q, &wg);
   add.setArg(0, out);
   add.setArg(1, static_cast<cl_ulong>(p.n));
   add.setArg(2, static_cast<cl_ulong>(ts.tile));
@@ -86,6 +110,19 @@ void enqueue_level(Context& ctx, const ScanProblem& p, const TiledScan& ts, std:
 }
 
 }  // namespace
+
+void prepare_tiled_scan(Context& ctx, const ScanProblem& p, const TiledScan& ts) {
+  ScanProblem level = p;
+  for (std::size_t l = 0;; ++l) {
+    ts.kernel(level);
+    const std::size_t groups = (level.n + ts.tile - 1) / ts.tile;
+    level_buffers(ctx, level, l, groups);
+    if (groups == 1) break;
+    level = totals_problem(level, groups);
+    std::size_t wg = 0;
+    add_kernel(ctx, level, &wg);
+  }
+}
 
 void enqueue_tiled_scan(Context& ctx, const ScanProblem& p, const TiledScan& ts,
                         const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,

@@ -80,6 +80,9 @@ std::string scan_levels_text(std::size_t n, std::size_t tile);
 void enqueue_tiled_scan(Context& ctx, const ScanProblem& p, const TiledScan& ts,
                         const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
                         std::vector<cl::Event>& events);
+// Builds every kernel enqueue_tiled_scan will use for p (each level's tile kernel, scan_add), so
+// that no build falls inside a timed run. Call from the variant's policy().
+void prepare_tiled_scan(Context& ctx, const ScanProblem& p, const TiledScan& ts);
 // The depth of the whole recursion when one tile adds at most tile_depth operations to an
 // element: each level adds tile_depth plus one for the carry.
 std::uint64_t tiled_scan_depth(std::size_t n, std::size_t tile, std::uint64_t tile_depth);

@@ -31,15 +31,12 @@ class Blelloch : public ScanVariant {
     pol.items_per_thread = static_cast<unsigned>(tile / pol.wg_size);
     pol.groups = (p.n + tile - 1) / tile;
     pol.path = scan_levels_text(p.n, tile);
+    prepare_tiled_scan(ctx, p, tiled(ctx, pol));
     return pol;
   }
   void enqueue(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, const cl::Buffer& in,
                const cl::Buffer& flags, const cl::Buffer& out, std::vector<cl::Event>& events) override {
-    TiledScan ts;
-    ts.wg_size = pol.wg_size;
-    ts.tile = tile_of(pol.wg_size);
-    ts.kernel = [&](const ScanProblem& q) { return kernel(ctx, q, pol.wg_size); };
-    enqueue_tiled_scan(ctx, p, ts, in, flags, out, events);
+    enqueue_tiled_scan(ctx, p, tiled(ctx, pol), in, flags, out, events);
   }
   std::uint64_t depth(const ScanProblem& p, const LaunchPolicy& pol) const override {
     const std::size_t tile = tile_of(pol.wg_size);
@@ -47,6 +44,14 @@ class Blelloch : public ScanVariant {
   }
 
  private:
+  static TiledScan tiled(Context& ctx, const LaunchPolicy& pol) {
+    TiledScan ts;
+    ts.wg_size = pol.wg_size;
+    ts.tile = tile_of(pol.wg_size);
+    const std::size_t wg = pol.wg_size;
+    ts.kernel = [&ctx, wg](const ScanProblem& q) { return kernel(ctx, q, wg); };
+    return ts;
+  }
   static cl::Kernel kernel(Context& ctx, const ScanProblem& p, std::size_t wg) {
     return ctx.kernel("scan_blelloch.cl", "scan_blelloch",
                       p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) +

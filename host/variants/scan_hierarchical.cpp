@@ -35,15 +35,12 @@ class Hierarchical : public ScanVariant {
     const std::string lanes = subgroup_options(ctx).empty() ? "lanes=" + std::to_string(kLanes) + " barriers"
                                                             : "sub-groups";
     pol.path = lanes + ", " + scan_levels_text(p.n, tile);
+    prepare_tiled_scan(ctx, p, tiled(ctx, pol));
     return pol;
   }
   void enqueue(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, const cl::Buffer& in,
                const cl::Buffer& flags, const cl::Buffer& out, std::vector<cl::Event>& events) override {
-    TiledScan ts;
-    ts.wg_size = pol.wg_size;
-    ts.tile = pol.wg_size * kItems;
-    ts.kernel = [&](const ScanProblem& q) { return kernel(ctx, q, pol.wg_size); };
-    enqueue_tiled_scan(ctx, p, ts, in, flags, out, events);
+    enqueue_tiled_scan(ctx, p, tiled(ctx, pol), in, flags, out, events);
   }
   std::uint64_t depth(const ScanProblem& p, const LaunchPolicy& pol) const override {
     // ITEMS in the work-item's block, log2(lane width) + log2(lane groups) <= log2(wg) + 1 in the
@@ -52,6 +49,14 @@ class Hierarchical : public ScanVariant {
   }
 
  private:
+  static TiledScan tiled(Context& ctx, const LaunchPolicy& pol) {
+    TiledScan ts;
+    ts.wg_size = pol.wg_size;
+    ts.tile = pol.wg_size * kItems;
+    const std::size_t wg = pol.wg_size;
+    ts.kernel = [&ctx, wg](const ScanProblem& q) { return kernel(ctx, q, wg); };
+    return ts;
+  }
   static cl::Kernel kernel(Context& ctx, const ScanProblem& p, std::size_t wg) {
     return ctx.kernel("scan_hierarchical.cl", "scan_hierarchical",
                       p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) + " -DITEMS=" +

@@ -17,21 +17,26 @@ class HillisSteele : public ScanVariant {
     pol.wg_size = choose_scan_wg(ctx, local_size, 256, bytes, [&](std::size_t wg) { return kernel(ctx, p, wg); });
     pol.groups = (p.n + pol.wg_size - 1) / pol.wg_size;
     pol.path = scan_levels_text(p.n, pol.wg_size);
+    prepare_tiled_scan(ctx, p, tiled(ctx, pol));
     return pol;
   }
   void enqueue(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, const cl::Buffer& in,
                const cl::Buffer& flags, const cl::Buffer& out, std::vector<cl::Event>& events) override {
-    TiledScan ts;
-    ts.wg_size = pol.wg_size;
-    ts.tile = pol.wg_size;
-    ts.kernel = [&](const ScanProblem& q) { return kernel(ctx, q, pol.wg_size); };
-    enqueue_tiled_scan(ctx, p, ts, in, flags, out, events);
+    enqueue_tiled_scan(ctx, p, tiled(ctx, pol), in, flags, out, events);
   }
   std::uint64_t depth(const ScanProblem& p, const LaunchPolicy& pol) const override {
     return tiled_scan_depth(p.n, pol.wg_size, ceil_log2(pol.wg_size));
   }
 
  private:
+  static TiledScan tiled(Context& ctx, const LaunchPolicy& pol) {
+    TiledScan ts;
+    ts.wg_size = pol.wg_size;
+    ts.tile = pol.wg_size;
+    const std::size_t wg = pol.wg_size;
+    ts.kernel = [&ctx, wg](const ScanProblem& q) { return kernel(ctx, q, wg); };
+    return ts;
+  }
   static cl::Kernel kernel(Context& ctx, const ScanProblem& p, std::size_t wg) {
     return ctx.kernel("scan_hillis_steele.cl", "scan_hillis_steele",
                       p.cl_options() + " -DWG_SIZE=" + std::to_string(wg));
