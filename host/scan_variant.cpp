@@ -21,6 +21,7 @@ std::string ScanVariant::unsupported(Context&, const ScanProblem& p) const {
 }
 
 std::size_t scan_levels(std::size_t n, std::size_t tile) {
+  if (tile < 2) return 0;
   std::size_t levels = 1;
   while (n > tile) {
     n = (n + tile - 1) / tile;
@@ -112,6 +113,7 @@ void enqueue_level(Context& ctx, const ScanProblem& p, const TiledScan& ts, std:
 }  // namespace
 
 void prepare_tiled_scan(Context& ctx, const ScanProblem& p, const TiledScan& ts) {
+  if (ts.tile < 2) return;  // enqueue_tiled_scan refuses it
   ScanProblem level = p;
   for (std::size_t l = 0;; ++l) {
     ts.kernel(level);
@@ -127,15 +129,18 @@ void prepare_tiled_scan(Context& ctx, const ScanProblem& p, const TiledScan& ts)
 void enqueue_tiled_scan(Context& ctx, const ScanProblem& p, const TiledScan& ts,
                         const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
                         std::vector<cl::Event>& events) {
+  if (ts.tile < 2) throw Error(kExitUsage, "internal: a scan tile of fewer than 2 elements never ends the recursion");
   enqueue_level(ctx, p, ts, 0, in, flags, out, events);
 }
 
 std::size_t choose_scan_wg(Context& ctx, std::size_t local_size, std::size_t preferred,
                            const std::function<std::size_t(std::size_t)>& local_bytes,
-                           const std::function<cl::Kernel(std::size_t)>& build) {
+                           const std::function<cl::Kernel(std::size_t)>& build, std::size_t min_wg) {
   const DeviceInfo& d = ctx.info();
   if (local_size > 0) {
     const std::string what = "--local-size " + std::to_string(local_size);
+    if (local_size < min_wg)
+      throw Error(kExitUsage, what + " is too small for this variant (at least " + std::to_string(min_wg) + ")");
     if (local_size > d.max_wg_size)
       throw Error(kExitUsage, what + " is larger than " + d.name + " allows (" +
                                   std::to_string(d.max_wg_size) + ")");
@@ -152,6 +157,7 @@ std::size_t choose_scan_wg(Context& ctx, std::size_t local_size, std::size_t pre
   std::size_t wg = 1;
   while (wg * 2 <= std::min(preferred, d.max_wg_size)) wg *= 2;
   while (wg > 1 && (local_bytes(wg) > d.local_mem || kernel_max_wg(ctx, build(wg)) < wg)) wg /= 2;
+  if (wg < min_wg) throw Error(kExitUsage, d.name + " cannot run this variant: no work-group size fits its local memory");
   return wg;
 }
 

@@ -88,11 +88,12 @@ void prepare_tiled_scan(Context& ctx, const ScanProblem& p, const TiledScan& ts)
 std::uint64_t tiled_scan_depth(std::size_t n, std::size_t tile, std::uint64_t tile_depth);
 
 // Picks the work-group size of a tile kernel: local_size (user override) or the largest power of
-// two <= preferred, such that the device takes it (max work-group size, local memory: local_bytes
-// is the kernel's need for a group size) and so does the kernel built for it (build).
-// An override that does not fit throws Error(kExitUsage) saying why.
+// two <= preferred, at least min_wg, such that the device takes it (max work-group size, local
+// memory: local_bytes is the kernel's need for a group size) and so does the kernel built for it
+// (build). An override that does not fit, or a device that fits no size >= min_wg, throws
+// Error(kExitUsage) saying why.
 std::size_t choose_scan_wg(Context& ctx, std::size_t local_size, std::size_t preferred,
                            const std::function<std::size_t(std::size_t)>& local_bytes,
-                           const std::function<cl::Kernel(std::size_t)>& build);
+                           const std::function<cl::Kernel(std::size_t)>& build, std::size_t min_wg = 1);
 
 }  // namespace clreduce

@@ -14,7 +14,8 @@ class HillisSteele : public ScanVariant {
   LaunchPolicy policy(Context& ctx, const ScanProblem& p, std::size_t local_size) override {
     const auto bytes = [&](std::size_t wg) { return 2 * wg * p.acc_bytes() + (p.segmented ? 2 * wg : 0); };
     LaunchPolicy pol;
-    pol.wg_size = choose_scan_wg(ctx, local_size, 256, bytes, [&](std::size_t wg) { return kernel(ctx, p, wg); });
+    // One element per work-item: a tile of one would never shrink the recursion.
+    pol.wg_size = choose_scan_wg(ctx, local_size, 256, bytes, [&](std::size_t wg) { return kernel(ctx, p, wg); }, 2);
     pol.groups = (p.n + pol.wg_size - 1) / pol.wg_size;
     pol.path = scan_levels_text(p.n, pol.wg_size);
     prepare_tiled_scan(ctx, p, tiled(ctx, pol));
