@@ -61,7 +61,7 @@ TEST_CASE("the variant list names the scans, and --variant all runs reductions t
   Result r = run_cli("--list-variants");
   CHECK(r.code == 0);
   for (const auto& v : scan_variants()) CHECK_THAT(r.out, ContainsSubstring(v->name()));
-  r = run_cli("--variant all --op max --type int64 --size 3000 --format json --repeat 1");
+  r = run_cli("--variant all --op max --type int64 --size 3000 --local-size 64 --format json --repeat 1");
   CHECK(r.code == 0);
   CHECK(lines(r.out) == reduce_variants().size() + scan_variants().size());
   CHECK_THAT(r.out, ContainsSubstring("\"kind\":\"reduce\""));
@@ -70,7 +70,7 @@ TEST_CASE("the variant list names the scans, and --variant all runs reductions t
   r = run_cli("--variant all-reduce --size 1000 --format json --repeat 1");
   CHECK(lines(r.out) == reduce_variants().size());
   CHECK(r.out.find("\"kind\":\"scan\"") == std::string::npos);
-  r = run_cli("--variant all --op argmin --size 1000 --repeat 1");
+  r = run_cli("--variant all --op argmin --size 1000 --local-size 64 --repeat 1");
   CHECK(r.code == 0);
   CHECK_THAT(r.out, ContainsSubstring("skipped: argmin has no prefix scan"));
 }
