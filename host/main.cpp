@@ -91,8 +91,7 @@ int run(int argc, char** argv) {
   const DType the_type = parse_dtype(type);
   const VariantPlan plan = plan_variants(variant, the_op);
   const bool segmented = !segments.empty() || segment_length > 0;
-  if (plan.scan.empty() && (exclusive || segmented || !output.empty()))
-    throw Error(kExitUsage, "--exclusive, --segments, --segment-length and --output apply to scans: pick a scan-* variant");
+  check_scan_flags(plan, the_op, exclusive || segmented || !output.empty());
   const std::size_t n = input.empty() ? parse_size(size) : 0;
 
   const auto devices = list_devices();

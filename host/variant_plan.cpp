@@ -50,6 +50,13 @@ VariantPlan plan_variants(const std::string& spec, Op op) {
   return plan;
 }
 
+void check_scan_flags(const VariantPlan& plan, Op op, bool scan_flags) {
+  if (!scan_flags) return;
+  const std::string flags = "--exclusive, --segments, --segment-length and --output apply to scans";
+  if (plan.scan.empty()) throw Error(kExitUsage, flags + ": pick a scan-* variant");
+  refuse_arg_scan(flags, op);
+}
+
 std::string format_variant_list() {
   std::string s;
   const auto line = [&](const std::string& name, const std::string& what) {

@@ -22,6 +22,11 @@ struct VariantPlan {
 // or by "all-scan" with an arg op; under "all" those scans are kept, to be skipped with a reason.
 VariantPlan plan_variants(const std::string& spec, Op op);
 
+// Throws Error(kExitUsage) when a scan-only flag (--exclusive, --segments, --segment-length,
+// --output; scan_flags says whether one was given) cannot take effect: no scan variant picked,
+// or an arg op, for which every scan is skipped.
+void check_scan_flags(const VariantPlan& plan, Op op, bool scan_flags);
+
 // Every variant, reductions then scans, one line each: name and description.
 std::string format_variant_list();
 

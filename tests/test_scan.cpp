@@ -166,21 +166,21 @@ TEST_CASE("inclusive equals exclusive shifted by one, within segments too", "[sc
   const std::uint64_t seed = std::random_device{}();
   CAPTURE(variant, seed);
   const std::size_t n = 20011;
-  const HostArray a = generate(DType::kInt32, n, seed);
   const auto flags = random_flags(n, 0.01, seed);
+  // sum of int32 (int64 output) and min of int64: both write int64.
   for (const bool seg : {false, true}) {
-    for (Op op : {Op::kSum, Op::kMax}) {
+    for (Op op : {Op::kSum, Op::kMin}) {
       CAPTURE(seg, op_name(op));
+      const HostArray a = generate(op == Op::kSum ? DType::kInt32 : DType::kInt64, n, seed);
       const ScanRun inc = run_scan(variant, a, op, false, seg ? &flags : nullptr);
       const ScanRun exc = run_scan(variant, a, op, true, seg ? &flags : nullptr);
       require_verified(inc);
       require_verified(exc);
-      const std::int64_t id = op == Op::kSum ? 0 : std::numeric_limits<std::int32_t>::min();
+      const std::int64_t id = op == Op::kSum ? 0 : std::numeric_limits<std::int64_t>::max();
       for (std::size_t i = 0; i < n; ++i) {
         const bool start = i == 0 || (seg && flags[i]);
-        const std::int64_t want = start ? id : (op == Op::kSum ? at<std::int64_t>(inc.out, i - 1)
-                                                               : at<std::int32_t>(inc.out, i - 1));
-        const std::int64_t got = op == Op::kSum ? at<std::int64_t>(exc.out, i) : at<std::int32_t>(exc.out, i);
+        const std::int64_t want = start ? id : at<std::int64_t>(inc.out, i - 1);
+        const std::int64_t got = at<std::int64_t>(exc.out, i);
         if (got != want) FAIL("exclusive[" << i << "] = " << got << ", inclusive[i-1] = " << want);
       }
     }
@@ -195,11 +195,13 @@ TEST_CASE("segment starts on tile edges, one-element segments, all flags and non
   const std::size_t n = t * t + 2 * t + 3;  // three levels
   const HostArray a = generate(DType::kInt32, n, seed);
   const HostArray f = generate(DType::kFloat, n, seed);
+  const HostArray w = generate(DType::kInt64, n, seed);
+  const HostArray u = generate(DType::kUInt32, n, seed);
 
   SECTION("starts at tile edges, one before and one after, and at level-1 tile edges") {
     std::vector<std::uint8_t> flags(n, 0);
     for (std::size_t i = t; i < n; i += t) flags[i] = 1;
-    for (std::size_t i = 3 * t - 1; i < n; i += 5 * t) flags[i] = flags[i + 2] = 1;
+    for (std::size_t i = 3 * t - 1; i + 2 < n; i += 5 * t) flags[i] = flags[i + 2] = 1;
     for (const bool exclusive : {false, true}) {
       require_verified(run_scan(variant, a, Op::kSum, exclusive, &flags));
       require_verified(run_scan(variant, f, Op::kSum, exclusive, &flags));
@@ -211,12 +213,12 @@ TEST_CASE("segment starts on tile edges, one-element segments, all flags and non
   SECTION("every flag set: inclusive gives x, exclusive the identity") {
     const std::vector<std::uint8_t> all(n, 1);
     const ScanRun inc = run_scan(variant, a, Op::kSum, false, &all);
-    const ScanRun exc = run_scan(variant, f, Op::kMin, true, &all);
+    const ScanRun exc = run_scan(variant, w, Op::kMin, true, &all);
     require_verified(inc);
     require_verified(exc);
     for (std::size_t i = 0; i < n; ++i) {
       if (at<std::int64_t>(inc.out, i) != a.as<std::int32_t>()[i]) FAIL("inclusive[" << i << "] != x");
-      if (at<float>(exc.out, i) != std::numeric_limits<float>::infinity()) FAIL("exclusive[" << i << "] != +inf");
+      if (at<std::int64_t>(exc.out, i) != INT64_MAX) FAIL("exclusive[" << i << "] != the identity");
     }
   }
   SECTION("no flag set (element 0 unflagged) equals the unsegmented scan") {
@@ -232,11 +234,11 @@ TEST_CASE("segment starts on tile edges, one-element segments, all flags and non
   SECTION("one-element segments scattered among long ones, and dense random flags") {
     std::vector<std::uint8_t> flags = random_flags(n, 0.3, seed);
     flags[0] = 0;
-    require_verified(run_scan(variant, a, Op::kProd, false, &flags));
-    require_verified(run_scan(variant, f, Op::kMax, true, &flags));
+    require_verified(run_scan(variant, u, Op::kProd, false, &flags));
+    require_verified(run_scan(variant, f, Op::kSum, true, &flags));
     std::vector<std::uint8_t> single(n, 0);
-    for (std::size_t i = 1; i < n; i += 17) single[i] = single[i + 1] = 1;
-    require_verified(run_scan(variant, a, Op::kMin, true, &single));
+    for (std::size_t i = 1; i + 1 < n; i += 17) single[i] = single[i + 1] = 1;
+    require_verified(run_scan(variant, w, Op::kMin, true, &single));
   }
 }
 

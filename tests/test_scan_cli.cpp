@@ -160,6 +160,7 @@ TEST_CASE("bad scan arguments get one line and exit code 2", "[cli][scan]") {
       {"--variant scan-blelloch --segment-length 0", "segment-length"},
       {"--variant topdown --exclusive", "apply to scans"},
       {"--variant topdown --output /tmp/x.npy", "apply to scans"},
+      {"--variant all --op argmin --exclusive", "apply to scans: argmin has no prefix scan"},
       {"--variant scan-nope", "unknown variant 'scan-nope' (valid: all, all-reduce, all-scan"}};
   for (const Case& c : cases) {
     CAPTURE(c.args);
