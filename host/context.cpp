@@ -54,7 +54,27 @@ std::string remap_log(const std::string& log, const std::string& file,
 std::string Context::read_source(const std::string& file) const {
   const std::string header = read_text_file(kernel_dir_ + "/clreduce.h");
   const std::string body = read_text_file(kernel_dir_ + "/" + file);
-  return "#line 1 \"clreduce.h\"\n" + header + "\n#line 1 \"" + file + "\"\n" + body;
+  // A line `#include "clr_NAME.h"` is replaced by that header from the kernel dir, under #line
+  // directives, so shared kernel helpers need no -I (whose path could hold spaces).
+  std::string out = "#line 1 \"clreduce.h\"\n" + header + "\n#line 1 \"" + file + "\"\n";
+  std::size_t pos = 0, line = 1;
+  while (pos < body.size()) {
+    std::size_t end = body.find('\n', pos);
+    end = end == std::string::npos ? body.size() : end + 1;
+    const std::string text = body.substr(pos, end - pos);
+    const std::string prefix = "#include \"clr_";
+    const std::size_t close = text.find('"', prefix.size());
+    if (text.compare(0, prefix.size(), prefix) == 0 && close != std::string::npos) {
+      const std::string name = text.substr(prefix.size() - 4, close - (prefix.size() - 4));
+      out += "#line 1 \"" + name + "\"\n" + read_text_file(kernel_dir_ + "/" + name) + "\n#line " +
+             std::to_string(line + 1) + " \"" + file + "\"\n";
+    } else {
+      out += text;
+    }
+    pos = end;
+    ++line;
+  }
+  return out;
 }
 
 cl::Kernel Context::kernel(const std::string& file, const std::string& name,

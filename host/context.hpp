@@ -23,8 +23,9 @@ class Context {
   const std::string& kernel_dir() const { return kernel_dir_; }
   bool verbose() const { return verbose_; }
 
-  // Builds `file` (relative to the kernel dir) with clreduce.h spliced in front and returns
-  // kernel `name`. `#line` directives keep compiler messages pointing into the user's files.
+  // Builds `file` (relative to the kernel dir) with clreduce.h spliced in front, and each line
+  // `#include "clr_NAME.h"` replaced by that kernel-dir header, and returns kernel `name`.
+  // `#line` directives keep compiler messages pointing into the user's files.
   // Throws Error(kExitBuild) with the device, file, options and log on failure.
   cl::Kernel kernel(const std::string& file, const std::string& name, const std::string& options);
 

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <new>
 
 #include "context.hpp"
@@ -15,8 +16,10 @@
 #include "npy.hpp"
 #include "report.hpp"
 #include "runner.hpp"
+#include "scan_runner.hpp"
 #include "size_arg.hpp"
 #include "variant.hpp"
+#include "variant_plan.hpp"
 
 using namespace clreduce;
 
@@ -31,41 +34,8 @@ const char* kExitCodes =
     "  4  a kernel failed to build, or the kernel directory was not found\n"
     "  5  the device cannot run this (no fp64, array larger than its largest allocation)\n";
 
-std::string variant_list() {
-  std::string s;
-  for (const auto& v : reduce_variants()) {
-    char line[256];
-    std::snprintf(line, sizeof line, "%-22s %s\n", v->name().c_str(), v->description().c_str());
-    s += line;
-  }
-  return s;
-}
-
-std::vector<ReduceVariant*> pick_variants(const std::string& spec) {
-  std::vector<ReduceVariant*> out;
-  if (spec == "all") {
-    for (const auto& v : reduce_variants()) out.push_back(v.get());
-    return out;
-  }
-  std::size_t pos = 0;
-  while (pos <= spec.size()) {
-    const std::size_t comma = spec.find(',', pos);
-    const std::string name = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    ReduceVariant* v = find_reduce_variant(name);
-    if (!v) {
-      std::string valid = "all";
-      for (const auto& r : reduce_variants()) valid += ", " + r->name();
-      throw Error(kExitUsage, "unknown variant '" + name + "' (valid: " + valid + ")");
-    }
-    out.push_back(v);
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
 int run(int argc, char** argv) {
-  CLI::App app{"clreduce: run, verify and time parallel reductions on OpenCL devices.\n"
+  CLI::App app{"clreduce: run, verify and time parallel reductions and prefix scans on OpenCL devices.\n"
                "Every result is checked against the sequential loop on the host."};
   app.footer(std::string("\n") + kExitCodes +
              "\nData: --size N --seed S generates int32/int64 uniform in [-1000, 1000] / "
@@ -80,7 +50,7 @@ int run(int argc, char** argv) {
   std::string acc;
   bool list_devices_flag = false, list_variants_flag = false, verbose = false;
   app.add_option("-d,--device", device, "device index from --list-devices, or a name substring (nvidia, pocl)")->capture_default_str();
-  app.add_option("-v,--variant", variant, "variant name, comma-separated names, or 'all'")->capture_default_str();
+  app.add_option("-v,--variant", variant, "variant name (scan-* are scans), comma-separated names, 'all', 'all-reduce' or 'all-scan'")->capture_default_str();
   app.add_option("--op", op, "sum | prod | min | max | argmin | argmax")->capture_default_str();
   app.add_option("-t,--type", type, "int32 | uint32 | int64 | uint64 | float | double")->capture_default_str();
   app.add_option("--acc", acc, "accumulator/result type for sum and prod; default NumPy's (int32 -> int64)");
@@ -95,6 +65,13 @@ int run(int argc, char** argv) {
   app.add_flag("--list-devices", list_devices_flag, "print every OpenCL device with its global index");
   app.add_flag("--list-variants", list_variants_flag, "print every variant with one line each");
   app.add_flag("--verbose", verbose, "print build options and launch policies to stderr");
+  bool exclusive = false;
+  std::string segments, output;
+  std::size_t segment_length = 0;
+  app.add_flag("--exclusive", exclusive, "scans: exclusive (identity first); default inclusive");
+  auto* seg_file = app.add_option("--segments", segments, "scans: .npy flag array (any integer or bool dtype), nonzero starts a segment");
+  app.add_option("--segment-length", segment_length, "scans: a segment starts every L elements")->check(CLI::PositiveNumber)->excludes(seg_file);
+  app.add_option("-o,--output", output, "scans: write the whole result to this .npy file");
 
   try {
     app.parse(argc, argv);
@@ -107,12 +84,14 @@ int run(int argc, char** argv) {
   }
 
   if (list_variants_flag) {
-    std::cout << variant_list();
+    std::cout << format_variant_list();
     return kExitOk;
   }
   const Op the_op = parse_op(op);
   const DType the_type = parse_dtype(type);
-  const auto variants = pick_variants(variant);
+  const VariantPlan plan = plan_variants(variant, the_op);
+  const bool segmented = !segments.empty() || segment_length > 0;
+  check_scan_flags(plan, the_op, exclusive || segmented || !output.empty());
   const std::size_t n = input.empty() ? parse_size(size) : 0;
 
   const auto devices = list_devices();
@@ -138,18 +117,37 @@ int run(int argc, char** argv) {
   cfg.repeat = repeat;
   cfg.local_size = local_size;
   cfg.acc = acc;
-  ReduceSession session(ctx, data, the_op, cfg);
-  if (format == "table")
-    std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  "
-              << op_name(the_op) << " " << dtype_name(data.type) << "  n = " << data.n << "\n"
-              << table_header() << std::flush;
   bool all_ok = true;
-  for (ReduceVariant* v : variants) {
-    RunRecord r = session.run(*v);
+  const auto print = [&](const RunRecord& r) {
     if (verbose && !r.skipped) std::cerr << r.variant << ": " << r.policy.str() << "\n";
     if (!r.skipped && !r.verified) all_ok = false;
     std::cout << (format == "json" ? to_json(r) + "\n" : table_row(r)) << std::flush;
+  };
+  std::unique_ptr<ReduceSession> session;
+  if (!plan.reduce.empty()) session = std::make_unique<ReduceSession>(ctx, data, the_op, cfg);
+  std::unique_ptr<ScanSession> scans;
+  if (!plan.scan.empty()) {
+    ScanOptions so;
+    so.exclusive = exclusive;
+    so.segmented = segmented;
+    so.flags = segment_flags(data.n, segments, segment_length);
+    scans = std::make_unique<ScanSession>(ctx, data, the_op, cfg, std::move(so));
   }
+  if (format == "table")
+    std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  "
+              << op_name(the_op) << " " << dtype_name(data.type) << "  n = " << data.n
+              << (scans ? std::string("  scans: ") + (exclusive ? "exclusive" : "inclusive") +
+                              (segmented ? ", segmented" : "") : "")
+              << "\n" << table_header() << std::flush;
+  for (ReduceVariant* v : plan.reduce) print(session->run(*v));
+  HostArray result;
+  bool have_result = false;
+  for (ScanVariant* v : plan.scan) {
+    RunRecord r = scans->run(*v, output.empty() ? nullptr : &result);
+    have_result = have_result || !r.skipped;
+    print(r);
+  }
+  if (!output.empty() && have_result) write_npy(output, result);
   return all_ok ? kExitOk : kExitVerify;
 }
 

@@ -41,16 +41,24 @@ static std::string json_value(const Value& v) {
 }
 
 std::string to_json(const RunRecord& r) {
-  std::string s = "{\"variant\":\"" + json_escape(r.variant) + "\",\"op\":\"" + op_name(r.op) +
+  const bool scan = r.kind == "scan";
+  std::string s = "{\"kind\":\"" + json_escape(r.kind) + "\",\"variant\":\"" + json_escape(r.variant) + "\",\"op\":\"" + op_name(r.op) +
                   "\",\"type\":\"" + dtype_name(r.type) + "\",\"acc\":\"" + dtype_name(r.acc) + "\",\"n\":" + std::to_string(r.n) +
                   ",\"device\":\"" + json_escape(r.device) + "\"";
+  if (scan)
+    s += std::string(",\"exclusive\":") + (r.exclusive ? "true" : "false") +
+         ",\"segmented\":" + (r.segmented ? "true" : "false");
   if (r.skipped) return s + ",\"skipped\":true,\"reason\":\"" + json_escape(r.skip_reason) + "\"}";
-  s += ",\"result\":" + json_value(r.result);
+  const bool none = scan && r.n == 0;  // an empty scan has no last element
+  s += ",\"result\":" + (none ? std::string("null") : json_value(r.result));
   if (is_arg_op(r.op)) s += ",\"index\":" + std::to_string(r.result.index);
-  s += ",\"expected\":" + json_value(r.expected);
+  s += ",\"expected\":" + (none ? std::string("null") : json_value(r.expected));
   if (is_arg_op(r.op)) s += ",\"expected_index\":" + std::to_string(r.expected.index);
   s += std::string(",\"verified\":") + (r.verified ? "true" : "false");
   if (!r.verified) s += ",\"error\":\"" + json_escape(r.verify_note) + "\"";
+  if (scan)
+    s += ",\"first_wrong\":" + std::to_string(r.first_wrong) +
+         ",\"wrong_count\":" + std::to_string(r.wrong_count);
   s += ",\"kernel_ms\":" + num(r.kernel_ms) + ",\"wall_ms\":" + num(r.wall_ms) +
        ",\"gbps\":" + num(r.gbps) + ",\"seq_ms\":" + num(r.seq_ms) +
        ",\"speedup\":" + num(r.speedup) + ",\"launches\":" + std::to_string(r.launches) +
@@ -72,7 +80,7 @@ std::string table_row(const RunRecord& r) {
     std::snprintf(line, sizeof line, "%-22s skipped: %s\n", r.variant.c_str(), r.skip_reason.c_str());
     return line;
   }
-  std::string res = r.result.str();
+  std::string res = r.kind == "scan" && r.n == 0 ? "(empty)" : r.result.str();
   if (is_arg_op(r.op)) res += " @" + std::to_string(r.result.index);
   std::snprintf(line, sizeof line, "%-22s %-28s %-8s %10.4f %10.4f %9.2f %10.4f %9.2f %8zu\n",
                 r.variant.c_str(), res.c_str(), r.verified ? "yes" : "NO", r.kernel_ms, r.wall_ms,

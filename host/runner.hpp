@@ -2,6 +2,7 @@
 // against the sequential reference, and the timing of the seeds' sequential loop beside it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,10 @@ struct RunConfig {
   std::string acc;             // --acc: accumulator type name; empty for NumPy's
 };
 
-// One variant's outcome on one array: what --format json prints.
+// One variant's outcome on one array: what --format json prints. A scan's result and expected
+// are the last elements of its output and of the reference.
 struct RunRecord {
+  std::string kind = "reduce";  // "reduce" or "scan"
   std::string variant;
   Op op = Op::kSum;
   DType type = DType::kInt32;
@@ -40,6 +43,11 @@ struct RunRecord {
   double speedup = 0.0;     // seq_ms / kernel_ms
   std::size_t launches = 0;
   LaunchPolicy policy;
+  // Scans only.
+  bool exclusive = false;
+  bool segmented = false;
+  std::int64_t first_wrong = -1;  // index of the first wrong element, -1 when none
+  std::uint64_t wrong_count = 0;  // how many elements are wrong
 };
 
 // Holds the array, its reference and the baseline time, shared by every variant run on it.

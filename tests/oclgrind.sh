@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # oclgrind.sh: runs every kernel under Oclgrind (--data-races --uninitialized --check-api) on
 # small arrays spanning at least three work-groups with a partial last one, and fails on any
-# report. Needs OCLGRIND and CLREDUCE (paths) in the environment.
+# report. Reductions get every kind of op; scans (scan-*) sum/prod/min/max, exclusive and
+# segmented. Needs OCLGRIND and CLREDUCE (paths) in the environment.
 set -u
 # Oclgrind 21.10's interpreter lacks an LLVM intrinsic that its own optimiser emits for some
 # kernels ("Undefined external function: llvm.experimental.noalias.scope.decl"): build the
@@ -22,11 +23,27 @@ check() {  # check ARGS...: one clreduce run under Oclgrind
 }
 variants=$("$CLREDUCE" --list-variants | awk '{print $1}')
 for v in $variants; do
-  for combo in "sum int32" "argmin float" "max double" "prod uint64" "argmax int64" "min uint32"; do
-    set -- $combo
-    check --variant "$v" --op "$1" --type "$2" --size 100 --local-size 16
-  done
-  check --variant "$v" --op sum --type float --size 1000
+  case "$v" in
+  scan-*)
+    # Scans: 300 elements in groups of 16 make 5 to 19 tiles (two or three levels), the last
+    # partial; each op, a widened and a 64-bit type, exclusive, segmented (the pair operator),
+    # and a group of 48 (two lane groups of the hierarchical scan, the second partial).
+    for combo in "sum int32" "prod uint64" "min float --exclusive" "max double --segment-length 7" \
+                 "sum float --segment-length 20 --exclusive" "max uint32 --segment-length 16"; do
+      set -- $combo
+      op=$1 type=$2; shift 2
+      check --variant "$v" --op "$op" --type "$type" --size 300 --local-size 16 "$@"
+    done
+    check --variant "$v" --op sum --type int64 --size 1000 --local-size 48 --segment-length 33 --exclusive
+    ;;
+  *)
+    for combo in "sum int32" "argmin float" "max double" "prod uint64" "argmax int64" "min uint32"; do
+      set -- $combo
+      check --variant "$v" --op "$1" --type "$2" --size 100 --local-size 16
+    done
+    check --variant "$v" --op sum --type float --size 1000
+    ;;
+  esac
 done
 rm -f "$log"
 if [ $fail -ne 0 ]; then echo "oclgrind: reports found"; exit 1; fi

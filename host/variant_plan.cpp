@@ -1,0 +1,72 @@
+// variant_plan.cpp: --variant parsing across both registries, so main.cpp stays a thin shell.
+#include "variant_plan.hpp"
+
+#include <cstdio>
+
+#include "error.hpp"
+
+namespace clreduce {
+
+namespace {
+
+std::string valid_names() {
+  std::string s = "all, all-reduce, all-scan";
+  for (const auto& r : reduce_variants()) s += ", " + r->name();
+  for (const auto& r : scan_variants()) s += ", " + r->name();
+  return s;
+}
+
+void refuse_arg_scan(const std::string& what, Op op) {
+  if (is_arg_op(op))
+    throw Error(kExitUsage, what + ": " + op_name(op) + " has no prefix scan (scans take sum, prod, min, max)");
+}
+
+}  // namespace
+
+VariantPlan plan_variants(const std::string& spec, Op op) {
+  VariantPlan plan;
+  std::size_t pos = 0;
+  while (pos <= spec.size()) {
+    const std::size_t comma = spec.find(',', pos);
+    const std::string name = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (name == "all" || name == "all-reduce")
+      for (const auto& v : reduce_variants()) plan.reduce.push_back(v.get());
+    if (name == "all-scan") refuse_arg_scan("--variant all-scan", op);
+    if (name == "all" || name == "all-scan")
+      for (const auto& v : scan_variants()) plan.scan.push_back(v.get());
+    if (name != "all" && name != "all-reduce" && name != "all-scan") {
+      if (ReduceVariant* r = find_reduce_variant(name)) {
+        plan.reduce.push_back(r);
+      } else if (ScanVariant* s = find_scan_variant(name)) {
+        refuse_arg_scan(name, op);
+        plan.scan.push_back(s);
+      } else {
+        throw Error(kExitUsage, "unknown variant '" + name + "' (valid: " + valid_names() + ")");
+      }
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return plan;
+}
+
+void check_scan_flags(const VariantPlan& plan, Op op, bool scan_flags) {
+  if (!scan_flags) return;
+  const std::string flags = "--exclusive, --segments, --segment-length and --output apply to scans";
+  if (plan.scan.empty()) throw Error(kExitUsage, flags + ": pick a scan-* variant");
+  refuse_arg_scan(flags, op);
+}
+
+std::string format_variant_list() {
+  std::string s;
+  const auto line = [&](const std::string& name, const std::string& what) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%-22s %s\n", name.c_str(), what.c_str());
+    s += buf;
+  };
+  for (const auto& v : reduce_variants()) line(v->name(), v->description());
+  for (const auto& v : scan_variants()) line(v->name(), v->description());
+  return s;
+}
+
+}  // namespace clreduce
