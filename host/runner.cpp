@@ -104,7 +104,10 @@ RunRecord ReduceSession::run(ReduceVariant& v) {
       rec.result.index = idx;
     }
   }
-  const std::uint64_t depth = problem_.n ? v.depth(problem_, rec.policy) : 0;
+  // Every multiplication rounds, whatever the tree: a product's error grows with n, not depth.
+  const std::uint64_t depth = problem_.n == 0 ? 0
+                              : problem_.op == Op::kProd ? problem_.n
+                                                         : v.depth(problem_, rec.policy);
   const Verdict verdict = verify(rec.result, expected_, problem_.op, depth, abs_sum_);
   rec.verified = verdict.ok;
   rec.verify_note = verdict.why;
