@@ -37,7 +37,8 @@ struct Verdict {
 // (NaN matches NaN; arg ops compare the index too). Float sums must satisfy
 // |got - ref| <= (depth + 2) * u * sum|x|, float products |got - ref| <= (depth + 2) * u * |ref|
 // (+ the smallest normal, for underflow), with u the unit roundoff of the accumulator type and
-// depth the longest chain of operations the variant applies to any element.
+// depth the longest chain of operations the variant applies to any element (for products the
+// runner passes n - 1: every multiplication's relative error reaches the result).
 Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth, long double sum_abs);
 
 }  // namespace clreduce

@@ -100,7 +100,10 @@ RunRecord ReduceSession::run(ReduceVariant& v) {
       rec.result.index = idx;
     }
   }
-  const std::uint64_t depth = problem_.n ? v.depth(problem_, rec.policy) : 0;
+  // A product's rounding errors compound multiplicatively whatever the order: every one of the
+  // n - 1 multiplications scales the result by (1 + delta), so its bound takes n - 1, not a depth.
+  const std::uint64_t depth =
+      problem_.n == 0 ? 0 : problem_.op == Op::kProd ? problem_.n - 1 : v.depth(problem_, rec.policy);
   const Verdict verdict = verify(rec.result, expected_, problem_.op, depth, abs_sum_);
   rec.verified = verdict.ok;
   rec.verify_note = verdict.why;
