@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <new>
 
 #include "context.hpp"
@@ -12,6 +13,7 @@
 #include "device.hpp"
 #include "error.hpp"
 #include "kernel_dir.hpp"
+#include "ladder.hpp"
 #include "npy.hpp"
 #include "report.hpp"
 #include "runner.hpp"
@@ -31,29 +33,20 @@ const char* kExitCodes =
     "  4  a kernel failed to build, or the kernel directory was not found\n"
     "  5  the device cannot run this (no fp64, array larger than its largest allocation)\n";
 
-std::string variant_list() {
-  std::string s;
-  for (const auto& v : reduce_variants()) {
-    char line[256];
-    std::snprintf(line, sizeof line, "%-22s %s\n", v->name().c_str(), v->description().c_str());
-    s += line;
-  }
-  return s;
-}
-
 std::vector<ReduceVariant*> pick_variants(const std::string& spec) {
   std::vector<ReduceVariant*> out;
   if (spec == "all") {
     for (const auto& v : reduce_variants()) out.push_back(v.get());
     return out;
   }
+  if (spec == "ladder") return ladder_variants();
   std::size_t pos = 0;
   while (pos <= spec.size()) {
     const std::size_t comma = spec.find(',', pos);
     const std::string name = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     ReduceVariant* v = find_reduce_variant(name);
     if (!v) {
-      std::string valid = "all";
+      std::string valid = "all, ladder";
       for (const auto& r : reduce_variants()) valid += ", " + r->name();
       throw Error(kExitUsage, "unknown variant '" + name + "' (valid: " + valid + ")");
     }
@@ -80,7 +73,7 @@ int run(int argc, char** argv) {
   std::string acc;
   bool list_devices_flag = false, list_variants_flag = false, verbose = false;
   app.add_option("-d,--device", device, "device index from --list-devices, or a name substring (nvidia, pocl)")->capture_default_str();
-  app.add_option("-v,--variant", variant, "variant name, comma-separated names, or 'all'")->capture_default_str();
+  app.add_option("-v,--variant", variant, "variant name, comma-separated names, 'all', or 'ladder' (kernels 1-7 as the seeds' table)")->capture_default_str();
   app.add_option("--op", op, "sum | prod | min | max | argmin | argmax")->capture_default_str();
   app.add_option("-t,--type", type, "int32 | uint32 | int64 | uint64 | float | double")->capture_default_str();
   app.add_option("--acc", acc, "accumulator/result type for sum and prod; default NumPy's (int32 -> int64)");
@@ -107,12 +100,20 @@ int run(int argc, char** argv) {
   }
 
   if (list_variants_flag) {
-    std::cout << variant_list();
+    // With a device, the path each variant takes there; without an OpenCL platform, the plain list.
+    std::unique_ptr<Context> ctx;
+    try {
+      ctx = std::make_unique<Context>(select_device(list_devices(), device), find_kernel_dir(kernel_dir), verbose);
+    } catch (const Error& e) {
+      if (e.code() == kExitUsage) throw;
+    }
+    std::cout << format_variant_list(ctx.get());
     return kExitOk;
   }
   const Op the_op = parse_op(op);
   const DType the_type = parse_dtype(type);
   const auto variants = pick_variants(variant);
+  const bool ladder = variant == "ladder";
   const std::size_t n = input.empty() ? parse_size(size) : 0;
 
   const auto devices = list_devices();
@@ -138,16 +139,21 @@ int run(int argc, char** argv) {
   cfg.local_size = local_size;
   cfg.acc = acc;
   ReduceSession session(ctx, data, the_op, cfg);
-  if (format == "table")
-    std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  "
-              << op_name(the_op) << " " << dtype_name(data.type) << "  n = " << data.n << "\n"
-              << table_header() << std::flush;
-  bool all_ok = true;
+  LadderTable ladder_table;
+  bool all_ok = true, header = format == "table";
   for (ReduceVariant* v : variants) {
     RunRecord r = session.run(*v);
+    if (header)  // after the first run, so an unusable --local-size is the only line printed
+      std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  "
+                << op_name(the_op) << " " << dtype_name(data.type) << "  n = " << data.n << "\n"
+                << (ladder ? LadderTable::header() : table_header());
+    header = false;
     if (verbose && !r.skipped) std::cerr << r.variant << ": " << r.policy.str() << "\n";
     if (!r.skipped && !r.verified) all_ok = false;
-    std::cout << (format == "json" ? to_json(r) + "\n" : table_row(r)) << std::flush;
+    if (ladder)
+      std::cout << (format == "json" ? ladder_table.json(r) + "\n" : ladder_table.row(r)) << std::flush;
+    else
+      std::cout << (format == "json" ? to_json(r) + "\n" : table_row(r)) << std::flush;
   }
   return all_ok ? kExitOk : kExitVerify;
 }

@@ -24,6 +24,26 @@ std::string ReduceProblem::cl_options() const {
 
 std::string ReduceVariant::unsupported(Context&, const ReduceProblem&) const { return ""; }
 
+std::string ReduceVariant::device_path(Context&) const { return ""; }
+
+std::string format_variant_list(Context* ctx) {
+  std::string s;
+  for (const auto& v : reduce_variants()) {
+    std::string line = v->name();
+    line.resize(std::max<std::size_t>(line.size() + 1, 23), ' ');
+    line += v->description();
+    if (ctx) {
+      const std::string path = v->device_path(*ctx);
+      if (!path.empty()) line += " [device " + std::to_string(ctx->info().index) + ": " + path + "]";
+    }
+    s += line + "\n";
+  }
+  if (ctx)
+    s += "# device " + std::to_string(ctx->info().index) + " (" + ctx->info().name + "): " +
+         ctx->caps().str() + "\n";
+  return s;
+}
+
 std::uint64_t ceil_log2(std::uint64_t x) {
   std::uint64_t k = 0;
   while ((std::uint64_t{1} << k) < x) ++k;

@@ -53,12 +53,18 @@ class ReduceVariant {
                        std::vector<cl::Event>& events) = 0;
   // The longest chain of operations any element passes through (sets the float error bound).
   virtual std::uint64_t depth(const ReduceProblem& p, const LaunchPolicy& pol) const = 0;
+  // The implementation path this device gets at the default group size (what LaunchPolicy::path
+  // will say, e.g. "shfl.sync"), for --list-variants; empty when the variant has only one.
+  virtual std::string device_path(Context& ctx) const;
 };
 
 // Every reduction variant, in the order --variant all runs them.
 const std::vector<std::unique_ptr<ReduceVariant>>& reduce_variants();
 // The variant named `name`, or nullptr.
 ReduceVariant* find_reduce_variant(const std::string& name);
+// The --list-variants text: one line per variant; with a device context, the path each
+// device-dependent variant takes there and a closing line with the device's capabilities.
+std::string format_variant_list(Context* ctx);
 
 // Helpers for variant files.
 // ceil(log2(x)) for x >= 1.
