@@ -1,0 +1,297 @@
+// test_ladder.cpp: the reduction ladder (kernels 1-7) and the butterfly: capability probes and
+// the paths they select, every op and type at sizes around the work-group size and its multiples
+// under several --local-size values, every work-item's copy of a butterfly all-reduce, sizes the
+// kernels refuse, and the --variant ladder table. (test_reduce.cpp's matrix covers the new
+// variants at their default group size.)
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/generators/catch_generators_range.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "capabilities.hpp"
+#include "data.hpp"
+#include "error.hpp"
+#include "ladder.hpp"
+#include "multipass.hpp"
+#include "reference.hpp"
+#include "runner.hpp"
+#include "test_helpers.hpp"
+#include "variants/reduce_butterfly.hpp"
+
+using namespace clreduce;
+using Catch::Matchers::ContainsSubstring;
+using clreduce::test::device_context;
+using clreduce::test::run_cli;
+
+namespace {
+
+const std::vector<std::string> kLadder = {"interleaved-divergent", "interleaved-strided",
+                                          "sequential-addressing", "first-add-during-load",
+                                          "unroll-last-warp",      "complete-unroll",
+                                          "multi-element"};
+
+// Every op and every type at least once (the combinations tests/oclgrind.sh uses).
+struct OpType {
+  Op op;
+  DType type;
+};
+const std::vector<OpType> kOpTypes = {{Op::kSum, DType::kInt32},     {Op::kArgMin, DType::kFloat},
+                                      {Op::kMax, DType::kDouble},    {Op::kProd, DType::kUInt64},
+                                      {Op::kArgMax, DType::kInt64},  {Op::kMin, DType::kUInt32},
+                                      {Op::kSum, DType::kFloat}};
+
+RunRecord run_on(Context& ctx, ReduceVariant& v, const HostArray& a, Op op, std::size_t local = 0) {
+  RunConfig cfg;
+  cfg.warmup = 0;
+  cfg.repeat = 1;
+  cfg.local_size = local;
+  ReduceSession s(ctx, a, op, cfg);
+  return s.run(v);
+}
+
+void require_exact(const RunRecord& r, const HostArray& a, Op op) {
+  INFO("result " << r.result.str() << " @" << r.result.index << ", expected " << r.expected.str()
+                 << " @" << r.expected.index << ": " << r.verify_note << "; " << r.policy.str());
+  REQUIRE_FALSE(r.skipped);
+  REQUIRE(r.verified);
+  const Value ref = reference_reduce(a, op);
+  if (!is_float(ref.type)) {
+    REQUIRE(r.result.i == ref.i);
+    REQUIRE(r.result.u == ref.u);
+  }
+  if (is_arg_op(op)) REQUIRE(r.result.index == ref.index);
+}
+
+bool is_pocl_31(const DeviceInfo& d) {
+  return d.platform_name.find("Portable Computing Language") != std::string::npos &&
+         d.driver_version.rfind("3.1", 0) == 0;
+}
+
+// Sets an environment variable for one scope.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+  const char* name_;
+};
+
+}  // namespace
+
+TEST_CASE("capability probes give sane answers, cached per context", "[caps]") {
+  Context& ctx = device_context();
+  const Capabilities& c = ctx.caps();
+  CAPTURE(c.str(), c.detail);
+  CHECK(&ctx.caps() == &c);  // probed once
+  CHECK_THAT(c.str(), ContainsSubstring("nv_shfl="));
+  CHECK_THAT(c.str(), ContainsSubstring("subgroups="));
+  CHECK_THAT(c.str(), ContainsSubstring("wg_collectives="));
+  if (!ctx.info().is_nvidia) CHECK_FALSE(c.nv_shfl);
+  CHECK(c.subgroups == !c.subgroups_options.empty());
+  CHECK(c.wg_collectives == !c.wg_collectives_options.empty());
+  if (c.subgroups) CHECK_THAT(c.subgroups_options, ContainsSubstring("-cl-std="));
+  if (is_pocl_31(ctx.info())) {
+    // Debian 12's PoCL 3.1: OpenCL C 1.2, no sub-groups, no collectives, no asm.
+    CHECK_FALSE(c.nv_shfl);
+    CHECK_FALSE(c.subgroups);
+    CHECK_FALSE(c.wg_collectives);
+    CHECK_THAT(c.detail, ContainsSubstring("not an NVIDIA device"));
+  }
+  // Turned off by the environment: every answer is no, with the reason, and nothing is probed.
+  ScopedEnv off("CLREDUCE_DISABLE_CAPS", "all");
+  const Capabilities none = probe_capabilities(ctx);
+  CHECK_FALSE(none.nv_shfl);
+  CHECK_FALSE(none.subgroups);
+  CHECK_FALSE(none.wg_collectives);
+  CHECK_THAT(none.detail, ContainsSubstring("disabled by CLREDUCE_DISABLE_CAPS"));
+}
+
+TEST_CASE("the tail path follows the probes, and the fallbacks are the ones taken", "[caps][ladder]") {
+  Capabilities c;
+  CHECK(choose_tail(c, 256) == TailPath::kBarrier);
+  c.subgroups = true;
+  CHECK(choose_tail(c, 48) == TailPath::kSubGroup);
+  c.nv_shfl = true;
+  CHECK(choose_tail(c, 256) == TailPath::kShfl);
+  CHECK(choose_tail(c, 48) == TailPath::kSubGroup);  // shfl.sync needs whole warps
+  c.subgroups = false;
+  CHECK(choose_tail(c, 48) == TailPath::kBarrier);
+  CHECK(choose_tail(c, 32) == TailPath::kShfl);
+
+  // On this device: the path each tail kernel reports is the one its capabilities allow.
+  Context& ctx = device_context();
+  const HostArray a = generate(DType::kInt32, 5000, 3);
+  for (const char* name : {"unroll-last-warp", "complete-unroll", "multi-element"}) {
+    for (std::size_t wg : {0, 48}) {
+      CAPTURE(name, wg);
+      const RunRecord r = run_on(ctx, *find_reduce_variant(name), a, Op::kSum, wg);
+      require_exact(r, a, Op::kSum);
+      CHECK(r.policy.path == tail_path_name(choose_tail(ctx.caps(), r.policy.wg_size)));
+      if (is_pocl_31(ctx.info())) CHECK(r.policy.path == "barrier");
+    }
+  }
+  // With the fast paths turned off, a fresh context takes barriers, and still verifies.
+  ScopedEnv off("CLREDUCE_DISABLE_CAPS", "all");
+  Context plain(ctx.info(), ctx.kernel_dir());
+  for (const char* name : {"unroll-last-warp", "complete-unroll", "multi-element"}) {
+    CAPTURE(name);
+    const RunRecord r = run_on(plain, *find_reduce_variant(name), a, Op::kArgMax);
+    require_exact(r, a, Op::kArgMax);
+    CHECK(r.policy.path == "barrier");
+  }
+}
+
+TEST_CASE("ladder kernels and the butterfly verify at sizes around any group size", "[ladder]") {
+  const std::string variant = GENERATE(from_range(std::vector<std::string>{
+      "interleaved-divergent", "interleaved-strided", "sequential-addressing", "first-add-during-load",
+      "unroll-last-warp", "complete-unroll", "multi-element", "butterfly"}));
+  const bool butterfly = variant == "butterfly";
+  // 3 and 48: not powers of two (and 3 makes many passes); 32: one warp; butterfly: powers of two.
+  const std::vector<std::size_t> locals = butterfly ? std::vector<std::size_t>{1, 4, 32}
+                                                    : std::vector<std::size_t>{3, 32, 48};
+  const std::uint64_t seed = std::random_device{}();
+  for (const OpType& ot : kOpTypes) {
+    if (ot.type == DType::kDouble && !device_context().info().fp64) continue;
+    for (std::size_t wg : locals) {
+      for (std::size_t n : {wg - 1, wg, wg + 1, 2 * wg - 1, 2 * wg, 2 * wg + 1, 3 * wg + 2,
+                            wg * wg * 2 + 3, std::size_t{7919}}) {
+        if (n == 0) continue;
+        CAPTURE(variant, op_name(ot.op), dtype_name(ot.type), wg, n, seed);
+        const HostArray a = generate(ot.type, n, seed + n);
+        require_exact(run_on(device_context(), *find_reduce_variant(variant), a, ot.op, wg), a, ot.op);
+      }
+    }
+  }
+}
+
+TEST_CASE("every work-item of the butterfly holds the total", "[ladder][butterfly]") {
+  auto* b = dynamic_cast<ButterflyVariant*>(find_reduce_variant("butterfly"));
+  REQUIRE(b != nullptr);
+  b->keep_copies(true);
+  Context& ctx = device_context();
+  for (const OpType& ot : kOpTypes) {
+    if (ot.type == DType::kDouble && !ctx.info().fp64) continue;
+    for (std::size_t wg : {0, 16}) {
+      for (std::size_t n : {1, 100, 1000, 100003}) {
+        CAPTURE(op_name(ot.op), dtype_name(ot.type), wg, n);
+        HostArray a = generate(ot.type, n, 17 + n);
+        if (is_float(ot.type) && n > 10 && ot.op == Op::kArgMin) a.as<float>()[n / 3] = NAN;
+        const RunRecord r = run_on(ctx, *b, a, ot.op, wg);
+        require_exact(r, a, ot.op);
+        ReduceProblem p;
+        p.op = ot.op;
+        p.type = ot.type;
+        p.acc_type = r.acc;
+        const std::vector<unsigned char> copies = b->read_copies(ctx, p);
+        const std::size_t count = r.policy.groups * r.policy.wg_size;
+        REQUIRE(copies.size() == count * p.acc_bytes());
+        for (std::size_t i = 0; i < count; ++i) {
+          CAPTURE(i, r.policy.str());
+          const unsigned char* c = copies.data() + i * p.acc_bytes();
+          const Value v = Value::from_bytes(r.acc, c);
+          if (is_float(r.acc)) {
+            REQUIRE((v.f == r.result.f || (std::isnan(v.f) && std::isnan(r.result.f))));
+          } else {
+            REQUIRE(v.i == r.result.i);
+            REQUIRE(v.u == r.result.u);
+          }
+          if (is_arg_op(ot.op)) {
+            std::int64_t idx;
+            std::memcpy(&idx, c + 8, 8);
+            REQUIRE(idx == r.result.index);
+          }
+        }
+      }
+    }
+  }
+  b->keep_copies(false);
+}
+
+TEST_CASE("group sizes the ladder kernels cannot take are errors, not wrong answers", "[ladder]") {
+  Context& ctx = device_context();
+  const HostArray a = generate(DType::kInt32, 1000, 5);
+  struct Case {
+    const char* variant;
+    std::size_t wg;
+    const char* says;
+  };
+  for (const Case& c : {Case{"butterfly", 100, "power-of-two"}, Case{"butterfly", 48, "power-of-two"},
+                        Case{"interleaved-divergent", 1, "at least 2"},
+                        Case{"sequential-addressing", 1, "at least 2"},
+                        Case{"complete-unroll", 8192, "at most 4096"},
+                        Case{"multi-element", 8192, "at most 4096"},
+                        Case{"unroll-last-warp", std::size_t{1} << 20, "--local-size"},
+                        Case{"butterfly", std::size_t{1} << 20, "--local-size"}}) {
+    CAPTURE(c.variant, c.wg);
+    try {
+      run_on(ctx, *find_reduce_variant(c.variant), a, Op::kSum, c.wg);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.code() == kExitUsage);
+      CHECK_THAT(e.what(), ContainsSubstring(c.says));
+    }
+  }
+  // A group of one is fine where each work-item loads two elements.
+  for (const char* v : {"first-add-during-load", "unroll-last-warp", "complete-unroll", "multi-element", "butterfly"}) {
+    CAPTURE(v);
+    require_exact(run_on(ctx, *find_reduce_variant(v), a, Op::kSum, 1), a, Op::kSum);
+  }
+  const auto r = run_cli("--variant butterfly --local-size 100 --size 1000");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, ContainsSubstring("power-of-two"));
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+}
+
+TEST_CASE("--variant ladder prints the seeds' table, and JSON lines with speedups", "[ladder][cli]") {
+  REQUIRE(ladder_variants().size() == 7);
+  for (std::size_t k = 0; k < kLadder.size(); ++k) {
+    CHECK(ladder_variants()[k]->name() == kLadder[k]);
+    CHECK(ladder_number(kLadder[k]) == static_cast<int>(k + 1));
+  }
+  CHECK(ladder_number("topdown") == 0);
+  auto r = run_cli("--variant ladder --size 100000 --repeat 2");
+  CHECK(r.code == 0);
+  for (const char* col : {"kernel", "time ms", "GB/s", "step", "cumulative", "verified"})
+    CHECK_THAT(r.out, ContainsSubstring(col));
+  for (std::size_t k = 0; k < kLadder.size(); ++k)
+    CHECK_THAT(r.out, ContainsSubstring(" " + std::to_string(k + 1) + "  " + kLadder[k]));
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 9);  // device line, header, 7 rows
+  CHECK_THAT(r.out, ContainsSubstring("1.00x"));
+  CHECK_THAT(r.out, !ContainsSubstring(" NO "));
+  r = run_cli("--variant ladder --op argmax --type float --size 5000 --format json --repeat 1");
+  CHECK(r.code == 0);
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 7);
+  for (int k = 1; k <= 7; ++k) CHECK_THAT(r.out, ContainsSubstring("\"kernel\":" + std::to_string(k) + ","));
+  CHECK_THAT(r.out, ContainsSubstring("\"step_speedup\":null,\"cumulative_speedup\":1}"));
+  CHECK_THAT(r.out, ContainsSubstring("\"verified\":true"));
+  CHECK_THAT(r.out, !ContainsSubstring("\"verified\":false"));
+  r = run_cli("--variant ladder,topdown --size 10");
+  CHECK(r.code == 2);
+}
+
+TEST_CASE("--list-variants names the path each device-dependent variant takes", "[ladder][cli]") {
+  auto r = run_cli("--list-variants");
+  CHECK(r.code == 0);
+  for (const auto& v : kLadder) CHECK_THAT(r.out, ContainsSubstring(v));
+  CHECK_THAT(r.out, ContainsSubstring("butterfly"));
+  CHECK_THAT(r.out, ContainsSubstring("# device "));
+  CHECK_THAT(r.out, ContainsSubstring(device_context().caps().str()));
+  const std::string path = tail_path_name(choose_tail(device_context().caps(), 256));
+  for (const char* v : {"unroll-last-warp", "complete-unroll", "multi-element"}) {
+    const std::size_t at = r.out.find(std::string(v) + " ");
+    REQUIRE(at != std::string::npos);
+    CHECK_THAT(r.out.substr(at, r.out.find('\n', at) - at), ContainsSubstring(": " + path + "]"));
+  }
+  // No OpenCL platform: the plain list still answers.
+  const auto empty = std::filesystem::temp_directory_path() / "clreduce_no_icd_ladder";
+  std::filesystem::create_directories(empty);
+  r = run_cli("--list-variants", "OCL_ICD_VENDORS=" + empty.string());
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("multi-element"));
+  CHECK_THAT(r.out, !ContainsSubstring("[device"));
+}
