@@ -40,14 +40,12 @@ __kernel void probe_tail(__global const T* x, __global acc_t* totals, __local ac
 #endif
 
 #if PROBE == 1
-// lanes[2 gid] = %laneid (must be lid % 32); lanes[2 gid + 1] = gid of the lane ^ 5 partner.
+// lanes[gid] = the gid of the lane ^ 5 partner: gid ^ 5 when local ids 32k..32k+31 form warp k.
 __kernel void probe_nv_lanes(__global uint* lanes) {
   const uint gid = (uint)get_global_id(0);
-  uint lane, partner;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+  uint partner;
   asm volatile("shfl.sync.bfly.b32 %0, %1, 5, 31, 0xffffffff;" : "=r"(partner) : "r"(gid));
-  lanes[2 * gid] = lane;
-  lanes[2 * gid + 1] = partner;
+  lanes[gid] = partner;
 }
 #elif PROBE == 2
 // Six words per work-item: sub-group size, id, local id, count, and sub_group_reduce_add and
@@ -63,15 +61,17 @@ __kernel void probe_sub_groups(__global uint* info) {
   info[6 * gid + 5] = sub_group_scan_inclusive_add(v);
 }
 #elif PROBE == 3
-// Five values per work-item, v = 3 * lid - 50: work_group_reduce_add(v), scan_inclusive_add(v),
-// scan_exclusive_add(v), reduce_max((long)v << 32), broadcast(v, 5).
+// Five values per work-item, v = 3 * lid - 50 and w = v * 2^32 (a long with both words set):
+// work_group_reduce_add(v), scan_inclusive_add(w), scan_exclusive_add(w), reduce_max(w),
+// broadcast(v, 5).
 __kernel void probe_wg_collectives(__global long* out) {
   const uint gid = (uint)get_global_id(0);
   const int v = 3 * (int)get_local_id(0) - 50;
+  const long w = (long)v * 4294967296L + 1;
   out[5 * gid + 0] = work_group_reduce_add(v);
-  out[5 * gid + 1] = work_group_scan_inclusive_add(v);
-  out[5 * gid + 2] = work_group_scan_exclusive_add(v);
-  out[5 * gid + 3] = work_group_reduce_max((long)v * 4294967296L);
+  out[5 * gid + 1] = work_group_scan_inclusive_add(w);
+  out[5 * gid + 2] = work_group_scan_exclusive_add(w);
+  out[5 * gid + 3] = work_group_reduce_max(w);
   out[5 * gid + 4] = work_group_broadcast(v, (size_t)5);
 }
 #endif

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "capabilities_detail.hpp"
 #include "context.hpp"
 #include "error.hpp"
 
@@ -95,9 +96,11 @@ std::vector<T> read(Context& ctx, const cl::Buffer& b, std::size_t count) {
   return v;
 }
 
-// probe_tail with CLR_TAIL = tail on two accumulator shapes: int64 sums (two 32-bit words) and
-// float argmin ({value, pad, index}: four words), for group sizes 64 and 96.
-bool check_tail(Context& ctx, int tail, const std::string& extra, std::string* why) {
+}  // namespace
+
+namespace probe_detail {
+
+bool probe_tail_fold(Context& ctx, int tail, const std::string& extra, std::string* why) {
   const std::string base = "-DCLR_TAIL=" + std::to_string(tail) + " " + extra;
   for (std::size_t wg : {64, 96}) {
     const std::size_t n = kGroups * wg;
@@ -163,6 +166,61 @@ bool check_tail(Context& ctx, int tail, const std::string& extra, std::string* w
   return true;
 }
 
+std::string check_nv_partners(const std::vector<cl_uint>& partners) {
+  for (std::size_t i = 0; i < partners.size(); ++i)
+    if (partners[i] != (i ^ 5)) return "shfl.sync gave the wrong lane: local ids 0-31 are not one warp";
+  return "";
+}
+
+std::string check_sub_group_info(const std::vector<cl_uint>& info, std::size_t wg) {
+  const std::size_t groups = info.size() / (6 * wg);
+  if (groups == 0 || info.size() != groups * 6 * wg) return "sub-group probe: wrong output size";
+  for (std::size_t g = 0; g < groups; ++g) {
+    // Members of each sub-group, by id: sizes agree, local ids are 0..size-1, ids 0..count-1,
+    // the reduction is the members' sum, the scan the sum over members with a lower local id.
+    std::map<cl_uint, std::vector<std::size_t>> members;
+    for (std::size_t l = 0; l < wg; ++l) members[info[6 * (g * wg + l) + 1]].push_back(l);
+    for (const auto& [id, ls] : members) {
+      std::set<cl_uint> local_ids;
+      cl_uint sum = 0;
+      for (std::size_t l : ls) sum += 7u * static_cast<cl_uint>(l) + 1u;
+      for (std::size_t l : ls) {
+        const cl_uint* w = &info[6 * (g * wg + l)];
+        cl_uint scan = 0;
+        for (std::size_t m : ls)
+          if (info[6 * (g * wg + m) + 2] <= w[2]) scan += 7u * static_cast<cl_uint>(m) + 1u;
+        local_ids.insert(w[2]);
+        if (w[0] != ls.size() || w[2] >= ls.size() || w[3] != members.size() || id >= members.size())
+          return "sub-group sizes or ids are inconsistent";
+        if (w[4] != sum || w[5] != scan) return "sub_group_reduce_add or sub_group_scan_inclusive_add is wrong";
+      }
+      if (local_ids.size() != ls.size()) return "sub-group local ids repeat";
+    }
+  }
+  return "";
+}
+
+std::string check_wg_collective_values(const std::vector<cl_long>& out, std::size_t wg) {
+  if (out.empty() || out.size() % (5 * wg) != 0) return "work-group collective probe: wrong output size";
+  const auto wide = [](std::int64_t m) { return (3 * m - 50) * 4294967296LL + 1; };
+  std::int64_t sum = 0;
+  for (std::int64_t m = 0; m < static_cast<std::int64_t>(wg); ++m) sum += 3 * m - 50;
+  for (std::size_t i = 0; i < out.size() / 5; ++i) {
+    const std::int64_t l = static_cast<std::int64_t>(i % wg);
+    std::int64_t incl = 0;
+    for (std::int64_t m = 0; m <= l; ++m) incl += wide(m);
+    const cl_long* w = &out[5 * i];
+    if (w[0] != sum || w[1] != incl || w[2] != incl - wide(l) ||
+        w[3] != wide(static_cast<std::int64_t>(wg) - 1) || w[4] != 3 * 5 - 50)
+      return "work-group collectives gave wrong numbers";
+  }
+  return "";
+}
+
+}  // namespace probe_detail
+
+namespace {
+
 bool probe_nv_shfl(Context& ctx, std::string* why) {
   if (!ctx.info().is_nvidia) {
     *why = "not an NVIDIA device";
@@ -170,85 +228,42 @@ bool probe_nv_shfl(Context& ctx, std::string* why) {
   }
   cl::Kernel k;
   if (!build(ctx, "probe_nv_lanes", "-DPROBE=1 -DCLR_TAIL=2", &k, why)) return false;
-  const std::size_t wg = 64, n = kGroups * wg;
-  std::vector<cl_uint> init(2 * n, 0xdeadbeef);
+  const std::size_t wg = 64;
+  std::vector<cl_uint> init(kGroups * wg, 0xdeadbeef);
   cl::Buffer b(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, init.size() * 4, init.data());
   k.setArg(0, b);
   if (!launch(ctx, k, wg, why)) return false;
-  const auto got = read<cl_uint>(ctx, b, init.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    if (got[2 * i] != (i % wg) % 32 || got[2 * i + 1] != (i ^ 5)) {
-      *why = "%laneid or shfl.sync gave the wrong lane";
-      return false;
-    }
-  }
-  return check_tail(ctx, 2, "-DPROBE=1", why);
+  *why = probe_detail::check_nv_partners(read<cl_uint>(ctx, b, init.size()));
+  return why->empty() && probe_detail::probe_tail_fold(ctx, 2, "-DPROBE=1", why);
 }
 
 bool check_sub_groups(Context& ctx, const std::string& std_opt, std::string* why) {
   cl::Kernel k;
   if (!build(ctx, "probe_sub_groups", "-DPROBE=2 -DCLR_TAIL=1 " + std_opt, &k, why)) return false;
-  const std::size_t wg = 64, n = kGroups * wg;
-  std::vector<cl_uint> init(6 * n, 0xdeadbeef);
+  const std::size_t wg = 64;
+  std::vector<cl_uint> init(6 * kGroups * wg, 0xdeadbeef);
   cl::Buffer b(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, init.size() * 4, init.data());
   k.setArg(0, b);
   if (!launch(ctx, k, wg, why)) return false;
-  const auto got = read<cl_uint>(ctx, b, init.size());
-  for (std::size_t g = 0; g < kGroups; ++g) {
-    // Members of each sub-group, by id: sizes agree, local ids are 0..size-1, the reduction
-    // is the members' sum and the scan the sum over members with a local id <= one's own.
-    std::map<cl_uint, std::vector<std::size_t>> members;
-    for (std::size_t l = 0; l < wg; ++l) members[got[6 * (g * wg + l) + 1]].push_back(l);
-    for (const auto& [id, ls] : members) {
-      std::set<cl_uint> local_ids;
-      cl_uint sum = 0;
-      for (std::size_t l : ls) sum += 7u * static_cast<cl_uint>(l) + 1u;
-      for (std::size_t l : ls) {
-        const cl_uint* w = &got[6 * (g * wg + l)];
-        cl_uint scan = 0;
-        for (std::size_t m : ls)
-          if (got[6 * (g * wg + m) + 2] <= w[2]) scan += 7u * static_cast<cl_uint>(m) + 1u;
-        local_ids.insert(w[2]);
-        if (w[0] != ls.size() || w[2] >= ls.size() || w[3] != members.size() || id >= members.size() ||
-            w[4] != sum || w[5] != scan) {
-          *why = "sub-group functions gave wrong numbers with '" + std_opt + "'";
-          return false;
-        }
-      }
-      if (local_ids.size() != ls.size()) {
-        *why = "sub-group local ids repeat with '" + std_opt + "'";
-        return false;
-      }
-    }
+  *why = probe_detail::check_sub_group_info(read<cl_uint>(ctx, b, init.size()), wg);
+  if (!why->empty()) {
+    *why += " with '" + std_opt + "'";
+    return false;
   }
-  return check_tail(ctx, 1, "-DPROBE=2 " + std_opt, why);
+  return probe_detail::probe_tail_fold(ctx, 1, "-DPROBE=2 " + std_opt, why);
 }
 
 bool check_wg_collectives(Context& ctx, const std::string& std_opt, std::string* why) {
   cl::Kernel k;
   if (!build(ctx, "probe_wg_collectives", "-DPROBE=3 " + std_opt, &k, why)) return false;
-  const std::size_t wg = 64, n = kGroups * wg;
-  std::vector<cl_long> init(5 * n, 0x5a5a5a5a);
+  const std::size_t wg = 64;
+  std::vector<cl_long> init(5 * kGroups * wg, 0x5a5a5a5a);
   cl::Buffer b(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, init.size() * 8, init.data());
   k.setArg(0, b);
   if (!launch(ctx, k, wg, why)) return false;
-  const auto got = read<cl_long>(ctx, b, init.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::int64_t l = static_cast<std::int64_t>(i % wg);
-    std::int64_t sum = 0, incl = 0;
-    for (std::int64_t m = 0; m < static_cast<std::int64_t>(wg); ++m) {
-      sum += 3 * m - 50;
-      if (m <= l) incl += 3 * m - 50;
-    }
-    const std::int64_t v = 3 * l - 50;
-    const std::int64_t max = (3 * static_cast<std::int64_t>(wg - 1) - 50) * 4294967296LL;
-    const cl_long* w = &got[5 * i];
-    if (w[0] != sum || w[1] != incl || w[2] != incl - v || w[3] != max || w[4] != 3 * 5 - 50) {
-      *why = "work-group collectives gave wrong numbers with '" + std_opt + "'";
-      return false;
-    }
-  }
-  return true;
+  *why = probe_detail::check_wg_collective_values(read<cl_long>(ctx, b, init.size()), wg);
+  if (!why->empty()) *why += " with '" + std_opt + "'";
+  return why->empty();
 }
 
 // Runs one check, turning any exception (a read-back after a failed kernel, say) into "no".

@@ -11,15 +11,18 @@ class Context;
 
 struct Capabilities {
   // NVIDIA's warp shuffle through inline PTX: `asm volatile("shfl.sync.bfly.b32 ...")` builds,
-  // %laneid is local id % 32 and clreduce.h's CLR_TAIL 2 fold gives exact totals. Probed on
-  // NVIDIA devices only (other compilers may abort on PTX).
+  // exchanges values within warps of consecutive local ids (32k..32k+31) and clreduce.h's
+  // CLR_TAIL 2 fold gives exact totals. Probed on NVIDIA devices only (other compilers may abort
+  // on PTX).
   bool nv_shfl = false;
   // Sub-group functions (cl_khr_subgroups or OpenCL C 3.0 __opencl_c_subgroups): get_sub_group_*,
   // sub_group_barrier, sub_group_reduce_add, sub_group_scan_inclusive_add, and CLR_TAIL 1, built
   // with subgroups_options. A sub-group may be any size up to the whole work-group.
   bool subgroups = false;
   // Work-group collectives (work_group_reduce_*, work_group_scan_*, work_group_broadcast), built
-  // with wg_collectives_options; NVIDIA accepts them under -cl-std=CL2.0 without advertising them.
+  // with wg_collectives_options; checked: reduce_add on int, scan_inclusive_add,
+  // scan_exclusive_add and reduce_max on long, broadcast on int. NVIDIA accepts them under
+  // -cl-std=CL2.0 without advertising them.
   bool wg_collectives = false;
   std::string subgroups_options;       // the -cl-std option that passed, e.g. "-cl-std=CL3.0"
   std::string wg_collectives_options;  // likewise, e.g. "-cl-std=CL2.0"

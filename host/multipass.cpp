@@ -83,6 +83,8 @@ LaunchPolicy MultiPassVariant::policy(Context& ctx, const ReduceProblem& p, std:
   if (shape_.fixed_wg && local_size > kMaxFixedWg)
     throw Error(kExitUsage, ls + ": " + name() + " unrolls its tree for groups of at most " +
                                 std::to_string(kMaxFixedWg) + " work-items");
+  const auto local_bytes = [&](std::size_t w) { return w * p.acc_bytes() + 16; };
+  check_local_size(ctx, local_size, local_bytes(local_size));
   auto build = [&](std::size_t wg, TailPath t) {
     return ctx.kernel(file, first, build_options(p, wg, t, t == TailPath::kBarrier ? kNone : ctx.caps()));
   };
@@ -91,13 +93,7 @@ LaunchPolicy MultiPassVariant::policy(Context& ctx, const ReduceProblem& p, std:
   // (as built for that size) and the local memory allow.
   std::size_t wg = local_size ? local_size : preferred_wg(ctx);
   wg = choose_wg(ctx, build(wg, TailPath::kBarrier), local_size, wg);
-  const auto local_bytes = [&](std::size_t w) { return w * p.acc_bytes() + 16; };
-  if (local_bytes(wg) > d.local_mem) {
-    if (local_size)
-      throw Error(kExitUsage, ls + " needs " + std::to_string(local_bytes(wg)) +
-                                  " bytes of local memory; " + d.name + " has " + std::to_string(d.local_mem));
-    while (wg > 1 && local_bytes(wg) > d.local_mem) wg /= 2;
-  }
+  while (wg > 1 && local_bytes(wg) > d.local_mem) wg /= 2;  // only without an override
   if (shape_.fixed_wg) {
     while (true) {  // a kernel built for wg may allow less than the generic build did
       const std::size_t limit = kernel_max_wg(ctx, build(wg, TailPath::kBarrier));

@@ -55,6 +55,17 @@ std::size_t kernel_max_wg(Context& ctx, const cl::Kernel& k) {
   return std::min(km, ctx.info().max_wg_size);
 }
 
+void check_local_size(Context& ctx, std::size_t local_size, std::size_t local_bytes) {
+  if (local_size == 0) return;
+  const DeviceInfo& d = ctx.info();
+  const std::string ls = "--local-size " + std::to_string(local_size);
+  if (local_size > d.max_wg_size)
+    throw Error(kExitUsage, ls + " is larger than " + d.name + " allows (" + std::to_string(d.max_wg_size) + ")");
+  if (local_bytes > d.local_mem)
+    throw Error(kExitUsage, ls + " needs " + std::to_string(local_bytes) + " bytes of local memory; " +
+                                d.name + " has " + std::to_string(d.local_mem));
+}
+
 std::size_t choose_wg(Context& ctx, const cl::Kernel& k, std::size_t wanted, std::size_t preferred) {
   const std::size_t limit = kernel_max_wg(ctx, k);
   if (wanted > 0) {

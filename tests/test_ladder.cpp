@@ -16,6 +16,7 @@
 #include <random>
 
 #include "capabilities.hpp"
+#include "capabilities_detail.hpp"
 #include "data.hpp"
 #include "error.hpp"
 #include "ladder.hpp"
@@ -109,6 +110,87 @@ TEST_CASE("capability probes give sane answers, cached per context", "[caps]") {
   CHECK_FALSE(none.subgroups);
   CHECK_FALSE(none.wg_collectives);
   CHECK_THAT(none.detail, ContainsSubstring("disabled by CLREDUCE_DISABLE_CAPS"));
+}
+
+namespace {
+
+// What a correct device writes for probe_sub_groups, with sub-group membership given per local id.
+std::vector<cl_uint> sub_group_answers(std::size_t wg, std::size_t groups,
+                                       const std::vector<cl_uint>& id_of_lid) {
+  std::vector<cl_uint> info(6 * wg * groups);
+  cl_uint count = 0;
+  for (cl_uint id : id_of_lid) count = std::max(count, id + 1);
+  for (std::size_t g = 0; g < groups; ++g) {
+    for (std::size_t l = 0; l < wg; ++l) {
+      cl_uint size = 0, local = 0, sum = 0, scan = 0;
+      for (std::size_t m = 0; m < wg; ++m) {
+        if (id_of_lid[m] != id_of_lid[l]) continue;
+        ++size;
+        sum += 7u * static_cast<cl_uint>(m) + 1u;
+        if (m <= l) scan += 7u * static_cast<cl_uint>(m) + 1u;
+        if (m < l) ++local;
+      }
+      cl_uint* w = &info[6 * (g * wg + l)];
+      w[0] = size, w[1] = id_of_lid[l], w[2] = local, w[3] = count, w[4] = sum, w[5] = scan;
+    }
+  }
+  return info;
+}
+
+}  // namespace
+
+TEST_CASE("the probes' numeric checks accept right answers and reject wrong ones", "[caps]") {
+  using namespace probe_detail;
+  std::vector<cl_uint> partners(128);
+  for (std::size_t i = 0; i < partners.size(); ++i) partners[i] = static_cast<cl_uint>(i ^ 5);
+  CHECK(check_nv_partners(partners).empty());
+  partners[40] = 40;
+  CHECK_FALSE(check_nv_partners(partners).empty());
+
+  // Sub-groups of 16, one of the whole group, a non-uniform split (24, 24, 16) and sub-groups
+  // that are not contiguous (lid % 4): all valid, as the tail assumes nothing about the mapping.
+  const std::size_t wg = 64;
+  std::vector<std::vector<cl_uint>> maps(4, std::vector<cl_uint>(wg));
+  for (std::size_t l = 0; l < wg; ++l) {
+    maps[0][l] = static_cast<cl_uint>(l / 16);
+    maps[1][l] = 0;
+    maps[2][l] = static_cast<cl_uint>(l / 24);
+    maps[3][l] = static_cast<cl_uint>(l % 4);
+  }
+  for (const auto& m : maps) {
+    auto info = sub_group_answers(wg, 2, m);
+    CHECK(check_sub_group_info(info, wg).empty());
+    info[6 * 70 + 4] += 1;  // one wrong reduction
+    CHECK_FALSE(check_sub_group_info(info, wg).empty());
+  }
+  auto info = sub_group_answers(wg, 2, maps[0]);
+  info[6 * 3 + 2] = 4;  // two work-items with local id 4 in one sub-group
+  CHECK_FALSE(check_sub_group_info(info, wg).empty());
+
+  std::vector<cl_long> wgc(5 * wg * 2);
+  const auto wide = [](std::int64_t m) { return (3 * m - 50) * 4294967296LL + 1; };
+  for (std::size_t i = 0; i < wg * 2; ++i) {
+    const std::int64_t l = static_cast<std::int64_t>(i % wg);
+    std::int64_t sum = 0, incl = 0;
+    for (std::int64_t m = 0; m < static_cast<std::int64_t>(wg); ++m) {
+      sum += 3 * m - 50;
+      if (m <= l) incl += wide(m);
+    }
+    cl_long* w = &wgc[5 * i];
+    w[0] = sum, w[1] = incl, w[2] = incl - wide(l), w[3] = wide(static_cast<std::int64_t>(wg) - 1), w[4] = -35;
+  }
+  CHECK(check_wg_collective_values(wgc, wg).empty());
+  wgc[5 * 77 + 2] += 1;
+  CHECK_FALSE(check_wg_collective_values(wgc, wg).empty());
+
+  // The tail check end to end, on the path every device has.
+  std::string why;
+  CHECK(probe_tail_fold(device_context(), 0, "", &why));
+  CHECK(why.empty());
+  if (!device_context().info().is_nvidia) {  // inline PTX does not build here: a clean no
+    CHECK_FALSE(probe_tail_fold(device_context(), 2, "", &why));
+    CHECK_THAT(why, ContainsSubstring("build failed"));
+  }
 }
 
 TEST_CASE("the tail path follows the probes, and the fallbacks are the ones taken", "[caps][ladder]") {

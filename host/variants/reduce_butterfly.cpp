@@ -26,16 +26,12 @@ LaunchPolicy ButterflyVariant::policy(Context& ctx, const ReduceProblem& p, std:
   const std::string ls = "--local-size " + std::to_string(local_size);
   if (local_size && !is_pow2(local_size))
     throw Error(kExitUsage, ls + ": butterfly needs a power-of-two work-group size (partner lid ^ b)");
+  const auto local_bytes = [&](std::size_t w) { return 2 * w * p.acc_bytes(); };
+  check_local_size(ctx, local_size, local_bytes(local_size));
   const std::size_t preferred = d.is_gpu ? 256 : 64;
   std::size_t wg = choose_wg(ctx, kernel(ctx, p, local_size ? local_size : preferred, "reduce_butterfly"),
                              local_size, local_size ? local_size : preferred);
-  const auto local_bytes = [&](std::size_t w) { return 2 * w * p.acc_bytes(); };
-  if (local_bytes(wg) > d.local_mem) {
-    if (local_size)
-      throw Error(kExitUsage, ls + " needs " + std::to_string(local_bytes(wg)) +
-                                  " bytes of local memory; " + d.name + " has " + std::to_string(d.local_mem));
-    while (wg > 1 && local_bytes(wg) > d.local_mem) wg /= 2;
-  }
+  while (wg > 1 && local_bytes(wg) > d.local_mem) wg /= 2;  // only without an override
   for (const char* k : {"reduce_butterfly", "reduce_butterfly_all"}) {
     const std::size_t limit = kernel_max_wg(ctx, kernel(ctx, p, wg, k));
     if (wg > limit) {
