@@ -2,6 +2,9 @@
 // runs it on a couple of small groups and checks every number on the host; any failure is "no".
 #include "capabilities.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -11,9 +14,6 @@
 #include <map>
 #include <set>
 #include <vector>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include "capabilities_detail.hpp"
 #include "context.hpp"
@@ -33,7 +33,8 @@ bool disabled(const std::string& name) {
   const char* env = std::getenv("CLREDUCE_DISABLE_CAPS");
   if (!env) return false;
   const std::string list = std::string(",") + env + ",";
-  return list.find(",all,") != std::string::npos || list.find("," + name + ",") != std::string::npos;
+  return list.find(",all,") != std::string::npos ||
+         list.find("," + name + ",") != std::string::npos;
 }
 
 // Silences file descriptor 2 while alive: some compilers (PoCL's) print "N errors generated."
@@ -72,7 +73,8 @@ bool build(Context& ctx, const std::string& name, const std::string& options, cl
     const std::string msg = e.what();
     *why = "build failed with '" + options + "': " + msg.substr(0, msg.find('\n'));
   } catch (const cl::Error& e) {
-    *why = std::string("build failed with '") + options + "': " + e.what() + " " + cl_error_name(e.err());
+    *why = std::string("build failed with '") + options + "': " + e.what() + " " +
+           cl_error_name(e.err());
   }
   return false;
 }
@@ -113,7 +115,8 @@ bool probe_tail_fold(Context& ctx, int tail, const std::string& extra, std::stri
         x[i] = static_cast<std::int64_t>((i + 1) * 0x100000001ull * 2654435761ull);
       cl::Buffer xb(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * 8, x.data());
       std::vector<std::int64_t> init(4 * kGroups, 0x5a5a5a5a);
-      cl::Buffer tb(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, init.size() * 8, init.data());
+      cl::Buffer tb(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, init.size() * 8,
+                    init.data());
       k.setArg(0, xb);
       k.setArg(1, tb);
       k.setArg(2, cl::Local(wg * 8));
@@ -123,9 +126,11 @@ bool probe_tail_fold(Context& ctx, int tail, const std::string& extra, std::stri
         const std::size_t widths[4] = {wg, wg - 1, 33, 1};
         for (std::size_t t = 0; t < 4; ++t) {
           std::uint64_t sum = 0;
-          for (std::size_t i = 0; i < widths[t]; ++i) sum += static_cast<std::uint64_t>(x[g * wg + i]);
+          for (std::size_t i = 0; i < widths[t]; ++i)
+            sum += static_cast<std::uint64_t>(x[g * wg + i]);
           if (static_cast<std::uint64_t>(got[4 * g + t]) != sum) {
-            *why = "wrong int64 sum (group size " + std::to_string(wg) + ", width " + std::to_string(widths[t]) + ")";
+            *why = "wrong int64 sum (group size " + std::to_string(wg) + ", width " +
+                   std::to_string(widths[t]) + ")";
             return false;
           }
         }
@@ -139,7 +144,8 @@ bool probe_tail_fold(Context& ctx, int tail, const std::string& extra, std::stri
       for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>((i * 37) % 211) - 100.5f;
       cl::Buffer xb(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * 4, x.data());
       std::vector<unsigned char> init(4 * kGroups * 16, 0xa5);
-      cl::Buffer tb(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, init.size(), init.data());
+      cl::Buffer tb(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, init.size(),
+                    init.data());
       k.setArg(0, xb);
       k.setArg(1, tb);
       k.setArg(2, cl::Local(wg * 16));
@@ -156,7 +162,8 @@ bool probe_tail_fold(Context& ctx, int tail, const std::string& extra, std::stri
           std::memcpy(&v, got.data() + (4 * g + t) * 16, 4);
           std::memcpy(&idx, got.data() + (4 * g + t) * 16 + 8, 8);
           if (v != x[best] || idx != static_cast<std::int64_t>(best)) {
-            *why = "wrong float argmin (group size " + std::to_string(wg) + ", width " + std::to_string(widths[t]) + ")";
+            *why = "wrong float argmin (group size " + std::to_string(wg) + ", width " +
+                   std::to_string(widths[t]) + ")";
             return false;
           }
         }
@@ -168,7 +175,8 @@ bool probe_tail_fold(Context& ctx, int tail, const std::string& extra, std::stri
 
 std::string check_nv_partners(const std::vector<cl_uint>& partners) {
   for (std::size_t i = 0; i < partners.size(); ++i)
-    if (partners[i] != (i ^ 5)) return "shfl.sync gave the wrong lane: local ids 0-31 are not one warp";
+    if (partners[i] != (i ^ 5))
+      return "shfl.sync gave the wrong lane: local ids 0-31 are not one warp";
   return "";
 }
 
@@ -190,9 +198,11 @@ std::string check_sub_group_info(const std::vector<cl_uint>& info, std::size_t w
         for (std::size_t m : ls)
           if (info[6 * (g * wg + m) + 2] <= w[2]) scan += 7u * static_cast<cl_uint>(m) + 1u;
         local_ids.insert(w[2]);
-        if (w[0] != ls.size() || w[2] >= ls.size() || w[3] != members.size() || id >= members.size())
+        if (w[0] != ls.size() || w[2] >= ls.size() || w[3] != members.size() ||
+            id >= members.size())
           return "sub-group sizes or ids are inconsistent";
-        if (w[4] != sum || w[5] != scan) return "sub_group_reduce_add or sub_group_scan_inclusive_add is wrong";
+        if (w[4] != sum || w[5] != scan)
+          return "sub_group_reduce_add or sub_group_scan_inclusive_add is wrong";
       }
       if (local_ids.size() != ls.size()) return "sub-group local ids repeat";
     }
@@ -201,7 +211,8 @@ std::string check_sub_group_info(const std::vector<cl_uint>& info, std::size_t w
 }
 
 std::string check_wg_collective_values(const std::vector<cl_long>& out, std::size_t wg) {
-  if (out.empty() || out.size() % (5 * wg) != 0) return "work-group collective probe: wrong output size";
+  if (out.empty() || out.size() % (5 * wg) != 0)
+    return "work-group collective probe: wrong output size";
   const auto wide = [](std::int64_t m) { return (3 * m - 50) * 4294967296LL + 1; };
   std::int64_t sum = 0;
   for (std::int64_t m = 0; m < static_cast<std::int64_t>(wg); ++m) sum += 3 * m - 50;
@@ -230,7 +241,8 @@ bool probe_nv_shfl(Context& ctx, std::string* why) {
   if (!build(ctx, "probe_nv_lanes", "-DPROBE=1 -DCLR_TAIL=2", &k, why)) return false;
   const std::size_t wg = 64;
   std::vector<cl_uint> init(kGroups * wg, 0xdeadbeef);
-  cl::Buffer b(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, init.size() * 4, init.data());
+  cl::Buffer b(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, init.size() * 4,
+               init.data());
   k.setArg(0, b);
   if (!launch(ctx, k, wg, why)) return false;
   *why = probe_detail::check_nv_partners(read<cl_uint>(ctx, b, init.size()));
@@ -242,7 +254,8 @@ bool check_sub_groups(Context& ctx, const std::string& std_opt, std::string* why
   if (!build(ctx, "probe_sub_groups", "-DPROBE=2 -DCLR_TAIL=1 " + std_opt, &k, why)) return false;
   const std::size_t wg = 64;
   std::vector<cl_uint> init(6 * kGroups * wg, 0xdeadbeef);
-  cl::Buffer b(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, init.size() * 4, init.data());
+  cl::Buffer b(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, init.size() * 4,
+               init.data());
   k.setArg(0, b);
   if (!launch(ctx, k, wg, why)) return false;
   *why = probe_detail::check_sub_group_info(read<cl_uint>(ctx, b, init.size()), wg);
@@ -258,7 +271,8 @@ bool check_wg_collectives(Context& ctx, const std::string& std_opt, std::string*
   if (!build(ctx, "probe_wg_collectives", "-DPROBE=3 " + std_opt, &k, why)) return false;
   const std::size_t wg = 64;
   std::vector<cl_long> init(5 * kGroups * wg, 0x5a5a5a5a);
-  cl::Buffer b(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, init.size() * 8, init.data());
+  cl::Buffer b(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, init.size() * 8,
+               init.data());
   k.setArg(0, b);
   if (!launch(ctx, k, wg, why)) return false;
   *why = probe_detail::check_wg_collective_values(read<cl_long>(ctx, b, init.size()), wg);
@@ -311,16 +325,22 @@ Capabilities probe_capabilities(Context& ctx) {
     why.clear();
   };
   const std::string off = "disabled by CLREDUCE_DISABLE_CAPS";
-  if (disabled("nv_shfl")) why = off;
-  else c.nv_shfl = safely([&] { return probe_nv_shfl(ctx, &why); }, &why);
+  if (disabled("nv_shfl"))
+    why = off;
+  else
+    c.nv_shfl = safely([&] { return probe_nv_shfl(ctx, &why); }, &why);
   note("nv_shfl", c.nv_shfl);
-  if (disabled("subgroups")) why = off;
-  else c.subgroups = first_passing(ctx, {"-cl-std=CL3.0", "-cl-std=CL2.0"}, check_sub_groups,
-                                   &c.subgroups_options, &why);
+  if (disabled("subgroups"))
+    why = off;
+  else
+    c.subgroups = first_passing(ctx, {"-cl-std=CL3.0", "-cl-std=CL2.0"}, check_sub_groups,
+                                &c.subgroups_options, &why);
   note("subgroups", c.subgroups);
-  if (disabled("wg_collectives")) why = off;
-  else c.wg_collectives = first_passing(ctx, {"-cl-std=CL2.0", "-cl-std=CL3.0"},
-                                        check_wg_collectives, &c.wg_collectives_options, &why);
+  if (disabled("wg_collectives"))
+    why = off;
+  else
+    c.wg_collectives = first_passing(ctx, {"-cl-std=CL2.0", "-cl-std=CL3.0"}, check_wg_collectives,
+                                     &c.wg_collectives_options, &why);
   note("wg_collectives", c.wg_collectives);
   if (ctx.verbose())
     std::cerr << "capabilities of " << ctx.info().name << ": " << c.str()

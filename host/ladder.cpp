@@ -57,7 +57,8 @@ std::string LadderTable::row(const RunRecord& r) {
   char line[512];
   const int k = ladder_number(r.variant);
   if (r.skipped) {
-    std::snprintf(line, sizeof line, "%2d  %-22s skipped: %s\n", k, r.variant.c_str(), r.skip_reason.c_str());
+    std::snprintf(line, sizeof line, "%2d  %-22s skipped: %s\n", k, r.variant.c_str(),
+                  r.skip_reason.c_str());
     return line;
   }
   std::snprintf(line, sizeof line, "%2d  %-22s %11.4f %9.2f %8s %11s  %-8s %8zu  %s\n", k,
@@ -66,9 +67,10 @@ std::string LadderTable::row(const RunRecord& r) {
                 r.policy.path.c_str());
   std::string out = line;
   if (!r.verified) {
-    out += "    got " + r.result.str() + (is_arg_op(r.op) ? " @" + std::to_string(r.result.index) : "") +
-           ", expected " + r.expected.str() +
-           (is_arg_op(r.op) ? " @" + std::to_string(r.expected.index) : "") + ": " + r.verify_note + "\n";
+    out += "    got " + r.result.str() +
+           (is_arg_op(r.op) ? " @" + std::to_string(r.result.index) : "") + ", expected " +
+           r.expected.str() + (is_arg_op(r.op) ? " @" + std::to_string(r.expected.index) : "") +
+           ": " + r.verify_note + "\n";
   }
   return out;
 }
@@ -84,8 +86,8 @@ std::string LadderTable::json(const RunRecord& r) {
   };
   std::string s = to_json(r);
   s.pop_back();  // the closing brace
-  return s + ",\"kernel\":" + std::to_string(ladder_number(r.variant)) + ",\"step_speedup\":" +
-         num(step) + ",\"cumulative_speedup\":" + num(cumulative) + "}";
+  return s + ",\"kernel\":" + std::to_string(ladder_number(r.variant)) +
+         ",\"step_speedup\":" + num(step) + ",\"cumulative_speedup\":" + num(cumulative) + "}";
 }
 
 }  // namespace clreduce

@@ -103,7 +103,8 @@ int run(int argc, char** argv) {
     // With a device, the path each variant takes there; without an OpenCL platform, the plain list.
     std::unique_ptr<Context> ctx;
     try {
-      ctx = std::make_unique<Context>(select_device(list_devices(), device), find_kernel_dir(kernel_dir), verbose);
+      ctx = std::make_unique<Context>(select_device(list_devices(), device),
+                                      find_kernel_dir(kernel_dir), verbose);
     } catch (const Error& e) {
       if (e.code() == kExitUsage) throw;
     }
@@ -151,7 +152,8 @@ int run(int argc, char** argv) {
     if (verbose && !r.skipped) std::cerr << r.variant << ": " << r.policy.str() << "\n";
     if (!r.skipped && !r.verified) all_ok = false;
     if (ladder)
-      std::cout << (format == "json" ? ladder_table.json(r) + "\n" : ladder_table.row(r)) << std::flush;
+      std::cout << (format == "json" ? ladder_table.json(r) + "\n" : ladder_table.row(r))
+                << std::flush;
     else
       std::cout << (format == "json" ? to_json(r) + "\n" : table_row(r)) << std::flush;
   }

@@ -26,9 +26,12 @@ std::size_t floor_pow2(std::size_t x) {
 
 std::string tail_path_name(TailPath t) {
   switch (t) {
-    case TailPath::kShfl: return "shfl.sync";
-    case TailPath::kSubGroup: return "sub-group";
-    case TailPath::kBarrier: break;
+    case TailPath::kShfl:
+      return "shfl.sync";
+    case TailPath::kSubGroup:
+      return "sub-group";
+    case TailPath::kBarrier:
+      break;
   }
   return "barrier";
 }
@@ -71,14 +74,16 @@ std::size_t MultiPassVariant::groups_for(std::size_t m, const LaunchPolicy& pol)
   return std::max<std::size_t>(1, std::min({pol.groups, cost_optimal, div_up(m, 2 * wg)}));
 }
 
-LaunchPolicy MultiPassVariant::policy(Context& ctx, const ReduceProblem& p, std::size_t local_size) {
+LaunchPolicy MultiPassVariant::policy(Context& ctx, const ReduceProblem& p,
+                                      std::size_t local_size) {
   const DeviceInfo& d = ctx.info();
   const std::string file = kernel_name() + ".cl";
   const std::string first = kernel_name() + "_first";
   const std::string ls = "--local-size " + std::to_string(local_size);
   static const Capabilities kNone;
   if (local_size == 1 && shape_.loads == 1)
-    throw Error(kExitUsage, ls + ": " + name() + " needs at least 2 work-items per group "
+    throw Error(kExitUsage, ls + ": " + name() +
+                                " needs at least 2 work-items per group "
                                 "(with one element each, a pass would never shrink the array)");
   if (shape_.fixed_wg && local_size > kMaxFixedWg)
     throw Error(kExitUsage, ls + ": " + name() + " unrolls its tree for groups of at most " +
@@ -86,7 +91,8 @@ LaunchPolicy MultiPassVariant::policy(Context& ctx, const ReduceProblem& p, std:
   const auto local_bytes = [&](std::size_t w) { return w * p.acc_bytes() + 16; };
   check_local_size(ctx, local_size, local_bytes(local_size));
   auto build = [&](std::size_t wg, TailPath t) {
-    return ctx.kernel(file, first, build_options(p, wg, t, t == TailPath::kBarrier ? kNone : ctx.caps()));
+    const Capabilities& caps = t == TailPath::kBarrier ? kNone : ctx.caps();
+    return ctx.kernel(file, first, build_options(p, wg, t, caps));
   };
 
   // The group size: the override or the preferred size, within what the device, the kernel
@@ -113,8 +119,9 @@ LaunchPolicy MultiPassVariant::policy(Context& ctx, const ReduceProblem& p, std:
     std::string note;
     if (tail != TailPath::kBarrier) {
       try {
-        if (kernel_max_wg(ctx, build(wg, tail)) < wg) note = " (" + tail_path_name(tail) + " build takes smaller groups)";
-      } catch (const Error& e) {
+        if (kernel_max_wg(ctx, build(wg, tail)) < wg)
+          note = " (" + tail_path_name(tail) + " build takes smaller groups)";
+      } catch (const Error&) {
         note = " (" + tail_path_name(tail) + " failed to build)";
       }
       if (!note.empty()) tail = TailPath::kBarrier;
@@ -131,10 +138,11 @@ LaunchPolicy MultiPassVariant::policy(Context& ctx, const ReduceProblem& p, std:
   } else {
     pol.groups = groups_for(p.n, pol);
   }
-  pol.items_per_thread = static_cast<unsigned>(div_up(std::max<std::size_t>(p.n, 1), pol.groups * wg));
+  pol.items_per_thread =
+      static_cast<unsigned>(div_up(std::max<std::size_t>(p.n, 1), pol.groups * wg));
   if (pol.groups * p.acc_bytes() > d.max_alloc)
-    throw Error(kExitUnsupported, name() + ": " + std::to_string(pol.groups) +
-                                      " partials exceed " + d.name + "'s largest allocation; use a larger --local-size");
+    throw Error(kExitUnsupported, name() + ": " + std::to_string(pol.groups) + " partials exceed " +
+                                      d.name + "'s largest allocation; use a larger --local-size");
   return pol;
 }
 

@@ -34,7 +34,8 @@ std::string format_variant_list(Context* ctx) {
     line += v->description();
     if (ctx) {
       const std::string path = v->device_path(*ctx);
-      if (!path.empty()) line += " [device " + std::to_string(ctx->info().index) + ": " + path + "]";
+      if (!path.empty())
+        line += " [device " + std::to_string(ctx->info().index) + ": " + path + "]";
     }
     s += line + "\n";
   }
@@ -60,10 +61,12 @@ void check_local_size(Context& ctx, std::size_t local_size, std::size_t local_by
   const DeviceInfo& d = ctx.info();
   const std::string ls = "--local-size " + std::to_string(local_size);
   if (local_size > d.max_wg_size)
-    throw Error(kExitUsage, ls + " is larger than " + d.name + " allows (" + std::to_string(d.max_wg_size) + ")");
+    throw Error(kExitUsage, ls + " is larger than " + d.name + " allows (" +
+                                std::to_string(d.max_wg_size) + ")");
   if (local_bytes > d.local_mem)
-    throw Error(kExitUsage, ls + " needs " + std::to_string(local_bytes) + " bytes of local memory; " +
-                                d.name + " has " + std::to_string(d.local_mem));
+    throw Error(kExitUsage, ls + " needs " + std::to_string(local_bytes) +
+                                " bytes of local memory; " + d.name + " has " +
+                                std::to_string(d.local_mem));
 }
 
 std::size_t choose_wg(Context& ctx, const cl::Kernel& k, std::size_t wanted, std::size_t preferred) {

@@ -3,12 +3,11 @@
 // under several --local-size values, every work-item's copy of a butterfly all-reduce, sizes the
 // kernels refuse, and the --variant ladder table. (test_reduce.cpp's matrix covers the new
 // variants at their default group size.)
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/generators/catch_generators_range.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
-#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -43,9 +42,9 @@ struct OpType {
   Op op;
   DType type;
 };
-const std::vector<OpType> kOpTypes = {{Op::kSum, DType::kInt32},     {Op::kArgMin, DType::kFloat},
-                                      {Op::kMax, DType::kDouble},    {Op::kProd, DType::kUInt64},
-                                      {Op::kArgMax, DType::kInt64},  {Op::kMin, DType::kUInt32},
+const std::vector<OpType> kOpTypes = {{Op::kSum, DType::kInt32},    {Op::kArgMin, DType::kFloat},
+                                      {Op::kMax, DType::kDouble},   {Op::kProd, DType::kUInt64},
+                                      {Op::kArgMax, DType::kInt64}, {Op::kMin, DType::kUInt32},
                                       {Op::kSum, DType::kFloat}};
 
 RunRecord run_on(Context& ctx, ReduceVariant& v, const HostArray& a, Op op, std::size_t local = 0) {
@@ -177,7 +176,8 @@ TEST_CASE("the probes' numeric checks accept right answers and reject wrong ones
       if (m <= l) incl += wide(m);
     }
     cl_long* w = &wgc[5 * i];
-    w[0] = sum, w[1] = incl, w[2] = incl - wide(l), w[3] = wide(static_cast<std::int64_t>(wg) - 1), w[4] = -35;
+    w[0] = sum, w[1] = incl, w[2] = incl - wide(l), w[3] = wide(static_cast<std::int64_t>(wg) - 1),
+    w[4] = -35;
   }
   CHECK(check_wg_collective_values(wgc, wg).empty());
   wgc[5 * 77 + 2] += 1;
@@ -193,7 +193,8 @@ TEST_CASE("the probes' numeric checks accept right answers and reject wrong ones
   }
 }
 
-TEST_CASE("the tail path follows the probes, and the fallbacks are the ones taken", "[caps][ladder]") {
+TEST_CASE("the tail path follows the probes, and the fallbacks are the ones taken",
+          "[caps][ladder]") {
   Capabilities c;
   CHECK(choose_tail(c, 256) == TailPath::kBarrier);
   c.subgroups = true;
@@ -229,13 +230,14 @@ TEST_CASE("the tail path follows the probes, and the fallbacks are the ones take
 }
 
 TEST_CASE("ladder kernels and the butterfly verify at sizes around any group size", "[ladder]") {
-  const std::string variant = GENERATE(from_range(std::vector<std::string>{
-      "interleaved-divergent", "interleaved-strided", "sequential-addressing", "first-add-during-load",
-      "unroll-last-warp", "complete-unroll", "multi-element", "butterfly"}));
+  const std::string variant = GENERATE(from_range(
+      std::vector<std::string>{"interleaved-divergent", "interleaved-strided",
+                               "sequential-addressing", "first-add-during-load", "unroll-last-warp",
+                               "complete-unroll", "multi-element", "butterfly"}));
   const bool butterfly = variant == "butterfly";
   // 3 and 48: not powers of two (and 3 makes many passes); 32: one warp; butterfly: powers of two.
-  const std::vector<std::size_t> locals = butterfly ? std::vector<std::size_t>{1, 4, 32}
-                                                    : std::vector<std::size_t>{3, 32, 48};
+  const std::vector<std::size_t> locals =
+      butterfly ? std::vector<std::size_t>{1, 4, 32} : std::vector<std::size_t>{3, 32, 48};
   const std::uint64_t seed = std::random_device{}();
   for (const OpType& ot : kOpTypes) {
     if (ot.type == DType::kDouble && !device_context().info().fp64) continue;
@@ -245,7 +247,8 @@ TEST_CASE("ladder kernels and the butterfly verify at sizes around any group siz
         if (n == 0) continue;
         CAPTURE(variant, op_name(ot.op), dtype_name(ot.type), wg, n, seed);
         const HostArray a = generate(ot.type, n, seed + n);
-        require_exact(run_on(device_context(), *find_reduce_variant(variant), a, ot.op, wg), a, ot.op);
+        require_exact(run_on(device_context(), *find_reduce_variant(variant), a, ot.op, wg), a,
+                      ot.op);
       }
     }
   }
@@ -302,13 +305,13 @@ TEST_CASE("group sizes the ladder kernels cannot take are errors, not wrong answ
     std::size_t wg;
     const char* says;
   };
-  for (const Case& c : {Case{"butterfly", 100, "power-of-two"}, Case{"butterfly", 48, "power-of-two"},
-                        Case{"interleaved-divergent", 1, "at least 2"},
-                        Case{"sequential-addressing", 1, "at least 2"},
-                        Case{"complete-unroll", 8192, "at most 4096"},
-                        Case{"multi-element", 8192, "at most 4096"},
-                        Case{"unroll-last-warp", std::size_t{1} << 20, "--local-size"},
-                        Case{"butterfly", std::size_t{1} << 20, "--local-size"}}) {
+  for (const Case& c :
+       {Case{"butterfly", 100, "power-of-two"}, Case{"butterfly", 48, "power-of-two"},
+        Case{"interleaved-divergent", 1, "at least 2"},
+        Case{"sequential-addressing", 1, "at least 2"},
+        Case{"complete-unroll", 8192, "at most 4096"}, Case{"multi-element", 8192, "at most 4096"},
+        Case{"unroll-last-warp", std::size_t{1} << 20, "--local-size"},
+        Case{"butterfly", std::size_t{1} << 20, "--local-size"}}) {
     CAPTURE(c.variant, c.wg);
     try {
       run_on(ctx, *find_reduce_variant(c.variant), a, Op::kSum, c.wg);
@@ -319,7 +322,8 @@ TEST_CASE("group sizes the ladder kernels cannot take are errors, not wrong answ
     }
   }
   // A group of one is fine where each work-item loads two elements.
-  for (const char* v : {"first-add-during-load", "unroll-last-warp", "complete-unroll", "multi-element", "butterfly"}) {
+  for (const char* v : {"first-add-during-load", "unroll-last-warp", "complete-unroll",
+                        "multi-element", "butterfly"}) {
     CAPTURE(v);
     require_exact(run_on(ctx, *find_reduce_variant(v), a, Op::kSum, 1), a, Op::kSum);
   }
@@ -329,7 +333,8 @@ TEST_CASE("group sizes the ladder kernels cannot take are errors, not wrong answ
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
 }
 
-TEST_CASE("--variant ladder prints the seeds' table, and JSON lines with speedups", "[ladder][cli]") {
+TEST_CASE("--variant ladder prints the seeds' table, and JSON lines with speedups",
+          "[ladder][cli]") {
   REQUIRE(ladder_variants().size() == 7);
   for (std::size_t k = 0; k < kLadder.size(); ++k) {
     CHECK(ladder_variants()[k]->name() == kLadder[k]);
@@ -348,7 +353,8 @@ TEST_CASE("--variant ladder prints the seeds' table, and JSON lines with speedup
   r = run_cli("--variant ladder --op argmax --type float --size 5000 --format json --repeat 1");
   CHECK(r.code == 0);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 7);
-  for (int k = 1; k <= 7; ++k) CHECK_THAT(r.out, ContainsSubstring("\"kernel\":" + std::to_string(k) + ","));
+  for (int k = 1; k <= 7; ++k)
+    CHECK_THAT(r.out, ContainsSubstring("\"kernel\":" + std::to_string(k) + ","));
   CHECK_THAT(r.out, ContainsSubstring("\"step_speedup\":null,\"cumulative_speedup\":1}"));
   CHECK_THAT(r.out, ContainsSubstring("\"verified\":true"));
   CHECK_THAT(r.out, !ContainsSubstring("\"verified\":false"));

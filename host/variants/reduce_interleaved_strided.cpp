@@ -7,7 +7,8 @@ std::unique_ptr<ReduceVariant> make_reduce_interleaved_strided() {
   LadderShape s;
   s.number = 2;
   s.name = "interleaved-strided";
-  s.description = "kernel 2: interleaved addressing via index 2*s*lid: no divergence, bank conflicts";
+  s.description =
+      "kernel 2: interleaved addressing via index 2*s*lid: no divergence, bank conflicts";
   s.loads = 1;
   s.fixed_wg = false;
   s.tail = false;
