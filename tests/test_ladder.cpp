@@ -235,19 +235,35 @@ TEST_CASE("ladder kernels and the butterfly verify at sizes around any group siz
                                "sequential-addressing", "first-add-during-load", "unroll-last-warp",
                                "complete-unroll", "multi-element", "butterfly"}));
   const bool butterfly = variant == "butterfly";
-  // 3 and 48: not powers of two (and 3 makes many passes); 32: one warp; butterfly: powers of two.
-  const std::vector<std::size_t> locals =
-      butterfly ? std::vector<std::size_t>{1, 4, 32} : std::vector<std::size_t>{3, 32, 48};
+  // Group sizes 3 (not a power of two, and many passes), 32 (one warp: the shfl.sync tail on
+  // NVIDIA) and 48 (neither a power of two nor a multiple of 32: the sub-group or barrier tail);
+  // the butterfly takes powers of two: 1, 4, 32. Each size gets some of the op/type pairs, so
+  // every op and type is covered while the number of kernel builds stays small.
+  struct Case {
+    std::size_t wg;
+    std::vector<OpType> ots;
+  };
+  const std::vector<OpType> a = {{Op::kSum, DType::kInt32},
+                                 {Op::kArgMin, DType::kFloat},
+                                 {Op::kMax, DType::kDouble},
+                                 {Op::kProd, DType::kUInt64}};
+  const std::vector<OpType> b = {
+      {Op::kArgMax, DType::kInt64}, {Op::kMin, DType::kUInt32}, {Op::kSum, DType::kFloat}};
+  const std::vector<OpType> c = {
+      {Op::kArgMax, DType::kDouble}, {Op::kSum, DType::kUInt32}, {Op::kProd, DType::kFloat}};
+  const std::vector<Case> cases = butterfly ? std::vector<Case>{{1, a}, {4, b}, {32, c}}
+                                            : std::vector<Case>{{3, a}, {32, b}, {48, c}};
   const std::uint64_t seed = std::random_device{}();
-  for (const OpType& ot : kOpTypes) {
-    if (ot.type == DType::kDouble && !device_context().info().fp64) continue;
-    for (std::size_t wg : locals) {
+  for (const Case& cs : cases) {
+    const std::size_t wg = cs.wg;
+    for (const OpType& ot : cs.ots) {
+      if (ot.type == DType::kDouble && !device_context().info().fp64) continue;
       for (std::size_t n : {wg - 1, wg, wg + 1, 2 * wg - 1, 2 * wg, 2 * wg + 1, 3 * wg + 2,
                             wg * wg * 2 + 3, std::size_t{7919}}) {
         if (n == 0) continue;
         CAPTURE(variant, op_name(ot.op), dtype_name(ot.type), wg, n, seed);
-        const HostArray a = generate(ot.type, n, seed + n);
-        require_exact(run_on(device_context(), *find_reduce_variant(variant), a, ot.op, wg), a,
+        const HostArray x = generate(ot.type, n, seed + n);
+        require_exact(run_on(device_context(), *find_reduce_variant(variant), x, ot.op, wg), x,
                       ot.op);
       }
     }
@@ -257,44 +273,47 @@ TEST_CASE("ladder kernels and the butterfly verify at sizes around any group siz
 TEST_CASE("every work-item of the butterfly holds the total", "[ladder][butterfly]") {
   auto* b = dynamic_cast<ButterflyVariant*>(find_reduce_variant("butterfly"));
   REQUIRE(b != nullptr);
-  b->keep_copies(true);
+  struct Keep {  // the variant is shared: switch the copies off again whatever happens
+    explicit Keep(ButterflyVariant* v) : v_(v) { v_->keep_copies(true); }
+    ~Keep() { v_->keep_copies(false); }
+    ButterflyVariant* v_;
+  } keep(b);
   Context& ctx = device_context();
-  for (const OpType& ot : kOpTypes) {
+  for (std::size_t k = 0; k < kOpTypes.size(); ++k) {
+    const OpType& ot = kOpTypes[k];
     if (ot.type == DType::kDouble && !ctx.info().fp64) continue;
-    for (std::size_t wg : {0, 16}) {
-      for (std::size_t n : {1, 100, 1000, 100003}) {
-        CAPTURE(op_name(ot.op), dtype_name(ot.type), wg, n);
-        HostArray a = generate(ot.type, n, 17 + n);
-        if (is_float(ot.type) && n > 10 && ot.op == Op::kArgMin) a.as<float>()[n / 3] = NAN;
-        const RunRecord r = run_on(ctx, *b, a, ot.op, wg);
-        require_exact(r, a, ot.op);
-        ReduceProblem p;
-        p.op = ot.op;
-        p.type = ot.type;
-        p.acc_type = r.acc;
-        const std::vector<unsigned char> copies = b->read_copies(ctx, p);
-        const std::size_t count = r.policy.groups * r.policy.wg_size;
-        REQUIRE(copies.size() == count * p.acc_bytes());
-        for (std::size_t i = 0; i < count; ++i) {
-          CAPTURE(i, r.policy.str());
-          const unsigned char* c = copies.data() + i * p.acc_bytes();
-          const Value v = Value::from_bytes(r.acc, c);
-          if (is_float(r.acc)) {
-            REQUIRE((v.f == r.result.f || (std::isnan(v.f) && std::isnan(r.result.f))));
-          } else {
-            REQUIRE(v.i == r.result.i);
-            REQUIRE(v.u == r.result.u);
-          }
-          if (is_arg_op(ot.op)) {
-            std::int64_t idx;
-            std::memcpy(&idx, c + 8, 8);
-            REQUIRE(idx == r.result.index);
-          }
+    const std::size_t wg = k % 2 ? 16 : 0;          // 0: the variant's choice
+    for (std::size_t n : {1, 100, 1000, 100003}) {  // one group (one launch), then several
+      CAPTURE(op_name(ot.op), dtype_name(ot.type), wg, n);
+      HostArray a = generate(ot.type, n, 17 + n);
+      if (is_float(ot.type) && n > 10 && ot.op == Op::kArgMin) a.as<float>()[n / 3] = NAN;
+      const RunRecord r = run_on(ctx, *b, a, ot.op, wg);
+      require_exact(r, a, ot.op);
+      ReduceProblem p;
+      p.op = ot.op;
+      p.type = ot.type;
+      p.acc_type = r.acc;
+      const std::vector<unsigned char> copies = b->read_copies(ctx, p);
+      const std::size_t count = r.policy.groups * r.policy.wg_size;
+      REQUIRE(copies.size() == count * p.acc_bytes());
+      for (std::size_t i = 0; i < count; ++i) {
+        CAPTURE(i, r.policy.str());
+        const unsigned char* c = copies.data() + i * p.acc_bytes();
+        const Value v = Value::from_bytes(r.acc, c);
+        if (is_float(r.acc)) {
+          REQUIRE((v.f == r.result.f || (std::isnan(v.f) && std::isnan(r.result.f))));
+        } else {
+          REQUIRE(v.i == r.result.i);
+          REQUIRE(v.u == r.result.u);
+        }
+        if (is_arg_op(ot.op)) {
+          std::int64_t idx;
+          std::memcpy(&idx, c + 8, 8);
+          REQUIRE(idx == r.result.index);
         }
       }
     }
   }
-  b->keep_copies(false);
 }
 
 TEST_CASE("group sizes the ladder kernels cannot take are errors, not wrong answers", "[ladder]") {
@@ -333,7 +352,7 @@ TEST_CASE("group sizes the ladder kernels cannot take are errors, not wrong answ
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
 }
 
-TEST_CASE("--variant ladder prints the seeds' table, and JSON lines with speedups",
+TEST_CASE("the ladder variant prints the seeds' table, and JSON lines with speedups",
           "[ladder][cli]") {
   REQUIRE(ladder_variants().size() == 7);
   for (std::size_t k = 0; k < kLadder.size(); ++k) {
@@ -362,7 +381,7 @@ TEST_CASE("--variant ladder prints the seeds' table, and JSON lines with speedup
   CHECK(r.code == 2);
 }
 
-TEST_CASE("--list-variants names the path each device-dependent variant takes", "[ladder][cli]") {
+TEST_CASE("the variant list names the path each device-dependent variant takes", "[ladder][cli]") {
   auto r = run_cli("--list-variants");
   CHECK(r.code == 0);
   for (const auto& v : kLadder) CHECK_THAT(r.out, ContainsSubstring(v));

@@ -67,6 +67,10 @@ void ButterflyVariant::enqueue(Context& ctx, const ReduceProblem& p, const Launc
   const cl::Buffer copies =
       ctx.scratch("butterfly.copies", keep_copies_ ? g * wg * p.acc_bytes() : 16);
   const cl_uint keep = keep_copies_ ? 1 : 0;
+  if (keep_copies_) {  // a sentinel, so a copy no work-item wrote cannot pass for the total
+    const std::vector<unsigned char> sentinel(g * wg * p.acc_bytes(), 0xA5);
+    ctx.queue().enqueueWriteBuffer(copies, CL_TRUE, 0, sentinel.size(), sentinel.data());
+  }
   first.setArg(0, in);
   first.setArg(1, static_cast<cl_ulong>(p.n));
   first.setArg(2, partials);

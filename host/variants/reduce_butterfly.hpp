@@ -17,8 +17,8 @@ class ButterflyVariant : public ReduceVariant {
                const cl::Buffer& out, std::vector<cl::Event>& events) override;
   std::uint64_t depth(const ReduceProblem& p, const LaunchPolicy& pol) const override;
 
-  // When on, each enqueue also writes every work-item's copy of the total (off by default: it
-  // costs a write per work-item).
+  // When on, each enqueue also writes every work-item's copy of the total, into a buffer first
+  // filled with 0xA5 bytes (off by default: it costs a write per work-item).
   void keep_copies(bool on) { keep_copies_ = on; }
   // The copies written by the last enqueue with keep_copies on: one accumulator (acc_bytes())
   // per work-item of its last launch, as raw device bytes.
