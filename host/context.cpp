@@ -129,6 +129,11 @@ bool Context::try_build(const std::string& source, const std::string& options, c
   }
 }
 
+const Capabilities& Context::caps() {
+  if (!caps_) caps_ = probe_capabilities(*this);
+  return *caps_;
+}
+
 cl::Buffer& Context::scratch(const std::string& key, std::size_t bytes) {
   bytes = bytes ? bytes : 1;
   auto it = scratch_.find(key);

@@ -4,9 +4,11 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "capabilities.hpp"
 #include "cl.hpp"
 #include "device.hpp"
 
@@ -33,6 +35,10 @@ class Context {
   // For start-up capability probes.
   bool try_build(const std::string& source, const std::string& options, cl::Program* out);
 
+  // Optional device features (warp shuffle, sub-groups, work-group collectives), probed on the
+  // first call by trial builds and numeric checks (capabilities.hpp), then cached.
+  const Capabilities& caps();
+
   // A device buffer cached by key, at least `bytes` large, zero-filled when (re)allocated;
   // reused across repetitions and variants.
   cl::Buffer& scratch(const std::string& key, std::size_t bytes);
@@ -47,6 +53,7 @@ class Context {
   cl::CommandQueue queue_;
   std::map<std::string, cl::Program> programs_;  // key: options + '\0' + full source
   std::map<std::string, std::pair<std::size_t, cl::Buffer>> scratch_;
+  std::optional<Capabilities> caps_;
 };
 
 // Rewrites "<kernel>:L:" / "<source>:L:" positions (compilers that ignore #line) in a build log

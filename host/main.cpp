@@ -13,6 +13,7 @@
 #include "device.hpp"
 #include "error.hpp"
 #include "kernel_dir.hpp"
+#include "ladder.hpp"
 #include "npy.hpp"
 #include "report.hpp"
 #include "runner.hpp"
@@ -50,7 +51,7 @@ int run(int argc, char** argv) {
   std::string acc;
   bool list_devices_flag = false, list_variants_flag = false, verbose = false;
   app.add_option("-d,--device", device, "device index from --list-devices, or a name substring (nvidia, pocl)")->capture_default_str();
-  app.add_option("-v,--variant", variant, "variant name (scan-* are scans), comma-separated names, 'all', 'all-reduce' or 'all-scan'")->capture_default_str();
+  app.add_option("-v,--variant", variant, "variant name (scan-* are scans), comma-separated names, 'all', 'all-reduce', 'all-scan', or 'ladder' (kernels 1-7 as the seeds' table)")->capture_default_str();
   app.add_option("--op", op, "sum | prod | min | max | argmin | argmax")->capture_default_str();
   app.add_option("-t,--type", type, "int32 | uint32 | int64 | uint64 | float | double")->capture_default_str();
   app.add_option("--acc", acc, "accumulator/result type for sum and prod; default NumPy's (int32 -> int64)");
@@ -84,7 +85,15 @@ int run(int argc, char** argv) {
   }
 
   if (list_variants_flag) {
-    std::cout << format_variant_list();
+    // With a device, the path each variant takes there; without an OpenCL platform, the plain list.
+    std::unique_ptr<Context> ctx;
+    try {
+      ctx = std::make_unique<Context>(select_device(list_devices(), device),
+                                      find_kernel_dir(kernel_dir), verbose);
+    } catch (const Error& e) {
+      if (e.code() == kExitUsage) throw;
+    }
+    std::cout << format_variant_list(ctx.get());
     return kExitOk;
   }
   const Op the_op = parse_op(op);
@@ -92,6 +101,7 @@ int run(int argc, char** argv) {
   const VariantPlan plan = plan_variants(variant, the_op);
   const bool segmented = !segments.empty() || segment_length > 0;
   check_scan_flags(plan, the_op, exclusive || segmented || !output.empty());
+  const bool ladder = variant == "ladder";
   const std::size_t n = input.empty() ? parse_size(size) : 0;
 
   const auto devices = list_devices();
@@ -117,11 +127,24 @@ int run(int argc, char** argv) {
   cfg.repeat = repeat;
   cfg.local_size = local_size;
   cfg.acc = acc;
-  bool all_ok = true;
+  bool all_ok = true, header = format == "table";
+  LadderTable ladder_table;
   const auto print = [&](const RunRecord& r) {
+    if (header)  // after the first run, so an unusable --local-size is the only line printed
+      std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name
+                << ")  " << op_name(the_op) << " " << dtype_name(data.type) << "  n = " << data.n
+                << (plan.scan.empty() ? std::string()
+                                      : std::string("  scans: ") + (exclusive ? "exclusive" : "inclusive") +
+                                            (segmented ? ", segmented" : ""))
+                << "\n" << (ladder ? LadderTable::header() : table_header());
+    header = false;
     if (verbose && !r.skipped) std::cerr << r.variant << ": " << r.policy.str() << "\n";
     if (!r.skipped && !r.verified) all_ok = false;
-    std::cout << (format == "json" ? to_json(r) + "\n" : table_row(r)) << std::flush;
+    if (ladder)
+      std::cout << (format == "json" ? ladder_table.json(r) + "\n" : ladder_table.row(r));
+    else
+      std::cout << (format == "json" ? to_json(r) + "\n" : table_row(r));
+    std::cout << std::flush;
   };
   std::unique_ptr<ReduceSession> session;
   if (!plan.reduce.empty()) session = std::make_unique<ReduceSession>(ctx, data, the_op, cfg);
@@ -133,12 +156,6 @@ int run(int argc, char** argv) {
     so.flags = segment_flags(data.n, segments, segment_length);
     scans = std::make_unique<ScanSession>(ctx, data, the_op, cfg, std::move(so));
   }
-  if (format == "table")
-    std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  "
-              << op_name(the_op) << " " << dtype_name(data.type) << "  n = " << data.n
-              << (scans ? std::string("  scans: ") + (exclusive ? "exclusive" : "inclusive") +
-                              (segmented ? ", segmented" : "") : "")
-              << "\n" << table_header() << std::flush;
   for (ReduceVariant* v : plan.reduce) print(session->run(*v));
   HostArray result;
   bool have_result = false;

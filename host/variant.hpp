@@ -53,12 +53,18 @@ class ReduceVariant {
                        std::vector<cl::Event>& events) = 0;
   // The longest chain of operations any element passes through (sets the float error bound).
   virtual std::uint64_t depth(const ReduceProblem& p, const LaunchPolicy& pol) const = 0;
+  // The implementation path this device gets at the default group size (what LaunchPolicy::path
+  // will say, e.g. "shfl.sync"), for --list-variants; empty when the variant has only one.
+  virtual std::string device_path(Context& ctx) const;
 };
 
 // Every reduction variant, in the order --variant all runs them.
 const std::vector<std::unique_ptr<ReduceVariant>>& reduce_variants();
 // The variant named `name`, or nullptr.
 ReduceVariant* find_reduce_variant(const std::string& name);
+// One line per reduction variant; with a device context, the path each device-dependent
+// variant takes there.
+std::string format_reduce_variant_list(Context* ctx);
 
 // Helpers for variant files.
 // ceil(log2(x)) for x >= 1.
@@ -67,6 +73,10 @@ inline std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) /
 // Picks the group size: `wanted` (user override) or `preferred`, clamped to the device and kernel
 // limits. An override the device cannot take throws Error(kExitUsage).
 std::size_t choose_wg(Context& ctx, const cl::Kernel& k, std::size_t wanted, std::size_t preferred);
+// Checks a --local-size before a kernel is built for it (a build with a group-sized static local
+// array may fail to build, not merely refuse the size): throws Error(kExitUsage) when it exceeds
+// the device's largest group or local_bytes exceeds its local memory. 0 passes.
+void check_local_size(Context& ctx, std::size_t local_size, std::size_t local_bytes);
 // The device's largest work-group size for `k` (CL_KERNEL_WORK_GROUP_SIZE, capped by the device).
 std::size_t kernel_max_wg(Context& ctx, const cl::Kernel& k);
 

@@ -4,13 +4,14 @@
 #include <cstdio>
 
 #include "error.hpp"
+#include "ladder.hpp"
 
 namespace clreduce {
 
 namespace {
 
 std::string valid_names() {
-  std::string s = "all, all-reduce, all-scan";
+  std::string s = "all, all-reduce, all-scan, ladder";
   for (const auto& r : reduce_variants()) s += ", " + r->name();
   for (const auto& r : scan_variants()) s += ", " + r->name();
   return s;
@@ -31,10 +32,12 @@ VariantPlan plan_variants(const std::string& spec, Op op) {
     const std::string name = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     if (name == "all" || name == "all-reduce")
       for (const auto& v : reduce_variants()) plan.reduce.push_back(v.get());
+    if (name == "ladder")
+      for (ReduceVariant* v : ladder_variants()) plan.reduce.push_back(v);
     if (name == "all-scan") refuse_arg_scan("--variant all-scan", op);
     if (name == "all" || name == "all-scan")
       for (const auto& v : scan_variants()) plan.scan.push_back(v.get());
-    if (name != "all" && name != "all-reduce" && name != "all-scan") {
+    if (name != "all" && name != "all-reduce" && name != "all-scan" && name != "ladder") {
       if (ReduceVariant* r = find_reduce_variant(name)) {
         plan.reduce.push_back(r);
       } else if (ScanVariant* s = find_scan_variant(name)) {
@@ -57,15 +60,16 @@ void check_scan_flags(const VariantPlan& plan, Op op, bool scan_flags) {
   refuse_arg_scan(flags, op);
 }
 
-std::string format_variant_list() {
-  std::string s;
-  const auto line = [&](const std::string& name, const std::string& what) {
+std::string format_variant_list(Context* ctx) {
+  std::string s = format_reduce_variant_list(ctx);
+  for (const auto& v : scan_variants()) {
     char buf[256];
-    std::snprintf(buf, sizeof buf, "%-22s %s\n", name.c_str(), what.c_str());
+    std::snprintf(buf, sizeof buf, "%-22s %s\n", v->name().c_str(), v->description().c_str());
     s += buf;
-  };
-  for (const auto& v : reduce_variants()) line(v->name(), v->description());
-  for (const auto& v : scan_variants()) line(v->name(), v->description());
+  }
+  if (ctx)
+    s += "# device " + std::to_string(ctx->info().index) + " (" + ctx->info().name + "): " +
+         ctx->caps().str() + "\n";
   return s;
 }
 

@@ -17,7 +17,8 @@ struct VariantPlan {
   std::vector<ScanVariant*> scan;
 };
 
-// Parses a variant name, comma-separated names, "all", "all-reduce" or "all-scan". Throws
+// Parses a variant name, comma-separated names, "all", "all-reduce", "all-scan" or "ladder"
+// (the seeds' kernels 1-7 in order). Throws
 // Error(kExitUsage) for an unknown name (listing the valid ones), and for scans asked for by name
 // or by "all-scan" with an arg op; under "all" those scans are kept, to be skipped with a reason.
 VariantPlan plan_variants(const std::string& spec, Op op);
@@ -27,7 +28,8 @@ VariantPlan plan_variants(const std::string& spec, Op op);
 // or an arg op, for which every scan is skipped.
 void check_scan_flags(const VariantPlan& plan, Op op, bool scan_flags);
 
-// Every variant, reductions then scans, one line each: name and description.
-std::string format_variant_list();
+// Every variant, reductions then scans, one line each: name and description; with a device
+// context, the path each device-dependent variant takes there and the device's capabilities.
+std::string format_variant_list(Context* ctx);
 
 }  // namespace clreduce

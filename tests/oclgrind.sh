@@ -21,7 +21,7 @@ check() {  # check ARGS...: one clreduce run under Oclgrind
     echo "ok: clreduce $*"
   fi
 }
-variants=$("$CLREDUCE" --list-variants | awk '{print $1}')
+variants=$("$CLREDUCE" --list-variants | awk '!/^#/ {print $1}')
 for v in $variants; do
   case "$v" in
   scan-*)
@@ -37,11 +37,18 @@ for v in $variants; do
     check --variant "$v" --op sum --type int64 --size 1000 --local-size 48 --segment-length 33 --exclusive
     ;;
   *)
+    # multi-element sizes its grid by p = n / log2 n: 3000 elements give 16 groups of 16.
+    size=100
+    if [ "$v" = multi-element ]; then size=3000; fi
     for combo in "sum int32" "argmin float" "max double" "prod uint64" "argmax int64" "min uint32"; do
       set -- $combo
-      check --variant "$v" --op "$1" --type "$2" --size 100 --local-size 16
+      check --variant "$v" --op "$1" --type "$2" --size $size --local-size 16
     done
     check --variant "$v" --op sum --type float --size 1000
+    case "$v" in  # the ladder kernels take groups of any size: 12 is not a power of two
+      interleaved-*|sequential-addressing|first-add-*|unroll-*|complete-unroll|multi-element)
+        check --variant "$v" --op argmax --type float --size 450 --local-size 12 ;;
+    esac
     ;;
   esac
 done

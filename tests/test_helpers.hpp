@@ -40,3 +40,34 @@ HostArray make_array(DType t, const std::vector<T>& v) {
 }
 
 }  // namespace clreduce::test
+
+#ifdef CLREDUCE_BIN
+#include <cstdio>
+#include <sys/wait.h>
+
+namespace clreduce::test {
+
+struct CliResult {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+// Runs the CLI (env: "VAR=value ..." prefix) on the device under test unless args pick one.
+inline CliResult run_cli(const std::string& args, const std::string& env = "") {
+  const char* dev = std::getenv("CLREDUCE_TEST_DEVICE");
+  const std::string device = args.find("--device") == std::string::npos && dev && *dev
+                                 ? std::string(" --device '") + dev + "'" : "";
+  const std::string cmd = env + " " + CLREDUCE_BIN + device + " " + args + " 2>&1";
+  CliResult r{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  std::size_t k;
+  while ((k = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, k);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace clreduce::test
+#endif

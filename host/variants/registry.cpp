@@ -6,6 +6,14 @@ namespace clreduce {
 std::unique_ptr<ReduceVariant> make_reduce_sequential_device();
 std::unique_ptr<ReduceVariant> make_reduce_bottomup();
 std::unique_ptr<ReduceVariant> make_reduce_topdown();
+std::unique_ptr<ReduceVariant> make_reduce_interleaved_divergent();
+std::unique_ptr<ReduceVariant> make_reduce_interleaved_strided();
+std::unique_ptr<ReduceVariant> make_reduce_sequential_addressing();
+std::unique_ptr<ReduceVariant> make_reduce_first_add_during_load();
+std::unique_ptr<ReduceVariant> make_reduce_unroll_last_warp();
+std::unique_ptr<ReduceVariant> make_reduce_complete_unroll();
+std::unique_ptr<ReduceVariant> make_reduce_multi_element();
+std::unique_ptr<ReduceVariant> make_reduce_butterfly();
 
 const std::vector<std::unique_ptr<ReduceVariant>>& reduce_variants() {
   static const std::vector<std::unique_ptr<ReduceVariant>> v = [] {
@@ -13,6 +21,15 @@ const std::vector<std::unique_ptr<ReduceVariant>>& reduce_variants() {
     r.push_back(make_reduce_sequential_device());
     r.push_back(make_reduce_bottomup());
     r.push_back(make_reduce_topdown());
+    // The seeds' ladder, kernels 1-7 in order, then the butterfly.
+    r.push_back(make_reduce_interleaved_divergent());
+    r.push_back(make_reduce_interleaved_strided());
+    r.push_back(make_reduce_sequential_addressing());
+    r.push_back(make_reduce_first_add_during_load());
+    r.push_back(make_reduce_unroll_last_warp());
+    r.push_back(make_reduce_complete_unroll());
+    r.push_back(make_reduce_multi_element());
+    r.push_back(make_reduce_butterfly());
     return r;
   }();
   return v;
