@@ -36,6 +36,10 @@ class Context {
   // reused across repetitions and variants.
   cl::Buffer& scratch(const std::string& key, std::size_t bytes);
 
+  // Results of start-up probes (trial build plus numeric check), kept for this context's life
+  // so each probe runs once per context. Keys and values belong to the probing code.
+  std::map<std::string, std::string>& probes() { return probes_; }
+
  private:
   std::string read_source(const std::string& file) const;
 
@@ -46,6 +50,7 @@ class Context {
   cl::CommandQueue queue_;
   std::map<std::string, cl::Program> programs_;  // key: options + '\0' + full source
   std::map<std::string, std::pair<std::size_t, cl::Buffer>> scratch_;
+  std::map<std::string, std::string> probes_;
 };
 
 // Reads a whole text file; throws Error(kExitBuild) if it cannot.

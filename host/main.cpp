@@ -72,13 +72,14 @@ int run(int argc, char** argv) {
              "[-1e12, 1e12],\nuint32/uint64 in [0, 2000] / [0, 2e12], float/double uniform in "
              "[-1, 1).\nKernels are read at run time from --kernel-dir, $CLREDUCE_KERNEL_DIR, "
              "the source tree's cl/,\nor the installed share directory, in that order.");
-  std::string device = "0", variant = "topdown", op = "sum", type = "int32", format = "table";
+  std::string device = "0", variant = "fast", op = "sum", type = "int32", format = "table";
   std::string size = "16777216", input, kernel_dir;
   std::uint64_t seed = 1;
   int warmup = 1, repeat = 5;
   std::size_t local_size = 0;
   std::string acc;
   bool list_devices_flag = false, list_variants_flag = false, verbose = false;
+  bool peers = false, measure_copy = false;
   app.add_option("-d,--device", device, "device index from --list-devices, or a name substring (nvidia, pocl)")->capture_default_str();
   app.add_option("-v,--variant", variant, "variant name, comma-separated names, or 'all'")->capture_default_str();
   app.add_option("--op", op, "sum | prod | min | max | argmin | argmax")->capture_default_str();
@@ -92,7 +93,9 @@ int run(int argc, char** argv) {
   app.add_option("--repeat", repeat, "timed runs; medians are reported")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--local-size", local_size, "work-group size override");
   app.add_option("--format", format, "table | json (one object per line per variant)")->capture_default_str()->check(CLI::IsMember({"table", "json"}));
-  app.add_flag("--list-devices", list_devices_flag, "print every OpenCL device with its global index");
+  app.add_flag("--peers", peers, "also run the OpenMP peer on the same array (row 'omp'; vs_omp ratios)");
+  app.add_flag("--measure-copy", measure_copy, "also time a device-to-device copy of the array (row 'copy', GB/s read + written)");
+  app.add_flag("--list-devices", list_devices_flag, "print every OpenCL device with its global index (with --device: that one; --format json: one object per line)");
   app.add_flag("--list-variants", list_variants_flag, "print every variant with one line each");
   app.add_flag("--verbose", verbose, "print build options and launch policies to stderr");
 
@@ -116,11 +119,19 @@ int run(int argc, char** argv) {
   const std::size_t n = input.empty() ? parse_size(size) : 0;
 
   const auto devices = list_devices();
-  if (list_devices_flag) {
-    std::cout << format_device_list(devices);
+  if (list_devices_flag && !app.count("--device")) {
+    if (format == "json") {
+      for (const auto& d : devices) std::cout << to_json(d) << "\n";
+    } else {
+      std::cout << format_device_list(devices);
+    }
     return kExitOk;
   }
   const DeviceInfo dev = select_device(devices, device);
+  if (list_devices_flag) {
+    std::cout << (format == "json" ? to_json(dev) + "\n" : format_device_list({dev}));
+    return kExitOk;
+  }
   Context ctx(dev, find_kernel_dir(kernel_dir), verbose);
 
   HostArray data;
@@ -141,13 +152,22 @@ int run(int argc, char** argv) {
   if (format == "table")
     std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  "
               << op_name(the_op) << " " << dtype_name(data.type) << "  n = " << data.n << "\n"
-              << table_header() << std::flush;
+              << table_header(peers) << std::flush;
   bool all_ok = true;
-  for (ReduceVariant* v : variants) {
-    RunRecord r = session.run(*v);
+  auto print = [&](const RunRecord& r) {
     if (verbose && !r.skipped) std::cerr << r.variant << ": " << r.policy.str() << "\n";
     if (!r.skipped && !r.verified) all_ok = false;
-    std::cout << (format == "json" ? to_json(r) + "\n" : table_row(r)) << std::flush;
+    std::cout << (format == "json" ? to_json(r) + "\n" : table_row(r, peers)) << std::flush;
+  };
+  // Peers first, so every variant's row can carry its ratio against them.
+  RunRecord omp;
+  if (peers) print(omp = session.run_omp());
+  if (measure_copy) print(session.run_copy());
+  for (ReduceVariant* v : variants) {
+    RunRecord r = session.run(*v);
+    if (peers && !omp.skipped && omp.verified && omp.kernel_ms > 0 && r.kernel_ms > 0)
+      r.ratios.emplace_back("vs_omp", omp.kernel_ms / r.kernel_ms);
+    print(r);
   }
   return all_ok ? kExitOk : kExitVerify;
 }

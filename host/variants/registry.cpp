@@ -6,6 +6,7 @@ namespace clreduce {
 std::unique_ptr<ReduceVariant> make_reduce_sequential_device();
 std::unique_ptr<ReduceVariant> make_reduce_bottomup();
 std::unique_ptr<ReduceVariant> make_reduce_topdown();
+std::unique_ptr<ReduceVariant> make_reduce_fast();
 
 const std::vector<std::unique_ptr<ReduceVariant>>& reduce_variants() {
   static const std::vector<std::unique_ptr<ReduceVariant>> v = [] {
@@ -13,6 +14,7 @@ const std::vector<std::unique_ptr<ReduceVariant>>& reduce_variants() {
     r.push_back(make_reduce_sequential_device());
     r.push_back(make_reduce_bottomup());
     r.push_back(make_reduce_topdown());
+    r.push_back(make_reduce_fast());
     return r;
   }();
   return v;
