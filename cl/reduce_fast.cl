@@ -26,6 +26,9 @@
 #ifndef UNROLL
 #define UNROLL 4  // independent vector loads (and accumulators) per loop step: 1, 2, 4 or 8
 #endif
+#ifndef FAST_ACCS
+#define FAST_ACCS 1  // vector accumulators: 1 (GPU: fewer registers) or UNROLL (CPU: add latency)
+#endif
 #ifndef FAST_IDX32
 #define FAST_IDX32 0  // 1: vector indices fit in 32 bits (the host checks); cheaper loop arithmetic
 #endif
@@ -154,19 +157,20 @@ void reduce_fast(__global const T* restrict x, ulong n, __global acc_t* partials
 
   acc_t a = clr_identity();
 #if !CLR_IS_ARG
-  VA acc[UNROLL];
+  VA acc[FAST_ACCS];
 #pragma unroll
-  for (uint k = 0; k < UNROLL; ++k) acc[k] = (VA)(clr_identity());
+  for (uint k = 0; k < FAST_ACCS; ++k) acc[k] = (VA)(clr_identity());
   for (; v < end && end - v > (UNROLL - 1) * STRIDE; v += UNROLL * STRIDE) {
     VT t[UNROLL];
 #pragma unroll
     for (uint k = 0; k < UNROLL; ++k) t[k] = xv[v + k * STRIDE];
 #pragma unroll
-    for (uint k = 0; k < UNROLL; ++k) acc[k] = fast_vop(acc[k], CONVERT_VA(t[k]));
+    for (uint k = 0; k < UNROLL; ++k)
+      acc[k % FAST_ACCS] = fast_vop(acc[k % FAST_ACCS], CONVERT_VA(t[k]));
   }
   for (; v < end; v += STRIDE) acc[0] = fast_vop(acc[0], CONVERT_VA(xv[v]));
 #pragma unroll
-  for (uint k = 1; k < UNROLL; ++k) acc[0] = fast_vop(acc[0], acc[k]);
+  for (uint k = 1; k < FAST_ACCS; ++k) acc[0] = fast_vop(acc[0], acc[k]);
   fast_lanes lanes;
   lanes.v = acc[0];
 #pragma unroll

@@ -28,14 +28,16 @@ struct ShapeParams {
   bool cpu = false;
   unsigned vec = 4;               // elements per vector load
   unsigned unroll = 4;            // independent loads per loop step
+  unsigned accs = 1;              // vector accumulators (1, or unroll to hide add latency)
   std::size_t wg = 256;           // preferred work-items per group
-  std::size_t groups_per_cu = 8;  // most groups per compute unit
+  std::size_t groups_per_cu = 4;  // most groups per compute unit
   std::size_t min_vectors = 4;    // fewest vectors per work-item before another group is added
 };
 
-// GPU: 16 bytes per load (int4/float4, long2/double2), 4 loads in flight per work-item, 256
-// work-items per group, up to 2048 work-items per compute unit, and at least 4 vectors per
-// work-item, so n = 2^16 int32 runs as 16 groups in one launch.
+// GPU: 16 bytes per load (int4/float4, long2/double2), 4 loads in flight per work-item into
+// one accumulator (few registers), 256 work-items per group, 4 groups per compute unit (1024
+// work-items: one wave at up to 64 registers each, 64 KiB of loads in flight per unit), and
+// at least 4 vectors per work-item, so n = 2^16 int32 runs as 16 groups in one launch.
 // CPU: 64 bytes per load (one AVX-512 register of T), 2 loads in flight, one work-item per
 // group, groups_per_cu groups per core, and at least 2^12 vectors (256 KiB) per work-item.
 ShapeParams shape_params(Shape s, DType t) {
@@ -48,6 +50,7 @@ ShapeParams shape_params(Shape s, DType t) {
   sp.cpu = true;
   sp.vec = 64 / bytes;
   sp.unroll = 2;
+  sp.accs = sp.unroll;
   sp.wg = 1;
   sp.groups_per_cu = 1;
   sp.min_vectors = 4096;
@@ -60,6 +63,7 @@ cl::Kernel build(Context& ctx, const ReduceProblem& p, const ShapeParams& sp, st
                     p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) +
                         " -DFAST_CPU=" + (sp.cpu ? "1" : "0") + " -DVEC=" + std::to_string(sp.vec) +
                         " -DUNROLL=" + std::to_string(sp.unroll) +
+                        " -DFAST_ACCS=" + std::to_string(sp.accs) +
                         " -DFAST_IDX32=" + (idx32 ? "1" : "0"));
 }
 
