@@ -8,7 +8,8 @@
 //     16-byte vectors (coalesced); cost n/VEC loads per work-item / (groups * WG_SIZE).
 //   CPU (FAST_CPU 1): each work-item folds its own contiguous run of vectors in a uniform loop
 //     (what PoCL compiles to straight SIMD code); few work-groups, about one per core.
-// Arg ops fold each vector's elements one by one with their indices (a scalar path).
+// Arg ops keep a lane-wise extreme and the vector index it came from (no index comparisons in
+// the loop), folding the lanes with their element indices at the end.
 // Needs an associative and commutative OP (it combines lanes and work-items out of order).
 // Host sets via -D (plus clreduce.h's CLR_TYPE, CLR_ACC, CLR_OP):
 #ifndef CLREDUCE_H
@@ -122,10 +123,46 @@ inline VA fast_vop(VA a, VA b) {
 #endif
 }
 #else
+// Arg ops keep, lane by lane, the extreme so far and the vector index it came from. Along one
+// lane a work-item sees indices in increasing order, so a tie keeps the earlier element and a
+// NaN, once taken, stays: no index comparisons in the loop (clr_op compares them afterwards).
+#if CLR_TYPE == 2 || CLR_TYPE == 3 || CLR_TYPE == 5
+#define M_NAME long  // comparison results: integer lanes as wide as T
+#else
+#define M_NAME int
+#endif
+#if FAST_IDX32
+#define X_NAME uint  // vector indices
+#define XM_NAME int
+#else
+#define X_NAME ulong
+#define XM_NAME long
+#endif
+typedef FAST_CAT(M_NAME, VEC) MT;
+typedef FAST_CAT(X_NAME, VEC) VX;
 typedef union {
   VT v;
   T s[VEC];
 } fast_elems;
+typedef union {
+  VX v;
+  X_NAME s[VEC];
+} fast_where;
+
+// Folds vector t, read from vector index w, into (best, at): lanes where t is NaN (and best is
+// not) or strictly more extreme take t and w.
+inline void fast_arg_step(VT* best, VX* at, VT t, vidx_t w) {
+#if CLR_OP == 4
+  MT take = t < *best;
+#else
+  MT take = t > *best;
+#endif
+#ifdef T_IS_FLOAT
+  take = (take | isnan(t)) & ~isnan(*best);
+#endif
+  *best = select(*best, t, take);
+  *at = select(*at, (VX)(w), FAST_CAT(convert_, FAST_CAT(XM_NAME, VEC))(take));
+}
 #endif
 
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
@@ -176,32 +213,26 @@ void reduce_fast(__global const T* restrict x, ulong n, __global acc_t* partials
 #pragma unroll
   for (uint j = 0; j < VEC; ++j) a = clr_op(a, lanes.s[j]);
 #else
-  for (; v < end && end - v > (UNROLL - 1) * STRIDE; v += UNROLL * STRIDE) {
-    fast_elems t[UNROLL];
+  if (v < end) {  // the first vector starts every lane; the rest fold in, in index order
+    VT best = xv[v];
+    VX at = (VX)(v);
+    for (v += STRIDE; v < end && end - v > (UNROLL - 1) * STRIDE; v += UNROLL * STRIDE) {
+      VT t[UNROLL];
 #pragma unroll
-    for (uint k = 0; k < UNROLL; ++k) t[k].v = xv[v + k * STRIDE];
+      for (uint k = 0; k < UNROLL; ++k) t[k] = xv[v + k * STRIDE];
 #pragma unroll
-    for (uint k = 0; k < UNROLL; ++k) {
-      const long base = (long)(head + (ulong)(v + k * STRIDE) * VEC);
-#pragma unroll
-      for (uint j = 0; j < VEC; ++j) {
-        acc_t e;
-        e.v = t[k].s[j];
-        e.i = base + j;
-        CLR_ARG_PAD(e);
-        a = clr_op(a, e);
-      }
+      for (uint k = 0; k < UNROLL; ++k) fast_arg_step(&best, &at, t[k], v + k * STRIDE);
     }
-  }
-  for (; v < end; v += STRIDE) {
-    fast_elems t;
-    t.v = xv[v];
-    const long base = (long)(head + (ulong)v * VEC);
+    for (; v < end; v += STRIDE) fast_arg_step(&best, &at, xv[v], v);
+    fast_elems b;
+    b.v = best;
+    fast_where w;
+    w.v = at;
 #pragma unroll
     for (uint j = 0; j < VEC; ++j) {
       acc_t e;
-      e.v = t.s[j];
-      e.i = base + j;
+      e.v = b.s[j];
+      e.i = (long)(head + (ulong)w.s[j] * VEC + j);
       CLR_ARG_PAD(e);
       a = clr_op(a, e);
     }
