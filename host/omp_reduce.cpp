@@ -109,18 +109,50 @@ template <class T, class A> Partial<A> fold_chunk(const T* x, std::size_t lo, st
     if (p.nan) p.v = static_cast<A>(std::numeric_limits<T>::quiet_NaN());
     return p;
   }
-  // Arg ops: the first index of the extreme, the first NaN if any.
+  // Arg ops, one pass in blocks that stay in L1: a SIMD min (max) and NaN test per block; only
+  // a block holding a NaN or a strictly better value is scanned again for its first index.
   const bool want_min = op == Op::kArgMin;
+  constexpr std::size_t kBlock = 2048;
   T best = x[lo];
   std::size_t at = lo;
-  for (std::size_t i = lo + 1; i < hi && !is_nan(best); ++i)
-    if (is_nan(x[i]) || (want_min ? x[i] < best : x[i] > best)) {
-      best = x[i];
-      at = i;
+  bool nan = is_nan(best);
+  for (std::size_t b = lo; b < hi && !nan; b += kBlock) {
+    const std::size_t e = std::min(hi, b + kBlock);
+    T m = x[b];
+    int has_nan = 0;
+    if (want_min) {
+#pragma omp simd reduction(min : m) reduction(| : has_nan)
+      for (std::size_t i = b; i < e; ++i) {
+        m = std::min(m, x[i]);
+        has_nan |= is_nan(x[i]);
+      }
+    } else {
+#pragma omp simd reduction(max : m) reduction(| : has_nan)
+      for (std::size_t i = b; i < e; ++i) {
+        m = std::max(m, x[i]);
+        has_nan |= is_nan(x[i]);
+      }
     }
+    if (has_nan) {
+      for (std::size_t i = b; i < e; ++i)
+        if (is_nan(x[i])) {
+          best = x[i];
+          at = i;
+          nan = true;
+          break;
+        }
+    } else if (want_min ? m < best : m > best) {
+      for (std::size_t i = b; i < e; ++i)
+        if (x[i] == m) {
+          best = m;
+          at = i;
+          break;
+        }
+    }
+  }
   p.v = static_cast<A>(best);
   p.at = static_cast<std::int64_t>(at);
-  p.nan = is_nan(best);
+  p.nan = nan;
   return p;
 }
 
