@@ -94,14 +94,14 @@ template <class T, class A> Partial<A> fold_chunk(const T* x, std::size_t lo, st
     if (op == Op::kMin) {
 #pragma omp simd reduction(min : m) reduction(| : nan)
       for (std::size_t i = lo; i < hi; ++i) {
-        m = std::min(m, x[i]);
-        nan |= is_nan(x[i]);
+        m = x[i] < m ? x[i] : m;
+        nan |= x[i] != x[i];  // NaN test that vectorises (std::isnan did not)
       }
     } else {
 #pragma omp simd reduction(max : m) reduction(| : nan)
       for (std::size_t i = lo; i < hi; ++i) {
-        m = std::max(m, x[i]);
-        nan |= is_nan(x[i]);
+        m = x[i] > m ? x[i] : m;
+        nan |= x[i] != x[i];  // NaN test that vectorises (std::isnan did not)
       }
     }
     p.v = static_cast<A>(m);
@@ -123,14 +123,14 @@ template <class T, class A> Partial<A> fold_chunk(const T* x, std::size_t lo, st
     if (want_min) {
 #pragma omp simd reduction(min : m) reduction(| : has_nan)
       for (std::size_t i = b; i < e; ++i) {
-        m = std::min(m, x[i]);
-        has_nan |= is_nan(x[i]);
+        m = x[i] < m ? x[i] : m;
+        has_nan |= x[i] != x[i];  // NaN test that vectorises (std::isnan did not)
       }
     } else {
 #pragma omp simd reduction(max : m) reduction(| : has_nan)
       for (std::size_t i = b; i < e; ++i) {
-        m = std::max(m, x[i]);
-        has_nan |= is_nan(x[i]);
+        m = x[i] > m ? x[i] : m;
+        has_nan |= x[i] != x[i];  // NaN test that vectorises (std::isnan did not)
       }
     }
     if (has_nan) {
