@@ -7,7 +7,8 @@
 //   GPU (FAST_CPU 0): grid-stride over vectors, so neighbouring work-items read neighbouring
 //     16-byte vectors (coalesced); cost n/VEC loads per work-item / (groups * WG_SIZE).
 //   CPU (FAST_CPU 1): each work-item folds its own contiguous run of vectors in a uniform loop
-//     (what PoCL compiles to straight SIMD code); few work-groups, about one per core.
+//     (what PoCL compiles to straight SIMD code), as UNROLL streams over the run's parts
+//     (FAST_STREAMS; arg ops read the run in order); few work-groups, about one per core.
 // Arg ops keep a lane-wise extreme and the vector index it came from (no index comparisons in
 // the loop), folding the lanes with their element indices at the end.
 // Needs an associative and commutative OP (it combines lanes and work-items out of order).
@@ -29,6 +30,9 @@
 #endif
 #ifndef FAST_ACCS
 #define FAST_ACCS 1  // vector accumulators: 1 (GPU: fewer registers) or UNROLL (CPU: add latency)
+#endif
+#ifndef FAST_STREAMS
+#define FAST_STREAMS 0  // CPU shape, not arg ops: 1 reads UNROLL far-apart streams of a run
 #endif
 #ifndef FAST_IDX32
 #define FAST_IDX32 0  // 1: vector indices fit in 32 bits (the host checks); cheaper loop arithmetic
@@ -197,6 +201,20 @@ void reduce_fast(__global const T* restrict x, ulong n, __global acc_t* partials
   VA acc[FAST_ACCS];
 #pragma unroll
   for (uint k = 0; k < FAST_ACCS; ++k) acc[k] = (VA)(clr_identity());
+#if FAST_CPU && FAST_STREAMS
+  {  // UNROLL streams, each over its own part of the run
+    const vidx_t q = v < end ? (end - v) / UNROLL : 0;
+    for (vidx_t i = 0; i < q; ++i) {
+      VT t[UNROLL];
+#pragma unroll
+      for (uint k = 0; k < UNROLL; ++k) t[k] = xv[v + i + k * q];
+#pragma unroll
+      for (uint k = 0; k < UNROLL; ++k)
+        acc[k % FAST_ACCS] = fast_vop(acc[k % FAST_ACCS], CONVERT_VA(t[k]));
+    }
+    v += UNROLL * q;
+  }
+#else
   for (; v < end && end - v > (UNROLL - 1) * STRIDE; v += UNROLL * STRIDE) {
     VT t[UNROLL];
 #pragma unroll
@@ -205,6 +223,7 @@ void reduce_fast(__global const T* restrict x, ulong n, __global acc_t* partials
     for (uint k = 0; k < UNROLL; ++k)
       acc[k % FAST_ACCS] = fast_vop(acc[k % FAST_ACCS], CONVERT_VA(t[k]));
   }
+#endif
   for (; v < end; v += STRIDE) acc[0] = fast_vop(acc[0], CONVERT_VA(xv[v]));
 #pragma unroll
   for (uint k = 1; k < FAST_ACCS; ++k) acc[0] = fast_vop(acc[0], acc[k]);
