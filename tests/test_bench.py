@@ -62,7 +62,7 @@ with tempfile.TemporaryDirectory() as out:
                 for name in ("fast", "topdown"):
                     if name in got:
                         r = got[name]
-                        check(r["vs_omp"] and r["vs_seq"] and r["vs_cub"],
+                        check(r["vs_omp"] and r["vs_seq"] and r["vs_cub"] and r["vs_omp_best"] and r["vs_cub_best"],
                               "%s %s n=%s %s has vs_omp, vs_seq, vs_cub" % (op, t, n, name))
                         check(abs(float(r["vs_cub"]) * float(r["kernel_ms"]) - float(got["cub"]["kernel_ms"]))
                               <= 1e-3 * float(got["cub"]["kernel_ms"]), "vs_cub is cub's time / this time")

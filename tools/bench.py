@@ -32,7 +32,7 @@ CUB_TYPES = {"int32", "float"}
 CSV_COLUMNS = ["device", "driver", "commit", "op", "type", "acc", "n", "log2n", "variant", "kind",
                "tool", "verified", "skipped", "kernel_ms", "kernel_ms_min", "kernel_ms_max",
                "wall_ms", "gbps", "gbps_min", "gbps_max", "launches", "vs_omp", "vs_cub",
-               "vs_seq", "of_copy", "policy", "note"]
+               "vs_seq", "vs_omp_best", "vs_cub_best", "of_copy", "policy", "note"]
 
 
 def fail(msg, code=2):
@@ -213,8 +213,9 @@ def bench_one(a, meta, op, t, n, k, variants, copy):
 
 
 def add_ratios(rows):
-    """Each clreduce row: peer time / its time (vs_omp, vs_cub, vs_seq), and its GB/s as a
-    fraction of the best copy ceiling at that (op, type, n)."""
+    """Each clreduce row: peer time / its time (vs_omp, vs_cub, vs_seq: medians; vs_omp_best,
+    vs_cub_best: fastest runs), and its GB/s as a fraction of the best copy ceiling at that
+    (op, type, n)."""
     groups = {}
     for r in rows:
         groups.setdefault((r["op"], r["type"], r["n"]), []).append(r)
@@ -232,6 +233,9 @@ def add_ratios(rows):
             for name, col in (("omp", "vs_omp"), ("cub", "vs_cub"), ("seq", "vs_seq")):
                 if name in peers:
                     r[col] = peers[name]["kernel_ms"] / r["kernel_ms"]
+                    # Fastest against fastest: steadier than medians on a shared machine.
+                    if peers[name].get("kernel_ms_min") and r.get("kernel_ms_min"):
+                        r[col + "_best"] = peers[name]["kernel_ms_min"] / r["kernel_ms_min"]
             c = copies.get((key[1], key[2]))
             if c and r.get("gbps"):
                 r["of_copy"] = r["gbps"] / c
@@ -250,7 +254,7 @@ def write_results(out_dir, meta, rows):
             elif r.get("error"):
                 out["note"] = r["error"]
             for c in ("kernel_ms", "kernel_ms_min", "kernel_ms_max", "wall_ms", "gbps", "gbps_min",
-                      "gbps_max", "vs_omp", "vs_cub", "vs_seq", "of_copy"):
+                      "gbps_max", "vs_omp", "vs_cub", "vs_seq", "vs_omp_best", "vs_cub_best", "of_copy"):
                 if isinstance(out[c], float):
                     out[c] = "%.6g" % out[c]
             w.writerow(out)
