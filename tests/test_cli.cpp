@@ -127,7 +127,7 @@ TEST_CASE("JSON output prints one object per variant with the documented keys", 
     CHECK_THAT(r.out, ContainsSubstring(key));
 }
 
-TEST_CASE("--peers adds a verified omp row and vs_omp ratios; --measure-copy a copy row", "[cli]") {
+TEST_CASE("peers: --peers adds a verified omp row and vs_omp ratios, --measure-copy a copy row", "[cli]") {
   for (const char* op : {"sum", "argmin"}) {
     CAPTURE(op);
     const Result r = run_cli(std::string("--variant fast,topdown --op ") + op +
