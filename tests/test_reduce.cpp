@@ -32,11 +32,13 @@ std::vector<std::string> variant_names() {
   return v;
 }
 
-RunRecord run_one(const std::string& variant, const HostArray& a, Op op, std::size_t local = 0) {
+RunRecord run_one(const std::string& variant, const HostArray& a, Op op, std::size_t local = 0,
+                  const std::string& acc = "") {
   RunConfig cfg;
   cfg.warmup = 0;
   cfg.repeat = 1;
   cfg.local_size = local;
+  cfg.acc = acc;
   ReduceSession s(device_context(), a, op, cfg);
   return s.run(*find_reduce_variant(variant));
 }
@@ -143,6 +145,31 @@ TEST_CASE("integer sums widen and wrap exactly as NumPy's do", "[reduce]") {
   require_match(run_one(variant, f, Op::kSum), f, Op::kSum);
 }
 
+TEST_CASE("32-bit accumulators (--acc int32, uint32): sums and products wrap in every variant", "[reduce]") {
+  const std::string variant = GENERATE(from_range(variant_names()));
+  CAPTURE(variant);
+  std::mt19937 rng(17);
+  for (std::size_t n : {1, 33, 4099, 100003}) {
+    std::vector<std::int32_t> v(n);
+    for (auto& x : v) x = static_cast<std::int32_t>(rng());  // full range: sums wrap often
+    std::vector<std::uint32_t> u(n);
+    for (auto& x : u) x = static_cast<std::uint32_t>(rng()) | 1u;  // odd: products stay nonzero
+    const auto a = make_array(DType::kInt32, v);
+    const auto b = make_array(DType::kUInt32, u);
+    for (Op op : {Op::kSum, Op::kProd}) {
+      CAPTURE(n, op_name(op));
+      RunRecord r = run_one(variant, a, op, 0, "int32");
+      REQUIRE(r.verified);
+      CHECK(r.acc == DType::kInt32);
+      CHECK(r.result.i == reference_reduce(a, op, DType::kInt32).i);
+      r = run_one(variant, b, op, 0, "uint32");
+      REQUIRE(r.verified);
+      CHECK(r.result.u == reference_reduce(b, op, DType::kUInt32).u);
+      CHECK(r.result.u <= UINT32_MAX);
+    }
+  }
+}
+
 TEST_CASE("a local size override sets the group size, and a size the device refuses is an error", "[reduce]") {
   const std::string variant = GENERATE(std::string("bottomup"), std::string("topdown"), std::string("fast"));
   const HostArray a = generate(DType::kInt32, 1000, 5);
@@ -203,6 +230,12 @@ TEST_CASE("fast verifies in each shape, forced, with its own and with many group
     REQUIRE(r.policy.path.rfind(shape + "-shape", 0) == 0);
     if (!groups.empty()) REQUIRE(r.policy.groups == std::stoul(groups));
     require_match(r, a, op);
+    if ((op == Op::kSum || op == Op::kProd) && (type == DType::kInt32 || type == DType::kUInt32)) {
+      const RunRecord r32 = run_one("fast", a, op, 0, dtype_name(type));  // --acc int32 / uint32
+      REQUIRE(r32.verified);
+      REQUIRE(r32.result.i == reference_reduce(a, op, type).i);
+      REQUIRE(r32.result.u == reference_reduce(a, op, type).u);
+    }
     if (is_float(type) && n > 3) {  // two NaNs, in the body and in the tail: the first wins
       if (type == DType::kFloat) {
         a.as<float>()[n / 2 + 1] = a.as<float>()[n - 1] = std::numeric_limits<float>::quiet_NaN();
