@@ -170,7 +170,9 @@ def bench_one(a, meta, op, t, n, k, variants, copy):
             "op": op, "type": t, "n": n, "log2n": k}
     common = ["--size", str(n), "--seed", str(a.seed), "--warmup", str(a.warmup),
               "--repeat", str(a.repeat)]
-    acc = ["--acc", a.acc] if a.acc and (op in ("sum", "prod") or op.startswith("scan")) else []
+    # --acc applies to int32 sums, products and scans, as in every tool
+    acc = (["--acc", a.acc] if a.acc and t == "int32" and (op in ("sum", "prod") or op.startswith("scan"))
+           else [])
     vs = variants_for(op, variants)
     print("n = 2^%d %s %s" % (k, op, t), flush=True)
     if vs:
@@ -191,10 +193,9 @@ def bench_one(a, meta, op, t, n, k, variants, copy):
                              note="exit %d: %s" % (code, err), verified=False))
             print("  clreduce failed: exit %d: %s" % (code, err), flush=True)
     if a.cub_peer and op in CUB_OPS and t in CUB_TYPES:
-        cub_acc = ["--acc", a.acc] if a.acc and t == "int32" else []
         jobs = [("cub", op)] + ([("cub-copy", "copy")] if copy else [])
         for name, cub_op in jobs:
-            cmd = [a.cub_peer, "--op", cub_op, "--type", t] + common + cub_acc
+            cmd = [a.cub_peer, "--op", cub_op, "--type", t] + common + (acc if cub_op == op else [])
             code, got, err = run_json_lines(cmd, a.timeout)
             if got:
                 r = got[0]
