@@ -1,9 +1,7 @@
 #!/usr/bin/env python3
-# test_bench.py: smoke test of tools/bench.py on a tiny sweep: run writes results.json and
-# results.csv with every variant, the peers and the copy ceiling, verified, with ratios; a
-# failing clreduce run is reported, not fatal; plot draws PNGs (skipped without matplotlib).
-# Usage: test_bench.py CLREDUCE_BIN BENCH_PY (fake_cub_peer.py beside this file stands in for
-# cub_peer).
+# test_bench.py: smoke test of tools/bench.py on a tiny sweep: every variant, peer (CUB played by
+# fake_cub_peer.py) and copy ceiling verified, with ratios; a failing run reported, not fatal;
+# PNG plots where matplotlib is installed. Usage: test_bench.py CLREDUCE_BIN BENCH_PY
 import csv
 import importlib.util
 import json

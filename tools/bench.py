@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-# bench.py: clreduce's benchmark. Sweeps sizes 2^k (bounded by the device's memory), ops and types,
-# running every variant and the peers (OpenMP, the sequential loop, CUB) on the same data in the
-# same run, and writes results.json/results.csv with the device, driver and commit; `plot` draws
-# GB/s against n. Runs on the standard library alone; plotting imports matplotlib when asked.
+# bench.py: clreduce's benchmark: sweeps sizes 2^k (bounded by device memory), ops, types and
+# variants with the peers (OpenMP, sequential loop, CUB) on the same data in the same run; writes
+# results.json/csv with device, driver and commit; `plot` draws GB/s against n. Standard library
+# only, except matplotlib, imported by `plot` alone.
 """clreduce's benchmark: run a sweep, or plot one.
 
   bench.py run --clreduce BIN [--device D] [--cub-peer BIN] [--variants fast,topdown]

@@ -1,8 +1,7 @@
-// reduce_fast.cpp: the default variant. One launch of cl/reduce_fast.cl in the shape that suits
-// the device: GPU-shaped (16-byte grid-stride loads, grid from compute units) or CPU-shaped (a
-// contiguous run per work-item, about one work-group per core). The shape is chosen once per
-// context by device type, then confirmed by a trial build and a numeric check of that shape;
-// if the check fails the other shape is tried, then topdown's scheme.
+// reduce_fast.cpp: the default variant: one launch of cl/reduce_fast.cl, GPU-shaped (16-byte
+// grid-stride loads, grid from compute units) or CPU-shaped (a run per work-item, a group per
+// core). The device type picks the shape once per context; a trial build and a numeric check
+// confirm it, else the other shape is tried, then topdown's scheme.
 #include "../variant.hpp"
 
 #include <algorithm>
