@@ -218,11 +218,14 @@ TEST_CASE("fast verifies in each shape, forced, with its own and with many group
   const Op op = GENERATE(from_range(all_ops()));
   const DType type = GENERATE(from_range(all_dtypes()));
   if (type == DType::kDouble && !device_context().info().fp64) SKIP("no fp64");
+  // The CPU shape's kernels for every type are in the matrix above; here its many groups, on
+  // one type of each kind (the code paths differ by kind, not by width within a kind).
+  if (shape == "cpu" && type != DType::kInt32 && type != DType::kFloat && type != DType::kUInt64) return;
   const ScopedEnv force("CLREDUCE_FAST_SHAPE", shape);
   const ScopedEnv spread("CLREDUCE_FAST_GROUPS", groups);
   const std::uint64_t seed = std::random_device{}();
   CAPTURE(shape, groups, op_name(op), dtype_name(type), seed);
-  for (std::size_t n : {1, 2, 3, 4, 5, 17, 31, 33, 255, 4097, 65537, 300007}) {
+  for (std::size_t n : {1, 2, 3, 4, 5, 17, 31, 33, 255, 4097, 100003}) {
     CAPTURE(n);
     HostArray a = generate(type, n, seed + n);
     const RunRecord r = run_one("fast", a, op);
