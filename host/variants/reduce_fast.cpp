@@ -90,9 +90,9 @@ bool fits_idx32(std::size_t n, std::size_t items, unsigned unroll) {
 }
 
 // The launch for shape sp on p: group size, group count, elements per work-item, vector width.
-// `overrides`: honour $CLREDUCE_FAST_GROUPS (the start-up check does not).
+// forced_groups > 0 fixes the number of groups ($CLREDUCE_FAST_GROUPS, or the start-up check).
 LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::size_t local_size,
-                          bool overrides) {
+                          std::size_t forced_groups) {
   const ShapeParams sp = shape_params(s, p.type);
   const std::size_t cap = std::max<std::size_t>(1, ctx.info().compute_units * sp.groups_per_cu);
   const std::size_t nv = std::max<std::size_t>(p.n / sp.vec, 1);
@@ -101,7 +101,6 @@ LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::si
     return std::clamp<std::size_t>((nv + per_group - 1) / per_group, 1, cap);
   };
   auto idx32_for = [&](std::size_t wg) { return fits_idx32(p.n, groups_for(wg) * wg, sp.unroll); };
-  const std::size_t forced_groups = overrides ? env_count("CLREDUCE_FAST_GROUPS") : 0;
   if (forced_groups > 0) groups_for = [forced_groups](std::size_t) { return forced_groups; };
   LaunchPolicy pol;
   pol.wg_size = choose_wg(ctx, build(ctx, p, sp, sp.wg, idx32_for(sp.wg)), local_size, sp.wg);
@@ -143,9 +142,10 @@ void shape_enqueue(Context& ctx, const ReduceProblem& p, const LaunchPolicy& pol
                                    nullptr, &events.back());
 }
 
-// Trial build and numeric check of shape s: an int32 sum (int64 accumulator) over enough
-// elements for at least three groups where the device allows, with a partial last group, a
-// tail, and values near INT32_MAX that a 32-bit accumulator would wrap. Empty when it passes.
+// Trial build and numeric check of shape s: an int32 sum (int64 accumulator) on three groups,
+// about 2 x unroll + 1 vectors per work-item (the unrolled loop and its remainder), dealt out
+// unevenly, a tail, and values near INT32_MAX that a 32-bit accumulator would wrap; two
+// launches (the ticket must reset). Empty when it passes.
 std::string check_shape(Context& ctx, Shape s) {
   try {
     const ShapeParams sp = shape_params(s, DType::kInt32);
@@ -153,7 +153,8 @@ std::string check_shape(Context& ctx, Shape s) {
     p.op = Op::kSum;
     p.type = DType::kInt32;
     p.acc_type = DType::kInt64;
-    p.n = (sp.wg * sp.min_vectors * 5 / 2) * sp.vec + sp.vec - 1;
+    const std::size_t vectors = 3 * sp.wg * (2 * sp.unroll + 1) - (sp.wg + 1) / 2 - 1;
+    p.n = vectors * sp.vec + sp.vec - 1;
     std::vector<std::int32_t> x(p.n);
     std::int64_t want = 0;
     for (std::size_t i = 0; i < p.n; ++i) {
@@ -161,13 +162,13 @@ std::string check_shape(Context& ctx, Shape s) {
                          : static_cast<std::int32_t>((i * 2654435761u) % 2001) - 1000;
       want += x[i];
     }
-    const LaunchPolicy pol = shape_policy(ctx, p, s, 0, false);
+    const LaunchPolicy pol = shape_policy(ctx, p, s, 0, 3);
     cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, p.n * sizeof(std::int32_t),
                   x.data());
     std::int64_t got = 0x5A5A5A5A5A5A5A5A;
     cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof got, &got);
     std::vector<cl::Event> events;
-    for (int run = 0; run < 2; ++run) {  // twice: the ticket must have been reset
+    for (int run = 0; run < 2; ++run) {
       got = 0x5A5A5A5A5A5A5A5A;
       ctx.queue().enqueueWriteBuffer(out, CL_TRUE, 0, sizeof got, &got);
       shape_enqueue(ctx, p, pol, s, in, out, events);
@@ -224,7 +225,8 @@ class Fast : public ReduceVariant {
     std::string why;
     const Shape s = chosen_shape(ctx, &why);
     LaunchPolicy pol = s == Shape::kTopdown ? topdown().policy(ctx, p, local_size)
-                                            : shape_policy(ctx, p, s, local_size, true);
+                                            : shape_policy(ctx, p, s, local_size,
+                                                           env_count("CLREDUCE_FAST_GROUPS"));
     if (s == Shape::kTopdown) pol.path = std::string(shape_name(s)) + " " + pol.path;
     if (!why.empty()) pol.path += " (" + why + ")";
     return pol;
