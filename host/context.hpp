@@ -43,6 +43,10 @@ class Context {
   // reused across repetitions and variants.
   cl::Buffer& scratch(const std::string& key, std::size_t bytes);
 
+  // Results of start-up probes (trial build plus numeric check), kept for this context's life
+  // so each probe runs once per context. Keys and values belong to the probing code.
+  std::map<std::string, std::string>& probes() { return probes_; }
+
  private:
   std::string read_source(const std::string& file) const;
 
@@ -54,6 +58,7 @@ class Context {
   std::map<std::string, cl::Program> programs_;  // key: options + '\0' + full source
   std::map<std::string, std::pair<std::size_t, cl::Buffer>> scratch_;
   std::optional<Capabilities> caps_;
+  std::map<std::string, std::string> probes_;
 };
 
 // Rewrites "<kernel>:L:" / "<source>:L:" positions (compilers that ignore #line) in a build log

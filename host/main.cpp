@@ -43,13 +43,14 @@ int run(int argc, char** argv) {
              "[-1e12, 1e12],\nuint32/uint64 in [0, 2000] / [0, 2e12], float/double uniform in "
              "[-1, 1).\nKernels are read at run time from --kernel-dir, $CLREDUCE_KERNEL_DIR, "
              "the source tree's cl/,\nor the installed share directory, in that order.");
-  std::string device = "0", variant = "topdown", op = "sum", type = "int32", format = "table";
+  std::string device = "0", variant = "fast", op = "sum", type = "int32", format = "table";
   std::string size = "16777216", input, kernel_dir;
   std::uint64_t seed = 1;
   int warmup = 1, repeat = 5;
   std::size_t local_size = 0;
   std::string acc;
   bool list_devices_flag = false, list_variants_flag = false, verbose = false;
+  bool peers = false, measure_copy = false;
   app.add_option("-d,--device", device, "device index from --list-devices, or a name substring (nvidia, pocl)")->capture_default_str();
   app.add_option("-v,--variant", variant, "variant name (scan-* are scans), comma-separated names, 'all', 'all-reduce', 'all-scan', or 'ladder' (kernels 1-7 as the seeds' table)")->capture_default_str();
   app.add_option("--op", op, "sum | prod | min | max | argmin | argmax")->capture_default_str();
@@ -63,7 +64,9 @@ int run(int argc, char** argv) {
   app.add_option("--repeat", repeat, "timed runs; medians are reported")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--local-size", local_size, "work-group size override");
   app.add_option("--format", format, "table | json (one object per line per variant)")->capture_default_str()->check(CLI::IsMember({"table", "json"}));
-  app.add_flag("--list-devices", list_devices_flag, "print every OpenCL device with its global index");
+  app.add_flag("--peers", peers, "also run the OpenMP peer on the same array (row 'omp'; vs_omp ratios)");
+  app.add_flag("--measure-copy", measure_copy, "also time a device-to-device copy of the array (row 'copy', GB/s read + written)");
+  app.add_flag("--list-devices", list_devices_flag, "print every OpenCL device with its global index (with --device: that one; --format json: one object per line)");
   app.add_flag("--list-variants", list_variants_flag, "print every variant with one line each");
   app.add_flag("--verbose", verbose, "print build options and launch policies to stderr");
   bool exclusive = false;
@@ -105,11 +108,19 @@ int run(int argc, char** argv) {
   const std::size_t n = input.empty() ? parse_size(size) : 0;
 
   const auto devices = list_devices();
-  if (list_devices_flag) {
-    std::cout << format_device_list(devices);
+  if (list_devices_flag && !app.count("--device")) {
+    if (format == "json") {
+      for (const auto& d : devices) std::cout << to_json(d) << "\n";
+    } else {
+      std::cout << format_device_list(devices);
+    }
     return kExitOk;
   }
   const DeviceInfo dev = select_device(devices, device);
+  if (list_devices_flag) {
+    std::cout << (format == "json" ? to_json(dev) + "\n" : format_device_list({dev}));
+    return kExitOk;
+  }
   Context ctx(dev, find_kernel_dir(kernel_dir), verbose);
 
   HostArray data;
@@ -127,6 +138,8 @@ int run(int argc, char** argv) {
   cfg.repeat = repeat;
   cfg.local_size = local_size;
   cfg.acc = acc;
+  // Peers run beside reductions (not with the ladder table, whose rows are kernels 1-7).
+  const bool with_peers = peers && !ladder && !plan.reduce.empty();
   bool all_ok = true, header = format == "table";
   LadderTable ladder_table;
   const auto print = [&](const RunRecord& r) {
@@ -136,18 +149,19 @@ int run(int argc, char** argv) {
                 << (plan.scan.empty() ? std::string()
                                       : std::string("  scans: ") + (exclusive ? "exclusive" : "inclusive") +
                                             (segmented ? ", segmented" : ""))
-                << "\n" << (ladder ? LadderTable::header() : table_header());
+                << "\n" << (ladder ? LadderTable::header() : table_header(with_peers));
     header = false;
     if (verbose && !r.skipped) std::cerr << r.variant << ": " << r.policy.str() << "\n";
     if (!r.skipped && !r.verified) all_ok = false;
     if (ladder)
       std::cout << (format == "json" ? ladder_table.json(r) + "\n" : ladder_table.row(r));
     else
-      std::cout << (format == "json" ? to_json(r) + "\n" : table_row(r));
+      std::cout << (format == "json" ? to_json(r) + "\n" : table_row(r, with_peers));
     std::cout << std::flush;
   };
   std::unique_ptr<ReduceSession> session;
-  if (!plan.reduce.empty()) session = std::make_unique<ReduceSession>(ctx, data, the_op, cfg);
+  if (!plan.reduce.empty() || measure_copy)
+    session = std::make_unique<ReduceSession>(ctx, data, the_op, cfg);
   std::unique_ptr<ScanSession> scans;
   if (!plan.scan.empty()) {
     ScanOptions so;
@@ -156,7 +170,16 @@ int run(int argc, char** argv) {
     so.flags = segment_flags(data.n, segments, segment_length);
     scans = std::make_unique<ScanSession>(ctx, data, the_op, cfg, std::move(so));
   }
-  for (ReduceVariant* v : plan.reduce) print(session->run(*v));
+  // Peers first, so every variant's row can carry its ratio against them.
+  RunRecord omp;
+  if (with_peers) print(omp = session->run_omp());
+  if (measure_copy) print(session->run_copy());
+  for (ReduceVariant* v : plan.reduce) {
+    RunRecord r = session->run(*v);
+    if (with_peers && !omp.skipped && omp.verified && omp.kernel_ms > 0 && r.kernel_ms > 0)
+      r.ratios.emplace_back("vs_omp", omp.kernel_ms / r.kernel_ms);
+    print(r);
+  }
   HostArray result;
   bool have_result = false;
   for (ScanVariant* v : plan.scan) {

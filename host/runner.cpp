@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "error.hpp"
+#include "omp_reduce.hpp"
 
 namespace clreduce {
 
@@ -13,6 +14,13 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t m = v.size() / 2;
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// The depth verify() needs: a sum's error follows the longest chain of additions (`chain`), but
+// a product's relative error grows with every one of its n - 1 multiplications, whatever the
+// order, so a tree is no tighter than the loop.
+static std::uint64_t error_depth(const ReduceProblem& p, std::uint64_t chain) {
+  return p.op == Op::kProd ? p.n : chain;
 }
 
 static double now_ms() {
@@ -52,9 +60,9 @@ ReduceSession::ReduceSession(Context& ctx, const HostArray& data, Op op, RunConf
   seq_ms_ = median(t);
 }
 
-RunRecord ReduceSession::run(ReduceVariant& v) {
+RunRecord ReduceSession::base_record(const std::string& name) const {
   RunRecord rec;
-  rec.variant = v.name();
+  rec.variant = name;
   rec.op = problem_.op;
   rec.type = problem_.type;
   rec.acc = problem_.acc_type;
@@ -62,6 +70,11 @@ RunRecord ReduceSession::run(ReduceVariant& v) {
   rec.device = ctx_.info().name;
   rec.expected = expected_;
   rec.seq_ms = seq_ms_;
+  return rec;
+}
+
+RunRecord ReduceSession::run(ReduceVariant& v) {
+  RunRecord rec = base_record(v.name());
   rec.skip_reason = v.unsupported(ctx_, problem_);
   if (!rec.skip_reason.empty()) {
     rec.skipped = true;
@@ -96,6 +109,8 @@ RunRecord ReduceSession::run(ReduceVariant& v) {
       }
     }
     rec.kernel_ms = median(kernel_ms);
+    rec.kernel_ms_min = *std::min_element(kernel_ms.begin(), kernel_ms.end());
+    rec.kernel_ms_max = *std::max_element(kernel_ms.begin(), kernel_ms.end());
     rec.wall_ms = median(wall_ms);
     rec.result = Value::from_bytes(problem_.acc(), result.data());
     if (is_arg_op(problem_.op)) {
@@ -104,10 +119,7 @@ RunRecord ReduceSession::run(ReduceVariant& v) {
       rec.result.index = idx;
     }
   }
-  // Every multiplication rounds, whatever the tree: a product's error grows with n, not depth.
-  const std::uint64_t depth = problem_.n == 0 ? 0
-                              : problem_.op == Op::kProd ? problem_.n
-                                                         : v.depth(problem_, rec.policy);
+  const std::uint64_t depth = problem_.n ? error_depth(problem_, v.depth(problem_, rec.policy)) : 0;
   const Verdict verdict = verify(rec.result, expected_, problem_.op, depth, abs_sum_);
   rec.verified = verdict.ok;
   rec.verify_note = verdict.why;
@@ -115,6 +127,66 @@ RunRecord ReduceSession::run(ReduceVariant& v) {
   if (rec.kernel_ms > 0) {
     rec.gbps = static_cast<double>(data_.bytes.size()) / (rec.kernel_ms * 1e6);
     rec.speedup = rec.seq_ms / rec.kernel_ms;
+  }
+  return rec;
+}
+
+RunRecord ReduceSession::run_omp() {
+  RunRecord rec = base_record("omp");
+  rec.kind = "peer";
+  const OmpResult r = omp_reduce(data_, problem_.op, problem_.acc_type, cfg_.warmup, cfg_.repeat);
+  rec.result = r.value;
+  rec.kernel_ms = rec.wall_ms = r.timing.ms_median;
+  rec.kernel_ms_min = r.timing.ms_min;
+  rec.kernel_ms_max = r.timing.ms_max;
+  rec.policy.path = "openmp threads=" + std::to_string(r.timing.threads);
+  const Verdict verdict =
+      verify(rec.result, expected_, problem_.op, problem_.n ? error_depth(problem_, r.depth) : 0, abs_sum_);
+  rec.verified = verdict.ok;
+  rec.verify_note = verdict.why;
+  rec.bound = verdict.bound;
+  if (rec.kernel_ms > 0) {
+    rec.gbps = static_cast<double>(data_.bytes.size()) / (rec.kernel_ms * 1e6);
+    rec.speedup = rec.seq_ms / rec.kernel_ms;
+  }
+  return rec;
+}
+
+RunRecord ReduceSession::run_copy() {
+  RunRecord rec = base_record("copy");
+  rec.kind = "ceiling";
+  const std::size_t bytes = data_.bytes.size();
+  if (bytes == 0) {
+    rec.skipped = true;
+    rec.skip_reason = "nothing to copy (n = 0)";
+    return rec;
+  }
+  try {
+    cl::Buffer in = ctx_.scratch("input", bytes);
+    cl::Buffer dst = ctx_.scratch("copy", bytes);
+    ctx_.queue().enqueueWriteBuffer(in, CL_TRUE, 0, bytes, data_.bytes.data());
+    std::vector<double> kernel_ms;
+    for (int r = 0; r < cfg_.warmup + cfg_.repeat; ++r) {
+      cl::Event e;
+      ctx_.queue().enqueueCopyBuffer(in, dst, 0, 0, bytes, nullptr, &e);
+      e.wait();
+      if (r >= cfg_.warmup)
+        kernel_ms.push_back(static_cast<double>(e.getProfilingInfo<CL_PROFILING_COMMAND_END>() -
+                                                e.getProfilingInfo<CL_PROFILING_COMMAND_START>()) * 1e-6);
+    }
+    std::vector<unsigned char> back(bytes);
+    ctx_.queue().enqueueReadBuffer(dst, CL_TRUE, 0, bytes, back.data());
+    rec.verified = back == data_.bytes;
+    if (!rec.verified) rec.verify_note = "the copy differs from the input";
+    rec.kernel_ms = rec.wall_ms = median(kernel_ms);
+    rec.kernel_ms_min = *std::min_element(kernel_ms.begin(), kernel_ms.end());
+    rec.kernel_ms_max = *std::max_element(kernel_ms.begin(), kernel_ms.end());
+    rec.launches = 1;
+    rec.policy.path = "clEnqueueCopyBuffer";
+    if (rec.kernel_ms > 0) rec.gbps = 2.0 * static_cast<double>(bytes) / (rec.kernel_ms * 1e6);
+  } catch (const cl::Error& e) {
+    rec.skipped = true;
+    rec.skip_reason = std::string("copy failed: ") + e.what() + " " + cl_error_name(e.err());
   }
   return rec;
 }

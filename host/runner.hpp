@@ -22,8 +22,9 @@ struct RunConfig {
 // One variant's outcome on one array: what --format json prints. A scan's result and expected
 // are the last elements of its output and of the reference.
 struct RunRecord {
-  std::string kind = "reduce";  // "reduce" or "scan"
   std::string variant;
+  std::string kind = "clreduce";  // "clreduce", "peer" (omp) or "ceiling" (copy)
+  std::string mode = "reduce";    // "reduce" or "scan"
   Op op = Op::kSum;
   DType type = DType::kInt32;
   DType acc = DType::kInt64;  // accumulator (result) type
@@ -37,8 +38,10 @@ struct RunRecord {
   std::string verify_note;  // why verification failed
   double bound = 0.0;       // float tolerance used
   double kernel_ms = 0.0;   // median over repetitions of the summed kernel times of all launches
+  double kernel_ms_min = 0.0;  // fastest and slowest repetition (the spread)
+  double kernel_ms_max = 0.0;
   double wall_ms = 0.0;     // median of upload + launches + read-back, host clock
-  double gbps = 0.0;        // input bytes / kernel time
+  double gbps = 0.0;        // input bytes / kernel time (copy: bytes read + written)
   double seq_ms = 0.0;      // the seeds' sequential loop on the host, median
   double speedup = 0.0;     // seq_ms / kernel_ms
   std::size_t launches = 0;
@@ -48,6 +51,8 @@ struct RunRecord {
   bool segmented = false;
   std::int64_t first_wrong = -1;  // index of the first wrong element, -1 when none
   std::uint64_t wrong_count = 0;  // how many elements are wrong
+  // Peer time / this kernel time, by key ("vs_omp"): above 1, clreduce is faster.
+  std::vector<std::pair<std::string, double>> ratios;
 };
 
 // Holds the array, its reference and the baseline time, shared by every variant run on it.
@@ -57,8 +62,15 @@ class ReduceSession {
   // fp64, and for arrays larger than the device's largest allocation.
   ReduceSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg);
   RunRecord run(ReduceVariant& v);
+  // The OpenMP peer on the same array: variant "omp", kind "peer", verified like a variant.
+  RunRecord run_omp();
+  // Device-to-device copy of the array (clEnqueueCopyBuffer): variant "copy", kind "ceiling",
+  // gbps counting bytes read and written; verified by reading the copy back.
+  RunRecord run_copy();
 
  private:
+  RunRecord base_record(const std::string& name) const;
+
   Context& ctx_;
   const HostArray& data_;
   ReduceProblem problem_;

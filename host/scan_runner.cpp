@@ -74,7 +74,7 @@ ScanSession::ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig c
 
 RunRecord ScanSession::run(ScanVariant& v, HostArray* output) {
   RunRecord rec;
-  rec.kind = "scan";
+  rec.mode = "scan";
   rec.variant = v.name();
   rec.op = problem_.op;
   rec.type = problem_.type;

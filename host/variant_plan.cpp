@@ -32,6 +32,8 @@ VariantPlan plan_variants(const std::string& spec, Op op) {
     const std::string name = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     if (name == "all" || name == "all-reduce")
       for (const auto& v : reduce_variants()) plan.reduce.push_back(v.get());
+    if (name == "ladder" && spec != "ladder")
+      throw Error(kExitUsage, "--variant ladder runs alone (it prints the seeds' table of kernels 1-7)");
     if (name == "ladder")
       for (ReduceVariant* v : ladder_variants()) plan.reduce.push_back(v);
     if (name == "all-scan") refuse_arg_scan("--variant all-scan", op);

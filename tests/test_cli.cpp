@@ -48,10 +48,10 @@ std::size_t lines(const std::string& s) {
 
 }  // namespace
 
-TEST_CASE("the README's run line prints a verified top-down result", "[cli]") {
-  const Result r = run_cli("--device 0 --variant topdown --size 100000");
+TEST_CASE("the README's run line prints a verified result of the default variant, fast", "[cli]") {
+  const Result r = run_cli("--device 0 --size 100000");
   CHECK(r.code == 0);
-  CHECK_THAT(r.out, ContainsSubstring("topdown"));
+  CHECK_THAT(r.out, ContainsSubstring("\nfast "));
   CHECK_THAT(r.out, ContainsSubstring("yes"));
 }
 
@@ -66,7 +66,13 @@ TEST_CASE("help, device list and variant list answer", "[cli]") {
   CHECK_THAT(r.out, ContainsSubstring("max alloc"));
   r = run_cli("--list-variants");
   CHECK(r.code == 0);
-  for (const char* v : {"sequential-device", "bottomup", "topdown"}) CHECK_THAT(r.out, ContainsSubstring(v));
+  for (const char* v : {"sequential-device", "bottomup", "topdown", "fast"}) CHECK_THAT(r.out, ContainsSubstring(v));
+  r = run_cli("--list-devices --format json --device 0");
+  CHECK(r.code == 0);
+  CHECK(lines(r.out) == 1);
+  for (const char* key : {"{\"index\":0,", "\"type\":", "\"name\":", "\"driver\":", "\"compute_units\":",
+                          "\"global_mem\":", "\"max_alloc\":", "\"fp64\":"})
+    CHECK_THAT(r.out, ContainsSubstring(key));
 }
 
 TEST_CASE("bad arguments get one line and exit code 2", "[cli]") {
@@ -125,11 +131,50 @@ TEST_CASE("JSON output prints one object per variant with the documented keys", 
   const Result r = run_cli("--variant all --op argmin --type float --size 5000 --format json --repeat 2");
   CHECK(r.code == 0);
   CHECK(lines(r.out) == clreduce::reduce_variants().size() + clreduce::scan_variants().size());  // scans skipped
-  for (const char* key : {"\"variant\":", "\"op\":\"argmin\"", "\"type\":\"float\"", "\"n\":5000",
-                          "\"device\":", "\"result\":", "\"index\":", "\"expected\":",
-                          "\"verified\":true", "\"kernel_ms\":", "\"wall_ms\":", "\"gbps\":",
-                          "\"seq_ms\":", "\"speedup\":"})
+  for (const char* key : {"\"variant\":", "\"kind\":\"clreduce\"", "\"mode\":\"reduce\"", "\"op\":\"argmin\"",
+                          "\"type\":\"float\"", "\"n\":5000", "\"device\":", "\"result\":", "\"index\":",
+                          "\"expected\":", "\"verified\":true", "\"kernel_ms\":", "\"kernel_ms_min\":",
+                          "\"kernel_ms_max\":", "\"wall_ms\":", "\"gbps\":", "\"seq_ms\":", "\"speedup\":"})
     CHECK_THAT(r.out, ContainsSubstring(key));
+}
+
+TEST_CASE("peers: --peers adds a verified omp row and vs_omp ratios, --measure-copy a copy row", "[cli]") {
+  for (const char* op : {"sum", "argmin"}) {
+    CAPTURE(op);
+    const Result r = run_cli(std::string("--variant fast,topdown --op ") + op +
+                             " --type float --size 100003 --format json --repeat 3 --peers --measure-copy");
+    CHECK(r.code == 0);
+    CHECK(lines(r.out) == 4);
+    const std::size_t omp = r.out.find("{\"variant\":\"omp\",\"kind\":\"peer\"");
+    const std::size_t copy = r.out.find("{\"variant\":\"copy\",\"kind\":\"ceiling\"");
+    const std::size_t fast = r.out.find("{\"variant\":\"fast\",\"kind\":\"clreduce\"");
+    REQUIRE(omp != std::string::npos);
+    REQUIRE(copy != std::string::npos);
+    REQUIRE(fast != std::string::npos);
+    const std::string omp_line = r.out.substr(omp, r.out.find('\n', omp) - omp);
+    const std::string copy_line = r.out.substr(copy, r.out.find('\n', copy) - copy);
+    const std::string fast_line = r.out.substr(fast, r.out.find('\n', fast) - fast);
+    for (const char* key : {"\"verified\":true", "\"kernel_ms\":", "\"kernel_ms_min\":", "\"kernel_ms_max\":",
+                            "\"gbps\":", "\"seq_ms\":", "\"result\":", "\"expected\":", "openmp threads="})
+      CHECK_THAT(omp_line, ContainsSubstring(key));
+    CHECK_THAT(copy_line, ContainsSubstring("\"verified\":true"));
+    CHECK_THAT(copy_line, !ContainsSubstring("\"result\":"));
+    CHECK_THAT(fast_line, ContainsSubstring("\"vs_omp\":"));
+    CHECK_THAT(omp_line, !ContainsSubstring("\"vs_omp\":"));
+  }
+  const Result t = run_cli("--size 100003 --peers");
+  CHECK(t.code == 0);
+  CHECK_THAT(t.out, ContainsSubstring("vs omp"));
+  CHECK_THAT(t.out, ContainsSubstring("\nomp "));
+}
+
+TEST_CASE("a bad CLREDUCE_FAST_SHAPE or CLREDUCE_FAST_GROUPS is a usage error", "[cli]") {
+  Result r = run_cli("--size 1000", "CLREDUCE_FAST_SHAPE=fpga");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, ContainsSubstring("CLREDUCE_FAST_SHAPE must be gpu, cpu, topdown or auto"));
+  r = run_cli("--size 1000", "CLREDUCE_FAST_GROUPS=0");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, ContainsSubstring("CLREDUCE_FAST_GROUPS must be a count"));
 }
 
 TEST_CASE("a wrong result exits 1", "[cli]") {
@@ -142,7 +187,7 @@ TEST_CASE("a wrong result exits 1", "[cli]") {
     s.replace(s.find("out[0] = s[0];"), 14, "out[0] = clr_op(s[0], (acc_t)1);");
     std::ofstream(dir / "reduce_topdown.cl", std::ios::trunc) << s;
   }
-  const Result r = run_cli("--kernel-dir " + dir.string() + " --size 1000");
+  const Result r = run_cli("--kernel-dir " + dir.string() + " --variant topdown --size 1000");
   CHECK(r.code == 1);
   CHECK_THAT(r.out, ContainsSubstring("NO"));
   fs::remove_all(dir);

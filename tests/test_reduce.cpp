@@ -7,6 +7,7 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -31,11 +32,13 @@ std::vector<std::string> variant_names() {
   return v;
 }
 
-RunRecord run_one(const std::string& variant, const HostArray& a, Op op, std::size_t local = 0) {
+RunRecord run_one(const std::string& variant, const HostArray& a, Op op, std::size_t local = 0,
+                  const std::string& acc = "") {
   RunConfig cfg;
   cfg.warmup = 0;
   cfg.repeat = 1;
   cfg.local_size = local;
+  cfg.acc = acc;
   ReduceSession s(device_context(), a, op, cfg);
   return s.run(*find_reduce_variant(variant));
 }
@@ -142,8 +145,33 @@ TEST_CASE("integer sums widen and wrap exactly as NumPy's do", "[reduce]") {
   require_match(run_one(variant, f, Op::kSum), f, Op::kSum);
 }
 
+TEST_CASE("32-bit accumulators (--acc int32, uint32): sums and products wrap in every variant", "[reduce]") {
+  const std::string variant = GENERATE(from_range(variant_names()));
+  CAPTURE(variant);
+  std::mt19937 rng(17);
+  for (std::size_t n : {1, 33, 4099, 100003}) {
+    std::vector<std::int32_t> v(n);
+    for (auto& x : v) x = static_cast<std::int32_t>(rng());  // full range: sums wrap often
+    std::vector<std::uint32_t> u(n);
+    for (auto& x : u) x = static_cast<std::uint32_t>(rng()) | 1u;  // odd: products stay nonzero
+    const auto a = make_array(DType::kInt32, v);
+    const auto b = make_array(DType::kUInt32, u);
+    for (Op op : {Op::kSum, Op::kProd}) {
+      CAPTURE(n, op_name(op));
+      RunRecord r = run_one(variant, a, op, 0, "int32");
+      REQUIRE(r.verified);
+      CHECK(r.acc == DType::kInt32);
+      CHECK(r.result.i == reference_reduce(a, op, DType::kInt32).i);
+      r = run_one(variant, b, op, 0, "uint32");
+      REQUIRE(r.verified);
+      CHECK(r.result.u == reference_reduce(b, op, DType::kUInt32).u);
+      CHECK(r.result.u <= UINT32_MAX);
+    }
+  }
+}
+
 TEST_CASE("a local size override sets the group size, and a size the device refuses is an error", "[reduce]") {
-  const std::string variant = GENERATE(std::string("bottomup"), std::string("topdown"));
+  const std::string variant = GENERATE(std::string("bottomup"), std::string("topdown"), std::string("fast"));
   const HostArray a = generate(DType::kInt32, 1000, 5);
   for (std::size_t wg : {1, 3, 16, 100}) {
     CAPTURE(variant, wg);
@@ -155,6 +183,73 @@ TEST_CASE("a local size override sets the group size, and a size the device refu
   } catch (const Error& e) {
     CHECK(e.code() == kExitUsage);
     CHECK_THAT(e.what(), Catch::Matchers::ContainsSubstring("--local-size"));
+  }
+}
+
+namespace {
+
+// Sets an environment variable for one scope (empty value: unset), restoring it afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (value.empty()) unsetenv(name); else setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1); else unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+}  // namespace
+
+TEST_CASE("fast verifies in each shape, forced, with its own and with many groups", "[reduce][fast]") {
+  // The device picks one shape; CLREDUCE_FAST_SHAPE forces either, and CLREDUCE_FAST_GROUPS
+  // spreads small arrays over several groups.
+  // (shape, groups): the device's own shape with its own groups is in the matrix above, and
+  // topdown's scheme in the fallback test below.
+  const auto [shape, groups] = GENERATE(table<std::string, std::string>({{"gpu", ""}, {"cpu", "7"}}));
+  const Op op = GENERATE(from_range(all_ops()));
+  const DType type = GENERATE(from_range(all_dtypes()));
+  if (type == DType::kDouble && !device_context().info().fp64) SKIP("no fp64");
+  // The CPU shape's kernels for every type are in the matrix above; here its many groups, on
+  // one type of each kind (the code paths differ by kind, not by width within a kind).
+  if (shape == "cpu" && type != DType::kInt32 && type != DType::kFloat && type != DType::kUInt64) return;
+  const ScopedEnv force("CLREDUCE_FAST_SHAPE", shape);
+  const ScopedEnv spread("CLREDUCE_FAST_GROUPS", groups);
+  const std::uint64_t seed = std::random_device{}();
+  CAPTURE(shape, groups, op_name(op), dtype_name(type), seed);
+  for (std::size_t n : {1, 2, 3, 4, 5, 17, 31, 33, 255, 4097, 100003}) {
+    CAPTURE(n);
+    HostArray a = generate(type, n, seed + n);
+    const RunRecord r = run_one("fast", a, op);
+    CAPTURE(r.policy.str());
+    REQUIRE(r.policy.path.rfind(shape + "-shape", 0) == 0);
+    if (!groups.empty()) REQUIRE(r.policy.groups == std::stoul(groups));
+    require_match(r, a, op);
+    if ((op == Op::kSum || op == Op::kProd) && (type == DType::kInt32 || type == DType::kUInt32)) {
+      const RunRecord r32 = run_one("fast", a, op, 0, dtype_name(type));  // --acc int32 / uint32
+      REQUIRE(r32.verified);
+      REQUIRE(r32.result.i == reference_reduce(a, op, type).i);
+      REQUIRE(r32.result.u == reference_reduce(a, op, type).u);
+    }
+    if (is_float(type) && n > 3) {  // two NaNs, in the body and in the tail: the first wins
+      if (type == DType::kFloat) {
+        a.as<float>()[n / 2 + 1] = a.as<float>()[n - 1] = std::numeric_limits<float>::quiet_NaN();
+      } else {
+        a.as<double>()[n / 2 + 1] = a.as<double>()[n - 1] = std::numeric_limits<double>::quiet_NaN();
+      }
+      const RunRecord rn = run_one("fast", a, op);
+      require_match(rn, a, op);
+      if (is_arg_op(op)) REQUIRE(rn.result.index == static_cast<std::int64_t>(n / 2 + 1));
+      if (op == Op::kMin || op == Op::kMax || op == Op::kSum) REQUIRE(std::isnan(rn.result.f));
+    }
   }
 }
 
@@ -192,6 +287,41 @@ TEST_CASE("an edited kernel takes effect at the next run, with no rebuild and no
   RunRecord after = s.run(*find_reduce_variant("topdown"));
   CHECK_FALSE(after.verified);
   CHECK(after.result.i == before.result.i + 1000);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fast falls back to the other shape, then to topdown's scheme, when a check fails", "[kernels][fast]") {
+  const auto dir = copy_kernels("fallback");
+  const ScopedEnv no_force("CLREDUCE_FAST_SHAPE", "");
+  const HostArray a = generate(DType::kInt32, 100003, 4);
+  RunConfig cfg;
+  cfg.warmup = 0;
+  cfg.repeat = 1;
+  const bool gpu = device_context().info().is_gpu;
+  // Break the device's own shape (each work-item skips its first vector): the other is used.
+  replace_in_file(dir / "reduce_fast.cl", gpu ? "vidx_t v = gid;" : "vidx_t v = gid * per;",
+                  gpu ? "vidx_t v = gid + 1;" : "vidx_t v = gid * per + 1;");
+  {
+    Context ctx(device_context().info(), dir.string());
+    ReduceSession s(ctx, a, Op::kSum, cfg);
+    const RunRecord r = s.run(*find_reduce_variant("fast"));
+    CAPTURE(r.policy.str());
+    CHECK(r.policy.path.rfind(gpu ? "cpu-shape" : "gpu-shape", 0) == 0);
+    CHECK_THAT(r.policy.path, Catch::Matchers::ContainsSubstring(gpu ? "gpu-shape check gave" : "cpu-shape check gave"));
+    CHECK(r.verified);
+  }
+  // Break the file for both: topdown's scheme, still correct.
+  replace_in_file(dir / "reduce_fast.cl", "acc_t a = clr_identity();", "acc_t a = clr_identity() +;");
+  {
+    Context ctx(device_context().info(), dir.string());
+    ReduceSession s(ctx, a, Op::kSum, cfg);
+    const RunRecord r = s.run(*find_reduce_variant("fast"));
+    CAPTURE(r.policy.str());
+    CHECK(r.policy.path.rfind("topdown-scheme", 0) == 0);
+    CHECK_THAT(r.policy.path, Catch::Matchers::ContainsSubstring("check failed: kernel build failed"));
+    CHECK(r.verified);
+    CHECK(r.result.i == reference_reduce(a, Op::kSum).i);
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -64,12 +64,12 @@ TEST_CASE("the variant list names the scans, and --variant all runs reductions t
   r = run_cli("--variant all --op max --type int64 --size 3000 --local-size 64 --format json --repeat 1");
   CHECK(r.code == 0);
   CHECK(lines(r.out) == reduce_variants().size() + scan_variants().size());
-  CHECK_THAT(r.out, ContainsSubstring("\"kind\":\"reduce\""));
-  CHECK_THAT(r.out, ContainsSubstring("\"kind\":\"scan\""));
+  CHECK_THAT(r.out, ContainsSubstring("\"mode\":\"reduce\""));
+  CHECK_THAT(r.out, ContainsSubstring("\"mode\":\"scan\""));
   CHECK(r.out.find("\"verified\":false") == std::string::npos);
   r = run_cli("--variant all-reduce --size 1000 --format json --repeat 1");
   CHECK(lines(r.out) == reduce_variants().size());
-  CHECK(r.out.find("\"kind\":\"scan\"") == std::string::npos);
+  CHECK(r.out.find("\"mode\":\"scan\"") == std::string::npos);
   r = run_cli("--variant all --op argmin --size 1000 --local-size 64 --repeat 1");
   CHECK(r.code == 0);
   CHECK_THAT(r.out, ContainsSubstring("skipped: argmin has no prefix scan"));
@@ -81,7 +81,7 @@ TEST_CASE("scan JSON has the foundation keys, the scan keys, and the last elemen
                            "--exclusive --format json --repeat 1 --output " + path.string());
   CHECK(r.code == 0);
   CHECK(lines(r.out) == 2);
-  for (const char* key : {"\"kind\":\"scan\"", "\"variant\":\"scan-blelloch\"", "\"op\":\"sum\"",
+  for (const char* key : {"\"mode\":\"scan\"", "\"variant\":\"scan-blelloch\"", "\"op\":\"sum\"",
                           "\"type\":\"int32\"", "\"acc\":\"int64\"", "\"n\":5000", "\"device\":",
                           "\"exclusive\":true", "\"segmented\":true", "\"result\":", "\"expected\":",
                           "\"verified\":true", "\"first_wrong\":-1", "\"wrong_count\":0",

@@ -14,6 +14,7 @@ std::unique_ptr<ReduceVariant> make_reduce_unroll_last_warp();
 std::unique_ptr<ReduceVariant> make_reduce_complete_unroll();
 std::unique_ptr<ReduceVariant> make_reduce_multi_element();
 std::unique_ptr<ReduceVariant> make_reduce_butterfly();
+std::unique_ptr<ReduceVariant> make_reduce_fast();
 
 const std::vector<std::unique_ptr<ReduceVariant>>& reduce_variants() {
   static const std::vector<std::unique_ptr<ReduceVariant>> v = [] {
@@ -30,6 +31,7 @@ const std::vector<std::unique_ptr<ReduceVariant>>& reduce_variants() {
     r.push_back(make_reduce_complete_unroll());
     r.push_back(make_reduce_multi_element());
     r.push_back(make_reduce_butterfly());
+    r.push_back(make_reduce_fast());
     return r;
   }();
   return v;

@@ -1,0 +1,285 @@
+// reduce_fast.cl: one launch reduces any n with wide vector loads. The body of the array is read
+// as VEC-element vectors (VT), UNROLL independent loads in flight, into vector accumulators; the
+// unaligned head and the tail (< VEC elements) are folded element by element. Each group folds
+// its work-items in local memory and publishes one partial; the last group to finish (atomic
+// ticket, as reduce_topdown.cl) folds the partials in index order and resets the ticket.
+// Two shapes, one code path (FAST_CPU picks how vectors are dealt out to work-items):
+//   GPU (FAST_CPU 0): grid-stride over vectors, so neighbouring work-items read neighbouring
+//     16-byte vectors (coalesced); cost n/VEC loads per work-item / (groups * WG_SIZE).
+//   CPU (FAST_CPU 1): each work-item folds its own contiguous run of vectors in a uniform loop
+//     (what PoCL compiles to straight SIMD code), as UNROLL streams over the run's parts
+//     (FAST_STREAMS; arg ops read the run in order); few work-groups, about one per core.
+// Arg ops keep a lane-wise extreme and the vector index it came from (no index comparisons in
+// the loop), folding the lanes with their element indices at the end.
+// Needs an associative and commutative OP (it combines lanes and work-items out of order).
+// Host sets via -D (plus clreduce.h's CLR_TYPE, CLR_ACC, CLR_OP):
+#ifndef CLREDUCE_H
+#include "clreduce.h"
+#endif
+#ifndef WG_SIZE
+#define WG_SIZE 256  // work-items per group; any size the device accepts
+#endif
+#ifndef FAST_CPU
+#define FAST_CPU 0  // 0: GPU shape (grid-stride vectors), 1: CPU shape (contiguous runs)
+#endif
+#ifndef VEC
+#define VEC 4  // elements per vector load: 2, 4, 8 or 16 (16 bytes: 4 for 32-bit T, 2 for 64-bit)
+#endif
+#ifndef UNROLL
+#define UNROLL 4  // independent vector loads (and accumulators) per loop step: 1, 2, 4 or 8
+#endif
+#ifndef FAST_ACCS
+#define FAST_ACCS 1  // vector accumulators: 1 (GPU: fewer registers) or UNROLL (CPU: add latency)
+#endif
+#ifndef FAST_STREAMS
+#define FAST_STREAMS 0  // CPU shape, not arg ops: 1 reads UNROLL far-apart streams of a run
+#endif
+#ifndef FAST_IDX32
+#define FAST_IDX32 0  // 1: vector indices fit in 32 bits (the host checks); cheaper loop arithmetic
+#endif
+
+// Type names for building vector type names: T_NAME for T, A_NAME for the accumulator,
+// U_NAME for its unsigned twin (wrapping integer arithmetic).
+#if CLR_TYPE == 0
+#define T_NAME int
+#elif CLR_TYPE == 1
+#define T_NAME uint
+#elif CLR_TYPE == 2
+#define T_NAME long
+#elif CLR_TYPE == 3
+#define T_NAME ulong
+#elif CLR_TYPE == 4
+#define T_NAME float
+#else
+#define T_NAME double
+#endif
+#if CLR_ACC == 0 || CLR_ACC == 1
+#define U_NAME uint
+#elif CLR_ACC == 2 || CLR_ACC == 3
+#define U_NAME ulong
+#endif
+#if CLR_ACC == 0
+#define A_NAME int
+#elif CLR_ACC == 1
+#define A_NAME uint
+#elif CLR_ACC == 2
+#define A_NAME long
+#elif CLR_ACC == 3
+#define A_NAME ulong
+#elif CLR_ACC == 4
+#define A_NAME float
+#else
+#define A_NAME double
+#endif
+
+#define FAST_CAT2(a, b) a##b
+#define FAST_CAT(a, b) FAST_CAT2(a, b)
+typedef FAST_CAT(T_NAME, VEC) VT;  // one vector load of T
+
+#if FAST_IDX32
+typedef uint vidx_t;
+#else
+typedef ulong vidx_t;
+#endif
+
+#if FAST_CPU
+#define STRIDE 1u  // a work-item's vectors are contiguous
+#else
+#define STRIDE items  // a work-item's vectors are `items` apart
+#endif
+
+#if !CLR_IS_ARG
+typedef FAST_CAT(A_NAME, VEC) VA;  // VEC accumulators side by side
+#define CONVERT_VA FAST_CAT(convert_, FAST_CAT(A_NAME, VEC))
+typedef union {
+  VA v;
+  A s[VEC];
+} fast_lanes;
+
+// The operator on VEC lanes at once, with clr_op's semantics lane by lane.
+inline VA fast_vop(VA a, VA b) {
+#if CLR_OP == 0
+#ifdef A_IS_FLOAT
+  return a + b;
+#else
+  return FAST_CAT(as_, FAST_CAT(A_NAME, VEC))(FAST_CAT(as_, FAST_CAT(U_NAME, VEC))(a) +
+                                              FAST_CAT(as_, FAST_CAT(U_NAME, VEC))(b));
+#endif
+#elif CLR_OP == 1
+#ifdef A_IS_FLOAT
+  return a * b;
+#else
+  return FAST_CAT(as_, FAST_CAT(A_NAME, VEC))(FAST_CAT(as_, FAST_CAT(U_NAME, VEC))(a) *
+                                              FAST_CAT(as_, FAST_CAT(U_NAME, VEC))(b));
+#endif
+#elif CLR_OP == 2
+#ifdef A_IS_FLOAT
+  return select(b, a, isnan(a) | (a < b));  // a where a is NaN or smaller: NaN propagates
+#else
+  return min(a, b);
+#endif
+#else
+#ifdef A_IS_FLOAT
+  return select(b, a, isnan(a) | (a > b));
+#else
+  return max(a, b);
+#endif
+#endif
+}
+#else
+// Arg ops keep, lane by lane, the extreme so far and the vector index it came from. Along one
+// lane a work-item sees indices in increasing order, so a tie keeps the earlier element and a
+// NaN, once taken, stays: no index comparisons in the loop (clr_op compares them afterwards).
+#if CLR_TYPE == 2 || CLR_TYPE == 3 || CLR_TYPE == 5
+#define M_NAME long  // comparison results: integer lanes as wide as T
+#else
+#define M_NAME int
+#endif
+#if FAST_IDX32
+#define X_NAME uint  // vector indices
+#define XM_NAME int
+#else
+#define X_NAME ulong
+#define XM_NAME long
+#endif
+typedef FAST_CAT(M_NAME, VEC) MT;
+typedef FAST_CAT(X_NAME, VEC) VX;
+typedef union {
+  VT v;
+  T s[VEC];
+} fast_elems;
+typedef union {
+  VX v;
+  X_NAME s[VEC];
+} fast_where;
+
+// Folds vector t, read from vector index w, into (best, at): lanes where t is NaN (and best is
+// not) or strictly more extreme take t and w.
+inline void fast_arg_step(VT* best, VX* at, VT t, vidx_t w) {
+#if CLR_OP == 4
+  MT take = t < *best;
+#else
+  MT take = t > *best;
+#endif
+#ifdef T_IS_FLOAT
+  take = (take | isnan(t)) & ~isnan(*best);
+#endif
+  *best = select(*best, t, take);
+  *at = select(*at, (VX)(w), FAST_CAT(convert_, FAST_CAT(XM_NAME, VEC))(take));
+}
+#endif
+
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
+void reduce_fast(__global const T* restrict x, ulong n, __global acc_t* partials,
+                 __global volatile uint* ticket, __global acc_t* out) {
+  __local acc_t s[WG_SIZE];
+  __local int is_last;
+  const uint lid = (uint)get_local_id(0);
+  const uint groups = (uint)get_num_groups(0);
+  const vidx_t items = (vidx_t)groups * WG_SIZE;
+  const vidx_t gid = (vidx_t)get_global_id(0);
+
+  // Head: the elements before the first VEC-aligned address (none when x starts a buffer);
+  // body: nv whole vectors; tail: the < VEC elements after them.
+  const ulong misaligned = ((ulong)x / sizeof(T)) % VEC;
+  const ulong head = min(n, (ulong)((VEC - misaligned) % VEC));
+  const vidx_t nv = (vidx_t)((n - head) / VEC);
+  const ulong body_end = head + (ulong)nv * VEC;
+  __global const VT* xv = (__global const VT*)(x + head);
+
+#if FAST_CPU
+  const vidx_t per = nv / items + (nv % items != 0);
+  vidx_t v = gid * per;
+  const vidx_t end = min(v + per, nv);
+#else
+  vidx_t v = gid;
+  const vidx_t end = nv;
+#endif
+
+  acc_t a = clr_identity();
+#if !CLR_IS_ARG
+  VA acc[FAST_ACCS];
+#pragma unroll
+  for (uint k = 0; k < FAST_ACCS; ++k) acc[k] = (VA)(clr_identity());
+#if FAST_CPU && FAST_STREAMS
+  {  // UNROLL streams, each over its own part of the run
+    const vidx_t q = v < end ? (end - v) / UNROLL : 0;
+    for (vidx_t i = 0; i < q; ++i) {
+      VT t[UNROLL];
+#pragma unroll
+      for (uint k = 0; k < UNROLL; ++k) t[k] = xv[v + i + k * q];
+#pragma unroll
+      for (uint k = 0; k < UNROLL; ++k)
+        acc[k % FAST_ACCS] = fast_vop(acc[k % FAST_ACCS], CONVERT_VA(t[k]));
+    }
+    v += UNROLL * q;
+  }
+#else
+  for (; v < end && end - v > (UNROLL - 1) * STRIDE; v += UNROLL * STRIDE) {
+    VT t[UNROLL];
+#pragma unroll
+    for (uint k = 0; k < UNROLL; ++k) t[k] = xv[v + k * STRIDE];
+#pragma unroll
+    for (uint k = 0; k < UNROLL; ++k)
+      acc[k % FAST_ACCS] = fast_vop(acc[k % FAST_ACCS], CONVERT_VA(t[k]));
+  }
+#endif
+  for (; v < end; v += STRIDE) acc[0] = fast_vop(acc[0], CONVERT_VA(xv[v]));
+#pragma unroll
+  for (uint k = 1; k < FAST_ACCS; ++k) acc[0] = fast_vop(acc[0], acc[k]);
+  fast_lanes lanes;
+  lanes.v = acc[0];
+#pragma unroll
+  for (uint j = 0; j < VEC; ++j) a = clr_op(a, lanes.s[j]);
+#else
+  if (v < end) {  // the first vector starts every lane; the rest fold in, in index order
+    VT best = xv[v];
+    VX at = (VX)(v);
+    for (v += STRIDE; v < end && end - v > (UNROLL - 1) * STRIDE; v += UNROLL * STRIDE) {
+      VT t[UNROLL];
+#pragma unroll
+      for (uint k = 0; k < UNROLL; ++k) t[k] = xv[v + k * STRIDE];
+#pragma unroll
+      for (uint k = 0; k < UNROLL; ++k) fast_arg_step(&best, &at, t[k], v + k * STRIDE);
+    }
+    for (; v < end; v += STRIDE) fast_arg_step(&best, &at, xv[v], v);
+    fast_elems b;
+    b.v = best;
+    fast_where w;
+    w.v = at;
+#pragma unroll
+    for (uint j = 0; j < VEC; ++j) {
+      acc_t e;
+      e.v = b.s[j];
+      e.i = (long)(head + (ulong)w.s[j] * VEC + j);
+      CLR_ARG_PAD(e);
+      a = clr_op(a, e);
+    }
+  }
+#endif
+  for (ulong i = gid; i < head; i += items) a = clr_op(a, clr_load(x, i));
+  for (ulong i = body_end + gid; i < n; i += items) a = clr_op(a, clr_load(x, i));
+
+  s[lid] = a;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  clr_local_fold(s, WG_SIZE);
+
+  if (lid == 0) {
+    clr_publish(partials + get_group_id(0), s[0]);
+    mem_fence(CLK_GLOBAL_MEM_FENCE);  // the partial is visible before the ticket is taken
+    is_last = atomic_inc(ticket) == groups - 1;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (!is_last) return;  // uniform across the group
+
+  mem_fence(CLK_GLOBAL_MEM_FENCE);
+  a = clr_identity();
+  for (uint g = lid; g < groups; g += WG_SIZE) a = clr_op(a, clr_collect(partials + g));
+  s[lid] = a;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  clr_local_fold(s, WG_SIZE);
+  if (lid == 0) {
+    out[0] = s[0];
+    atomic_xchg(ticket, 0u);  // ready for the next launch
+  }
+}

@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+# bench.py: clreduce's benchmark: sweeps sizes 2^k (bounded by device memory), ops, types and
+# variants with the peers (OpenMP, sequential loop, CUB) on the same data in the same run; writes
+# results.json/csv with device, driver and commit; `plot` draws GB/s against n. Standard library
+# only, except matplotlib, imported by `plot` alone.
+"""clreduce's benchmark: run a sweep, or plot one.
+
+  bench.py run --clreduce BIN [--device D] [--cub-peer BIN] [--variants fast,topdown]
+               [--ops sum,min,argmin] [--types int32,float] [--min-log 10] [--max-log 30]
+               [--repeat R] [--warmup W] [--seed S] [--acc int32|int64] --out DIR
+  bench.py plot DIR
+
+One clreduce process per (size, op, type) runs all the variants, the OpenMP peer (--peers) and,
+once per (size, type), the device's copy (--measure-copy) on one generated array. cub_peer, when
+given, runs the same op on the same data (same --seed and --size) and the device-to-device copy.
+Variants named scan-* run only for ops named scan-*, and the others only for the other ops, so
+reduce and scan variants can share one --variants list.
+"""
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+ELEM_BYTES = {"int32": 4, "uint32": 4, "float": 4, "int64": 8, "uint64": 8, "double": 8}
+# What cub_peer can run (tools/cub_peer.cu): ops and element types.
+CUB_OPS = {"sum", "min", "argmin", "scan-inclusive", "scan-exclusive"}
+CUB_TYPES = {"int32", "float"}
+CSV_COLUMNS = ["device", "driver", "commit", "op", "type", "acc", "n", "log2n", "variant", "kind",
+               "tool", "verified", "skipped", "kernel_ms", "kernel_ms_min", "kernel_ms_max",
+               "wall_ms", "gbps", "gbps_min", "gbps_max", "launches", "vs_omp", "vs_cub",
+               "vs_seq", "vs_omp_best", "vs_cub_best", "of_copy", "policy", "note"]
+
+
+def fail(msg, code=2):
+    print("bench.py: " + msg, file=sys.stderr)
+    sys.exit(code)
+
+
+def run_json_lines(cmd, timeout):
+    """Runs cmd; returns (exit code, list of JSON objects from stdout, last stderr line)."""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return -1, [], "timed out after %d s" % timeout
+    except OSError as e:
+        return -1, [], str(e)
+    rows = []
+    for line in p.stdout.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+    err = [l for l in p.stderr.splitlines() if l.strip()]
+    return p.returncode, rows, err[-1] if err else ""
+
+
+def git_commit():
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
+                             text=True, timeout=30)
+        if rev.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=30)
+        return rev.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def host_memory():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def describe_device(clreduce, device):
+    code, rows, err = run_json_lines([clreduce, "--device", device, "--list-devices",
+                                      "--format", "json"], 120)
+    if code != 0 or len(rows) != 1:
+        fail("cannot describe device %s with %s: %s" % (device, clreduce, err or "no JSON"))
+    return rows[0]
+
+
+def size_limit(dev, type_name):
+    """Largest n of type_name the sweep runs, and why it stops there."""
+    b = ELEM_BYTES[type_name]
+    limits = [(dev["max_alloc"] // b, "the device's largest allocation"),
+              # input, the copy's destination and scratch
+              (dev["global_mem"] // (3 * b), "a third of the device's global memory")]
+    mem = host_memory()
+    if mem:  # the host array, its device copy where the device is the host, and slack
+        limits.append((mem // (4 * b), "a quarter of host memory"))
+    return min(limits)
+
+
+def variants_for(op, variants):
+    scan = op.startswith("scan")
+    return [v for v in variants if v.startswith("scan") == scan]
+
+
+def add_derived(row):
+    """gbps spread from the kernel-time spread (bytes per run are fixed)."""
+    g, ms = row.get("gbps"), row.get("kernel_ms")
+    lo, hi = row.get("kernel_ms_min"), row.get("kernel_ms_max")
+    if g and ms and hi:
+        row["gbps_min"] = g * ms / hi
+    if g and ms and lo:
+        row["gbps_max"] = g * ms / lo
+
+
+def cmd_run(a):
+    out_dir = a.out
+    os.makedirs(out_dir, exist_ok=True)
+    variants = [v for v in a.variants.split(",") if v]
+    ops = [o for o in a.ops.split(",") if o]
+    types = [t for t in a.types.split(",") if t]
+    for t in types:
+        if t not in ELEM_BYTES:
+            fail("unknown type '%s' (valid: %s)" % (t, ", ".join(ELEM_BYTES)))
+    if a.min_log < 0 or a.max_log < a.min_log or a.max_log > 40:
+        fail("need 0 <= --min-log <= --max-log <= 40")
+    dev = describe_device(a.clreduce, a.device)
+    meta = {
+        "device": dev["name"], "platform": dev["platform"], "driver": dev["driver"],
+        "device_type": dev["type"], "compute_units": dev["compute_units"],
+        "global_mem": dev["global_mem"], "max_alloc": dev["max_alloc"],
+        "commit": git_commit(), "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
+        "repeat": a.repeat, "warmup": a.warmup, "seed": a.seed,
+    }
+    print("device %s (%s), driver %s, commit %s" % (meta["device"], meta["platform"],
+                                                     meta["driver"], meta["commit"]), flush=True)
+    rows, notes = [], []
+    for t in types:
+        limit, why = size_limit(dev, t)
+        for k in range(a.min_log, a.max_log + 1):
+            n = 1 << k
+            if n > limit:
+                notes.append("%s from 2^%d up skipped: more than %s" % (t, k, why))
+                break
+            for i, op in enumerate(ops):
+                rows += bench_one(a, meta, op, t, n, k, variants, copy=(i == 0))
+    for note in notes:
+        print(note)
+    meta["notes"] = notes
+    add_ratios(rows)
+    write_results(out_dir, meta, rows)
+    print_table(rows)
+    bad = [r for r in rows if r["kind"] != "error" and not r.get("skipped") and not r.get("verified")]
+    errors = [r for r in rows if r["kind"] == "error"]
+    if bad or errors:
+        print("bench.py: %d unverified rows, %d failed runs (see results.csv)" % (len(bad), len(errors)),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def bench_one(a, meta, op, t, n, k, variants, copy):
+    """Every row for one (op, type, n): clreduce's variants and peers, then cub_peer's."""
+    rows = []
+    base = {"device": meta["device"], "driver": meta["driver"], "commit": meta["commit"],
+            "op": op, "type": t, "n": n, "log2n": k}
+    common = ["--size", str(n), "--seed", str(a.seed), "--warmup", str(a.warmup),
+              "--repeat", str(a.repeat)]
+    # --acc applies to int32 sums, products and scans, as in every tool
+    acc = (["--acc", a.acc] if a.acc and t == "int32" and (op in ("sum", "prod") or op.startswith("scan"))
+           else [])
+    vs = variants_for(op, variants)
+    print("n = 2^%d %s %s" % (k, op, t), flush=True)
+    if vs:
+        cmd = [a.clreduce, "--device", a.device, "--variant", ",".join(vs), "--op", op, "--type", t,
+               "--format", "json", "--peers"] + common + acc + (["--measure-copy"] if copy else [])
+        code, got, err = run_json_lines(cmd, a.timeout)
+        for r in got:
+            rows.append(dict(base, tool="clreduce", **r))
+        seq = next((r for r in got if r.get("seq_ms") and r.get("kernel_ms") and r.get("gbps")
+                    and r.get("kind") == "clreduce"), None)
+        if seq:  # the sequential loop, with the bytes the variants count
+            rows.append(dict(base, tool="clreduce", variant="seq", kind="peer", acc=seq.get("acc"),
+                             verified=True, kernel_ms=seq["seq_ms"], wall_ms=seq["seq_ms"],
+                             gbps=seq["gbps"] * seq["kernel_ms"] / seq["seq_ms"],
+                             policy="host loop, one thread"))
+        if code not in (0, 1) or not got:
+            rows.append(dict(base, tool="clreduce", variant=",".join(vs), kind="error",
+                             note="exit %d: %s" % (code, err), verified=False))
+            print("  clreduce failed: exit %d: %s" % (code, err), flush=True)
+    if a.cub_peer and op in CUB_OPS and t in CUB_TYPES:
+        jobs = [("cub", op)] + ([("cub-copy", "copy")] if copy else [])
+        for name, cub_op in jobs:
+            cmd = [a.cub_peer, "--op", cub_op, "--type", t] + common + (acc if cub_op == op else [])
+            code, got, err = run_json_lines(cmd, a.timeout)
+            if got:
+                r = got[0]
+                r["variant"] = name
+                if "driver" in r:  # CUDA's driver version; "driver" stays the OpenCL device's
+                    r["cuda_driver"] = r.pop("driver")
+                rows.append(dict(base, tool="cub_peer", kind="ceiling" if cub_op == "copy" else "peer",
+                                 **{key: v for key, v in r.items() if key not in ("op", "type", "n")}))
+            else:
+                rows.append(dict(base, tool="cub_peer", variant=name, kind="error", verified=False,
+                                 note="exit %d: %s" % (code, err)))
+                print("  cub_peer failed: exit %d: %s" % (code, err), flush=True)
+    for r in rows:
+        add_derived(r)
+    return rows
+
+
+def add_ratios(rows):
+    """Each clreduce row: peer time / its time (vs_omp, vs_cub, vs_seq: medians; vs_omp_best,
+    vs_cub_best: fastest runs), and its GB/s as a fraction of the best copy ceiling at that
+    (op, type, n)."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["op"], r["type"], r["n"]), []).append(r)
+    copies = {}
+    for r in rows:
+        if r.get("kind") == "ceiling" and r.get("gbps") and r.get("verified"):
+            key = (r["type"], r["n"])
+            copies[key] = max(copies.get(key, 0), r["gbps"])
+    for key, rs in groups.items():
+        peers = {r["variant"]: r for r in rs if r.get("kind") == "peer" and r.get("verified")
+                 and r.get("kernel_ms")}
+        for r in rs:
+            if r.get("kind") != "clreduce" or not r.get("kernel_ms") or r.get("skipped"):
+                continue
+            for name, col in (("omp", "vs_omp"), ("cub", "vs_cub"), ("seq", "vs_seq")):
+                if name in peers:
+                    r[col] = peers[name]["kernel_ms"] / r["kernel_ms"]
+                    # Fastest against fastest: steadier than medians on a shared machine.
+                    if peers[name].get("kernel_ms_min") and r.get("kernel_ms_min"):
+                        r[col + "_best"] = peers[name]["kernel_ms_min"] / r["kernel_ms_min"]
+            c = copies.get((key[1], key[2]))
+            if c and r.get("gbps"):
+                r["of_copy"] = r["gbps"] / c
+
+
+def write_results(out_dir, meta, rows):
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            out = {c: r.get(c, "") for c in CSV_COLUMNS}
+            if r.get("skipped"):
+                out["note"] = r.get("reason", "")
+            elif r.get("error"):
+                out["note"] = r["error"]
+            for c in ("kernel_ms", "kernel_ms_min", "kernel_ms_max", "wall_ms", "gbps", "gbps_min",
+                      "gbps_max", "vs_omp", "vs_cub", "vs_seq", "vs_omp_best", "vs_cub_best", "of_copy"):
+                if isinstance(out[c], float):
+                    out[c] = "%.6g" % out[c]
+            w.writerow(out)
+    print("wrote %s and %s" % (os.path.join(out_dir, "results.json"),
+                               os.path.join(out_dir, "results.csv")))
+
+
+def fmt(x, spec):
+    return spec % x if isinstance(x, (int, float)) else "-"
+
+
+def print_table(rows):
+    """Per (op, type): one line per (n, variant); clreduce/peer ratios in the last columns."""
+    keys = []
+    for r in rows:
+        if (r["op"], r["type"]) not in keys:
+            keys.append((r["op"], r["type"]))
+    for op, t in keys:
+        print("\n%s %s" % (op, t))
+        print("%-6s %-20s %-8s %11s %10s %10s %8s %8s %8s %8s" % (
+            "n", "variant", "verified", "ms", "GB/s", "GB/s max", "of copy", "vs omp", "vs cub", "vs seq"))
+        for r in rows:
+            if (r["op"], r["type"]) != (op, t):
+                continue
+            if r.get("skipped") or r["kind"] == "error":
+                print("2^%-4d %-20s %s" % (r["log2n"], r["variant"],
+                                           "skipped: " + r.get("reason", "") if r.get("skipped")
+                                           else "FAILED: " + r.get("note", "")))
+                continue
+            print("2^%-4d %-20s %-8s %11s %10s %10s %8s %8s %8s %8s" % (
+                r["log2n"], r["variant"], "yes" if r.get("verified") else "NO",
+                fmt(r.get("kernel_ms"), "%.4f"), fmt(r.get("gbps"), "%.2f"),
+                fmt(r.get("gbps_max"), "%.2f"), fmt(r.get("of_copy"), "%.2f"),
+                fmt(r.get("vs_omp"), "%.2f"), fmt(r.get("vs_cub"), "%.2f"), fmt(r.get("vs_seq"), "%.2f")))
+
+
+def cmd_plot(a):
+    path = os.path.join(a.dir, "results.json")
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        fail("cannot read %s: %s" % (path, e))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        fail("plotting needs matplotlib (e.g. apt-get install python3-matplotlib)", 3)
+    meta, rows = data["meta"], data["rows"]
+    ok = [r for r in rows if r.get("kind") != "error" and not r.get("skipped") and r.get("verified")
+          and r.get("gbps")]
+    written = []
+    for op, t in sorted({(r["op"], r["type"]) for r in ok}):
+        fig, ax = plt.subplots(figsize=(8, 5))
+        sel = [r for r in ok if r["op"] == op and r["type"] == t]
+        names = []
+        for r in sel:
+            if r["variant"] not in names:
+                names.append(r["variant"])
+        for name in names:
+            pts = sorted((r["n"], r["gbps"], r.get("gbps_min", r["gbps"]), r.get("gbps_max", r["gbps"]),
+                          r["kind"]) for r in sel if r["variant"] == name)
+            kind = pts[0][4]
+            style = {"clreduce": dict(linestyle="-", marker="o"),
+                     "peer": dict(linestyle="--", marker="s"),
+                     "ceiling": dict(linestyle=":", color="black", marker="")}[kind]
+            xs = [p[0] for p in pts]
+            line, = ax.plot(xs, [p[1] for p in pts], label=name + ("" if kind == "clreduce" else
+                                                                   " (%s)" % kind), **style)
+            if kind != "ceiling":
+                ax.fill_between(xs, [p[2] for p in pts], [p[3] for p in pts], alpha=0.15,
+                                color=line.get_color())
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("n (elements)")
+        ax.set_ylabel("GB/s (input bytes; copy: read + written)")
+        ax.set_title("%s %s on %s\n%s, commit %s" % (op, t, meta["device"], meta["driver"],
+                                                     meta["commit"][:12]), fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        out = os.path.join(a.dir, "gbps_%s_%s.png" % (op, t))
+        fig.tight_layout()
+        fig.savefig(out, dpi=110)
+        plt.close(fig)
+        written.append(out)
+    for w in written:
+        print("wrote " + w)
+    return 0
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run a sweep and write results.json / results.csv")
+    r.add_argument("--clreduce", required=True, help="the clreduce binary")
+    r.add_argument("--device", default="0", help="clreduce's --device (index or name substring)")
+    r.add_argument("--cub-peer", help="the cub_peer binary (NVIDIA peers and copy ceiling)")
+    r.add_argument("--variants", default="fast,topdown", help="comma-separated variant names")
+    r.add_argument("--ops", default="sum", help="comma-separated ops (sum, min, argmin, ...)")
+    r.add_argument("--types", default="int32", help="comma-separated types (int32, float, ...)")
+    r.add_argument("--min-log", type=int, default=10, help="smallest size, log2")
+    r.add_argument("--max-log", type=int, default=30, help="largest size, log2 (memory permitting)")
+    r.add_argument("--repeat", type=int, default=5, help="timed runs per measurement (median)")
+    r.add_argument("--warmup", type=int, default=1, help="untimed runs first")
+    r.add_argument("--seed", type=int, default=1, help="data seed, shared by every tool")
+    r.add_argument("--acc", help="accumulator of int32 sums and scans (int32 or int64), for all tools")
+    r.add_argument("--timeout", type=int, default=600, help="seconds allowed per process")
+    r.add_argument("--out", required=True, help="directory for results.json and results.csv")
+    q = sub.add_parser("plot", help="draw GB/s against n from a results directory")
+    q.add_argument("dir", help="a directory written by bench.py run")
+    a = p.parse_args(argv)
+    return cmd_run(a) if a.command == "run" else cmd_plot(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
