@@ -214,7 +214,7 @@ inline acc_t clr_collect(__global acc_t* p) {
 // ---------------------------------------------------------------------------------------------
 // Multi-pass kernels (the ladder, kernels 1-7): element j of a pass's input, read from the array
 // on the first pass (x, with its index for arg ops) or from the previous pass's partials (y).
-// One kernel serves both (one build, not two); `first` is the same for every work-item.
+// `first` is a constant at every call site, so the test folds away.
 inline acc_t clr_fetch(__global const T* x, __global const acc_t* y, ulong j, int first) {
   return first ? clr_load(x, j) : y[j];
 }

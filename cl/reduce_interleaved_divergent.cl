@@ -9,10 +9,8 @@
 #include "clreduce.h"
 #endif
 
-// One pass: x is the array (first != 0) or y the previous pass's partials.
-__kernel void reduce_interleaved_divergent(__global const T* x, __global const acc_t* y,
-                                           ulong n, __global acc_t* out,
-                                           __local acc_t* s, uint first) {
+inline void interleaved_divergent(__global const T* x, __global const acc_t* y, ulong n,
+                                  __global acc_t* out, __local acc_t* s, int first) {
   const uint lid = (uint)get_local_id(0);
   const uint wg = (uint)get_local_size(0);
   const ulong i = get_global_id(0);
@@ -23,4 +21,16 @@ __kernel void reduce_interleaved_divergent(__global const T* x, __global const a
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (lid == 0) out[get_group_id(0)] = s[0];
+}
+
+// First pass: reads the array.
+__kernel void reduce_interleaved_divergent_first(__global const T* x, ulong n,
+                                                 __global acc_t* out, __local acc_t* s) {
+  interleaved_divergent(x, 0, n, out, s, 1);
+}
+
+// Later passes: read the previous pass's partials.
+__kernel void reduce_interleaved_divergent(__global const acc_t* y, ulong n, __global acc_t* out,
+                                           __local acc_t* s) {
+  interleaved_divergent(0, y, n, out, s, 0);
 }

@@ -14,12 +14,8 @@
 #error "WG_SIZE must be 1..4096"
 #endif
 
-// One pass: x is the array (first != 0) or y the previous pass's partials.
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
-void reduce_multi_element(__global const T* x, __global const acc_t* y, ulong n,
-                          __global acc_t* out, uint first) {
-  __local acc_t s[WG_SIZE];
-  __local uint sg;  // sub-group 0's size, for CLR_TAIL 1
+inline void multi_element(__global const T* x, __global const acc_t* y, ulong n,
+                          __global acc_t* out, __local acc_t* s, __local uint* sg, int first) {
   const uint lid = (uint)get_local_id(0);
   const ulong grid = (ulong)get_num_groups(0) * (2 * WG_SIZE);
   acc_t a = clr_identity();
@@ -28,8 +24,24 @@ void reduce_multi_element(__global const T* x, __global const acc_t* y, ulong n,
     if (i + WG_SIZE < n) a = clr_op(a, clr_fetch(x, y, i + WG_SIZE, first));
   }
   s[lid] = a;
-  clr_tail_setup(&sg);
+  clr_tail_setup(sg);
   barrier(CLK_LOCAL_MEM_FENCE);
-  const uint w = clr_unrolled_fold(s, WG_SIZE, clr_tail_limit(&sg));
-  clr_tail_fold(s, w, &sg, out + get_group_id(0));
+  const uint w = clr_unrolled_fold(s, WG_SIZE, clr_tail_limit(sg));
+  clr_tail_fold(s, w, sg, out + get_group_id(0));
+}
+
+// First pass: reads the array.
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
+void reduce_multi_element_first(__global const T* x, ulong n, __global acc_t* out) {
+  __local acc_t s[WG_SIZE];
+  __local uint sg;
+  multi_element(x, 0, n, out, s, &sg, 1);
+}
+
+// Later passes: read the previous pass's partials.
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
+void reduce_multi_element(__global const acc_t* y, ulong n, __global acc_t* out) {
+  __local acc_t s[WG_SIZE];
+  __local uint sg;
+  multi_element(0, y, n, out, s, &sg, 0);
 }

@@ -11,19 +11,17 @@
 #include "clreduce.h"
 #endif
 
-// One pass: x is the array (first != 0) or y the previous pass's partials.
-__kernel void reduce_unroll_last_warp(__global const T* x, __global const acc_t* y,
-                                      ulong n, __global acc_t* out, __local acc_t* s, uint first) {
-  __local uint sg;  // sub-group 0's size, for CLR_TAIL 1
+inline void unroll_last_warp(__global const T* x, __global const acc_t* y, ulong n,
+                             __global acc_t* out, __local acc_t* s, __local uint* sg, int first) {
   const uint lid = (uint)get_local_id(0);
   const uint wg = (uint)get_local_size(0);
   const ulong i = (ulong)get_group_id(0) * (2 * wg) + lid;
   acc_t a = i < n ? clr_fetch(x, y, i, first) : clr_identity();
   if (i + wg < n) a = clr_op(a, clr_fetch(x, y, i + wg, first));
   s[lid] = a;
-  clr_tail_setup(&sg);
+  clr_tail_setup(sg);
   barrier(CLK_LOCAL_MEM_FENCE);
-  const uint limit = clr_tail_limit(&sg);
+  const uint limit = clr_tail_limit(sg);
   uint w = wg;
   while (w > limit) {
     const uint h = (w + 1) / 2;
@@ -31,5 +29,19 @@ __kernel void reduce_unroll_last_warp(__global const T* x, __global const acc_t*
     barrier(CLK_LOCAL_MEM_FENCE);
     w = h;
   }
-  clr_tail_fold(s, w, &sg, out + get_group_id(0));
+  clr_tail_fold(s, w, sg, out + get_group_id(0));
+}
+
+// First pass: reads the array.
+__kernel void reduce_unroll_last_warp_first(__global const T* x, ulong n, __global acc_t* out,
+                                            __local acc_t* s) {
+  __local uint sg;
+  unroll_last_warp(x, 0, n, out, s, &sg, 1);
+}
+
+// Later passes: read the previous pass's partials.
+__kernel void reduce_unroll_last_warp(__global const acc_t* y, ulong n, __global acc_t* out,
+                                      __local acc_t* s) {
+  __local uint sg;
+  unroll_last_warp(0, y, n, out, s, &sg, 0);
 }

@@ -94,7 +94,8 @@ int run(int argc, char** argv) {
       ctx = std::make_unique<Context>(select_device(list_devices(), device),
                                       find_kernel_dir(kernel_dir), verbose);
     } catch (const Error& e) {
-      if (e.code() == kExitUsage) throw;
+      if (e.code() == kExitUsage) throw;  // a --device that names nothing is still an error
+    } catch (const cl::Error&) {
     }
     std::cout << format_variant_list(ctx.get());
     return kExitOk;

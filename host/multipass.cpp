@@ -78,6 +78,7 @@ LaunchPolicy MultiPassVariant::policy(Context& ctx, const ReduceProblem& p,
                                       std::size_t local_size) {
   const DeviceInfo& d = ctx.info();
   const std::string file = kernel_name() + ".cl";
+  const std::string first = kernel_name() + "_first";
   const std::string ls = "--local-size " + std::to_string(local_size);
   static const Capabilities kNone;
   if (local_size == 1 && shape_.loads == 1)
@@ -91,7 +92,7 @@ LaunchPolicy MultiPassVariant::policy(Context& ctx, const ReduceProblem& p,
   check_local_size(ctx, local_size, local_bytes(local_size));
   auto build = [&](std::size_t wg, TailPath t) {
     const Capabilities& caps = t == TailPath::kBarrier ? kNone : ctx.caps();
-    return ctx.kernel(file, kernel_name(), build_options(p, wg, t, caps));
+    return ctx.kernel(file, first, build_options(p, wg, t, caps));
   };
 
   // The group size: the override or the preferred size, within what the device, the kernel
@@ -153,7 +154,8 @@ void MultiPassVariant::enqueue(Context& ctx, const ReduceProblem& p, const Launc
   const std::string opts =
       build_options(p, pol.wg_size, tail, tail == TailPath::kBarrier ? kNone : ctx.caps());
   const std::string file = kernel_name() + ".cl";
-  cl::Kernel k = ctx.kernel(file, kernel_name(), opts);
+  cl::Kernel first = ctx.kernel(file, kernel_name() + "_first", opts);
+  cl::Kernel rest = ctx.kernel(file, kernel_name(), opts);
   const std::size_t g1 = groups_for(p.n, pol);
   const std::size_t g2 = groups_for(g1, pol);
   // Pass k writes ping, pong, ping, ...; pass 3 onwards fits in buffers sized for passes 1-2.
@@ -165,14 +167,11 @@ void MultiPassVariant::enqueue(Context& ctx, const ReduceProblem& p, const Launc
   while (true) {
     const std::size_t g = groups_for(m, pol);
     const cl::Buffer dst = g == 1 ? out : (src() == ping() ? pong : ping);
-    // (x, y, n, out[, local], first): the first pass reads x, later passes y.
-    k.setArg(0, in);
-    k.setArg(1, src);
-    k.setArg(2, static_cast<cl_ulong>(m));
-    k.setArg(3, dst);
-    cl_uint arg = 4;
-    if (!shape_.fixed_wg) k.setArg(arg++, cl::Local(pol.wg_size * p.acc_bytes()));
-    k.setArg(arg, static_cast<cl_uint>(from_input ? 1 : 0));
+    cl::Kernel& k = from_input ? first : rest;
+    k.setArg(0, src);
+    k.setArg(1, static_cast<cl_ulong>(m));
+    k.setArg(2, dst);
+    if (!shape_.fixed_wg) k.setArg(3, cl::Local(pol.wg_size * p.acc_bytes()));
     events.emplace_back();
     ctx.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(g * pol.wg_size),
                                      cl::NDRange(pol.wg_size), nullptr, &events.back());

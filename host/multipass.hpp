@@ -20,7 +20,7 @@ TailPath choose_tail(const Capabilities& caps, std::size_t wg);
 // What distinguishes one ladder kernel's schedule from another's.
 struct LadderShape {
   int number = 0;           // the kernel's number in the seeds' table, 1-7
-  std::string name;         // CLI name; the kernel and its .cl file are reduce_<name, '-' -> '_'>
+  std::string name;         // CLI name; the kernel is reduce_<name with '_'>, first pass + "_first"
   std::string description;  // one line for --list-variants
   unsigned loads = 1;       // elements each work-item loads per pass (1 or 2); 0: a grid-strided
                             // loop over a grid sized from the compute units and p = n / log2 n

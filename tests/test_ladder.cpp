@@ -1,8 +1,7 @@
 // test_ladder.cpp: the reduction ladder (kernels 1-7) and the butterfly: capability probes and
-// the paths they select, every op and type at sizes around the work-group size and its multiples
-// under several --local-size values, every work-item's copy of a butterfly all-reduce, sizes the
-// kernels refuse, and the --variant ladder table. (test_reduce.cpp's matrix covers the new
-// variants at their default group size.)
+// the paths they select; every op and every type on awkward sizes (the full op x type product,
+// 288 kernel builds, under the hidden tag [.ladder-full]); several --local-size values around
+// which sizes are chosen; every work-item's butterfly copy; refused sizes; the ladder table.
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
@@ -229,11 +228,56 @@ TEST_CASE("the tail path follows the probes, and the fallbacks are the ones take
   }
 }
 
+namespace {
+
+const std::vector<std::string> kNewVariants = {"interleaved-divergent", "interleaved-strided",
+                                               "sequential-addressing", "first-add-during-load",
+                                               "unroll-last-warp",      "complete-unroll",
+                                               "multi-element",         "butterfly"};
+
+// Every op and every type, each accumulator shape (int32 -> int64 and uint32 -> uint64 widening,
+// 8-byte ints, float, double, the 16-byte arg struct with 32- and 64-bit values); float x every
+// op, int64 arg ops and the widening pairs are also what test_reduce.cpp's NaN, tie and overflow
+// tests build, so most of these kernels are built once for both.
+const std::vector<OpType> kMatrix = {
+    {Op::kSum, DType::kFloat},  {Op::kProd, DType::kFloat},    {Op::kMin, DType::kFloat},
+    {Op::kMax, DType::kFloat},  {Op::kArgMin, DType::kFloat},  {Op::kArgMax, DType::kFloat},
+    {Op::kSum, DType::kInt64},  {Op::kArgMin, DType::kInt64},  {Op::kArgMax, DType::kInt64},
+    {Op::kSum, DType::kInt32},  {Op::kArgMax, DType::kInt32},  {Op::kProd, DType::kUInt32},
+    {Op::kMin, DType::kUInt32}, {Op::kMax, DType::kUInt64},    {Op::kProd, DType::kUInt64},
+    {Op::kSum, DType::kDouble}, {Op::kArgMin, DType::kDouble}, {Op::kMax, DType::kDouble}};
+
+// Sizes around the default group sizes (256 for the ladder on a CPU, 64 for the butterfly; 256
+// on a GPU) and their multiples, odd sizes, primes and about 10^6.
+void check_awkward_sizes(const std::string& variant, Op op, DType type) {
+  if (type == DType::kDouble && !device_context().info().fp64) SKIP("no fp64");
+  const std::uint64_t seed = std::random_device{}();
+  for (std::size_t n : {1,   2,   3,   15,  16,  17,  63,   64,   65,   127,   128,    129,
+                        255, 256, 257, 511, 512, 513, 1023, 1025, 7919, 65537, 1000003}) {
+    CAPTURE(variant, op_name(op), dtype_name(type), n, seed);
+    const HostArray a = generate(type, n, seed + n);
+    require_exact(run_on(device_context(), *find_reduce_variant(variant), a, op), a, op);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ladder kernels and the butterfly: every op and every type on awkward sizes",
+          "[ladder]") {
+  const std::string variant = GENERATE(from_range(kNewVariants));
+  const OpType ot = GENERATE(from_range(kMatrix));
+  check_awkward_sizes(variant, ot.op, ot.type);
+}
+
+TEST_CASE("ladder kernels and the butterfly: the full op x type product", "[.ladder-full]") {
+  const std::string variant = GENERATE(from_range(kNewVariants));
+  const Op op = GENERATE(from_range(all_ops()));
+  const DType type = GENERATE(from_range(all_dtypes()));
+  check_awkward_sizes(variant, op, type);
+}
+
 TEST_CASE("ladder kernels and the butterfly verify at sizes around any group size", "[ladder]") {
-  const std::string variant = GENERATE(from_range(
-      std::vector<std::string>{"interleaved-divergent", "interleaved-strided",
-                               "sequential-addressing", "first-add-during-load", "unroll-last-warp",
-                               "complete-unroll", "multi-element", "butterfly"}));
+  const std::string variant = GENERATE(from_range(kNewVariants));
   const bool butterfly = variant == "butterfly";
   // Group sizes 3 (not a power of two, and many passes), 32 (one warp: the shfl.sync tail on
   // NVIDIA) and 48 (neither a power of two nor a multiple of 32: the sub-group or barrier tail);

@@ -15,6 +15,7 @@
 
 #include "data.hpp"
 #include "error.hpp"
+#include "ladder.hpp"
 #include "reference.hpp"
 #include "runner.hpp"
 #include "test_helpers.hpp"
@@ -29,6 +30,16 @@ namespace {
 std::vector<std::string> variant_names() {
   std::vector<std::string> v;
   for (const auto& r : reduce_variants()) v.push_back(r->name());
+  return v;
+}
+
+// The variants of the full op x type matrix below: all but the ladder kernels and the butterfly,
+// whose 8 x 36 kernel builds would take minutes under PoCL; test_ladder.cpp gives each of them
+// every op and every type (and the full product under the hidden tag [.ladder-full]).
+std::vector<std::string> matrix_variant_names() {
+  std::vector<std::string> v;
+  for (const auto& name : variant_names())
+    if (ladder_number(name) == 0 && name != "butterfly") v.push_back(name);
   return v;
 }
 
@@ -60,7 +71,7 @@ void require_match(const RunRecord& r, const HostArray& a, Op op) {
 }  // namespace
 
 TEST_CASE("every variant, op and type verifies on awkward sizes", "[reduce]") {
-  const std::string variant = GENERATE(from_range(variant_names()));
+  const std::string variant = GENERATE(from_range(matrix_variant_names()));
   const Op op = GENERATE(from_range(all_ops()));
   const DType type = GENERATE(from_range(all_dtypes()));
   if (type == DType::kDouble && !device_context().info().fp64) SKIP("no fp64");
