@@ -1,0 +1,109 @@
+// scan_fast.cl: the CPU-shaped reduce-then-scan of scan-fast (OpenMP's two-pass scheme): a few
+// work-groups of a few work-items, each work-item owning one contiguous chunk of a superblock.
+// scan_fast_reduce: each work-item folds its chunk into a pair (value since its last segment
+// start, any start) in simple uniform loops the compiler can vectorise. scan_fast: each
+// work-item combines the carry of the superblocks before and the pairs of the chunks before
+// its own (a few dozen), then scans its chunk sequentially from there and stores it; the last
+// chunk's work-item leaves the carry for the next superblock. The host runs the two kernels per
+// superblock, sized so the second pass rereads its input from cache: about 2n element moves.
+// No work-item ever waits on another. Host sets via -D (and clreduce.h's, clr_scan.h's macros):
+#ifndef CLREDUCE_H
+#include "clreduce.h"
+#endif
+#include "clr_scan.h"
+#ifndef WG_SIZE
+#define WG_SIZE 4  // work-items per group; any size the device accepts
+#endif
+#ifndef CLR_ALIGN
+#define CLR_ALIGN 16  // inner chunk edges are multiples of this many elements
+#endif
+#ifndef LANES
+#define LANES 8  // independent accumulators in the fold (breaks the dependency chain)
+#endif
+
+// First element of chunk c of `chunks` over a superblock of len elements: inner edges are
+// multiples of CLR_ALIGN, the last chunk takes the remainder.
+inline ulong chunk_begin(ulong len, ulong c, ulong chunks) {
+  if (c >= chunks) return len;
+  return c * ((len / chunks) / CLR_ALIGN * CLR_ALIGN);
+}
+
+// Pass 1: chunk c of the superblock [lo, lo + len) into totals[c] and tile_flags[c].
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
+void scan_fast_reduce(__global const T* x, __global const uchar* flags, ulong lo, ulong len,
+                      __global acc_t* totals, __global uchar* tile_flags) {
+  const ulong c = get_global_id(0), chunks = get_global_size(0);
+  ulong b = lo + chunk_begin(len, c, chunks);
+  const ulong e = lo + chunk_begin(len, c + 1, chunks);
+  uint f = 0u;
+#if CLR_SEGMENTED
+  // Only the elements from the chunk's last segment start on count: find it from the end.
+  for (ulong i = e; i > b; --i) {
+    if (flags[i - 1]) {
+      b = i - 1;
+      f = 1u;
+      break;
+    }
+  }
+#endif
+  acc_t a[LANES];
+  for (uint k = 0; k < LANES; ++k) a[k] = clr_identity();
+  ulong i = b;
+  for (; i + LANES <= e; i += LANES)
+    for (uint k = 0; k < LANES; ++k) a[k] = clr_op(a[k], (acc_t)x[i + k]);
+  for (uint k = 0; i < e; ++i, ++k) a[k] = clr_op(a[k], (acc_t)x[i]);
+  for (uint w = LANES / 2; w > 0; w /= 2)
+    for (uint k = 0; k < w; ++k) a[k] = clr_op(a[k], a[k + w]);
+  totals[c] = a[0];
+#if CLR_SEGMENTED
+  tile_flags[c] = (uchar)f;
+#else
+  (void)tile_flags;
+#endif
+}
+
+// Pass 2: chunk c of superblock sb, [lo, lo + len), scanned from the carry of the superblocks
+// before (carry[sb]; none for sb = 0) and the pairs of the chunks before c; the last chunk
+// stores the carry for the next superblock in carry[sb + 1].
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
+void scan_fast(__global const T* x, __global const uchar* flags, ulong lo, ulong len,
+               __global acc_t* y, __global const acc_t* totals, __global const uchar* tile_flags,
+               __global acc_t* carry, ulong sb) {
+  const ulong c = get_global_id(0), chunks = get_global_size(0);
+  const ulong b = lo + chunk_begin(len, c, chunks);
+  const ulong e = lo + chunk_begin(len, c + 1, chunks);
+  acc_t run = sb ? carry[sb] : clr_identity();
+  for (ulong k = 0; k < c; ++k) {
+#if CLR_SEGMENTED
+    run = clr_seg_op(run, totals[k], tile_flags[k]);
+#else
+    run = clr_op(run, totals[k]);
+#endif
+  }
+#if CLR_SEGMENTED
+  for (ulong i = b; i < e; ++i) {
+    const acc_t v = (acc_t)x[i];
+    const uint f = flags[i] != 0;
+#if CLR_EXCLUSIVE
+    y[i] = f ? clr_identity() : run;
+#endif
+    run = f ? v : clr_op(run, v);
+#if !CLR_EXCLUSIVE
+    y[i] = run;
+#endif
+  }
+#else
+  (void)flags;
+  (void)tile_flags;
+  for (ulong i = b; i < e; ++i) {
+#if CLR_EXCLUSIVE
+    y[i] = run;
+    run = clr_op(run, (acc_t)x[i]);
+#else
+    run = clr_op(run, (acc_t)x[i]);
+    y[i] = run;
+#endif
+  }
+#endif
+  if (c == chunks - 1) carry[sb + 1] = run;
+}
