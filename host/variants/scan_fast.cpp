@@ -18,8 +18,8 @@ constexpr std::size_t kChunkElems = 1u << 16;  // elements per work-item per sup
 
 enum class Path { kLookback, kCpu, kHierarchical };
 
-// The CPU path's geometry for n elements: chunks (work-items) and elements per chunk per
-// superblock; $CLREDUCE_SCAN_CHUNK overrides the latter (a tuning knob).
+// The CPU path's geometry: work-items per group, groups (one per compute unit) and elements per
+// work-item per superblock. Tuning and test knobs: $CLREDUCE_SCAN_CHUNK, $CLREDUCE_SCAN_GROUPS.
 struct CpuShape {
   std::size_t wg = kCpuWg, groups = 1, chunk = kChunkElems;
   std::size_t chunks() const { return wg * groups; }
@@ -32,6 +32,8 @@ CpuShape cpu_shape(Context& ctx, std::size_t local_size) {
   s.groups = std::max<std::size_t>(ctx.info().compute_units, 1);
   if (const char* e = std::getenv("CLREDUCE_SCAN_CHUNK"); e && *e)
     s.chunk = std::max<std::size_t>(std::strtoull(e, nullptr, 10), 1);
+  if (const char* e = std::getenv("CLREDUCE_SCAN_GROUPS"); e && *e)
+    s.groups = std::max<std::size_t>(std::strtoull(e, nullptr, 10), 1);
   return s;
 }
 
@@ -90,8 +92,16 @@ class Fast : public ScanVariant {
   }
 
   // The path for this device, decided once per device: the fastest whose trial build and small
-  // exact check pass. Never from extension strings alone.
+  // exact check pass. Never from extension strings alone. $CLREDUCE_SCAN_FAST_PATH = lookback,
+  // cpu or hierarchical forces one, unchecked (for tests and comparisons).
   Path choose(Context& ctx) const {
+    if (const char* e = std::getenv("CLREDUCE_SCAN_FAST_PATH"); e && *e) {
+      const std::string f = e;
+      if (f == "lookback") return Path::kLookback;
+      if (f == "cpu") return Path::kCpu;
+      if (f == "hierarchical") return Path::kHierarchical;
+      throw Error(kExitUsage, "CLREDUCE_SCAN_FAST_PATH=" + f + ": expected lookback, cpu or hierarchical");
+    }
     static std::map<cl_device_id, Path> cache;
     const cl_device_id id = ctx.info().device();
     if (auto it = cache.find(id); it != cache.end()) return it->second;
@@ -131,7 +141,7 @@ class Fast : public ScanVariant {
       ScanProblem p;
       p.type = DType::kInt32;
       p.acc_type = DType::kInt64;
-      p.n = 3 * 4096 * 16 + 1234;
+      p.n = 3 * 4096 + 1234;  // four look-back tiles of 4096 (the NVIDIA policy), a partial last
       if (!supported(p)) return false;
       const HostArray a = generate(DType::kInt32, p.n, 12345);
       std::vector<cl_long> want(p.n), got(p.n, 0);
