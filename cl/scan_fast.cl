@@ -18,7 +18,18 @@
 #define CLR_ALIGN 16  // inner chunk edges are multiples of this many elements
 #endif
 #ifndef LANES
-#define LANES 8  // independent accumulators in the fold (breaks the dependency chain)
+#define LANES 8  // float folds: independent accumulators (integer folds are vectorised as written)
+#endif
+#ifndef CLR_NT_STORES
+#define CLR_NT_STORES 0  // 1: stream the output past the caches (x86; the host's trial build decides)
+#endif
+
+// The output store: non-temporal where the compiler has the builtin (the output is not reread,
+// and a streaming store skips reading each line before writing it: a third of the traffic).
+#if CLR_NT_STORES
+#define CLR_PUT(i, v) __builtin_nontemporal_store((v), y + (i))
+#else
+#define CLR_PUT(i, v) (y[i] = (v))
 #endif
 
 // First element of chunk c of `chunks` over a superblock of len elements: inner edges are
@@ -46,6 +57,8 @@ void scan_fast_reduce(__global const T* x, __global const uchar* flags, ulong lo
     }
   }
 #endif
+#ifdef A_IS_FLOAT
+  // Floats are not reassociated by the compiler: LANES accumulators break the chain of adds.
   acc_t a[LANES];
   for (uint k = 0; k < LANES; ++k) a[k] = clr_identity();
   ulong i = b;
@@ -55,6 +68,11 @@ void scan_fast_reduce(__global const T* x, __global const uchar* flags, ulong lo
   for (uint w = LANES / 2; w > 0; w /= 2)
     for (uint k = 0; k < w; ++k) a[k] = clr_op(a[k], a[k + w]);
   totals[c] = a[0];
+#else
+  acc_t a = clr_identity();
+  for (ulong i = b; i < e; ++i) a = clr_op(a, (acc_t)x[i]);
+  totals[c] = a;
+#endif
 #if CLR_SEGMENTED
   tile_flags[c] = (uchar)f;
 #else
@@ -85,11 +103,11 @@ void scan_fast(__global const T* x, __global const uchar* flags, ulong lo, ulong
     const acc_t v = (acc_t)x[i];
     const uint f = flags[i] != 0;
 #if CLR_EXCLUSIVE
-    y[i] = f ? clr_identity() : run;
+    CLR_PUT(i, f ? clr_identity() : run);
 #endif
     run = f ? v : clr_op(run, v);
 #if !CLR_EXCLUSIVE
-    y[i] = run;
+    CLR_PUT(i, run);
 #endif
   }
 #else
@@ -97,13 +115,16 @@ void scan_fast(__global const T* x, __global const uchar* flags, ulong lo, ulong
   (void)tile_flags;
   for (ulong i = b; i < e; ++i) {
 #if CLR_EXCLUSIVE
-    y[i] = run;
+    CLR_PUT(i, run);
     run = clr_op(run, (acc_t)x[i]);
 #else
     run = clr_op(run, (acc_t)x[i]);
-    y[i] = run;
+    CLR_PUT(i, run);
 #endif
   }
 #endif
   if (c == chunks - 1) carry[sb + 1] = run;
+#if CLR_NT_STORES
+  __builtin_ia32_sfence();  // streaming stores are weakly ordered: drain them before the end
+#endif
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <utility>
 
 #include "../data.hpp"
 #include "../error.hpp"
@@ -37,8 +38,23 @@ CpuShape cpu_shape(Context& ctx, std::size_t local_size) {
   return s;
 }
 
-std::string cpu_options(const ScanProblem& p, std::size_t wg) {
-  return p.cl_options() + " -DWG_SIZE=" + std::to_string(wg);
+// Whether the compiler has clang's __builtin_nontemporal_store and x86's store fence, which
+// orders those weakly-ordered stores before the kernel ends (a trial build, cached per device):
+// then the CPU path streams its output past the caches.
+bool has_nt_stores(Context& ctx) {
+  static std::map<cl_device_id, bool> cache;
+  const cl_device_id id = ctx.info().device();
+  if (auto it = cache.find(id); it != cache.end()) return it->second;
+  const std::string src =
+      "__kernel void probe(__global long* y) {\n"
+      "  __builtin_nontemporal_store((long)get_global_id(0), y);\n"
+      "  __builtin_ia32_sfence();\n"
+      "}\n";
+  return cache[id] = ctx.try_build(src, "", nullptr);
+}
+
+std::string cpu_options(Context& ctx, const ScanProblem& p, std::size_t wg) {
+  return p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) + (has_nt_stores(ctx) ? " -DCLR_NT_STORES=1" : "");
 }
 
 class Fast : public ScanVariant {
@@ -91,8 +107,8 @@ class Fast : public ScanVariant {
     return find_scan_variant(path == Path::kLookback ? "scan-lookback" : "scan-hierarchical");
   }
 
-  // The path for this device, decided once per device: the fastest whose trial build and small
-  // exact check pass. Never from extension strings alone. $CLREDUCE_SCAN_FAST_PATH = lookback,
+  // The path for this device, decided once per device and kernel directory: the fastest whose
+  // trial build and small exact check pass. Never from extension strings alone. $CLREDUCE_SCAN_FAST_PATH = lookback,
   // cpu or hierarchical forces one, unchecked (for tests and comparisons).
   Path choose(Context& ctx) const {
     if (const char* e = std::getenv("CLREDUCE_SCAN_FAST_PATH"); e && *e) {
@@ -102,8 +118,8 @@ class Fast : public ScanVariant {
       if (f == "hierarchical") return Path::kHierarchical;
       throw Error(kExitUsage, "CLREDUCE_SCAN_FAST_PATH=" + f + ": expected lookback, cpu or hierarchical");
     }
-    static std::map<cl_device_id, Path> cache;
-    const cl_device_id id = ctx.info().device();
+    static std::map<std::pair<cl_device_id, std::string>, Path> cache;
+    const auto id = std::make_pair(ctx.info().device(), ctx.kernel_dir());
     if (auto it = cache.find(id); it != cache.end()) return it->second;
     Path path = Path::kHierarchical;
     const DeviceInfo& d = ctx.info();
@@ -169,8 +185,8 @@ class Fast : public ScanVariant {
     if (local_size > ctx.info().max_wg_size)
       throw Error(kExitUsage, "--local-size " + std::to_string(local_size) + " is larger than " +
                                   ctx.info().name + " allows (" + std::to_string(ctx.info().max_wg_size) + ")");
-    cl::Kernel k = ctx.kernel("scan_fast.cl", "scan_fast", cpu_options(p, s.wg));
-    ctx.kernel("scan_fast.cl", "scan_fast_reduce", cpu_options(p, s.wg));
+    cl::Kernel k = ctx.kernel("scan_fast.cl", "scan_fast", cpu_options(ctx, p, s.wg));
+    ctx.kernel("scan_fast.cl", "scan_fast_reduce", cpu_options(ctx, p, s.wg));
     if (s.wg > kernel_max_wg(ctx, k))
       throw Error(kExitUsage, "--local-size " + std::to_string(s.wg) + " is larger than " + ctx.info().name +
                                   " allows for this kernel (" + std::to_string(kernel_max_wg(ctx, k)) + ")");
@@ -180,6 +196,7 @@ class Fast : public ScanVariant {
     pol.items_per_thread = static_cast<unsigned>(s.chunk);
     const std::size_t superblocks = (p.n + s.superblock() - 1) / s.superblock();
     pol.path = "cpu two-pass: " + std::to_string(s.chunks()) + " chunks of " + std::to_string(s.chunk) + ", " +
+               (has_nt_stores(ctx) ? "streaming stores, " : "") +
                std::to_string(superblocks) + (superblocks == 1 ? " superblock, " : " superblocks, ") +
                std::to_string(2 * superblocks) + " launches";
     last_delegate_ = nullptr;
@@ -194,8 +211,8 @@ class Fast : public ScanVariant {
     cl::Buffer& totals = ctx.scratch("scan.fast.totals", chunks * p.acc_bytes());
     cl::Buffer& tile_flags = ctx.scratch("scan.fast.tile_flags", chunks);
     cl::Buffer& carry = ctx.scratch("scan.fast.carry", (superblocks + 1) * p.acc_bytes());
-    cl::Kernel reduce = ctx.kernel("scan_fast.cl", "scan_fast_reduce", cpu_options(p, pol.wg_size));
-    cl::Kernel scan = ctx.kernel("scan_fast.cl", "scan_fast", cpu_options(p, pol.wg_size));
+    cl::Kernel reduce = ctx.kernel("scan_fast.cl", "scan_fast_reduce", cpu_options(ctx, p, pol.wg_size));
+    cl::Kernel scan = ctx.kernel("scan_fast.cl", "scan_fast", cpu_options(ctx, p, pol.wg_size));
     reduce.setArg(0, in);
     reduce.setArg(1, flags);
     reduce.setArg(4, totals);
