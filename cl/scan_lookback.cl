@@ -16,7 +16,8 @@
 // without storing; the host sees err and redoes the scan another way.
 //
 // Layout: a tile is ROWS rows of WG_SIZE * VEC consecutive elements; work-item r loads and stores
-// vector r of each row (coalesced, VEC elements wide). Operand order is kept (left first), so the
+// vector r of each row (coalesced, VEC elements wide). Loops over ROWS and VEC are unrolled, so
+// the per-work-item arrays live in registers. Operand order is kept (left first), so the
 // non-commutative segmented operator of clr_scan.h works. Cost per tile: about 3 operations per
 // element, 4 barriers, plus 2 barriers per look-back window. Host sets via -D (and clreduce.h's,
 // clr_scan.h's macros):
@@ -105,6 +106,7 @@ inline void lb_publish(__global ulong* desc, uint tile, uint tag, acc_t v) {
   clr_words u;
   u.a = v;
   volatile __global ulong* p = (volatile __global ulong*)desc + (size_t)tile * LB_WORDS;
+  #pragma unroll
   for (uint k = 0; k < LB_WORDS; ++k) atom_xchg(p + k, ((ulong)tag << 32) | (ulong)u.w[k]);
 }
 
@@ -114,6 +116,7 @@ inline uint lb_read(__global ulong* desc, uint tile, uint epoch, acc_t* v) {
   clr_words u;
   volatile __global ulong* p = (volatile __global ulong*)desc + (size_t)tile * LB_WORDS;
   uint tag = 0u, same = 1u;
+  #pragma unroll
   for (uint k = 0; k < LB_WORDS; ++k) {
     const ulong w = atom_add(p + k, 0ul);
     const uint t = (uint)(w >> 32);
@@ -153,18 +156,22 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
   // 2. Load: vector lid of each row; the identity (flag 0) past the end.
   acc_t v[ROWS][VEC];
   uint f[ROWS][VEC];
+  #pragma unroll
   for (uint j = 0; j < ROWS; ++j) {
     const uint e0 = (j * WG_SIZE + lid) * VEC;
     if (m == TILE) {
       tvec_u t;
       t.v = ((__global const tvec*)(x + base))[j * WG_SIZE + lid];
+      #pragma unroll
       for (uint k = 0; k < VEC; ++k) v[j][k] = (acc_t)t.s[k];
 #if CLR_SEGMENTED
       fvec_u g;
       g.v = ((__global const fvec*)(flags + base))[j * WG_SIZE + lid];
+      #pragma unroll
       for (uint k = 0; k < VEC; ++k) f[j][k] = g.s[k] != 0;
 #endif
     } else {
+      #pragma unroll
       for (uint k = 0; k < VEC; ++k) {
         const int in = e0 + k < m;
         v[j][k] = in ? (acc_t)x[base + e0 + k] : clr_identity();
@@ -174,14 +181,17 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
       }
     }
 #if !CLR_SEGMENTED
+    #pragma unroll
     for (uint k = 0; k < VEC; ++k) f[j][k] = 0u;
 #endif
   }
 
   // 3. Each vector's total (a pair: value since its last segment start, any start).
+  #pragma unroll
   for (uint j = 0; j < ROWS; ++j) {
     acc_t a = v[j][0];
     uint af = f[j][0];
+    #pragma unroll
     for (uint k = 1; k < VEC; ++k) {
       a = clr_seg_op(a, v[j][k], f[j][k]);
       af |= f[j][k];
@@ -198,6 +208,7 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
   //    row and the rows, which gives the tile's aggregate.
   if (lid < RAKERS) {
     const uint lo = lid * SPAN, hi = min(lo + SPAN, (uint)WG_SIZE);
+    #pragma unroll
     for (uint j = 0; j < ROWS; ++j) {
       acc_t a = clr_identity();
       uint af = 0u;
@@ -223,9 +234,11 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
   if (lid == 0) {
     acc_t p = clr_identity();
     uint pf = 0u;
+    #pragma unroll
     for (uint j = 0; j < ROWS; ++j) {
       acc_t a = clr_identity();
       uint af = 0u;
+      #pragma unroll
       for (uint q = 0; q < RAKERS; ++q) {
         const acc_t e = rv[j][q];
         rv[j][q] = a;
@@ -330,6 +343,7 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
     //     rows before it, the rakers before it and the vectors before it within its raker.
     if (lid == 0 && !published_p) lb_publish(desc, tile, (epoch << 2) | ST_P, clr_op(prefix, rowp[ROWS]));
     const uint q = lid / SPAN;
+    #pragma unroll
     for (uint j = 0; j < ROWS; ++j) {
 #if CLR_SEGMENTED
       clr_pair pre, b;
@@ -349,6 +363,7 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
       acc_t run = clr_op(clr_op(clr_op(prefix, rowp[j]), rv[j][q]), sv[j][lid]);
 #endif
       avec_u o;
+      #pragma unroll
       for (uint k = 0; k < VEC; ++k) {
         const acc_t before = run;
         run = clr_seg_op(run, v[j][k], f[j][k]);
@@ -363,6 +378,7 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
       if (m == TILE) {
         ((__global avec*)(y + base))[j * WG_SIZE + lid] = o.v;
       } else {
+        #pragma unroll
         for (uint k = 0; k < VEC; ++k)
           if (e0 + k < m) y[base + e0 + k] = o.s[k];
       }
