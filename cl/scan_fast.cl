@@ -31,6 +31,86 @@
 #else
 #define CLR_PUT(i, v) (y[i] = (v))
 #endif
+// One element of an unsegmented chunk: store and advance the running value `run`.
+#if CLR_EXCLUSIVE
+#define CLR_STEP(i) (CLR_PUT(i, run), run = clr_op(run, (acc_t)x[i]))
+#else
+#define CLR_STEP(i) (run = clr_op(run, (acc_t)x[i]), CLR_PUT(i, run))
+#endif
+
+// The unsegmented scan runs 8 elements at a time in vector registers (log-step scan inside the
+// vector, then the carry), between scalar head and tail loops that align the vector stores.
+#ifndef VSCAN
+#define VSCAN 8  // 8: vector scan of unsegmented chunks; 1: scalar only
+#endif
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#if CLR_ACC == 0
+#define A_NAME int
+#define U_NAME uint
+#elif CLR_ACC == 1
+#define A_NAME uint
+#define U_NAME uint
+#elif CLR_ACC == 2
+#define A_NAME long
+#define U_NAME ulong
+#elif CLR_ACC == 3
+#define A_NAME ulong
+#define U_NAME ulong
+#elif CLR_ACC == 4
+#define A_NAME float
+#else
+#define A_NAME double
+#endif
+#if VSCAN == 8
+typedef CAT(A_NAME, 8) avec;
+#define AS_AVEC CAT(as_, CAT(A_NAME, 8))
+#define AS_UVEC CAT(as_, CAT(U_NAME, 8))
+#define CONVERT_AVEC CAT(convert_, CAT(A_NAME, 8))
+
+// clr_op on 8 lanes at once (the same wrapping integers, NaN rules and operand order).
+inline avec clr_vop(avec a, avec b) {
+#if CLR_OP == 0
+#ifdef A_IS_FLOAT
+  return a + b;
+#else
+  return AS_AVEC(AS_UVEC(a) + AS_UVEC(b));
+#endif
+#elif CLR_OP == 1
+#ifdef A_IS_FLOAT
+  return a * b;
+#else
+  return AS_AVEC(AS_UVEC(a) * AS_UVEC(b));
+#endif
+#elif CLR_OP == 2
+#ifdef A_IS_FLOAT
+  return select(b, a, isnan(a) | (a < b));
+#else
+  return select(b, a, a < b);
+#endif
+#else
+#ifdef A_IS_FLOAT
+  return select(b, a, isnan(a) | (a > b));
+#else
+  return select(b, a, a > b);
+#endif
+#endif
+}
+
+// Inclusive scan of the 8 lanes of v, after `carry`.
+inline avec clr_vscan(avec v, acc_t carry) {
+  const acc_t i = clr_identity();
+  v = clr_vop((avec)(i, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6), v);
+  v = clr_vop((avec)(i, i, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5), v);
+  v = clr_vop((avec)(i, i, i, i, v.s0, v.s1, v.s2, v.s3), v);
+  return clr_vop((avec)(carry), v);
+}
+#if CLR_NT_STORES
+#define CLR_VPUT(i, v) __builtin_nontemporal_store((v), (__global avec*)(y + (i)))
+#else
+#define CLR_VPUT(i, v) (*(__global avec*)(y + (i)) = (v))
+#endif
+#endif
 
 // First element of chunk c of `chunks` over a superblock of len elements: inner edges are
 // multiples of CLR_ALIGN, the last chunk takes the remainder.
@@ -113,15 +193,22 @@ void scan_fast(__global const T* x, __global const uchar* flags, ulong lo, ulong
 #else
   (void)flags;
   (void)tile_flags;
-  for (ulong i = b; i < e; ++i) {
+  ulong i = b;
+#if VSCAN == 8
+  // Scalar up to a multiple of 8 (the buffer is aligned, so the vector stores are), then vectors.
+  const ulong head = min(e, (b + 7) / 8 * 8);
+  for (; i < head; ++i) CLR_STEP(i);
+  for (; i + 8 <= e; i += 8) {
+    const avec v = clr_vscan(CONVERT_AVEC(vload8(0, x + i)), run);
 #if CLR_EXCLUSIVE
-    CLR_PUT(i, run);
-    run = clr_op(run, (acc_t)x[i]);
+    CLR_VPUT(i, ((avec)(run, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6)));
 #else
-    run = clr_op(run, (acc_t)x[i]);
-    CLR_PUT(i, run);
+    CLR_VPUT(i, v);
 #endif
+    run = v.s7;
   }
+#endif
+  for (; i < e; ++i) CLR_STEP(i);
 #endif
   if (c == chunks - 1) carry[sb + 1] = run;
 #if CLR_NT_STORES

@@ -331,7 +331,8 @@ TEST_CASE("an element no kernel writes keeps the sentinel and is reported", "[sc
   fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   // Each edit makes a kernel skip its store of element 77 (level 0 only: n = 1000 leaves fewer
   // than 77 tile totals). The tiled variants store through clr_scan_store; scan-lookback stores
-  // whole vectors (the edit sends every tile down its scalar path) and scan-fast one by one.
+  // whole vectors (the edit sends every tile down its scalar path); scan-fast through CLR_PUT
+  // once its vector loop is switched off.
   const struct { const char* file; const char* from; const char* to; } edits[] = {
       {"clr_scan.h", "  const size_t g = get_group_id(0);\n",
        "  const size_t g = get_group_id(0);\n  if (base + k == 77) return;\n"},
@@ -339,8 +340,10 @@ TEST_CASE("an element no kernel writes keeps the sentinel and is reported", "[sc
        "      if (0) {\n        ((__global avec*)"},
       {"scan_lookback.cl", "if (e0 + k < m) y[base + e0 + k] = o.s[k];",
        "if (e0 + k < m && base + e0 + k != 77) y[base + e0 + k] = o.s[k];"},
-      {"scan_fast.cl", "    run = clr_op(run, (acc_t)x[i]);\n    CLR_PUT(i, run);\n",
-       "    run = clr_op(run, (acc_t)x[i]);\n    if (i != 77) CLR_PUT(i, run);\n"}};
+      {"scan_fast.cl", "#define VSCAN 8 ", "#define VSCAN 1 "},
+      {"scan_fast.cl", "#define CLR_PUT(i, v) __builtin_nontemporal_store((v), y + (i))",
+       "#define CLR_PUT(i, v) ((i) == 77 ? 0 : (__builtin_nontemporal_store((v), y + (i)), 0))"},
+      {"scan_fast.cl", "#define CLR_PUT(i, v) (y[i] = (v))", "#define CLR_PUT(i, v) ((i) == 77 ? 0 : (y[i] = (v), 0))"}};
   for (const auto& e : edits) {
     std::string s = read_text_file((dir / e.file).string());
     const auto pos = s.find(e.from);
