@@ -52,7 +52,7 @@ int run(int argc, char** argv) {
   bool list_devices_flag = false, list_variants_flag = false, verbose = false;
   bool peers = false, measure_copy = false;
   app.add_option("-d,--device", device, "device index from --list-devices, or a name substring (nvidia, pocl)")->capture_default_str();
-  app.add_option("-v,--variant", variant, "variant name (scan-* are scans), comma-separated names, 'all', 'all-reduce', 'all-scan', or 'ladder' (kernels 1-7 as the seeds' table)")->capture_default_str();
+  app.add_option("-v,--variant", variant, "variant name (scan-* are scans), comma-separated names, 'all', 'all-reduce', 'all-scan', or 'ladder' (kernels 1-7 as the seeds' table); with a scan-only flag the default is scan-fast")->capture_default_str();
   app.add_option("--op", op, "sum | prod | min | max | argmin | argmax")->capture_default_str();
   app.add_option("-t,--type", type, "int32 | uint32 | int64 | uint64 | float | double")->capture_default_str();
   app.add_option("--acc", acc, "accumulator/result type for sum and prod; default NumPy's (int32 -> int64)");
@@ -102,8 +102,10 @@ int run(int argc, char** argv) {
   }
   const Op the_op = parse_op(op);
   const DType the_type = parse_dtype(type);
-  const VariantPlan plan = plan_variants(variant, the_op);
   const bool segmented = !segments.empty() || segment_length > 0;
+  // A scan-only flag without --variant asks for a scan: the default scan is scan-fast.
+  if (!app.count("--variant") && (exclusive || segmented || !output.empty())) variant = "scan-fast";
+  const VariantPlan plan = plan_variants(variant, the_op);
   check_scan_flags(plan, the_op, exclusive || segmented || !output.empty());
   const bool ladder = variant == "ladder";
   const std::size_t n = input.empty() ? parse_size(size) : 0;

@@ -123,6 +123,7 @@ RunRecord ScanSession::run(ScanVariant& v, HostArray* output) {
         wall_ms.push_back(t1 - t0);
       }
     }
+    if (const std::string note = v.run_note(); !note.empty()) rec.policy.path += "; " + note;
     rec.kernel_ms = median(kernel_ms);
     rec.wall_ms = median(wall_ms);
     rec.result = Value::from_bytes(problem_.acc_type, host_out_.data() + out_bytes - problem_.acc_bytes());

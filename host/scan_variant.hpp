@@ -51,6 +51,9 @@ class ScanVariant {
                        std::vector<cl::Event>& events) = 0;
   // The longest chain of operations any output element passes through (the float error bound).
   virtual std::uint64_t depth(const ScanProblem& p, const LaunchPolicy& pol) const = 0;
+  // What happened in the runs since policy() that the policy cannot say (e.g. "bound hit in 1 of
+  // 3 runs, redone by scan-hierarchical"), or ""; the runner appends it to the run's path.
+  virtual std::string run_note() const { return ""; }
 };
 
 // Every scan variant, in the order --variant all runs them.

@@ -2,7 +2,8 @@
 # oclgrind.sh: runs every kernel under Oclgrind (--data-races --uninitialized --check-api) on
 # small arrays spanning at least three work-groups with a partial last one, and fails on any
 # report. Reductions get every kind of op; scans (scan-*) sum/prod/min/max, exclusive and
-# segmented. Needs OCLGRIND and CLREDUCE (paths) in the environment.
+# segmented; scan-lookback's give-up path and scan-fast's CPU path besides. Needs OCLGRIND and
+# CLREDUCE (paths) in the environment.
 set -u
 # Oclgrind 21.10's interpreter lacks an LLVM intrinsic that its own optimiser emits for some
 # kernels ("Undefined external function: llvm.experimental.noalias.scope.decl"): build the
@@ -50,6 +51,34 @@ for v in $variants; do
       interleaved-*|sequential-addressing|first-add-*|unroll-*|complete-unroll|multi-element)
         check --variant "$v" --op argmax --type float --size 450 --local-size 12 ;;
     esac
+    ;;
+  esac
+  case "$v" in
+  scan-lookback)
+    # Tiles of 4 * 16 elements (12 * 16 for a group of 3): 300 elements make 5 to 7 tiles, the
+    # last partial; each op, exclusive, segmented (tiles with a start publish P early).
+    for combo in "sum int32" "prod uint64 --exclusive" "min float --segment-length 7" \
+                 "max double --segment-length 64 --exclusive" "sum uint32 --segment-length 20"; do
+      set -- $combo
+      op=$1 type=$2; shift 2
+      check --variant "$v" --op "$op" --type "$type" --size 300 --local-size 4 "$@"
+    done
+    check --variant "$v" --op sum --type int64 --size 300 --local-size 3 --segment-length 33 --exclusive
+    # The bounded wait: a limit of 0 makes every tile after the first give up (status X, the
+    # error flag) and the host redo the scan.
+    CLREDUCE_LOOKBACK_LIMIT=0 check --variant "$v" --op max --type int32 --size 300 --local-size 4 --segment-length 50
+    ;;
+  scan-fast)
+    # Oclgrind is a GPU without NVIDIA's forward progress: scan-fast takes the hierarchical scan
+    # there. Force its CPU path too: 3 groups of 4 work-items, chunks of 8, so 300 elements make
+    # 4 superblocks (8 launches), the last partial.
+    for combo in "sum int32" "prod uint64 --exclusive" "min float --segment-length 7" \
+                 "max double --segment-length 20 --exclusive"; do
+      set -- $combo
+      op=$1 type=$2; shift 2
+      CLREDUCE_SCAN_FAST_PATH=cpu CLREDUCE_SCAN_GROUPS=3 CLREDUCE_SCAN_CHUNK=8 \
+        check --variant "$v" --op "$op" --type "$type" --size 300 --local-size 4 "$@"
+    done
     ;;
   esac
 done

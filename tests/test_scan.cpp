@@ -1,13 +1,16 @@
 // test_scan.cpp: every scan variant x op x type on sizes needing one, two and three levels of the
 // recursion over tile totals; exclusive and segmented modes; segment starts on tile edges, one-
 // element segments, all and no flags; inclusive = exclusive shifted; wrapping --acc int32; NaN;
-// odd group sizes; an unwritten element caught by the sentinel. Every element is checked.
+// odd group sizes; an unwritten element caught by the sentinel; scan-lookback's bounded wait
+// and its redo, scan-fast's choice of path. Every element is checked.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/generators/catch_generators_range.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -25,7 +28,12 @@ using clreduce::test::make_array;
 
 namespace {
 
+// scan-fast's CPU path runs superblocks of (work-items x chunk) elements: a chunk of 16 makes the
+// test sizes span many superblocks (and keeps its "tile" small). Set before any policy is made.
+const bool kSmallChunks = setenv("CLREDUCE_SCAN_CHUNK", "16", 0) == 0;
+
 std::vector<std::string> scan_names() {
+  (void)kSmallChunks;
   std::vector<std::string> v;
   for (const auto& r : scan_variants()) v.push_back(r->name());
   return v;
@@ -97,6 +105,24 @@ std::size_t tile_of(const std::string& variant, std::size_t local, Op op = Op::k
   return pol.wg_size * pol.items_per_thread;
 }
 
+// Sets an environment variable for one scope (the knobs are read when a policy is made).
+struct EnvGuard {
+  std::string name, old;
+  bool had;
+  EnvGuard(const char* n, const char* v) : name(n), had(std::getenv(n) != nullptr) {
+    if (had) old = std::getenv(n);
+    setenv(n, v, 1);
+  }
+  ~EnvGuard() {
+    if (had) setenv(name.c_str(), old.c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+};
+
+// t * t, the size needing three levels of the tiled recursion, capped for the variants with
+// large tiles (scan-lookback, scan-fast), which have no levels.
+std::size_t square(std::size_t t) { return std::min(t * t, std::size_t{300000}); }
+
 }  // namespace
 
 namespace {
@@ -110,7 +136,7 @@ void check_levels(const std::vector<Op>& ops) {
   const std::uint64_t seed = std::random_device{}();
   CAPTURE(variant, op_name(op), dtype_name(type), seed);
   const std::size_t t = tile_of(variant, 64, op, type);
-  for (std::size_t n : {std::size_t{1}, std::size_t{2}, t - 1, t, t + 1, 3 * t - 1, std::size_t{7919}, t * t, t * t + 1}) {
+  for (std::size_t n : {std::size_t{1}, std::size_t{2}, t - 1, t, t + 1, 3 * t - 1, std::size_t{7919}, square(t), square(t) + 1}) {
     CAPTURE(n, t);
     const HostArray a = generate(type, n, seed + n);
     const ScanRun r = run_scan(variant, a, op, false, nullptr);
@@ -118,7 +144,7 @@ void check_levels(const std::vector<Op>& ops) {
     REQUIRE(r.tile == t);
     if (n == t) REQUIRE(scan_levels(n, t) == 1);
     if (n == t + 1) REQUIRE(scan_levels(n, t) == 2);
-    if (n == t * t + 1) REQUIRE(scan_levels(n, t) == 3);
+    if (n == t * t + 1) REQUIRE(scan_levels(n, t) == 3);  // when not capped
   }
 }
 
@@ -135,7 +161,7 @@ void check_mode(bool exclusive, bool segmented) {
   for (const Case& c : cases) {
     if (c.type == DType::kDouble && !device_context().info().fp64) continue;
     const std::size_t t = tile_of(variant, 64, c.op, c.type);
-    for (std::size_t n : {std::size_t{1}, t + 1, t * t + 3}) {
+    for (std::size_t n : {std::size_t{1}, t + 1, square(t) + 3}) {
       CAPTURE(op_name(c.op), dtype_name(c.type), n);
       const HostArray a = generate(c.type, n, seed + n);
       const auto flags = random_flags(n, 0.02, seed);
@@ -192,7 +218,7 @@ TEST_CASE("segment starts on tile edges, one-element segments, all flags and non
   const std::uint64_t seed = std::random_device{}();
   CAPTURE(variant, seed);
   const std::size_t t = tile_of(variant, 64);
-  const std::size_t n = t * t + 2 * t + 3;  // three levels
+  const std::size_t n = square(t) + 2 * t + 3;  // three levels (where not capped)
   const HostArray a = generate(DType::kInt32, n, seed);
   const HostArray f = generate(DType::kFloat, n, seed);
   const HostArray w = generate(DType::kInt64, n, seed);
@@ -207,7 +233,7 @@ TEST_CASE("segment starts on tile edges, one-element segments, all flags and non
       require_verified(run_scan(variant, f, Op::kSum, exclusive, &flags));
     }
     std::vector<std::uint8_t> far(n, 0);
-    far[t * t] = far[t * t + 1] = 1;  // only past the first level-1 tile
+    far[square(t)] = far[square(t) + 1] = 1;  // only past the first level-1 tile
     require_verified(run_scan(variant, a, Op::kSum, false, &far));
   }
   SECTION("every flag set: inclusive gives x, exclusive the identity") {
@@ -303,15 +329,33 @@ TEST_CASE("an element no kernel writes keeps the sentinel and is reported", "[sc
   const fs::path dir = fs::temp_directory_path() / ("clreduce_skip_" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
   fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-  {
-    std::string s = read_text_file((dir / "clr_scan.h").string());
-    const std::string from = "  const size_t g = get_group_id(0);\n";
-    const auto pos = s.find(from);
+  // Each edit makes a kernel skip its store of element 77 (level 0 only: n = 1000 leaves fewer
+  // than 77 tile totals). The tiled variants store through clr_scan_store; scan-lookback stores
+  // whole vectors (the edit sends every tile down its scalar path); scan-fast through CLR_PUT
+  // once its vector loop is switched off.
+  const struct { const char* file; const char* from; const char* to; } edits[] = {
+      {"clr_scan.h", "  const size_t g = get_group_id(0);\n",
+       "  const size_t g = get_group_id(0);\n  if (base + k == 77) return;\n"},
+      {"scan_lookback.cl", "      if (m == TILE) {\n        ((__global avec*)",
+       "      if (0) {\n        ((__global avec*)"},
+      {"scan_lookback.cl", "if (e0 + k < m) y[base + e0 + k] = o.s[k];",
+       "if (e0 + k < m && base + e0 + k != 77) y[base + e0 + k] = o.s[k];"},
+      {"scan_fast.cl", "#define VSCAN 8 ", "#define VSCAN 1 "},
+      {"scan_fast.cl", "#define CLR_PUT(i, v) __builtin_nontemporal_store((v), y + (i))",
+       "#define CLR_PUT(i, v) ((i) == 77 ? 0 : (__builtin_nontemporal_store((v), y + (i)), 0))"},
+      {"scan_fast.cl", "#define CLR_PUT(i, v) (y[i] = (v))", "#define CLR_PUT(i, v) ((i) == 77 ? 0 : (y[i] = (v), 0))"}};
+  for (const auto& e : edits) {
+    std::string s = read_text_file((dir / e.file).string());
+    const auto pos = s.find(e.from);
+    INFO(e.file << ": " << e.from);
     REQUIRE(pos != std::string::npos);
-    s.insert(pos + from.size(), "  if (base + k == 77) return;  // level 0 only: n = 1000 leaves < 77 totals\n");
-    std::ofstream(dir / "clr_scan.h", std::ios::binary | std::ios::trunc) << s;
+    s.replace(pos, std::string(e.from).size(), e.to);
+    std::ofstream(dir / e.file, std::ios::binary | std::ios::trunc) << s;
   }
   Context ctx(device_context().info(), dir.string());
+  // scan-fast's start-up check would catch the edited kernel and pick another path: force it.
+  const DeviceInfo& d = device_context().info();
+  const EnvGuard force("CLREDUCE_SCAN_FAST_PATH", !d.is_gpu ? "cpu" : d.is_nvidia ? "lookback" : "hierarchical");
   const std::string variant = GENERATE(from_range(scan_names()));
   CAPTURE(variant);
   for (DType type : {DType::kInt32, DType::kFloat}) {
@@ -351,4 +395,92 @@ TEST_CASE("the scan check catches an error just past the float bound", "[scan]")
   sequential_scan(a, mode, {}, y.data());
   v = verify_scan(a, mode, flags, 1000, y.data());
   CHECK(v.first_wrong == 600);
+}
+
+
+TEST_CASE("scan-lookback whose waits pass the bound redoes the scan and still verifies", "[scan][lookback]") {
+  // A limit of 0 makes every tile after the first give up on its first look-back: tile 0 is
+  // stored, the others not; the host sees the error flag and redoes the scan another way.
+  const EnvGuard limit("CLREDUCE_LOOKBACK_LIMIT", "0");
+  const std::uint64_t seed = std::random_device{}();
+  CAPTURE(seed);
+  struct Case { Op op; DType type; bool exclusive, segmented; };
+  for (const Case& c : {Case{Op::kSum, DType::kInt32, false, false}, Case{Op::kMin, DType::kFloat, true, false},
+                        Case{Op::kSum, DType::kInt64, true, true}, Case{Op::kProd, DType::kUInt32, false, true}}) {
+    CAPTURE(op_name(c.op), dtype_name(c.type), c.exclusive, c.segmented);
+    const std::size_t n = 5 * tile_of("scan-lookback", 64, c.op, c.type) + 17;
+    const HostArray a = generate(c.type, n, seed);
+    const auto flags = random_flags(n, 0.01, seed);
+    const ScanRun r = run_scan("scan-lookback", a, c.op, c.exclusive, c.segmented ? &flags : nullptr);
+    require_verified(r);
+    CHECK_THAT(r.rec.policy.path, Catch::Matchers::ContainsSubstring("limit 0"));
+    CHECK_THAT(r.rec.policy.path, Catch::Matchers::ContainsSubstring("passed its limit in 1 of 1 runs, redone by"));
+    CHECK(r.rec.launches > 1);  // the look-back launch and the redo
+  }
+  // One tile needs no look-back: nothing to redo.
+  const HostArray one = generate(DType::kInt32, 100, seed);
+  const ScanRun r = run_scan("scan-lookback", one, Op::kSum, false, nullptr);
+  require_verified(r);
+  CHECK(r.rec.launches == 1);
+}
+
+TEST_CASE("scan-lookback runs in one pass with the default bound, many tiles, any group order", "[scan][lookback]") {
+  const std::uint64_t seed = std::random_device{}();
+  CAPTURE(seed);
+  const std::size_t t = tile_of("scan-lookback", 16, Op::kSum, DType::kInt32);
+  const std::size_t n = 200 * t + t / 2;  // 201 tiles, the last half full
+  const HostArray a = generate(DType::kInt32, n, seed);
+  const auto flags = random_flags(n, 0.001, seed);
+  for (const bool seg : {false, true}) {
+    const ScanRun r = run_scan("scan-lookback", a, Op::kSum, seg, seg ? &flags : nullptr, 16, "int32");
+    require_verified(r);
+    CHECK(r.rec.launches == 1);
+    CHECK(r.rec.policy.path.find("redone") == std::string::npos);
+    CHECK(r.rec.policy.groups == 201);
+    CHECK(r.rec.policy.vec_width == 4);
+  }
+}
+
+TEST_CASE("scan-fast picks its path per device and records it", "[scan][fast]") {
+  const DeviceInfo& d = device_context().info();
+  const HostArray a = generate(DType::kInt32, 100000, 3);
+  const ScanRun r = run_scan("scan-fast", a, Op::kSum, false, nullptr, 0);
+  require_verified(r);
+  CAPTURE(d.name, r.rec.policy.str());
+  if (d.is_gpu && d.is_nvidia) {
+    CHECK(r.rec.policy.path.rfind("scan-lookback: look-back", 0) == 0);
+    CHECK(r.rec.launches == 1);
+  } else if (!d.is_gpu) {
+    // The CPU-shaped two-pass scan: one group per compute unit, a few work-items, each a chunk.
+    CHECK(r.rec.policy.path.rfind("cpu two-pass: ", 0) == 0);
+    CHECK(r.rec.policy.groups == d.compute_units);
+    CHECK(r.rec.policy.wg_size == 4);
+    CHECK(r.rec.launches % 2 == 0);
+  } else {
+    CHECK(r.rec.policy.path.rfind("scan-hierarchical: ", 0) == 0);
+  }
+}
+
+TEST_CASE("scan-fast's CPU path with its default chunk: superblock edges, segments, exclusive", "[scan][fast]") {
+  if (device_context().info().is_gpu) SKIP("the CPU path is for CPUs");
+  const EnvGuard chunk("CLREDUCE_SCAN_CHUNK", "65536");
+  const std::uint64_t seed = std::random_device{}();
+  CAPTURE(seed);
+  ScanProblem p;
+  p.n = 1;
+  const LaunchPolicy pol = find_scan_variant("scan-fast")->policy(device_context(), p, 0);
+  const std::size_t sb = pol.wg_size * pol.groups * pol.items_per_thread;  // one superblock
+  CHECK(pol.items_per_thread == 65536);
+  const std::size_t n = 2 * sb + 1001;
+  const HostArray a = generate(DType::kInt32, n, seed);
+  std::vector<std::uint8_t> flags = random_flags(n, 0.0001, seed);
+  flags[sb] = flags[sb + 1] = 1;  // starts on a superblock edge, a one-element segment
+  for (const bool exclusive : {false, true}) {
+    for (const bool seg : {false, true}) {
+      CAPTURE(exclusive, seg);
+      const ScanRun r = run_scan("scan-fast", a, Op::kSum, exclusive, seg ? &flags : nullptr, 0);
+      require_verified(r);
+      CHECK(r.rec.launches == 6);  // three superblocks, two passes each
+    }
+  }
 }

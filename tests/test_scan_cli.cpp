@@ -128,6 +128,15 @@ TEST_CASE("a --segments flag file and --acc int32 give an int32 result file", "[
   std::filesystem::remove(out_path);
 }
 
+TEST_CASE("a scan-only flag without --variant runs the default scan, scan-fast", "[cli][scan]") {
+  const Result r = run_cli("--exclusive --segment-length 100 --size 5000 --repeat 1 --format json");
+  CHECK(r.code == 0);
+  CHECK(lines(r.out) == 1);
+  CHECK_THAT(r.out, ContainsSubstring("\"variant\":\"scan-fast\""));
+  CHECK_THAT(r.out, ContainsSubstring("\"exclusive\":true,\"segmented\":true"));
+  CHECK_THAT(r.out, ContainsSubstring("\"verified\":true"));
+}
+
 TEST_CASE("an empty scan verifies with a null result", "[cli][scan]") {
   const Result r = run_cli("--variant all-scan --op min --size 0 --format json --repeat 1");
   CHECK(r.code == 0);

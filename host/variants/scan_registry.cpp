@@ -7,6 +7,8 @@ namespace clreduce {
 std::unique_ptr<ScanVariant> make_scan_hillis_steele();
 std::unique_ptr<ScanVariant> make_scan_blelloch();
 std::unique_ptr<ScanVariant> make_scan_hierarchical();
+std::unique_ptr<ScanVariant> make_scan_lookback();
+std::unique_ptr<ScanVariant> make_scan_fast();
 
 const std::vector<std::unique_ptr<ScanVariant>>& scan_variants() {
   static const std::vector<std::unique_ptr<ScanVariant>> v = [] {
@@ -14,6 +16,8 @@ const std::vector<std::unique_ptr<ScanVariant>>& scan_variants() {
     r.push_back(make_scan_hillis_steele());
     r.push_back(make_scan_blelloch());
     r.push_back(make_scan_hierarchical());
+    r.push_back(make_scan_lookback());
+    r.push_back(make_scan_fast());
     return r;
   }();
   return v;

@@ -1,0 +1,141 @@
+// scan_side_by_side.cpp: int32 inclusive sum scans timed alike: clreduce scan variants on an
+// OpenCL device, in interleaved rounds, or (--variants omp) the OpenMP two-pass scan peer
+// (host/omp_peer.hpp). One kind per process: PoCL's and OpenMP's thread pools in one process
+// fight over the cores. Timings are host wall-clock of the scan alone (device: enqueue to queue
+// finish, data already on the device, all launches and the gaps between them; peer: the call).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "context.hpp"
+#include "data.hpp"
+#include "device.hpp"
+#include "error.hpp"
+#include "kernel_dir.hpp"
+#include "omp_peer.hpp"
+#include "scan_variant.hpp"
+#include "size_arg.hpp"
+
+using namespace clreduce;
+
+namespace {
+
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+struct Series {
+  std::string name;
+  std::vector<double> ms;
+};
+
+void print(const Series& s, std::size_t bytes) {
+  std::vector<double> v = s.ms;
+  std::sort(v.begin(), v.end());
+  const double med = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  std::printf("%-34s median %9.3f ms  min %9.3f ms  %7.2f GB/s (median)  %7.2f GB/s (min)\n", s.name.c_str(), med,
+              v.front(), static_cast<double>(bytes) / (med * 1e6), static_cast<double>(bytes) / (v.front() * 1e6));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string size = "2^24", acc = "int64", device = "0", variants = "scan-fast,scan-hierarchical";
+  int rounds = 11;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--size") size = v;
+    else if (a == "--acc") acc = v;
+    else if (a == "--device") device = v;
+    else if (a == "--variants") variants = v;
+    else if (a == "--rounds") rounds = std::max(std::atoi(v.c_str()), 1);
+    else {
+      std::fprintf(stderr, "usage: scan_side_by_side [--size N] [--acc int64|int32] [--device D] "
+                           "[--variants a,b] [--rounds R]\n");
+      return kExitUsage;
+    }
+  }
+  try {
+    if (acc != "int64" && acc != "int32") throw Error(kExitUsage, "--acc int64 or int32");
+    const std::size_t n = parse_size(size);
+    const HostArray a = generate(DType::kInt32, n, 1);
+    const auto* x = reinterpret_cast<const std::int32_t*>(a.bytes.data());
+    const std::size_t out_size = acc == "int64" ? 8 : 4;
+    const std::size_t bytes = n * (4 + out_size);
+
+    if (variants == "omp") {
+      Series peer{"omp two-pass int32->" + acc, {}};
+      std::vector<std::int64_t> y64(acc == "int64" ? n : 0);
+      std::vector<std::int32_t> y32(acc == "int32" ? n : 0);
+      int threads = 1;
+      for (int r = -1; r < rounds; ++r) {
+        const PeerTiming t = acc == "int64" ? omp_scan_i32_i64(x, n, y64.data(), 0, 1) : omp_scan_i32_i32(x, n, y32.data(), 0, 1);
+        threads = t.threads;
+        if (r >= 0) peer.ms.push_back(t.ms_median);
+      }
+      std::printf("n = %zu int32 inclusive sum -> %s, %d rounds, OpenMP threads %d\n", n, acc.c_str(), rounds, threads);
+      print(peer, bytes);
+      return 0;
+    }
+    const auto devices = list_devices();
+    Context ctx(select_device(devices, device), find_kernel_dir(""));
+    ScanProblem p;
+    p.type = DType::kInt32;
+    p.acc_type = resolve_acc(Op::kSum, DType::kInt32, acc);
+    p.n = n;
+    cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY, a.bytes.size());
+    cl::Buffer flags(ctx.context(), CL_MEM_READ_ONLY, 1);
+    cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, n * out_size);
+    ctx.queue().enqueueWriteBuffer(in, CL_TRUE, 0, a.bytes.size(), a.bytes.data());
+
+    std::vector<ScanVariant*> vs;
+    std::vector<LaunchPolicy> pols;
+    std::vector<Series> series;
+    for (std::size_t pos = 0; pos <= variants.size();) {
+      const std::size_t comma = std::min(variants.find(',', pos), variants.size());
+      const std::string name = variants.substr(pos, comma - pos);
+      ScanVariant* v = find_scan_variant(name);
+      if (!v) throw Error(kExitUsage, "unknown scan variant '" + name + "'");
+      vs.push_back(v);
+      pols.push_back(v->policy(ctx, p, 0));
+      series.push_back({name + " [" + pols.back().path + "]", {}});
+      pos = comma + 1;
+    }
+    // The reference for the check after the last round: the sequential loop, wrapping.
+    std::vector<unsigned char> want(n * out_size), check(n * out_size);
+    std::uint64_t run = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      run += static_cast<std::uint64_t>(static_cast<std::int64_t>(x[i]));
+      std::memcpy(want.data() + i * out_size, &run, out_size);  // little-endian: the low bytes
+    }
+    for (int r = -1; r < rounds; ++r) {  // round -1 warms up
+      for (std::size_t k = 0; k < vs.size(); ++k) {
+        std::vector<cl::Event> events;
+        ctx.queue().finish();
+        const double t0 = now_ms();
+        vs[k]->enqueue(ctx, p, pols[k], in, flags, out, events);
+        ctx.queue().finish();
+        if (r >= 0) series[k].ms.push_back(now_ms() - t0);
+        if (r == rounds - 1) {  // the result must match the sequential scan
+          ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, check.size(), check.data());
+          if (check != want) throw Error(kExitVerify, vs[k]->name() + " disagrees with the sequential scan");
+        }
+      }
+    }
+    std::printf("n = %zu int32 inclusive sum -> %s, %d rounds, device %s; GB/s counts input read + output written\n",
+                n, acc.c_str(), rounds, ctx.info().name.c_str());
+    for (const Series& s : series) print(s, bytes);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "scan_side_by_side: %s\n", e.what());
+    return e.code();
+  } catch (const cl::Error& e) {
+    std::fprintf(stderr, "scan_side_by_side: %s: %s\n", e.what(), cl_error_name(e.err()));
+    return kExitOpenCL;
+  }
+  return 0;
+}
