@@ -442,7 +442,7 @@ TEST_CASE("the variant list names the path each device-dependent variant takes",
   const auto empty = std::filesystem::temp_directory_path() / "clreduce_no_icd_ladder";
   std::filesystem::create_directories(empty);
   const std::string env = "OCL_ICD_VENDORS=" + empty.string();
-  if (run_cli("--list-devices", env).code == 0) SKIP("this ICD loader ignores OCL_ICD_VENDORS");
+  if (run_cli("--list-devices", env).code != 3) SKIP("this ICD loader ignores OCL_ICD_VENDORS");
   r = run_cli("--list-variants", env);
   CHECK(r.code == 0);
   CHECK_THAT(r.out, ContainsSubstring("multi-element"));
