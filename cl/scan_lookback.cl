@@ -19,7 +19,7 @@
 // vector r of each row (coalesced, VEC elements wide). Loops over ROWS and VEC are unrolled, so
 // the per-work-item arrays live in registers. Operand order is kept (left first), so the
 // non-commutative segmented operator of clr_scan.h works. Cost per tile: about 3 operations per
-// element, 4 barriers, plus 2 barriers per look-back window. Host sets via -D (and clreduce.h's,
+// element, 5 barriers, plus 2 barriers per look-back window. Host sets via -D (and clreduce.h's,
 // clr_scan.h's macros):
 #ifndef CLREDUCE_H
 #include "clreduce.h"
@@ -204,8 +204,8 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
   barrier(CLK_LOCAL_MEM_FENCE);
 
   // 4. Raking: raker q scans vector totals q*SPAN .. q*SPAN + SPAN - 1 of each row (exclusive,
-  //    in place) and leaves its total in rv; then work-item 0 scans the raker totals of each
-  //    row and the rows, which gives the tile's aggregate.
+  //    in place) and leaves its total in rv; then work-item j scans the raker totals of row j
+  //    (its total to rowp[j]), and work-item 0 the row totals, which gives the tile's aggregate.
   if (lid < RAKERS) {
     const uint lo = lid * SPAN, hi = min(lo + SPAN, (uint)WG_SIZE);
     #pragma unroll
@@ -231,29 +231,40 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
     }
   }
   barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint j = lid; j < ROWS; j += WG_SIZE) {
+    acc_t a = clr_identity();
+    uint af = 0u;
+    #pragma unroll
+    for (uint q = 0; q < RAKERS; ++q) {
+      const acc_t e = rv[j][q];
+      rv[j][q] = a;
+#if CLR_SEGMENTED
+      const uint ef = rf[j][q];
+      rf[j][q] = (uchar)af;
+      a = clr_seg_op(a, e, ef);
+      af |= ef;
+#else
+      a = clr_op(a, e);
+#endif
+    }
+    rowp[j] = a;
+#if CLR_SEGMENTED
+    rowpf[j] = (uchar)af;
+#endif
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
   if (lid == 0) {
     acc_t p = clr_identity();
     uint pf = 0u;
     #pragma unroll
     for (uint j = 0; j < ROWS; ++j) {
-      acc_t a = clr_identity();
-      uint af = 0u;
-      #pragma unroll
-      for (uint q = 0; q < RAKERS; ++q) {
-        const acc_t e = rv[j][q];
-        rv[j][q] = a;
-#if CLR_SEGMENTED
-        const uint ef = rf[j][q];
-        rf[j][q] = (uchar)af;
-        a = clr_seg_op(a, e, ef);
-        af |= ef;
-#else
-        a = clr_op(a, e);
-#endif
-      }
+      const acc_t a = rowp[j];
       rowp[j] = p;
 #if CLR_SEGMENTED
+      const uint af = rowpf[j];
       rowpf[j] = (uchar)pf;
+#else
+      const uint af = 0u;
 #endif
       p = clr_seg_op(p, a, af);
       pf |= af;
@@ -266,22 +277,13 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
     //    can change it (tile 0, or a segment start inside: the aggregate is then the value
     //    since that start).
     lb_publish(desc, tile, (epoch << 2) | (tile == 0 || pf ? ST_P : ST_A), p);
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-#if CLR_SEGMENTED
-  const uint published_p = tile == 0 || rowpf[ROWS];
-#else
-  const uint published_p = tile == 0;
-#endif
-
-  // 6. Look-back (uniform over the group), unless the tile's first element starts a segment:
-  //    the prefix is the combination of the aggregates of tiles tile-1, tile-2, ... down to and
-  //    including the first inclusive prefix found. Each round reads LB_WINDOW descriptors at once;
-  //    work-item 0 combines them nearest first and stops at an unpublished one (the next round
-  //    reads again from there), at a P (done) or at an X (give up).
-  // The loop's state lives in local memory, written by work-item 0 between the barriers and
-  // read by all after them (no private value is carried across the loop's barriers).
-  if (lid == 0) {
+    // 6. Look-back (uniform over the group), unless the tile's first element starts a
+    //    segment: the prefix is the combination of the aggregates of tiles tile-1, tile-2, ...
+    //    down to and including the first inclusive prefix found. Each round reads LB_WINDOW
+    //    descriptors at once; work-item 0 combines them nearest first and stops at an
+    //    unpublished one (the next round reads again from there), at a P (done) or at an X
+    //    (give up). The loop's state lives in local memory, written by work-item 0 between the
+    //    barriers and read by all after them (no private value is carried across them).
 #if CLR_SEGMENTED
     l_state = tile == 0 || flags[base] != 0;  // 0 looking back, 1 done, 2 gave up
 #else
@@ -292,6 +294,11 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
     l_prefix = clr_identity();  // the combination so far
   }
   barrier(CLK_LOCAL_MEM_FENCE);
+#if CLR_SEGMENTED
+  const uint published_p = tile == 0 || rowpf[ROWS];
+#else
+  const uint published_p = tile == 0;
+#endif
   while (l_state == 0u) {
     if (lid < LB_WINDOW) {
       const uint next = l_next;

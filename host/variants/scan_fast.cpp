@@ -15,7 +15,7 @@ namespace clreduce {
 namespace {
 
 constexpr std::size_t kCpuWg = 4;          // work-items per group on the CPU path
-constexpr std::size_t kChunkElems = 1u << 16;  // elements per work-item per superblock (CPU path)
+constexpr std::size_t kChunkElems = 1u << 20;  // elements per work-item per superblock (CPU path)
 
 enum class Path { kLookback, kCpu, kHierarchical };
 

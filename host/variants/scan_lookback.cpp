@@ -3,6 +3,7 @@
 // a group gave up (err = the run's epoch), the scan is redone by a multi-pass variant.
 #include <atomic>
 #include <cstdlib>
+#include <algorithm>
 #include <map>
 
 #include "../error.hpp"
@@ -11,7 +12,13 @@
 namespace clreduce {
 namespace {
 
-constexpr unsigned kRows = 4;  // vectors per work-item
+constexpr unsigned kRows = 4;  // vectors per work-item; $CLREDUCE_LOOKBACK_ROWS (1-16) for tuning
+
+unsigned lookback_rows() {
+  if (const char* s = std::getenv("CLREDUCE_LOOKBACK_ROWS"); s && *s)
+    return static_cast<unsigned>(std::min<unsigned long>(std::max<unsigned long>(std::strtoul(s, nullptr, 10), 1), 16));
+  return kRows;
+}
 
 // Run epochs tag the descriptors (30 bits, never 0), so no run needs them cleared. Unique across
 // contexts: a buffer is never shared between runs of the same epoch.
@@ -53,17 +60,17 @@ class Lookback : public ScanVariant {
     return why;
   }
   LaunchPolicy policy(Context& ctx, const ScanProblem& p, std::size_t local_size) override {
-    const unsigned vec = vec_of(p);
+    const unsigned vec = vec_of(p), rows = lookback_rows();
     const auto bytes = [&](std::size_t wg) {
       const std::size_t rakers = std::min<std::size_t>(wg, 32);
-      const std::size_t values = kRows * wg + kRows * rakers + kRows + 1 + rakers + 1;
-      return values * p.acc_bytes() + rakers * 4 + 16 + (p.segmented ? kRows * (wg + rakers) + kRows + 1 : 0);
+      const std::size_t values = rows * wg + rows * rakers + rows + 1 + rakers + 1;
+      return values * p.acc_bytes() + rakers * 4 + 16 + (p.segmented ? rows * (wg + rakers) + rows + 1 : 0);
     };
     LaunchPolicy pol;
     limit_ = lookback_limit(ctx.info());
     pol.wg_size = choose_scan_wg(ctx, local_size, ctx.info().is_gpu ? 256 : 64, bytes,
-                                 [&](std::size_t wg) { return kernel(ctx, p, wg, vec); });
-    pol.items_per_thread = vec * kRows;
+                                 [&](std::size_t wg) { return kernel(ctx, p, wg, vec, rows); });
+    pol.items_per_thread = vec * rows;
     pol.vec_width = vec;
     const std::size_t tile = pol.wg_size * pol.items_per_thread;
     pol.groups = (p.n + tile - 1) / tile;
@@ -86,7 +93,7 @@ class Lookback : public ScanVariant {
     cl::Buffer& counters = ctx.scratch("scan.lookback.counters", 2 * sizeof(cl_uint));
     cl::Buffer& err = ctx.scratch("scan.lookback.err", sizeof(cl_uint));
     const std::uint32_t epoch = next_epoch();
-    cl::Kernel k = kernel(ctx, p, pol.wg_size, pol.vec_width);
+    cl::Kernel k = kernel(ctx, p, pol.wg_size, pol.vec_width, pol.items_per_thread / pol.vec_width);
     k.setArg(0, in);
     k.setArg(1, flags);
     k.setArg(2, static_cast<cl_ulong>(p.n));
@@ -118,7 +125,7 @@ class Lookback : public ScanVariant {
     const std::size_t tile = pol.wg_size * pol.items_per_thread;
     const std::size_t rakers = std::min<std::size_t>(pol.wg_size, 32);
     const std::uint64_t d = (p.n + tile - 1) / tile + pol.vec_width + (pol.wg_size + rakers - 1) / rakers +
-                            rakers + kRows + 3;
+                            rakers + pol.items_per_thread / pol.vec_width + 3;
     return fallback_ ? std::max(d, fallback_->depth(p, fallback_pol_)) : d;
   }
   std::string run_note() const override {
@@ -139,10 +146,10 @@ class Lookback : public ScanVariant {
     ScanVariant* v = find_scan_variant(ctx.info().is_gpu ? "scan-hierarchical" : "scan-fast");
     return v ? v : find_scan_variant("scan-hierarchical");
   }
-  cl::Kernel kernel(Context& ctx, const ScanProblem& p, std::size_t wg, unsigned vec) const {
+  cl::Kernel kernel(Context& ctx, const ScanProblem& p, std::size_t wg, unsigned vec, unsigned rows) const {
     return ctx.kernel("scan_lookback.cl", "scan_lookback",
                       p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) + " -DVEC=" + std::to_string(vec) +
-                          " -DROWS=" + std::to_string(kRows) + " -DLB_LIMIT=" + std::to_string(limit_) + "u");
+                          " -DROWS=" + std::to_string(rows) + " -DLB_LIMIT=" + std::to_string(limit_) + "u");
   }
 
   unsigned limit_ = 1u << 20;
