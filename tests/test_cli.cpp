@@ -12,39 +12,16 @@
 #include <sys/wait.h>
 
 #include "scan_variant.hpp"
+#include "test_helpers.hpp"
 #include "variant.hpp"
 
 using Catch::Matchers::ContainsSubstring;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;  // stdout and stderr together
-};
-
-// Runs the CLI on the device under test ($CLREDUCE_TEST_DEVICE, else 0) unless args pick one.
-Result run_cli(const std::string& args, const std::string& env = "") {
-  const char* dev = std::getenv("CLREDUCE_TEST_DEVICE");
-  const std::string device = args.find("--device") == std::string::npos && dev && *dev
-                                 ? std::string(" --device '") + dev + "'" : "";
-  const std::string cmd = env + " " + CLREDUCE_BIN + device + " " + args + " 2>&1";
-  Result r{-1, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t k;
-  while ((k = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, k);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::size_t lines(const std::string& s) {
-  std::size_t n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
+using Result = clreduce::test::CliResult;
+using clreduce::test::run_cli;
+std::size_t lines(const std::string& s) { return clreduce::test::count_lines(s); }
 
 }  // namespace
 

@@ -69,5 +69,12 @@ inline CliResult run_cli(const std::string& args, const std::string& env = "") {
   return r;
 }
 
+// Newlines in s: the number of output lines.
+inline std::size_t count_lines(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
 }  // namespace clreduce::test
 #endif

@@ -17,38 +17,16 @@
 #include "npy.hpp"
 #include "scan_reference.hpp"
 #include "scan_variant.hpp"
+#include "test_helpers.hpp"
 
 using Catch::Matchers::ContainsSubstring;
 using namespace clreduce;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;  // stdout and stderr together
-};
-
-// Runs the CLI on the device under test ($CLREDUCE_TEST_DEVICE, else 0).
-Result run_cli(const std::string& args) {
-  const char* dev = std::getenv("CLREDUCE_TEST_DEVICE");
-  const std::string device = dev && *dev ? std::string(" --device '") + dev + "'" : "";
-  const std::string cmd = std::string(CLREDUCE_BIN) + device + " " + args + " 2>&1";
-  Result r{-1, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t k;
-  while ((k = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, k);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::size_t lines(const std::string& s) {
-  std::size_t n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
+using Result = clreduce::test::CliResult;
+using clreduce::test::run_cli;
+std::size_t lines(const std::string& s) { return clreduce::test::count_lines(s); }
 
 std::filesystem::path temp_path(const std::string& tag) {
   return std::filesystem::temp_directory_path() /
