@@ -19,6 +19,22 @@ double median(std::vector<double> v) {
 // The depth verify() needs: a sum's error follows the longest chain of additions (`chain`), but
 // a product's relative error grows with every one of its n - 1 multiplications, whatever the
 // order, so a tree is no tighter than the loop.
+double events_ms(std::vector<cl::Event>& events) {
+  double ms = 0.0;
+  for (auto& e : events)
+    ms += static_cast<double>(e.getProfilingInfo<CL_PROFILING_COMMAND_END>() -
+                              e.getProfilingInfo<CL_PROFILING_COMMAND_START>()) * 1e-6;
+  return ms;
+}
+
+void set_timings(RunRecord& rec, const std::vector<double>& kernel_ms,
+                 const std::vector<double>& wall_ms) {
+  rec.kernel_ms = median(kernel_ms);
+  rec.kernel_ms_min = *std::min_element(kernel_ms.begin(), kernel_ms.end());
+  rec.kernel_ms_max = *std::max_element(kernel_ms.begin(), kernel_ms.end());
+  rec.wall_ms = median(wall_ms);
+}
+
 static std::uint64_t error_depth(const ReduceProblem& p, std::uint64_t chain) {
   return p.op == Op::kProd ? p.n : chain;
 }
@@ -98,20 +114,14 @@ RunRecord ReduceSession::run(ReduceVariant& v) {
       v.enqueue(ctx_, problem_, rec.policy, in, out, events);
       ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, problem_.acc_bytes(), result.data());
       const double t1 = now_ms();
-      double k = 0.0;
-      for (auto& e : events)
-        k += static_cast<double>(e.getProfilingInfo<CL_PROFILING_COMMAND_END>() -
-                                 e.getProfilingInfo<CL_PROFILING_COMMAND_START>()) * 1e-6;
+      const double k = events_ms(events);
       rec.launches = events.size();
       if (r >= cfg_.warmup) {
         kernel_ms.push_back(k);
         wall_ms.push_back(t1 - t0);
       }
     }
-    rec.kernel_ms = median(kernel_ms);
-    rec.kernel_ms_min = *std::min_element(kernel_ms.begin(), kernel_ms.end());
-    rec.kernel_ms_max = *std::max_element(kernel_ms.begin(), kernel_ms.end());
-    rec.wall_ms = median(wall_ms);
+    set_timings(rec, kernel_ms, wall_ms);
     rec.result = Value::from_bytes(problem_.acc(), result.data());
     if (is_arg_op(problem_.op)) {
       std::int64_t idx;
@@ -119,15 +129,7 @@ RunRecord ReduceSession::run(ReduceVariant& v) {
       rec.result.index = idx;
     }
   }
-  const std::uint64_t depth = problem_.n ? error_depth(problem_, v.depth(problem_, rec.policy)) : 0;
-  const Verdict verdict = verify(rec.result, expected_, problem_.op, depth, abs_sum_);
-  rec.verified = verdict.ok;
-  rec.verify_note = verdict.why;
-  rec.bound = verdict.bound;
-  if (rec.kernel_ms > 0) {
-    rec.gbps = static_cast<double>(data_.bytes.size()) / (rec.kernel_ms * 1e6);
-    rec.speedup = rec.seq_ms / rec.kernel_ms;
-  }
+  finish(rec, problem_.n ? v.depth(problem_, rec.policy) : 0);
   return rec;
 }
 
@@ -140,8 +142,13 @@ RunRecord ReduceSession::run_omp() {
   rec.kernel_ms_min = r.timing.ms_min;
   rec.kernel_ms_max = r.timing.ms_max;
   rec.policy.path = "openmp threads=" + std::to_string(r.timing.threads);
-  const Verdict verdict =
-      verify(rec.result, expected_, problem_.op, problem_.n ? error_depth(problem_, r.depth) : 0, abs_sum_);
+  finish(rec, r.depth);
+  return rec;
+}
+
+void ReduceSession::finish(RunRecord& rec, std::uint64_t chain) const {
+  const std::uint64_t depth = problem_.n ? error_depth(problem_, chain) : 0;
+  const Verdict verdict = verify(rec.result, expected_, problem_.op, depth, abs_sum_);
   rec.verified = verdict.ok;
   rec.verify_note = verdict.why;
   rec.bound = verdict.bound;
@@ -149,7 +156,6 @@ RunRecord ReduceSession::run_omp() {
     rec.gbps = static_cast<double>(data_.bytes.size()) / (rec.kernel_ms * 1e6);
     rec.speedup = rec.seq_ms / rec.kernel_ms;
   }
-  return rec;
 }
 
 RunRecord ReduceSession::run_copy() {

@@ -70,6 +70,9 @@ class ReduceSession {
 
  private:
   RunRecord base_record(const std::string& name) const;
+  // Verifies rec.result against the reference (chain: the run's longest chain of operations,
+  // the float bound's depth) and sets gbps and speedup from kernel_ms.
+  void finish(RunRecord& rec, std::uint64_t chain) const;
 
   Context& ctx_;
   const HostArray& data_;
@@ -85,5 +88,13 @@ void check_fits(const DeviceInfo& d, DType t, std::size_t n);
 
 // Median of a non-empty vector.
 double median(std::vector<double> v);
+
+// Kernel time of one run in ms: the sum of the profiling-event durations of its launches.
+double events_ms(std::vector<cl::Event>& events);
+
+// Sets kernel_ms (median), kernel_ms_min and kernel_ms_max from the timed runs' kernel times,
+// and wall_ms (median) from their wall times. Both vectors non-empty.
+void set_timings(RunRecord& rec, const std::vector<double>& kernel_ms,
+                 const std::vector<double>& wall_ms);
 
 }  // namespace clreduce

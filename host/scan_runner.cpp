@@ -113,10 +113,7 @@ RunRecord ScanSession::run(ScanVariant& v, HostArray* output) {
       v.enqueue(ctx_, problem_, rec.policy, in, flags, out, events);
       ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, out_bytes, host_out_.data());
       const double t1 = now_ms();
-      double k = 0.0;
-      for (auto& e : events)
-        k += static_cast<double>(e.getProfilingInfo<CL_PROFILING_COMMAND_END>() -
-                                 e.getProfilingInfo<CL_PROFILING_COMMAND_START>()) * 1e-6;
+      const double k = events_ms(events);
       rec.launches = events.size();
       if (r >= cfg_.warmup) {
         kernel_ms.push_back(k);
@@ -124,8 +121,7 @@ RunRecord ScanSession::run(ScanVariant& v, HostArray* output) {
       }
     }
     if (const std::string note = v.run_note(); !note.empty()) rec.policy.path += "; " + note;
-    rec.kernel_ms = median(kernel_ms);
-    rec.wall_ms = median(wall_ms);
+    set_timings(rec, kernel_ms, wall_ms);
     rec.result = Value::from_bytes(problem_.acc_type, host_out_.data() + out_bytes - problem_.acc_bytes());
   }
   const ScanMode mode{problem_.op, problem_.acc_type, problem_.exclusive};
