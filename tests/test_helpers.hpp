@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "context.hpp"
-#include "device.hpp"
-#include "types.hpp"
+#include "runtime/context.hpp"
+#include "runtime/device.hpp"
+#include "clreduce/types.hpp"
 
 namespace clreduce::test {
 
@@ -24,10 +24,27 @@ inline Context& device_context() {
   static std::unique_ptr<Context> ctx = [] {
     auto devices = list_devices();
     return std::make_unique<Context>(select_device(devices, test_device_spec()),
-                                     CLREDUCE_SOURCE_KERNEL_DIR);
+                                     CLREDUCE_SOURCE_KERNEL_DIR, false, tuning_from_env());
   }();
   return *ctx;
 }
+
+// Sets one tuning knob of ctx (options.hpp) for a scope; an empty value leaves it as it is.
+// The previous knobs are restored afterwards (knobs are read when a plan is made).
+class TuningGuard {
+ public:
+  TuningGuard(Context& ctx, const std::string& key, const std::string& value)
+      : ctx_(ctx), saved_(ctx.tuning()) {
+    if (!value.empty()) set_tuning(ctx.tuning(), key, value, key);
+  }
+  ~TuningGuard() { ctx_.tuning() = saved_; }
+  TuningGuard(const TuningGuard&) = delete;
+  TuningGuard& operator=(const TuningGuard&) = delete;
+
+ private:
+  Context& ctx_;
+  Tuning saved_;
+};
 
 template <class T>
 HostArray make_array(DType t, const std::vector<T>& v) {

@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "context.hpp"
-#include "data.hpp"
-#include "device.hpp"
-#include "error.hpp"
-#include "kernel_dir.hpp"
-#include "omp_peer.hpp"
-#include "scan_variant.hpp"
-#include "size_arg.hpp"
+#include "runtime/context.hpp"
+#include "io/data.hpp"
+#include "runtime/device.hpp"
+#include "clreduce/error.hpp"
+#include "runtime/kernel_dir.hpp"
+#include "run/omp_peer.hpp"
+#include "scan/scan_variant.hpp"
+#include "io/size_arg.hpp"
 
 using namespace clreduce;
 
@@ -57,11 +57,11 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr, "usage: scan_side_by_side [--size N] [--acc int64|int32] [--device D] "
                            "[--variants a,b] [--rounds R]\n");
-      return kExitUsage;
+      return 2;
     }
   }
   try {
-    if (acc != "int64" && acc != "int32") throw Error(kExitUsage, "--acc int64 or int32");
+    if (acc != "int64" && acc != "int32") throw Error(Errc::kUsage, "--acc int64 or int32");
     const std::size_t n = parse_size(size);
     const HostArray a = generate(DType::kInt32, n, 1);
     const auto* x = reinterpret_cast<const std::int32_t*>(a.bytes.data());
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     const auto devices = list_devices();
-    Context ctx(select_device(devices, device), find_kernel_dir(""));
+    Context ctx(select_device(devices, device), find_kernel_dir(""), false, tuning_from_env());
     ScanProblem p;
     p.type = DType::kInt32;
     p.acc_type = resolve_acc(Op::kSum, DType::kInt32, acc);
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
       const std::size_t comma = std::min(variants.find(',', pos), variants.size());
       const std::string name = variants.substr(pos, comma - pos);
       ScanVariant* v = find_scan_variant(name);
-      if (!v) throw Error(kExitUsage, "unknown scan variant '" + name + "'");
+      if (!v) throw Error(Errc::kUsage, "unknown scan variant '" + name + "'");
       vs.push_back(v);
       pols.push_back(v->policy(ctx, p, 0));
       series.push_back({name + " [" + pols.back().path + "]", {}});
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
         if (r >= 0) series[k].ms.push_back(now_ms() - t0);
         if (r == rounds - 1) {  // the result must match the sequential scan
           ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, check.size(), check.data());
-          if (check != want) throw Error(kExitVerify, vs[k]->name() + " disagrees with the sequential scan");
+          if (check != want) throw Error(Errc::kInternal, vs[k]->name() + " disagrees with the sequential scan");
         }
       }
     }
@@ -132,10 +132,10 @@ int main(int argc, char** argv) {
     for (const Series& s : series) print(s, bytes);
   } catch (const Error& e) {
     std::fprintf(stderr, "scan_side_by_side: %s\n", e.what());
-    return e.code();
+    return 1;
   } catch (const cl::Error& e) {
     std::fprintf(stderr, "scan_side_by_side: %s: %s\n", e.what(), cl_error_name(e.err()));
-    return kExitOpenCL;
+    return 1;
   }
   return 0;
 }

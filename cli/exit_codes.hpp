@@ -1,0 +1,32 @@
+// exit_codes.hpp: the clreduce command's exit codes, documented in README.md and --help, and the
+// one mapping from the library's error categories to them.
+#pragma once
+
+#include "clreduce/error.hpp"
+
+namespace clreduce {
+
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitVerify = 1,       // a device result did not match the sequential reference
+  kExitUsage = 2,        // bad command line, bad value or bad input file
+  kExitOpenCL = 3,       // OpenCL runtime error, or no OpenCL platform/device
+  kExitBuild = 4,        // a kernel failed to build, or the kernel directory was not found
+  kExitUnsupported = 5,  // the device cannot run this (no fp64, array larger than max alloc)
+};
+
+// The exit code for an error of category c. An internal inconsistency exits 1 (a result that
+// cannot be trusted), like a failed verification.
+inline int exit_code(Errc c) {
+  switch (c) {
+    case Errc::kUsage:
+    case Errc::kInput: return kExitUsage;
+    case Errc::kRuntime: return kExitOpenCL;
+    case Errc::kBuild: return kExitBuild;
+    case Errc::kUnsupported: return kExitUnsupported;
+    case Errc::kInternal: break;
+  }
+  return kExitVerify;
+}
+
+}  // namespace clreduce

@@ -1,0 +1,120 @@
+// options.cpp: parsing and checking of the tuning knobs, from --tune KEY=VALUE or CLREDUCE_KEY.
+#include "clreduce/options.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "clreduce/error.hpp"
+
+namespace clreduce {
+namespace {
+
+const char* const kCaps[] = {"nv_shfl", "subgroups", "wg_collectives"};
+
+// A decimal count in [lo, hi]; anything else (signs, spaces, suffixes, overflow) is refused.
+unsigned long long parse_count(const std::string& v, unsigned long long lo, unsigned long long hi,
+                               const std::string& source, const std::string& what) {
+  const bool digits = !v.empty() && v.size() <= 19 &&
+                      std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const unsigned long long k = digits ? std::strtoull(v.c_str(), nullptr, 10) : 0;
+  if (!digits || k < lo || k > hi) throw Error(Errc::kUsage, source + " must be " + what + ", not '" + v + "'");
+  return k;
+}
+
+std::string one_of(const std::string& v, std::initializer_list<const char*> allowed, const std::string& source) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (v == a) return v;
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  throw Error(Errc::kUsage, source + " must be one of " + list + ", not '" + v + "'");
+}
+
+std::string env_name(const std::string& key) {
+  std::string e = "CLREDUCE_";
+  for (char c : key) e += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return e;
+}
+
+}  // namespace
+
+const std::vector<TuningKey>& tuning_keys() {
+  static const std::vector<TuningKey> keys = {
+      {"build-options", "TEXT (none)", "appended to every kernel build, e.g. -cl-opt-disable"},
+      {"disable-caps", "all | nv_shfl,subgroups,wg_collectives (none)",
+       "treat those device features as absent (time or test the portable paths)"},
+      {"fast-shape", "auto | gpu | cpu | topdown (auto)", "force fast's shape (still checked, falls back)"},
+      {"fast-groups", "1-1048576 (the shape's choice)", "force fast's number of work-groups"},
+      {"scan-fast-path", "auto | lookback | cpu | hierarchical (auto)", "force scan-fast's path, unchecked"},
+      {"lookback-limit", "0-2147483647 (2^20 on GPUs, 2^22 on CPUs)",
+       "scan-lookback's wait bound in window reads; 0 makes every look-back give up (tests the redo)"},
+      {"lookback-rows", "1-16 (4)", "scan-lookback's 16-byte vectors per work-item"},
+      {"scan-chunk", "1-1073741824 (1048576)", "scan-fast CPU path: elements per work-item per superblock"},
+      {"scan-groups", "1-4096 (one per compute unit)", "scan-fast CPU path: work-groups"},
+  };
+  return keys;
+}
+
+void set_tuning(Tuning& t, const std::string& key_in, const std::string& v, const std::string& source) {
+  std::string key = key_in;
+  if (key.rfind("CLREDUCE_", 0) == 0) {
+    key = key.substr(9);
+    for (char& c : key) c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  if (key == "build-options") {
+    t.build_options = v;
+  } else if (key == "disable-caps") {
+    t.disable_caps.clear();
+    std::size_t pos = 0;
+    while (pos <= v.size() && !v.empty()) {
+      const std::size_t comma = std::min(v.find(',', pos), v.size());
+      const std::string cap = v.substr(pos, comma - pos);
+      if (cap != "all" && std::find(std::begin(kCaps), std::end(kCaps), cap) == std::end(kCaps))
+        throw Error(Errc::kUsage, source + " must be 'all' or names from nv_shfl, subgroups, wg_collectives, not '" + v + "'");
+      t.disable_caps.push_back(cap);
+      pos = comma + 1;
+    }
+  } else if (key == "fast-shape") {
+    t.fast_shape = one_of(v, {"auto", "gpu", "cpu", "topdown"}, source);
+  } else if (key == "fast-groups") {
+    t.fast_groups = parse_count(v, 1, 1u << 20, source, "a count from 1 to 2^20");
+  } else if (key == "scan-fast-path") {
+    t.scan_fast_path = one_of(v, {"auto", "lookback", "cpu", "hierarchical"}, source);
+  } else if (key == "lookback-limit") {
+    t.lookback_limit = static_cast<long long>(parse_count(v, 0, 2147483647, source, "a count from 0 to 2^31-1"));
+  } else if (key == "lookback-rows") {
+    t.lookback_rows = static_cast<unsigned>(parse_count(v, 1, 16, source, "a count from 1 to 16"));
+  } else if (key == "scan-chunk") {
+    t.scan_chunk = parse_count(v, 1, 1u << 30, source, "a count from 1 to 2^30");
+  } else if (key == "scan-groups") {
+    t.scan_groups = parse_count(v, 1, 4096, source, "a count from 1 to 4096");
+  } else {
+    std::string keys;
+    for (const TuningKey& k : tuning_keys()) keys += (keys.empty() ? "" : ", ") + std::string(k.key);
+    throw Error(Errc::kUsage, "unknown tuning key '" + key_in + "' (keys: " + keys + ")");
+  }
+}
+
+void set_tuning(Tuning& t, const std::string& kv) {
+  const std::size_t eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Error(Errc::kUsage, "a tuning setting is KEY=VALUE, not '" + kv + "'");
+  set_tuning(t, kv.substr(0, eq), kv.substr(eq + 1), "--tune " + kv.substr(0, eq));
+}
+
+Tuning tuning_from_env() {
+  Tuning t;
+  for (const TuningKey& k : tuning_keys()) {
+    const std::string name = env_name(k.key);
+    if (const char* v = std::getenv(name.c_str()); v && *v) set_tuning(t, k.key, v, name);
+  }
+  return t;
+}
+
+bool cap_disabled(const Tuning& t, const std::string& cap) {
+  return std::find(t.disable_caps.begin(), t.disable_caps.end(), "all") != t.disable_caps.end() ||
+         std::find(t.disable_caps.begin(), t.disable_caps.end(), cap) != t.disable_caps.end();
+}
+
+}  // namespace clreduce

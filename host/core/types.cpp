@@ -1,0 +1,139 @@
+// types.cpp: names, sizes and NumPy accumulator rules for DType and Op.
+#include "clreduce/types.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "clreduce/error.hpp"
+
+namespace clreduce {
+
+const std::vector<DType>& all_dtypes() {
+  static const std::vector<DType> v = {DType::kInt32, DType::kUInt32, DType::kInt64,
+                                       DType::kUInt64, DType::kFloat, DType::kDouble};
+  return v;
+}
+
+const std::vector<Op>& all_ops() {
+  static const std::vector<Op> v = {Op::kSum, Op::kProd, Op::kMin, Op::kMax, Op::kArgMin,
+                                    Op::kArgMax};
+  return v;
+}
+
+std::string dtype_name(DType t) {
+  switch (t) {
+    case DType::kInt32: return "int32";
+    case DType::kUInt32: return "uint32";
+    case DType::kInt64: return "int64";
+    case DType::kUInt64: return "uint64";
+    case DType::kFloat: return "float";
+    case DType::kDouble: return "double";
+  }
+  return "?";
+}
+
+std::string op_name(Op op) {
+  switch (op) {
+    case Op::kSum: return "sum";
+    case Op::kProd: return "prod";
+    case Op::kMin: return "min";
+    case Op::kMax: return "max";
+    case Op::kArgMin: return "argmin";
+    case Op::kArgMax: return "argmax";
+  }
+  return "?";
+}
+
+DType parse_dtype(const std::string& s) {
+  std::string valid;
+  for (DType t : all_dtypes()) {
+    if (s == dtype_name(t)) return t;
+    valid += (valid.empty() ? "" : ", ") + dtype_name(t);
+  }
+  if (s == "float32") return DType::kFloat;
+  if (s == "float64") return DType::kDouble;
+  throw Error(Errc::kUsage, "unknown type '" + s + "' (valid: " + valid + ")");
+}
+
+Op parse_op(const std::string& s) {
+  std::string valid;
+  for (Op op : all_ops()) {
+    if (s == op_name(op)) return op;
+    valid += (valid.empty() ? "" : ", ") + op_name(op);
+  }
+  throw Error(Errc::kUsage, "unknown op '" + s + "' (valid: " + valid + ")");
+}
+
+std::size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::kInt32: case DType::kUInt32: case DType::kFloat: return 4;
+    default: return 8;
+  }
+}
+
+bool is_float(DType t) { return t == DType::kFloat || t == DType::kDouble; }
+bool is_signed(DType t) { return t == DType::kInt32 || t == DType::kInt64; }
+
+std::string dtype_cl_name(DType t) {
+  switch (t) {
+    case DType::kInt32: return "int";
+    case DType::kUInt32: return "uint";
+    case DType::kInt64: return "long";
+    case DType::kUInt64: return "ulong";
+    case DType::kFloat: return "float";
+    case DType::kDouble: return "double";
+  }
+  return "?";
+}
+
+bool is_arg_op(Op op) { return op == Op::kArgMin || op == Op::kArgMax; }
+bool has_identity(Op op) { return op == Op::kSum || op == Op::kProd; }
+
+DType acc_dtype(Op op, DType t) {
+  if (op == Op::kSum || op == Op::kProd) {
+    if (t == DType::kInt32) return DType::kInt64;
+    if (t == DType::kUInt32) return DType::kUInt64;
+  }
+  return t;
+}
+
+DType resolve_acc(Op op, DType t, const std::string& wanted) {
+  const DType def = acc_dtype(op, t);
+  if (wanted.empty()) return def;
+  const DType w = parse_dtype(wanted);
+  if (w == def || w == t) return w;
+  throw Error(Errc::kUsage, "accumulator " + wanted + " is not available for " + op_name(op) + " of " +
+                              dtype_name(t) + " (use " + dtype_name(def) +
+                              (def != t ? " or " + dtype_name(t) : std::string()) + ")");
+}
+
+Value Value::from_bytes(DType type, const unsigned char* p) {
+  Value v;
+  v.type = type;
+  switch (type) {
+    case DType::kInt32: { std::int32_t x; std::memcpy(&x, p, 4); v.i = x; break; }
+    case DType::kUInt32: { std::uint32_t x; std::memcpy(&x, p, 4); v.u = x; break; }
+    case DType::kInt64: std::memcpy(&v.i, p, 8); break;
+    case DType::kUInt64: std::memcpy(&v.u, p, 8); break;
+    case DType::kFloat: { float x; std::memcpy(&x, p, 4); v.f = static_cast<double>(x); break; }
+    case DType::kDouble: std::memcpy(&v.f, p, 8); break;
+  }
+  return v;
+}
+
+std::string Value::str() const {
+  char buf[64];
+  if (is_float(type)) {
+    if (std::isnan(f)) return "nan";
+    if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
+    std::snprintf(buf, sizeof buf, "%.*g", type == DType::kFloat ? 9 : 17, f);
+  } else if (is_signed(type)) {
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(i));
+  } else {
+    std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(u));
+  }
+  return buf;
+}
+
+}  // namespace clreduce

@@ -1,0 +1,63 @@
+// data.cpp: the counter-based generator behind --size/--seed.
+#include "io/data.hpp"
+
+namespace clreduce {
+
+std::uint64_t data_bits(std::uint64_t seed, std::uint64_t i) {
+  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + i;
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+namespace {
+
+template <class T, class F>
+void fill(HostArray& a, std::uint64_t seed, F f) {
+  T* p = a.as<T>();
+  const auto n = static_cast<std::int64_t>(a.n);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) p[i] = f(data_bits(seed, static_cast<std::uint64_t>(i)));
+}
+
+}  // namespace
+
+HostArray generate(DType t, std::size_t n, std::uint64_t seed) {
+  HostArray a;
+  a.type = t;
+  a.n = n;
+  a.bytes.resize(n * dtype_size(t));
+  constexpr std::uint64_t kWide = 1000000000000ull;
+  switch (t) {
+    case DType::kInt32:
+      fill<std::int32_t>(a, seed, [](std::uint64_t z) {
+        return static_cast<std::int32_t>(z % 2001) - 1000;
+      });
+      break;
+    case DType::kUInt32:
+      fill<std::uint32_t>(a, seed, [](std::uint64_t z) { return static_cast<std::uint32_t>(z % 2001); });
+      break;
+    case DType::kInt64:
+      fill<std::int64_t>(a, seed, [](std::uint64_t z) {
+        return static_cast<std::int64_t>(z % (2 * kWide + 1)) - static_cast<std::int64_t>(kWide);
+      });
+      break;
+    case DType::kUInt64:
+      fill<std::uint64_t>(a, seed, [](std::uint64_t z) { return z % (2 * kWide + 1); });
+      break;
+    case DType::kFloat:
+      fill<float>(a, seed, [](std::uint64_t z) {
+        return static_cast<float>(static_cast<double>(z >> 40) * 0x1p-24 * 2.0 - 1.0);
+      });
+      break;
+    case DType::kDouble:
+      fill<double>(a, seed, [](std::uint64_t z) {
+        return static_cast<double>(z >> 11) * 0x1p-53 * 2.0 - 1.0;
+      });
+      break;
+  }
+  return a;
+}
+
+}  // namespace clreduce

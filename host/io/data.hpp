@@ -1,0 +1,20 @@
+// data.hpp: deterministic test data. Element i depends only on (seed, i) through a counter-based
+// hash, so the same seed gives the same array on every machine, in any order, in parallel.
+#pragma once
+
+#include <cstdint>
+
+#include "clreduce/types.hpp"
+
+namespace clreduce {
+
+// splitmix64 finaliser of (seed * golden + i): the bits element i is made from.
+std::uint64_t data_bits(std::uint64_t seed, std::uint64_t i);
+
+// Generates n elements of type t. Distributions (documented in README):
+//   int32, int64: uniform integers in [-1000, 1000] and [-10^12, 10^12];
+//   uint32, uint64: uniform in [0, 2000] and [0, 2*10^12];
+//   float, double: uniform in [-1, 1) on a 2^-24 / 2^-53 grid.
+HostArray generate(DType t, std::size_t n, std::uint64_t seed);
+
+}  // namespace clreduce

@@ -1,0 +1,354 @@
+// npy.cpp: .npy I/O with a small Python-literal parser for the header dict.
+// Sizes are checked against the file size before allocating, so a lying header cannot hurt.
+#include "io/npy.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+
+#include "clreduce/error.hpp"
+
+namespace clreduce {
+namespace {
+
+const char kMagic[] = "\x93NUMPY";
+constexpr std::size_t kMagicLen = 6;
+constexpr std::uint64_t kMaxHeaderLen = 1u << 20;  // far above anything a 1-D array needs
+constexpr int kMaxDepth = 32;                      // nesting limit for tuples and lists
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw Error(Errc::kInput, path + ": " + what);
+}
+
+// A parsed Python literal; text is its source spelling.
+struct PyValue {
+  enum Kind { kStr, kBool, kInt, kNone, kTuple, kList } kind = kNone;
+  std::string str;
+  bool b = false;
+  bool neg = false;
+  std::uint64_t i = 0;
+  std::vector<PyValue> items;
+  std::string text;
+};
+
+// Parses the header: a dict of string keys to strings, ints, True/False/None, tuples or lists.
+class Parser {
+ public:
+  Parser(const std::string& path, const std::string& s) : path_(path), s_(s) {}
+
+  std::map<std::string, PyValue> dict() {
+    std::map<std::string, PyValue> d;
+    expect('{');
+    for (;;) {
+      skip_ws();
+      if (eat('}')) break;
+      if (p_ >= s_.size() || (s_[p_] != '\'' && s_[p_] != '"')) bad("expected a quoted key");
+      std::string key = quoted();
+      expect(':');
+      if (!d.emplace(key, value(0)).second) bad("duplicate key '" + key + "'");
+      skip_ws();
+      if (eat(',')) continue;
+      expect('}');
+      break;
+    }
+    skip_ws();
+    if (p_ != s_.size()) bad("unexpected text after the dict");
+    return d;
+  }
+
+ private:
+  [[noreturn]] void bad(const std::string& what) {
+    fail(path_, "bad header: " + what + " at offset " + std::to_string(p_));
+  }
+  void skip_ws() {
+    while (p_ < s_.size() && std::string(" \t\n\r").find(s_[p_]) != std::string::npos) ++p_;
+  }
+  bool eat(char c) {
+    if (p_ >= s_.size() || s_[p_] != c) return false;
+    ++p_;
+    return true;
+  }
+  void expect(char c) {
+    skip_ws();
+    if (!eat(c)) bad(std::string("expected '") + c + "'");
+  }
+  std::string quoted() {
+    const char q = s_[p_++];
+    std::string out;
+    for (;;) {
+      if (p_ >= s_.size()) bad("unterminated string");
+      char c = s_[p_++];
+      if (c == q) return out;
+      if (c == '\\' && p_ < s_.size()) c = s_[p_++];
+      out += c;
+    }
+  }
+  PyValue value(int depth) {
+    if (depth > kMaxDepth) bad("nesting too deep");
+    skip_ws();
+    if (p_ >= s_.size()) bad("unexpected end");
+    const std::size_t start = p_;
+    const char c = s_[p_];
+    PyValue v;
+    if (c == '\'' || c == '"') {
+      v.kind = PyValue::kStr;
+      v.str = quoted();
+    } else if (c == '(' || c == '[') {
+      const char close = c == '(' ? ')' : ']';
+      v.kind = c == '(' ? PyValue::kTuple : PyValue::kList;
+      bool comma = false;
+      ++p_;
+      for (;;) {
+        skip_ws();
+        if (eat(close)) break;
+        v.items.push_back(value(depth + 1));
+        skip_ws();
+        if (eat(',')) { comma = true; continue; }
+        expect(close);
+        break;
+      }
+      if (c == '(' && v.items.size() == 1 && !comma) return v.items[0];  // "(5)" is just 5
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      v.kind = PyValue::kInt;
+      v.neg = eat('-');
+      if (p_ >= s_.size() || s_[p_] < '0' || s_[p_] > '9') bad("expected a digit");
+      constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+      while (p_ < s_.size() && s_[p_] >= '0' && s_[p_] <= '9') {
+        const auto digit = static_cast<std::uint64_t>(s_[p_++] - '0');
+        if (v.i > (kMax - digit) / 10) bad("integer too large");
+        v.i = v.i * 10 + digit;
+      }
+      if (!eat('L')) eat('l');  // Python 2 long suffix
+    } else if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')) {
+      while (p_ < s_.size() && std::isalnum(static_cast<unsigned char>(s_[p_]))) ++p_;
+      const std::string name = s_.substr(start, p_ - start);
+      if (name != "True" && name != "False" && name != "None") bad("unknown name '" + name + "'");
+      v.kind = name == "None" ? PyValue::kNone : PyValue::kBool;
+      v.b = name == "True";
+    } else {
+      bad("unexpected character (byte " + std::to_string(static_cast<unsigned char>(c)) + ")");
+    }
+    v.text = s_.substr(start, p_ - start);
+    return v;
+  }
+
+  const std::string& path_;
+  const std::string& s_;
+  std::size_t p_ = 0;
+};
+
+// What a header says about the array.
+struct Header {
+  PyValue descr;
+  bool fortran = false;
+  std::vector<std::uint64_t> shape;
+};
+
+// A simple dtype string such as '<i4': kind in "iufb", size 1/2/4/8, big-endian flag.
+struct Descr {
+  char kind = 0;
+  std::size_t size = 0;
+  bool big = false;
+};
+
+// Parses a descr string; returns false for anything that is not a simple scalar type.
+bool parse_descr(const std::string& s, Descr& d) {
+  std::size_t k = 0;
+  char order = '=';
+  if (!s.empty() && std::string("<>|=").find(s[0]) != std::string::npos) order = s[k++];
+  if (s.size() != k + 2 || std::string("iufb").find(s[k]) == std::string::npos) return false;
+  d.kind = s[k];
+  switch (s[k + 1]) {
+    case '1': d.size = 1; break;
+    case '2': d.size = 2; break;
+    case '4': d.size = 4; break;
+    case '8': d.size = 8; break;
+    default: return false;
+  }
+  if (order == '|' && d.size > 1) return false;
+  if (d.kind == 'b' && d.size != 1) return false;
+  d.big = order == '>' && d.size > 1;
+  return true;
+}
+
+// Opens path for reading and reports its size.
+std::ifstream open_in(const std::string& path, std::uint64_t& size) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(Errc::kInput, "cannot open " + path + ": " + std::strerror(errno));
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) fail(path, "not a regular file");
+  in.seekg(0, std::ios::end);
+  const std::streamoff end = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (end < 0 || !in) fail(path, "cannot determine the file size");
+  size = static_cast<std::uint64_t>(end);
+  return in;
+}
+
+// Reads exactly n bytes into dst.
+void read_exact(std::istream& in, const std::string& path, unsigned char* dst, std::uint64_t n) {
+  in.read(reinterpret_cast<char*>(dst), static_cast<std::streamsize>(n));
+  if (static_cast<std::uint64_t>(in.gcount()) != n) fail(path, "read error");
+}
+
+// Reads the preamble and header dict; leaves `in` at the data and sets data_bytes to what follows.
+Header read_header(std::istream& in, const std::string& path, std::uint64_t file_size,
+                   std::uint64_t& data_bytes) {
+  unsigned char pre[12] = {};
+  read_exact(in, path, pre, std::min<std::uint64_t>(file_size, sizeof pre));
+  if (file_size < kMagicLen || std::memcmp(pre, kMagic, kMagicLen) != 0)
+    fail(path, "not a .npy file (bad magic)");
+  if (file_size < 8) fail(path, "truncated: no format version");
+  if (pre[6] < 1 || pre[6] > 3 || pre[7] != 0)
+    fail(path, "unsupported format version " + std::to_string(pre[6]) + "." + std::to_string(pre[7]));
+  const std::uint64_t prefix = pre[6] == 1 ? 10 : 12;
+  if (file_size < prefix) fail(path, "truncated: no header length");
+  std::uint64_t hlen = pre[8] | std::uint64_t{pre[9]} << 8;
+  if (prefix == 12) hlen |= std::uint64_t{pre[10]} << 16 | std::uint64_t{pre[11]} << 24;
+  if (hlen > file_size - prefix)
+    fail(path, "bad header: header length " + std::to_string(hlen) + " runs past the end of the file (" +
+                   std::to_string(file_size) + " bytes)");
+  if (hlen > kMaxHeaderLen) fail(path, "bad header: header length " + std::to_string(hlen) + " is too large");
+  std::string text(static_cast<std::size_t>(hlen), '\0');
+  in.seekg(static_cast<std::streamoff>(prefix));
+  read_exact(in, path, reinterpret_cast<unsigned char*>(&text[0]), hlen);
+  data_bytes = file_size - prefix - hlen;
+
+  std::map<std::string, PyValue> d = Parser(path, text).dict();
+  for (const auto& kv : d)
+    if (kv.first != "descr" && kv.first != "fortran_order" && kv.first != "shape")
+      fail(path, "bad header: unexpected key '" + kv.first + "'");
+  for (const char* key : {"descr", "fortran_order", "shape"})
+    if (!d.count(key)) fail(path, std::string("bad header: missing key '") + key + "'");
+  Header h;
+  h.descr = d["descr"];
+  const PyValue& fo = d["fortran_order"];
+  if (fo.kind != PyValue::kBool) fail(path, "bad header: 'fortran_order' is not True or False");
+  h.fortran = fo.b;
+  const PyValue& sh = d["shape"];
+  if (sh.kind != PyValue::kTuple) fail(path, "bad header: 'shape' is not a tuple");
+  for (const PyValue& x : sh.items) {
+    if (x.kind != PyValue::kInt || (x.neg && x.i != 0))
+      fail(path, "bad header: bad dimension '" + x.text + "' in 'shape'");
+    h.shape.push_back(x.i);
+  }
+  return h;
+}
+
+// The message for a dtype outside the supported set.
+[[noreturn]] void unsupported_dtype(const std::string& path, const PyValue& descr, const char* supported) {
+  const std::string shown = descr.kind == PyValue::kStr ? "'" + descr.str + "'" : descr.text;
+  fail(path, "unsupported dtype " + shown + " (supported: " + supported + ")");
+}
+
+// Checks order and rank, then reads exactly n elements of `size` bytes, rejecting short or long data.
+std::vector<unsigned char> read_data(std::istream& in, const std::string& path, const Header& h,
+                                     std::size_t size, std::uint64_t data_bytes, std::size_t& n_out) {
+  if (h.fortran) fail(path, "Fortran order is not supported");
+  if (h.shape.size() != 1) {
+    std::string s = "(";
+    for (std::size_t k = 0; k < h.shape.size(); ++k) s += (k ? ", " : "") + std::to_string(h.shape[k]);
+    fail(path, "shape " + s + ") is not 1-D");
+  }
+  const std::uint64_t n = h.shape[0];
+  const bool fits = n <= std::numeric_limits<std::uint64_t>::max() / size;
+  if (!fits || n * size != data_bytes) {
+    const std::string want = fits ? std::to_string(n * size) + " bytes" : "more than 2^64 bytes";
+    fail(path, std::string(fits && n * size < data_bytes ? "trailing data" : "truncated") +
+                   ": header says " + std::to_string(n) + " elements (" + want + ") but " +
+                   std::to_string(data_bytes) + " bytes of data follow");
+  }
+  if (data_bytes > std::numeric_limits<std::size_t>::max()) fail(path, "too large for this platform");
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(data_bytes));
+  if (data_bytes) read_exact(in, path, bytes.data(), data_bytes);
+  n_out = static_cast<std::size_t>(n);
+  return bytes;
+}
+
+// The little-endian descr of a dtype; its last character is the element size.
+std::string descr_of(DType t) {
+  switch (t) {
+    case DType::kInt32: return "<i4";
+    case DType::kUInt32: return "<u4";
+    case DType::kInt64: return "<i8";
+    case DType::kUInt64: return "<u8";
+    case DType::kFloat: return "<f4";
+    case DType::kDouble: return "<f8";
+  }
+  return "<?0";
+}
+
+}  // namespace
+
+HostArray read_npy(const std::string& path) {
+  std::uint64_t file_size = 0, data_bytes = 0;
+  std::ifstream in = open_in(path, file_size);
+  const Header h = read_header(in, path, file_size, data_bytes);
+  Descr d;
+  HostArray a;
+  if (h.descr.kind != PyValue::kStr || !parse_descr(h.descr.str, d) || d.size < 4)
+    unsupported_dtype(path, h.descr, "int32, uint32, int64, uint64, float32, float64");
+  if (d.kind == 'i') a.type = d.size == 4 ? DType::kInt32 : DType::kInt64;
+  else if (d.kind == 'u') a.type = d.size == 4 ? DType::kUInt32 : DType::kUInt64;
+  else a.type = d.size == 4 ? DType::kFloat : DType::kDouble;
+  a.bytes = read_data(in, path, h, d.size, data_bytes, a.n);
+  if (d.big)
+    for (std::size_t k = 0; k < a.bytes.size(); k += d.size)
+      std::reverse(&a.bytes[k], &a.bytes[k] + d.size);
+  return a;
+}
+
+std::vector<std::uint8_t> read_npy_flags(const std::string& path) {
+  std::uint64_t file_size = 0, data_bytes = 0;
+  std::ifstream in = open_in(path, file_size);
+  const Header h = read_header(in, path, file_size, data_bytes);
+  Descr d;
+  if (h.descr.kind != PyValue::kStr || !parse_descr(h.descr.str, d) || d.kind == 'f')
+    unsupported_dtype(path, h.descr, "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64");
+  std::size_t n = 0;
+  std::vector<unsigned char> bytes = read_data(in, path, h, d.size, data_bytes, n);
+  // Nonzero does not depend on byte order; compacting in place is safe: element i starts at i*size >= i.
+  for (std::size_t i = 0; i < n; ++i) {
+    unsigned char any = 0;
+    for (std::size_t k = 0; k < d.size; ++k) any |= bytes[i * d.size + k];
+    bytes[i] = any != 0;
+  }
+  bytes.resize(n);
+  bytes.shrink_to_fit();
+  return bytes;
+}
+
+void write_npy(const std::string& path, const HostArray& a) {
+  const std::string descr = descr_of(a.type);
+  const auto size = static_cast<std::size_t>(descr[2] - '0');
+  if (size == 0 || a.n > a.bytes.size() / size || a.n * size != a.bytes.size())
+    fail(path, "internal error: array of " + std::to_string(a.n) + " elements holds " +
+                   std::to_string(a.bytes.size()) + " bytes");
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + std::to_string(a.n) + ",), }";
+  // Pad with spaces and a newline so the data starts at a multiple of 64; v2.0 when v1.0's 16 bits are short.
+  std::size_t prefix = 10;
+  const auto pad = [&] { return (64 - (prefix + header.size() + 1) % 64) % 64; };
+  if (header.size() + pad() + 1 > 0xffff) prefix = 12;
+  header.append(pad(), ' ') += '\n';
+  std::string pre(kMagic, kMagicLen);
+  pre += static_cast<char>(prefix == 10 ? 1 : 2);
+  pre += '\0';
+  for (std::size_t k = 0; k < prefix - 8; ++k)
+    pre += static_cast<char>((header.size() >> (8 * k)) & 0xff);
+
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(Errc::kInput, "cannot open " + path + ": " + std::strerror(errno));
+  out.write(pre.data(), static_cast<std::streamsize>(pre.size()));
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(reinterpret_cast<const char*>(a.bytes.data()), static_cast<std::streamsize>(a.bytes.size()));
+  out.close();
+  if (!out) fail(path, "write error");
+}
+
+}  // namespace clreduce

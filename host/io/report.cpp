@@ -1,0 +1,123 @@
+// report.cpp: number formatting is done with snprintf under the C locale, never the user's.
+#include "io/report.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace clreduce {
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", c);
+          o += b;
+        } else {
+          o += c;
+        }
+    }
+  }
+  return o;
+}
+
+static std::string num(double x) {
+  if (!std::isfinite(x)) return "null";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g", x);
+  return b;
+}
+
+// A value as JSON: integers as numbers, floats as numbers or the strings "nan", "inf", "-inf".
+static std::string json_value(const Value& v) {
+  if (is_float(v.type) && !std::isfinite(v.f)) return "\"" + v.str() + "\"";
+  return v.str();
+}
+
+std::string to_json(const RunRecord& r) {
+  const bool scan = r.mode == "scan";
+  std::string s = "{\"variant\":\"" + json_escape(r.variant) + "\",\"kind\":\"" + json_escape(r.kind) +
+                  "\",\"mode\":\"" + r.mode + "\",\"op\":\"" + op_name(r.op) +
+                  "\",\"type\":\"" + dtype_name(r.type) + "\",\"acc\":\"" + dtype_name(r.acc) +
+                  "\",\"n\":" + std::to_string(r.n) +
+                  ",\"device\":\"" + json_escape(r.device) + "\"";
+  if (scan)
+    s += std::string(",\"exclusive\":") + (r.exclusive ? "true" : "false") +
+         ",\"segmented\":" + (r.segmented ? "true" : "false");
+  if (r.skipped) return s + ",\"skipped\":true,\"reason\":\"" + json_escape(r.skip_reason) + "\"}";
+  if (r.kind != "ceiling") {
+    const bool none = scan && r.n == 0;  // an empty scan has no last element
+    s += ",\"result\":" + (none ? std::string("null") : json_value(r.result));
+    if (is_arg_op(r.op)) s += ",\"index\":" + std::to_string(r.result.index);
+    s += ",\"expected\":" + (none ? std::string("null") : json_value(r.expected));
+    if (is_arg_op(r.op)) s += ",\"expected_index\":" + std::to_string(r.expected.index);
+  }
+  s += std::string(",\"verified\":") + (r.verified ? "true" : "false");
+  if (!r.verified) s += ",\"error\":\"" + json_escape(r.verify_note) + "\"";
+  if (scan)
+    s += ",\"first_wrong\":" + std::to_string(r.first_wrong) +
+         ",\"wrong_count\":" + std::to_string(r.wrong_count);
+  s += ",\"kernel_ms\":" + num(r.kernel_ms) + ",\"kernel_ms_min\":" + num(r.kernel_ms_min) +
+       ",\"kernel_ms_max\":" + num(r.kernel_ms_max) + ",\"wall_ms\":" + num(r.wall_ms) +
+       ",\"gbps\":" + num(r.gbps) + ",\"seq_ms\":" + num(r.seq_ms) +
+       ",\"speedup\":" + num(r.speedup) + ",\"launches\":" + std::to_string(r.launches) +
+       ",\"policy\":\"" + json_escape(r.kind == "clreduce" ? r.policy.str() : r.policy.path) + "\"";
+  for (const auto& [key, value] : r.ratios) s += ",\"" + json_escape(key) + "\":" + num(value);
+  return s + "}";
+}
+
+std::string to_json(const DeviceInfo& d) {
+  auto str = [](const std::string& v) { return "\"" + json_escape(v) + "\""; };
+  return "{\"index\":" + std::to_string(d.index) + ",\"type\":" + str(d.type) + ",\"name\":" + str(d.name) +
+         ",\"platform\":" + str(d.platform_name) + ",\"vendor\":" + str(d.vendor) +
+         ",\"driver\":" + str(d.driver_version) + ",\"version\":" + str(d.device_version) +
+         ",\"opencl_c\":" + str(d.c_version) + ",\"compute_units\":" + std::to_string(d.compute_units) +
+         ",\"global_mem\":" + std::to_string(d.global_mem) + ",\"max_alloc\":" + std::to_string(d.max_alloc) +
+         ",\"local_mem\":" + std::to_string(d.local_mem) + ",\"max_wg_size\":" + std::to_string(d.max_wg_size) +
+         ",\"fp64\":" + (d.fp64 ? "true" : "false") + "}";
+}
+
+std::string table_header(bool ratios) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%-22s %-28s %-8s %10s %10s %9s %10s %9s %8s%s\n", "variant",
+                "result", "verified", "kernel ms", "wall ms", "GB/s", "seq ms", "speedup",
+                "launches", ratios ? "   vs omp" : "");
+  return line;
+}
+
+std::string table_row(const RunRecord& r, bool ratios) {
+  char line[512];
+  if (r.skipped) {
+    std::snprintf(line, sizeof line, "%-22s skipped: %s\n", r.variant.c_str(), r.skip_reason.c_str());
+    return line;
+  }
+  std::string res = r.kind == "ceiling"             ? "(bytes read + written)"
+                    : r.mode == "scan" && r.n == 0 ? "(empty)"
+                                                   : r.result.str();
+  if (is_arg_op(r.op) && r.kind != "ceiling") res += " @" + std::to_string(r.result.index);
+  std::string ratio;
+  if (ratios) {
+    char b[32] = "        -";
+    for (const auto& [key, value] : r.ratios)
+      if (key == "vs_omp") std::snprintf(b, sizeof b, " %8.2f", value);
+    ratio = b;
+  }
+  std::snprintf(line, sizeof line, "%-22s %-28s %-8s %10.4f %10.4f %9.2f %10.4f %9.2f %8zu%s\n",
+                r.variant.c_str(), res.c_str(), r.verified ? "yes" : "NO", r.kernel_ms, r.wall_ms,
+                r.gbps, r.seq_ms, r.speedup, r.launches, ratio.c_str());
+  std::string out = line;
+  if (!r.verified) {
+    out += "  expected " + r.expected.str();
+    if (is_arg_op(r.op)) out += " @" + std::to_string(r.expected.index);
+    out += ": " + r.verify_note + "\n";
+  }
+  return out;
+}
+
+}  // namespace clreduce

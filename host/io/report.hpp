@@ -1,0 +1,32 @@
+// report.hpp: the readable table and the JSON lines (one object per variant run, C locale).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/device.hpp"
+#include "run/runner.hpp"
+
+namespace clreduce {
+
+// One JSON object, no trailing newline. Keys: variant, kind ("clreduce", "peer" or "ceiling"),
+// mode ("reduce" or "scan"), op, type, acc, n, device, result, index (arg ops), expected (neither for kind "ceiling"), verified,
+// kernel_ms, kernel_ms_min, kernel_ms_max, wall_ms, gbps, seq_ms, speedup, launches, policy, the
+// ratios (vs_omp), and skipped/reason or error when they apply. Scans add exclusive, segmented,
+// first_wrong and wrong_count; their result and expected are the last elements (null when n = 0).
+std::string to_json(const RunRecord& r);
+
+// The table's header line, and one row (plus a line saying why, when not verified); `ratios`
+// adds a last column, the vs_omp ratio.
+std::string table_header(bool ratios = false);
+std::string table_row(const RunRecord& r, bool ratios = false);
+
+// One device as a JSON object (--list-devices --format json), no trailing newline. Keys: index,
+// type, name, platform, vendor, driver, version, opencl_c, compute_units, global_mem,
+// max_alloc, local_mem (bytes), max_wg_size, fp64.
+std::string to_json(const DeviceInfo& d);
+
+// JSON string escaping.
+std::string json_escape(const std::string& s);
+
+}  // namespace clreduce

@@ -1,0 +1,115 @@
+// reduce_butterfly.cpp: the XOR all-reduce. Launch 1 leaves each group's total in all of its
+// work-items; with several groups, launch 2 has every group fold all partials and butterfly again.
+#include "reduce/reduce_butterfly.hpp"
+
+#include <algorithm>
+
+#include "clreduce/error.hpp"
+
+namespace clreduce {
+namespace {
+
+bool is_pow2(std::size_t x) { return x && (x & (x - 1)) == 0; }
+
+cl::Kernel kernel(Context& ctx, const ReduceProblem& p, std::size_t wg, const char* name) {
+  return ctx.kernel("reduce_butterfly.cl", name,
+                    p.cl_options() + " -DWG_SIZE=" + std::to_string(wg));
+}
+
+}  // namespace
+
+std::string ButterflyVariant::description() const {
+  return "XOR all-reduce: every work-item ends holding the total; power-of-two groups";
+}
+
+LaunchPolicy ButterflyVariant::policy(Context& ctx, const ReduceProblem& p,
+                                      std::size_t local_size) {
+  const DeviceInfo& d = ctx.info();
+  const std::string ls = "work-group size " + std::to_string(local_size);
+  if (local_size && !is_pow2(local_size))
+    throw Error(Errc::kUsage,
+                ls + ": butterfly needs a power-of-two work-group size (partner lid ^ b)");
+  const auto local_bytes = [&](std::size_t w) { return 2 * w * p.acc_bytes(); };
+  check_local_size(ctx, local_size, local_bytes(local_size));
+  const std::size_t preferred = d.is_gpu ? 256 : 64;
+  std::size_t wg =
+      choose_wg(ctx, kernel(ctx, p, local_size ? local_size : preferred, "reduce_butterfly"),
+                local_size, local_size ? local_size : preferred);
+  while (wg > 1 && local_bytes(wg) > d.local_mem) wg /= 2;  // only without an override
+  for (const char* k : {"reduce_butterfly", "reduce_butterfly_all"}) {
+    const std::size_t limit = kernel_max_wg(ctx, kernel(ctx, p, wg, k));
+    if (wg > limit) {
+      if (local_size)
+        throw Error(Errc::kUsage, ls + " is larger than " + d.name + " allows for this kernel (" +
+                                    std::to_string(limit) + ")");
+      while (wg > limit) wg /= 2;
+    }
+  }
+  LaunchPolicy pol;
+  pol.wg_size = wg;
+  // Enough groups to fill the device, no more than the data needs; launch 2 reads groups^2
+  // partials, so the grid stays near the device's size.
+  const std::size_t per_cu = d.is_gpu ? std::max<std::size_t>(1, 2048 / wg) : 8;
+  const std::size_t fill = std::max<std::size_t>(1, d.compute_units * per_cu);
+  pol.groups = std::clamp<std::size_t>((p.n + wg - 1) / wg, 1, fill);
+  pol.items_per_thread = static_cast<unsigned>(
+      (std::max<std::size_t>(p.n, 1) + pol.groups * wg - 1) / (pol.groups * wg));
+  pol.path = pol.groups == 1 ? "1 launch" : "2 launches";
+  return pol;
+}
+
+void ButterflyVariant::enqueue(Context& ctx, const ReduceProblem& p, const LaunchPolicy& pol,
+                               const cl::Buffer& in, const cl::Buffer& out,
+                               std::vector<cl::Event>& events) {
+  const std::size_t wg = pol.wg_size, g = pol.groups;
+  cl::Kernel first = kernel(ctx, p, wg, "reduce_butterfly");
+  const cl::Buffer partials = ctx.scratch("butterfly.partials", g * p.acc_bytes());
+  const cl::Buffer copies =
+      ctx.scratch("butterfly.copies", keep_copies_ ? g * wg * p.acc_bytes() : 16);
+  const cl_uint keep = keep_copies_ ? 1 : 0;
+  if (keep_copies_) {  // a sentinel, so a copy no work-item wrote cannot pass for the total
+    const std::vector<unsigned char> sentinel(g * wg * p.acc_bytes(), 0xA5);
+    ctx.queue().enqueueWriteBuffer(copies, CL_TRUE, 0, sentinel.size(), sentinel.data());
+  }
+  first.setArg(0, in);
+  first.setArg(1, static_cast<cl_ulong>(p.n));
+  first.setArg(2, partials);
+  first.setArg(3, out);
+  first.setArg(4, copies);
+  first.setArg(5, keep);
+  events.emplace_back();
+  ctx.queue().enqueueNDRangeKernel(first, cl::NullRange, cl::NDRange(g * wg), cl::NDRange(wg),
+                                   nullptr, &events.back());
+  if (g > 1) {
+    cl::Kernel all = kernel(ctx, p, wg, "reduce_butterfly_all");
+    all.setArg(0, partials);
+    all.setArg(1, static_cast<cl_uint>(g));
+    all.setArg(2, out);
+    all.setArg(3, copies);
+    all.setArg(4, keep);
+    events.emplace_back();
+    ctx.queue().enqueueNDRangeKernel(all, cl::NullRange, cl::NDRange(g * wg), cl::NDRange(wg),
+                                     nullptr, &events.back());
+  }
+  copies_ = keep_copies_ ? g * wg : 0;
+}
+
+std::vector<unsigned char> ButterflyVariant::read_copies(Context& ctx,
+                                                         const ReduceProblem& p) const {
+  std::vector<unsigned char> v(copies_ * p.acc_bytes());
+  if (!v.empty())
+    ctx.queue().enqueueReadBuffer(ctx.scratch("butterfly.copies", v.size()), CL_TRUE, 0, v.size(),
+                                  v.data());
+  return v;
+}
+
+std::uint64_t ButterflyVariant::depth(const ReduceProblem&, const LaunchPolicy& pol) const {
+  return pol.items_per_thread + 2 * ceil_log2(pol.wg_size) +
+         (pol.groups + pol.wg_size - 1) / pol.wg_size;
+}
+
+std::unique_ptr<ReduceVariant> make_reduce_butterfly() {
+  return std::make_unique<ButterflyVariant>();
+}
+
+}  // namespace clreduce

@@ -1,0 +1,248 @@
+// reduce_fast.cpp: the default variant: one launch of cl/reduce_fast.cl, GPU-shaped (16-byte
+// grid-stride loads, grid from compute units) or CPU-shaped (a run per work-item, a group per
+// core). The device type picks the shape once per context; a trial build and a numeric check
+// confirm it, else the other shape is tried, then topdown's scheme.
+#include "reduce/variant.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <vector>
+
+#include "clreduce/error.hpp"
+
+namespace clreduce {
+namespace {
+
+enum class Shape { kGpu, kCpu, kTopdown };
+
+const char* shape_name(Shape s) {
+  return s == Shape::kGpu ? "gpu-shape" : s == Shape::kCpu ? "cpu-shape" : "topdown-scheme";
+}
+
+// The tunables of one shape for one element type.
+struct ShapeParams {
+  bool cpu = false;
+  unsigned vec = 4;               // elements per vector load
+  unsigned unroll = 4;            // independent loads per loop step
+  unsigned accs = 1;              // vector accumulators (1, or unroll to hide add latency)
+  bool streams = false;           // CPU: the unrolled loads read far-apart parts of a run
+  std::size_t wg = 256;           // preferred work-items per group
+  std::size_t groups_per_cu = 4;  // most groups per compute unit
+  std::size_t min_vectors = 1;    // fewest vectors per work-item before another group is added
+};
+
+// GPU: 16 bytes per load (int4/float4, long2/double2), 4 loads in flight per work-item into
+// one accumulator (few registers), 256 work-items per group, 4 groups per compute unit (1024
+// work-items: one wave at up to 64 registers each, 64 KiB of loads in flight per unit), and
+// at least 1 vector per work-item, so n = 2^16 int32 runs as 64 groups in one launch (with 4,
+// 16 groups took 6.7-8.0 us on the H200 against topdown's 5.1 us with 256 groups).
+// CPU: 64 bytes per load (one AVX-512 register of T); each work-item splits its run into 4
+// streams read side by side into 4 accumulators (measured on PoCL at 2^26 int32: 4 streams
+// about 1.15-1.3x OpenMP, 2 about 1.15x, 1 about 1.0x, consecutive vectors about 1.0x); one
+// work-item per group, one group per core, at least 2^12 vectors (256 KiB) per work-item.
+ShapeParams shape_params(Shape s, DType t) {
+  ShapeParams sp;
+  const unsigned bytes = static_cast<unsigned>(dtype_size(t));
+  if (s == Shape::kGpu) {
+    sp.vec = 16 / bytes;
+    return sp;
+  }
+  sp.cpu = true;
+  sp.vec = 64 / bytes;
+  sp.unroll = 4;
+  sp.accs = sp.unroll;
+  sp.streams = true;
+  sp.wg = 1;
+  sp.groups_per_cu = 1;
+  sp.min_vectors = 4096;
+  return sp;
+}
+
+cl::Kernel build(Context& ctx, const ReduceProblem& p, const ShapeParams& sp, std::size_t wg,
+                 bool idx32) {
+  return ctx.kernel("reduce_fast.cl", "reduce_fast",
+                    p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) +
+                        " -DFAST_CPU=" + (sp.cpu ? "1" : "0") + " -DVEC=" + std::to_string(sp.vec) +
+                        " -DUNROLL=" + std::to_string(sp.unroll) +
+                        " -DFAST_ACCS=" + std::to_string(sp.accs) +
+                        " -DFAST_STREAMS=" + (sp.streams ? "1" : "0") +
+                        " -DFAST_IDX32=" + (idx32 ? "1" : "0"));
+}
+
+// True when every vector index the kernel computes fits in 32 bits.
+bool fits_idx32(std::size_t n, std::size_t items, unsigned unroll) {
+  const std::uint64_t nv = n;  // vectors <= elements
+  return nv + (std::uint64_t{unroll} + 2) * items < (std::uint64_t{1} << 31);
+}
+
+// The launch for shape sp on p: group size, group count, elements per work-item, vector width.
+// forced_groups > 0 fixes the number of groups (the fast-groups knob, or the start-up check).
+LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::size_t local_size,
+                          std::size_t forced_groups) {
+  const ShapeParams sp = shape_params(s, p.type);
+  const std::size_t cap = std::max<std::size_t>(1, ctx.info().compute_units * sp.groups_per_cu);
+  const std::size_t nv = std::max<std::size_t>(p.n / sp.vec, 1);
+  std::function<std::size_t(std::size_t)> groups_for = [&](std::size_t wg) {
+    const std::size_t per_group = wg * sp.min_vectors;
+    return std::clamp<std::size_t>((nv + per_group - 1) / per_group, 1, cap);
+  };
+  auto idx32_for = [&](std::size_t wg) { return fits_idx32(p.n, groups_for(wg) * wg, sp.unroll); };
+  if (forced_groups > 0) groups_for = [forced_groups](std::size_t) { return forced_groups; };
+  LaunchPolicy pol;
+  pol.wg_size = choose_wg(ctx, build(ctx, p, sp, sp.wg, idx32_for(sp.wg)), local_size, sp.wg);
+  pol.groups = groups_for(pol.wg_size);
+  // The kernel is built for its group size: check the one actually used, so a size the
+  // device cannot take is refused here (exit 2) rather than at launch.
+  if (pol.wg_size != sp.wg)
+    choose_wg(ctx, build(ctx, p, sp, pol.wg_size, idx32_for(pol.wg_size)), pol.wg_size, pol.wg_size);
+  const std::size_t items = pol.groups * pol.wg_size;
+  pol.items_per_thread = static_cast<unsigned>((p.n + items - 1) / items);
+  pol.vec_width = sp.vec;
+  pol.path = std::string(shape_name(s)) + " " + dtype_cl_name(p.type) + std::to_string(sp.vec) +
+             " x" + std::to_string(sp.unroll) + " ticket";
+  return pol;
+}
+
+Shape shape_of(const LaunchPolicy& pol) {
+  if (pol.path.rfind(shape_name(Shape::kGpu), 0) == 0) return Shape::kGpu;
+  if (pol.path.rfind(shape_name(Shape::kCpu), 0) == 0) return Shape::kCpu;
+  return Shape::kTopdown;
+}
+
+void shape_enqueue(Context& ctx, const ReduceProblem& p, const LaunchPolicy& pol, Shape s,
+                   const cl::Buffer& in, const cl::Buffer& out, std::vector<cl::Event>& events) {
+  const ShapeParams sp = shape_params(s, p.type);
+  const std::size_t items = pol.groups * pol.wg_size;
+  cl::Kernel k = build(ctx, p, sp, pol.wg_size, fits_idx32(p.n, items, sp.unroll));
+  cl::Buffer& partials = ctx.scratch("fast.partials", pol.groups * p.acc_bytes());
+  // The ticket starts zeroed (scratch buffers are) and each launch's last group resets it;
+  // one per shape, so a shape that failed its check cannot leave a ticket for the other.
+  cl::Buffer& ticket = ctx.scratch(std::string("fast.ticket.") + shape_name(s), sizeof(cl_uint));
+  k.setArg(0, in);
+  k.setArg(1, static_cast<cl_ulong>(p.n));
+  k.setArg(2, partials);
+  k.setArg(3, ticket);
+  k.setArg(4, out);
+  events.emplace_back();
+  ctx.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(items), cl::NDRange(pol.wg_size),
+                                   nullptr, &events.back());
+}
+
+// Trial build and numeric check of shape s: an int32 sum (int64 accumulator) on three groups,
+// about 2 x unroll + 1 vectors per work-item (the unrolled loop and its remainder), dealt out
+// unevenly, a tail, and values near INT32_MAX that a 32-bit accumulator would wrap; two
+// launches (the ticket must reset). Empty when it passes.
+std::string check_shape(Context& ctx, Shape s) {
+  try {
+    const ShapeParams sp = shape_params(s, DType::kInt32);
+    ReduceProblem p;
+    p.op = Op::kSum;
+    p.type = DType::kInt32;
+    p.acc_type = DType::kInt64;
+    const std::size_t vectors = 3 * sp.wg * (2 * sp.unroll + 1) - (sp.wg + 1) / 2 - 1;
+    p.n = vectors * sp.vec + sp.vec - 1;
+    std::vector<std::int32_t> x(p.n);
+    std::int64_t want = 0;
+    for (std::size_t i = 0; i < p.n; ++i) {
+      x[i] = i % 97 == 0 ? std::numeric_limits<std::int32_t>::max()
+                         : static_cast<std::int32_t>((i * 2654435761u) % 2001) - 1000;
+      want += x[i];
+    }
+    const LaunchPolicy pol = shape_policy(ctx, p, s, 0, 3);
+    cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, p.n * sizeof(std::int32_t),
+                  x.data());
+    std::int64_t got = 0x5A5A5A5A5A5A5A5A;
+    cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof got, &got);
+    std::vector<cl::Event> events;
+    for (int run = 0; run < 2; ++run) {
+      got = 0x5A5A5A5A5A5A5A5A;
+      ctx.queue().enqueueWriteBuffer(out, CL_TRUE, 0, sizeof got, &got);
+      shape_enqueue(ctx, p, pol, s, in, out, events);
+      ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, sizeof got, &got);
+      if (got != want)
+        return std::string(shape_name(s)) + " check gave " + std::to_string(got) + ", expected " +
+               std::to_string(want);
+    }
+    return "";
+  } catch (const Error& e) {
+    const std::string what = e.what();  // the first line: a build failure appends its whole log
+    return std::string(shape_name(s)) + " check failed: " + what.substr(0, what.find('\n'));
+  } catch (const cl::Error& e) {
+    return std::string(shape_name(s)) + " check failed: " + e.what() + " " +
+           cl_error_name(e.err());
+  }
+}
+
+// The shape for this context: the fast-shape knob (gpu, cpu, topdown) or the device type's,
+// confirmed by check_shape, else the other shape, else topdown's scheme. Cached per context;
+// *why receives the failed checks, if any.
+Shape chosen_shape(Context& ctx, std::string* why) {
+  const std::string& forced = ctx.tuning().fast_shape;
+  if (forced == "topdown") return Shape::kTopdown;
+  const Shape first = forced == "gpu" ? Shape::kGpu
+                      : forced == "cpu" ? Shape::kCpu
+                      : ctx.info().is_gpu ? Shape::kGpu : Shape::kCpu;
+  const Shape second = first == Shape::kGpu ? Shape::kCpu : Shape::kGpu;
+  why->clear();
+  for (Shape s : {first, second}) {
+    const std::string key = std::string("reduce_fast.") + shape_name(s);
+    auto it = ctx.probes().find(key);
+    if (it == ctx.probes().end()) {
+      it = ctx.probes().emplace(key, check_shape(ctx, s)).first;
+      if (ctx.verbose())
+        std::cerr << "fast: " << shape_name(s) << " " << (it->second.empty() ? "passed its check" : it->second) << "\n";
+    }
+    if (it->second.empty()) return s;
+    *why += (why->empty() ? "" : "; ") + it->second;
+  }
+  return Shape::kTopdown;
+}
+
+class Fast : public ReduceVariant {
+ public:
+  std::string name() const override { return "fast"; }
+  std::string description() const override {
+    return "the default: one launch, wide loads, GPU- or CPU-shaped as the device's check decides";
+  }
+  LaunchPolicy policy(Context& ctx, const ReduceProblem& p, std::size_t local_size) override {
+    std::string why;
+    const Shape s = chosen_shape(ctx, &why);
+    LaunchPolicy pol = s == Shape::kTopdown ? topdown().policy(ctx, p, local_size)
+                                            : shape_policy(ctx, p, s, local_size,
+                                                           ctx.tuning().fast_groups);
+    if (s == Shape::kTopdown) pol.path = std::string(shape_name(s)) + " " + pol.path;
+    if (!why.empty()) pol.path += " (" + why + ")";
+    return pol;
+  }
+  void enqueue(Context& ctx, const ReduceProblem& p, const LaunchPolicy& pol, const cl::Buffer& in,
+               const cl::Buffer& out, std::vector<cl::Event>& events) override {
+    const Shape s = shape_of(pol);
+    if (s == Shape::kTopdown) return topdown().enqueue(ctx, p, pol, in, out, events);
+    shape_enqueue(ctx, p, pol, s, in, out, events);
+  }
+  // A float sum's longest chain: a work-item's vectors into one lane (at most ceil(vectors per
+  // work-item)), the unrolled accumulators (unroll), the lanes (vec), its head and tail
+  // elements (2 vec), the group's tree (log2 wg), the last group's loop over partials
+  // (groups / wg) and its tree (log2 wg).
+  std::uint64_t depth(const ReduceProblem& p, const LaunchPolicy& pol) const override {
+    const Shape s = shape_of(pol);
+    if (s == Shape::kTopdown) return topdown().depth(p, pol);
+    const ShapeParams sp = shape_params(s, p.type);
+    const std::uint64_t items = pol.groups * pol.wg_size;
+    const std::uint64_t per_item = (p.n / sp.vec + items - 1) / items;
+    return per_item + sp.unroll + 3 * sp.vec + 2 * ceil_log2(pol.wg_size) +
+           (pol.groups + pol.wg_size - 1) / pol.wg_size;
+  }
+
+ private:
+  static ReduceVariant& topdown() { return *find_reduce_variant("topdown"); }
+};
+
+}  // namespace
+
+std::unique_ptr<ReduceVariant> make_reduce_fast() { return std::make_unique<Fast>(); }
+
+}  // namespace clreduce

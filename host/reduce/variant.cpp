@@ -1,0 +1,84 @@
+// variant.cpp: shared helpers for variants: -D options, group-size choice, depth arithmetic.
+#include "reduce/variant.hpp"
+
+#include <algorithm>
+
+#include "clreduce/error.hpp"
+
+namespace clreduce {
+
+static int type_code(DType t) { return static_cast<int>(t); }
+
+std::string LaunchPolicy::str() const {
+  std::string s = "wg=" + std::to_string(wg_size) + " groups=" + std::to_string(groups) +
+                  " items=" + std::to_string(items_per_thread) + " vec=" + std::to_string(vec_width);
+  if (!path.empty()) s += " path=" + path;
+  return s;
+}
+
+std::string ReduceProblem::cl_options() const {
+  return "-DCLR_TYPE=" + std::to_string(type_code(type)) +
+         " -DCLR_ACC=" + std::to_string(type_code(acc())) +
+         " -DCLR_OP=" + std::to_string(static_cast<int>(op));
+}
+
+std::string ReduceVariant::unsupported(Context&, const ReduceProblem&) const { return ""; }
+
+std::string ReduceVariant::device_path(Context&) const { return ""; }
+
+std::string format_reduce_variant_list(Context* ctx) {
+  std::string s;
+  for (const auto& v : reduce_variants()) {
+    std::string line = v->name();
+    line.resize(std::max<std::size_t>(line.size() + 1, 23), ' ');
+    line += v->description();
+    if (ctx) {
+      const std::string path = v->device_path(*ctx);
+      if (!path.empty())
+        line += " [device " + std::to_string(ctx->info().index) + ": " + path + "]";
+    }
+    s += line + "\n";
+  }
+  return s;
+}
+
+std::uint64_t ceil_log2(std::uint64_t x) {
+  std::uint64_t k = 0;
+  while ((std::uint64_t{1} << k) < x) ++k;
+  return k;
+}
+
+std::size_t kernel_max_wg(Context& ctx, const cl::Kernel& k) {
+  const std::size_t km = k.getWorkGroupInfo<CL_KERNEL_WORK_GROUP_SIZE>(ctx.info().device);
+  return std::min(km, ctx.info().max_wg_size);
+}
+
+void check_local_size(Context& ctx, std::size_t local_size, std::size_t local_bytes) {
+  if (local_size == 0) return;
+  const DeviceInfo& d = ctx.info();
+  const std::string ls = "work-group size " + std::to_string(local_size);
+  if (local_size > d.max_wg_size)
+    throw Error(Errc::kUsage, ls + " is larger than " + d.name + " allows (" +
+                                std::to_string(d.max_wg_size) + ")");
+  if (local_bytes > d.local_mem)
+    throw Error(Errc::kUsage, ls + " needs " + std::to_string(local_bytes) +
+                                " bytes of local memory; " + d.name + " has " +
+                                std::to_string(d.local_mem));
+}
+
+std::size_t choose_wg(Context& ctx, const cl::Kernel& k, std::size_t wanted, std::size_t preferred) {
+  const std::size_t limit = kernel_max_wg(ctx, k);
+  if (wanted > 0) {
+    if (wanted > limit)
+      throw Error(Errc::kUsage, "work-group size " + std::to_string(wanted) + " is larger than " +
+                                  ctx.info().name + " allows for this kernel (" +
+                                  std::to_string(limit) + ")");
+    return wanted;
+  }
+  std::size_t wg = std::min(preferred, limit);
+  std::size_t p = 1;
+  while (p * 2 <= wg) p *= 2;
+  return p;
+}
+
+}  // namespace clreduce

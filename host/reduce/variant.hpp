@@ -1,0 +1,83 @@
+// variant.hpp: what a reduction variant is to the rest of clreduce. One variant = one .cl file
+// + one host file that knows its launch schedule + one row in variants/registry.cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "clreduce/cl.hpp"
+#include "runtime/context.hpp"
+#include "clreduce/types.hpp"
+
+namespace clreduce {
+
+// Launch parameters as plain printable data, chosen per device and clamped to its limits.
+struct LaunchPolicy {
+  std::size_t wg_size = 1;          // work-items per group
+  std::size_t groups = 1;           // work-groups in the main launch
+  unsigned items_per_thread = 1;    // elements each work-item folds before the tree
+  unsigned vec_width = 1;           // elements per load
+  std::string path;                 // implementation path taken, e.g. "barrier", "shfl.sync"
+  std::string str() const;          // "wg=256 groups=1056 items=1 vec=1"
+};
+
+struct ReduceProblem {
+  Op op = Op::kSum;
+  DType type = DType::kInt32;
+  std::size_t n = 0;
+  DType acc_type = DType::kInt64;  // the accumulator; set with resolve_acc()
+
+  DType acc() const { return acc_type; }
+  // Bytes of one accumulator on the device: 16 for arg ops ({T v; long i;}).
+  std::size_t acc_bytes() const { return is_arg_op(op) ? 16 : dtype_size(acc()); }
+  // -D options selecting T, the accumulator and the operator in clreduce.h.
+  std::string cl_options() const;
+};
+
+class ReduceVariant {
+ public:
+  virtual ~ReduceVariant() = default;
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;
+  // Empty when the variant can run the problem on this device; else why not (it is skipped).
+  virtual std::string unsupported(Context& ctx, const ReduceProblem& p) const;
+  // The launch policy for this device and problem; local_size > 0 overrides the group size
+  // (Error(Errc::kUsage) if the device or kernel cannot take it).
+  virtual LaunchPolicy policy(Context& ctx, const ReduceProblem& p, std::size_t local_size) = 0;
+  // Enqueues the reduction of in[0..n), n >= 1, leaving the accumulator at out[0]. Appends one
+  // event per launch to events.
+  virtual void enqueue(Context& ctx, const ReduceProblem& p, const LaunchPolicy& pol,
+                       const cl::Buffer& in, const cl::Buffer& out,
+                       std::vector<cl::Event>& events) = 0;
+  // The longest chain of operations any element passes through (sets the float error bound).
+  virtual std::uint64_t depth(const ReduceProblem& p, const LaunchPolicy& pol) const = 0;
+  // The implementation path this device gets at the default group size (what LaunchPolicy::path
+  // will say, e.g. "shfl.sync"), for --list-variants; empty when the variant has only one.
+  virtual std::string device_path(Context& ctx) const;
+};
+
+// Every reduction variant, in the order --variant all runs them.
+const std::vector<std::unique_ptr<ReduceVariant>>& reduce_variants();
+// The variant named `name`, or nullptr.
+ReduceVariant* find_reduce_variant(const std::string& name);
+// One line per reduction variant; with a device context, the path each device-dependent
+// variant takes there.
+std::string format_reduce_variant_list(Context* ctx);
+
+// Helpers for variant files.
+// ceil(log2(x)) for x >= 1.
+std::uint64_t ceil_log2(std::uint64_t x);
+inline std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
+// Picks the group size: `wanted` (user override) or `preferred`, clamped to the device and kernel
+// limits. An override the device cannot take throws Error(Errc::kUsage).
+std::size_t choose_wg(Context& ctx, const cl::Kernel& k, std::size_t wanted, std::size_t preferred);
+// Checks a --local-size before a kernel is built for it (a build with a group-sized static local
+// array may fail to build, not merely refuse the size): throws Error(Errc::kUsage) when it exceeds
+// the device's largest group or local_bytes exceeds its local memory. 0 passes.
+void check_local_size(Context& ctx, std::size_t local_size, std::size_t local_bytes);
+// The device's largest work-group size for `k` (CL_KERNEL_WORK_GROUP_SIZE, capped by the device).
+std::size_t kernel_max_wg(Context& ctx, const cl::Kernel& k);
+
+}  // namespace clreduce

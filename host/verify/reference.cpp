@@ -1,0 +1,180 @@
+// reference.cpp: sequential loops over every type, wrapping integer arithmetic, NaN rules.
+#include "verify/reference.hpp"
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "clreduce/error.hpp"
+
+namespace clreduce {
+namespace {
+
+template <class T> bool is_nan(T x) {
+  if constexpr (std::is_floating_point_v<T>) return std::isnan(x); else return false;
+}
+
+// Wrapping add and multiply: arithmetic in the unsigned type, as NumPy's integers behave.
+template <class A> A wrap_add(A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    return static_cast<A>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  } else {
+    return a + b;
+  }
+}
+template <class A> A wrap_mul(A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    // unsigned short promotion pitfalls do not apply: U is 32 or 64 bits.
+    return static_cast<A>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+  } else {
+    return a * b;
+  }
+}
+
+template <class A> Value make_value(A a, std::int64_t index = -1) {
+  Value v;
+  v.index = index;
+  if constexpr (std::is_same_v<A, std::int32_t>) { v.type = DType::kInt32; v.i = a; }
+  if constexpr (std::is_same_v<A, std::int64_t>) { v.type = DType::kInt64; v.i = a; }
+  if constexpr (std::is_same_v<A, std::uint32_t>) { v.type = DType::kUInt32; v.u = a; }
+  if constexpr (std::is_same_v<A, std::uint64_t>) { v.type = DType::kUInt64; v.u = a; }
+  if constexpr (std::is_same_v<A, float>) { v.type = DType::kFloat; v.f = static_cast<double>(a); }
+  if constexpr (std::is_same_v<A, double>) { v.type = DType::kDouble; v.f = a; }
+  return v;
+}
+
+// The accumulator type for T under op: 32-bit ints widen for sum and prod.
+template <class T> using Wide = std::conditional_t<
+    std::is_integral_v<T> && sizeof(T) == 4,
+    std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>, T>;
+
+template <class W, class T> Value seq_fold(const T* x, std::size_t n, Op op) {
+  W a = op == Op::kProd ? 1 : 0;
+  if (op == Op::kProd) {
+    for (std::size_t i = 0; i < n; ++i) a = wrap_mul(a, static_cast<W>(x[i]));
+  } else {
+    for (std::size_t i = 0; i < n; ++i) a = wrap_add(a, static_cast<W>(x[i]));
+  }
+  return make_value(a);
+}
+
+template <class T> Value seq_value_op(const T* x, std::size_t n, Op op, bool narrow) {
+  if (op == Op::kSum || op == Op::kProd)
+    return narrow ? seq_fold<T>(x, n, op) : seq_fold<Wide<T>>(x, n, op);
+  const bool want_min = op == Op::kMin || op == Op::kArgMin;
+  T best = x[0];
+  std::size_t at = 0;
+  for (std::size_t i = 1; i < n; ++i) {
+    if (is_nan(best)) break;  // the first NaN wins
+    if (is_nan(x[i]) || (want_min ? x[i] < best : x[i] > best)) { best = x[i]; at = i; }
+  }
+  return make_value(best, is_arg_op(op) ? static_cast<std::int64_t>(at) : -1);
+}
+
+template <class T> long double exact_float(const T* x, std::size_t n, Op op) {
+  long double a = op == Op::kProd ? 1.0L : 0.0L;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (op == Op::kProd) a *= static_cast<long double>(x[i]); else a += static_cast<long double>(x[i]);
+  }
+  return a;
+}
+
+void require_nonempty(const HostArray& a, Op op) {
+  if (a.n == 0 && !has_identity(op))
+    throw Error(Errc::kUsage, op_name(op) + " of an empty array has no identity (n = 0)");
+}
+
+}  // namespace
+
+Value sequential_reduce(const HostArray& a, Op op) {
+  return sequential_reduce(a, op, acc_dtype(op, a.type));
+}
+
+Value sequential_reduce(const HostArray& a, Op op, DType acc) {
+  require_nonempty(a, op);
+  return dispatch_dtype(a.type, [&](auto tag) {
+    using T = decltype(tag);
+    return seq_value_op<T>(a.as<T>(), a.n, op, acc == a.type);
+  });
+}
+
+Value reference_reduce(const HostArray& a, Op op) {
+  return reference_reduce(a, op, acc_dtype(op, a.type));
+}
+
+Value reference_reduce(const HostArray& a, Op op, DType acc) {
+  require_nonempty(a, op);
+  if (!is_float(a.type) || !(op == Op::kSum || op == Op::kProd))
+    return sequential_reduce(a, op, acc);
+  return dispatch_dtype(a.type, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      return make_value(static_cast<T>(exact_float<T>(a.as<T>(), a.n, op)));
+    } else {
+      return Value{};
+    }
+  });
+}
+
+long double abs_sum(const HostArray& a) {
+  if (!is_float(a.type)) return 0.0L;
+  return dispatch_dtype(a.type, [&](auto tag) {
+    using T = decltype(tag);
+    long double s = 0.0L;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* x = a.as<T>();
+      for (std::size_t i = 0; i < a.n; ++i) s += std::fabs(static_cast<long double>(x[i]));
+    }
+    return s;
+  });
+}
+
+Value identity_value(Op op, DType acc) {
+  Value v;
+  v.type = acc;
+  const int one = op == Op::kProd ? 1 : 0;
+  v.i = one;
+  v.u = static_cast<std::uint64_t>(one);
+  v.f = one;
+  return v;
+}
+
+Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth, long double sum_abs) {
+  Verdict v;
+  if (got.type != ref.type) {
+    v.why = "type mismatch";
+    return v;
+  }
+  if (is_arg_op(op) && got.index != ref.index) {
+    v.why = "index " + std::to_string(got.index) + " != expected " + std::to_string(ref.index);
+    return v;
+  }
+  if (!is_float(ref.type)) {
+    v.ok = is_signed(ref.type) ? got.i == ref.i : got.u == ref.u;
+    if (!v.ok) v.why = got.str() + " != expected " + ref.str();
+    return v;
+  }
+  if (!std::isfinite(ref.f) || !std::isfinite(got.f)) {
+    v.ok = (std::isnan(ref.f) && std::isnan(got.f)) || got.f == ref.f;
+    if (!v.ok) v.why = got.str() + " != expected " + ref.str();
+    return v;
+  }
+  if (op == Op::kSum || op == Op::kProd) {
+    const bool single = ref.type == DType::kFloat;
+    const double u = single ? 0x1p-24 : 0x1p-53;
+    const double k = static_cast<double>(depth + 2) * u;
+    v.bound = op == Op::kSum ? k * static_cast<double>(sum_abs)
+                             : k * std::fabs(ref.f) + (single ? FLT_MIN : DBL_MIN);
+    v.ok = std::fabs(got.f - ref.f) <= v.bound;
+    if (!v.ok) v.why = got.str() + " differs from " + ref.str() + " by more than " + std::to_string(v.bound);
+    return v;
+  }
+  v.ok = got.f == ref.f;
+  if (!v.ok) v.why = got.str() + " != expected " + ref.str();
+  return v;
+}
+
+}  // namespace clreduce

@@ -1,0 +1,44 @@
+// reference.hpp: the seeds' sequential loop (the timed baseline) and the verification reference.
+// Ints are exact with NumPy's wrap-around; floats are checked against a long double reference
+// within a bound proportional to the sum of |x| (see verify()).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "clreduce/types.hpp"
+
+namespace clreduce {
+
+// The seeds' loop, `acc = OP(acc, x[i])` in the accumulator type, one pass in index order.
+// Requires a.n > 0 unless the op has an identity. `acc` is the accumulator type
+// (resolve_acc()); omitted, NumPy's.
+Value sequential_reduce(const HostArray& a, Op op);
+Value sequential_reduce(const HostArray& a, Op op, DType acc);
+
+// The reference result: sequential_reduce for ints, min, max and arg ops; for float sums and
+// products, the long double result rounded to the accumulator type.
+Value reference_reduce(const HostArray& a, Op op);
+Value reference_reduce(const HostArray& a, Op op, DType acc);
+
+// Sum of |x| in long double; 0 for integer arrays.
+long double abs_sum(const HostArray& a);
+
+// The identity of op (0 for sum, 1 for prod) as a value of the accumulator type.
+Value identity_value(Op op, DType acc);
+
+struct Verdict {
+  bool ok = false;
+  double bound = 0.0;  // the absolute tolerance used (0 for exact comparisons)
+  std::string why;     // empty when ok
+};
+
+// Compares a device result with the reference. Ints, min, max and arg ops must match exactly
+// (NaN matches NaN; arg ops compare the index too). Float sums must satisfy
+// |got - ref| <= (depth + 2) * u * sum|x|, float products |got - ref| <= (depth + 2) * u * |ref|
+// (+ the smallest normal, for underflow), with u the unit roundoff of the accumulator type and
+// depth the longest chain of additions the variant applies to any element (for products, n:
+// every multiplication rounds, whatever the order).
+Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth, long double sum_abs);
+
+}  // namespace clreduce

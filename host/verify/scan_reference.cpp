@@ -1,0 +1,229 @@
+// scan_reference.cpp: sequential scans over every type pair (element, accumulator), wrapping
+// integer arithmetic and NaN-propagating min/max as in cl/clreduce.h, and the streaming check.
+#include "verify/scan_reference.hpp"
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "clreduce/error.hpp"
+
+namespace clreduce {
+namespace {
+
+// The (element, accumulator) pairs clreduce uses: the same type, or 32-bit ints widened.
+template <class T, class A> constexpr bool kValidPair =
+    std::is_same_v<T, A> || (std::is_same_v<T, std::int32_t> && std::is_same_v<A, std::int64_t>) ||
+    (std::is_same_v<T, std::uint32_t> && std::is_same_v<A, std::uint64_t>);
+
+template <class A> bool is_nan(A x) {
+  if constexpr (std::is_floating_point_v<A>) return std::isnan(x); else return false;
+}
+
+// OP(a, b) exactly as clr_op computes it: integers wrap (unsigned arithmetic), min and max
+// propagate NaN.
+template <class A> A apply(Op op, A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    if (op == Op::kSum) return static_cast<A>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+    if (op == Op::kProd) return static_cast<A>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+  } else {
+    if (op == Op::kSum) return a + b;
+    if (op == Op::kProd) return a * b;
+  }
+  if (op == Op::kMin) return (is_nan(a) || a < b) ? a : b;
+  return (is_nan(a) || a > b) ? a : b;
+}
+
+template <class A> A identity(Op op) {
+  switch (op) {
+    case Op::kSum: return A(0);
+    case Op::kProd: return A(1);
+    case Op::kMin:
+      return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity()
+                                                  : std::numeric_limits<A>::max();
+    default:
+      return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
+                                                  : std::numeric_limits<A>::lowest();
+  }
+}
+
+// The sequential loop with the operator fixed at compile time (K: 0 sum, 1 prod, 2 min, 3 max).
+template <int K, class T, class A>
+void scan_loop(const T* x, std::size_t n, bool exclusive, const std::uint8_t* flags, A* y) {
+  constexpr Op op = K == 0 ? Op::kSum : K == 1 ? Op::kProd : K == 2 ? Op::kMin : Op::kMax;
+  const A id = identity<A>(op);
+  A acc = id;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (flags && flags[i]) acc = id;
+    if (exclusive) {
+      y[i] = acc;
+      acc = apply(op, acc, static_cast<A>(x[i]));
+    } else {
+      acc = apply(op, acc, static_cast<A>(x[i]));
+      y[i] = acc;
+    }
+  }
+}
+
+template <class T, class A>
+void sequential_typed(const HostArray& a, const ScanMode& m, const std::uint8_t* flags, unsigned char* out) {
+  const T* x = a.as<T>();
+  A* y = reinterpret_cast<A*>(out);
+  switch (m.op) {
+    case Op::kSum: return scan_loop<0>(x, a.n, m.exclusive, flags, y);
+    case Op::kProd: return scan_loop<1>(x, a.n, m.exclusive, flags, y);
+    case Op::kMin: return scan_loop<2>(x, a.n, m.exclusive, flags, y);
+    default: return scan_loop<3>(x, a.n, m.exclusive, flags, y);
+  }
+}
+
+template <class A> Value value_of(A v) {
+  Value r;
+  r.type = std::is_same_v<A, std::int32_t>    ? DType::kInt32
+           : std::is_same_v<A, std::uint32_t> ? DType::kUInt32
+           : std::is_same_v<A, std::int64_t>  ? DType::kInt64
+           : std::is_same_v<A, std::uint64_t> ? DType::kUInt64
+           : std::is_same_v<A, float>         ? DType::kFloat
+                                              : DType::kDouble;
+  return Value::from_bytes(r.type, reinterpret_cast<const unsigned char*>(&v));
+}
+
+// Records element i as wrong (keeping the first one's description).
+template <class A>
+void mark_wrong(ScanVerdict& v, std::size_t i, A got, A ref, double bound) {
+  if (v.wrong++ == 0) {
+    v.first_wrong = static_cast<std::int64_t>(i);
+    v.why = "y[" + std::to_string(i) + "] = " + value_of(got).str() + ", expected " + value_of(ref).str();
+    if (bound > 0) v.why += " within " + value_of(bound).str();
+  }
+}
+
+template <class T, class A>
+ScanVerdict verify_typed(const HostArray& a, const ScanMode& m, const std::uint8_t* flags,
+                         std::uint64_t depth, const unsigned char* got_bytes) {
+  ScanVerdict v;
+  const T* x = a.as<T>();
+  const std::size_t n = a.n;
+  auto got_at = [&](std::size_t i) {
+    A g;
+    std::memcpy(&g, got_bytes + i * sizeof(A), sizeof(A));
+    return g;
+  };
+  A last{};
+  if constexpr (std::is_floating_point_v<A>) {
+    if (m.op == Op::kSum || m.op == Op::kProd) {
+      const bool sum = m.op == Op::kSum;
+      const long double u = std::is_same_v<A, float> ? 0x1p-24L : 0x1p-53L;
+      const long double tiny = std::numeric_limits<A>::min();
+      long double run = sum ? 0.0L : 1.0L, abs_run = 0.0L;
+      std::uint64_t count = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (flags && flags[i]) {
+          run = sum ? 0.0L : 1.0L;
+          abs_run = 0.0L;
+          count = 0;
+        }
+        const long double xi = static_cast<long double>(x[i]);
+        if (!m.exclusive) {
+          run = sum ? run + xi : run * xi;
+          abs_run += std::fabs(xi);
+          ++count;
+        }
+        const A ref = static_cast<A>(run);
+        const A g = got_at(i);
+        long double bound = 0.0L;
+        bool ok;
+        if (!std::isfinite(ref) || !std::isfinite(g)) {
+          ok = (std::isnan(ref) && std::isnan(g)) || ref == g;
+        } else {
+          bound = sum ? static_cast<long double>(depth + 2) * u * abs_run
+                      : static_cast<long double>(count + 2) * u * std::fabs(static_cast<long double>(ref)) + tiny;
+          ok = std::fabs(static_cast<long double>(g) - static_cast<long double>(ref)) <= bound;
+        }
+        if (static_cast<double>(bound) > v.bound) v.bound = static_cast<double>(bound);
+        if (!ok) mark_wrong(v, i, g, ref, static_cast<A>(bound));
+        if (m.exclusive) {
+          run = sum ? run + xi : run * xi;
+          abs_run += std::fabs(xi);
+          ++count;
+        }
+        last = ref;
+      }
+      v.ok = v.wrong == 0;
+      if (!v.ok) v.why += "; " + std::to_string(v.wrong) + " of " + std::to_string(n) + " elements wrong";
+      v.expected_last = value_of(last);
+      return v;
+    }
+  }
+  // Exact: integers (wrapping), min and max.
+  const A id = identity<A>(m.op);
+  A acc = id;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (flags && flags[i]) acc = id;
+    const A before = acc;
+    acc = apply(m.op, acc, static_cast<A>(x[i]));
+    const A ref = m.exclusive ? before : acc;
+    const A g = got_at(i);
+    const bool ok = ref == g || (is_nan(ref) && is_nan(g));
+    if (!ok) mark_wrong(v, i, g, ref, 0.0);
+    last = ref;
+  }
+  v.ok = v.wrong == 0;
+  if (!v.ok) v.why += "; " + std::to_string(v.wrong) + " of " + std::to_string(n) + " elements wrong";
+  v.expected_last = value_of(last);
+  return v;
+}
+
+// Calls f(T{}, A{}) for the element type of a and the accumulator type acc.
+template <class F> void dispatch_pair(DType t, DType acc, F&& f) {
+  dispatch_dtype(t, [&](auto tt) {
+    dispatch_dtype(acc, [&](auto aa) {
+      using T = decltype(tt);
+      using A = decltype(aa);
+      if constexpr (kValidPair<T, A>) {
+        f(tt, aa);
+      } else {
+        throw Error(Errc::kUsage, "no scan of " + dtype_name(t) + " into " + dtype_name(acc));
+      }
+    });
+  });
+}
+
+const std::uint8_t* flag_ptr(const HostArray& a, const std::vector<std::uint8_t>& flags) {
+  if (flags.empty()) return nullptr;
+  if (flags.size() != a.n)
+    throw Error(Errc::kUsage, std::to_string(flags.size()) + " segment flags for an array of " +
+                                std::to_string(a.n) + " elements");
+  return flags.data();
+}
+
+void require_scan_op(Op op) {
+  if (is_arg_op(op)) throw Error(Errc::kUsage, op_name(op) + " has no prefix scan (scans take sum, prod, min, max)");
+}
+
+}  // namespace
+
+void sequential_scan(const HostArray& a, const ScanMode& mode, const std::vector<std::uint8_t>& flags,
+                     unsigned char* out) {
+  require_scan_op(mode.op);
+  const std::uint8_t* f = flag_ptr(a, flags);
+  dispatch_pair(a.type, mode.acc, [&](auto tt, auto aa) {
+    sequential_typed<decltype(tt), decltype(aa)>(a, mode, f, out);
+  });
+}
+
+ScanVerdict verify_scan(const HostArray& a, const ScanMode& mode, const std::vector<std::uint8_t>& flags,
+                        std::uint64_t depth, const unsigned char* got) {
+  require_scan_op(mode.op);
+  const std::uint8_t* f = flag_ptr(a, flags);
+  ScanVerdict v;
+  dispatch_pair(a.type, mode.acc, [&](auto tt, auto aa) {
+    v = verify_typed<decltype(tt), decltype(aa)>(a, mode, f, depth, got);
+  });
+  return v;
+}
+
+}  // namespace clreduce

@@ -1,0 +1,48 @@
+// scan_reference.hpp: the seeds' sequential scan loop (the timed baseline) and the check of every
+// element of a device scan. The reference is recomputed while checking, never stored: exact for
+// integers, min and max; a long double running value for float sums and products (verify_scan).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "clreduce/types.hpp"
+
+namespace clreduce {
+
+// What is scanned: the operator (sum, prod, min, max), the accumulator/output type
+// (resolve_acc()) and inclusive or exclusive.
+struct ScanMode {
+  Op op = Op::kSum;
+  DType acc = DType::kInt64;
+  bool exclusive = false;
+};
+
+// The seeds' loop, `acc = OP(acc, x[i]); y[i] = acc` in the accumulator type, one pass in index
+// order; exclusive stores acc before combining. flags: empty (one segment) or a.n bytes, nonzero
+// where a segment starts (acc restarts at the identity; element 0 always starts one). out holds
+// a.n * dtype_size(mode.acc) bytes. Throws Error(Errc::kUsage) for arg ops.
+void sequential_scan(const HostArray& a, const ScanMode& mode, const std::vector<std::uint8_t>& flags,
+                     unsigned char* out);
+
+struct ScanVerdict {
+  bool ok = true;
+  std::int64_t first_wrong = -1;  // index of the first wrong element, -1 when none
+  std::uint64_t wrong = 0;        // how many elements are wrong
+  double bound = 0.0;             // the largest float tolerance used (0 for exact comparisons)
+  std::string why;                // the first wrong element and the count; empty when ok
+  Value expected_last;            // the reference's last element (type mode.acc; 0 for n = 0)
+};
+
+// Checks every element of got (a.n values of type mode.acc, as the device wrote them):
+// integers, min and max exactly (NaN matches NaN); float sums |y_i - ref_i| <= (depth + 2) * u *
+// S_i, with S_i the sum of |x_j| over the elements y_i combines (its segment, up to i) and u the
+// unit roundoff of the accumulator; float products |y_i - ref_i| <= (c_i + 2) * u * |ref_i| + the
+// smallest normal number, with c_i the number of factors (every multiplication rounds, whatever
+// the tree). ref_i is the long double scan rounded to the accumulator type; a non-finite ref_i or
+// y_i must match exactly. depth: the longest chain of operations the variant applies.
+ScanVerdict verify_scan(const HostArray& a, const ScanMode& mode, const std::vector<std::uint8_t>& flags,
+                        std::uint64_t depth, const unsigned char* got);
+
+}  // namespace clreduce

@@ -1,0 +1,35 @@
+// error.hpp: the one exception type the clreduce library throws, with a category. Messages are in
+// the library's words; a program (the clreduce CLI among them) maps categories to exit codes.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace clreduce {
+
+// What kind of failure an Error reports.
+enum class Errc {
+  kUsage,        // a bad argument: unknown name, value out of range, options that conflict
+  kInput,        // bad input data: a malformed or unreadable file, flags of the wrong length
+  kRuntime,      // the OpenCL runtime failed: no platform or device, an allocation, a launch
+  kBuild,        // a kernel failed to build, or the kernel directory was not found
+  kUnsupported,  // the device cannot run this (no fp64, array larger than its largest allocation)
+  kInternal,     // clreduce's own consistency check failed (a bug, never a property of the input)
+};
+
+// "usage", "input", "runtime", "build", "unsupported", "internal".
+const char* errc_name(Errc c);
+
+class Error : public std::runtime_error {
+ public:
+  Error(Errc category, const std::string& what) : std::runtime_error(what), category_(category) {}
+  Errc category() const { return category_; }
+
+ private:
+  Errc category_;
+};
+
+// Name of an OpenCL error code ("CL_INVALID_WORK_GROUP_SIZE"), or "CL_ERROR" when unknown.
+const char* cl_error_name(int err);
+
+}  // namespace clreduce

@@ -1,0 +1,45 @@
+// options.hpp: every tuning and test knob of the library in one struct. Each knob has a name
+// (KEY in `--tune KEY=VALUE`, CLREDUCE_KEY in the environment) and a checked range; a value out
+// of range is refused with Errc::kUsage, never clamped or read as something else.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace clreduce {
+
+struct Tuning {
+  std::string build_options;           // build-options: appended to every kernel build
+  std::vector<std::string> disable_caps;  // disable-caps: device features treated as absent
+  std::string fast_shape = "auto";     // fast-shape: auto | gpu | cpu | topdown
+  std::size_t fast_groups = 0;         // fast-groups: work-groups of fast; 0 = the shape's choice
+  std::string scan_fast_path = "auto";  // scan-fast-path: auto | lookback | cpu | hierarchical
+  long long lookback_limit = -1;       // lookback-limit: window reads before giving up; -1 = default
+  unsigned lookback_rows = 4;          // lookback-rows: 16-byte vectors per work-item, 1-16
+  std::size_t scan_chunk = std::size_t{1} << 20;  // scan-chunk: elements per work-item per superblock
+  std::size_t scan_groups = 0;         // scan-groups: groups of scan-fast's CPU path; 0 = one per CU
+};
+
+// One knob as documented: its key, accepted values and default, and what it does.
+struct TuningKey {
+  const char* key;
+  const char* values;
+  const char* meaning;
+};
+// Every knob, in --help order.
+const std::vector<TuningKey>& tuning_keys();
+
+// Sets knob `key` (as in tuning_keys(), or its environment name CLREDUCE_KEY with '_' for '-')
+// from text. `source` names where the value came from in messages ("--tune fast-groups",
+// "CLREDUCE_FAST_GROUPS"). Throws Error(Errc::kUsage) for an unknown key or a value out of range.
+void set_tuning(Tuning& t, const std::string& key, const std::string& value,
+                const std::string& source);
+// Parses "KEY=VALUE" and sets it (source "--tune KEY").
+void set_tuning(Tuning& t, const std::string& key_eq_value);
+// The defaults with every CLREDUCE_<KEY> environment variable that is set and non-empty applied.
+Tuning tuning_from_env();
+// Whether disable_caps names `cap` (or "all").
+bool cap_disabled(const Tuning& t, const std::string& cap);
+
+}  // namespace clreduce

@@ -1,0 +1,172 @@
+// test_cli.cpp: the command line as a user meets it: exit codes and one-line messages for
+// every error path, --help, listings, JSON output.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <sys/wait.h>
+
+#include "scan/scan_variant.hpp"
+#include "test_helpers.hpp"
+#include "reduce/variant.hpp"
+
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+using Result = clreduce::test::CliResult;
+using clreduce::test::run_cli;
+std::size_t lines(const std::string& s) { return clreduce::test::count_lines(s); }
+
+}  // namespace
+
+TEST_CASE("the README's run line prints a verified result of the default variant, fast", "[cli]") {
+  const Result r = run_cli("--device 0 --size 100000");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("\nfast "));
+  CHECK_THAT(r.out, ContainsSubstring("yes"));
+}
+
+TEST_CASE("help, device list and variant list answer", "[cli]") {
+  Result r = run_cli("--help");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("Exit codes"));
+  CHECK_THAT(r.out, ContainsSubstring("--variant"));
+  r = run_cli("--list-devices");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("OpenCL C"));
+  CHECK_THAT(r.out, ContainsSubstring("max alloc"));
+  r = run_cli("--list-variants");
+  CHECK(r.code == 0);
+  for (const char* v : {"sequential-device", "bottomup", "topdown", "fast"}) CHECK_THAT(r.out, ContainsSubstring(v));
+  r = run_cli("--list-devices --format json --device 0");
+  CHECK(r.code == 0);
+  CHECK(lines(r.out) == 1);
+  for (const char* key : {"{\"index\":0,", "\"type\":", "\"name\":", "\"driver\":", "\"compute_units\":",
+                          "\"global_mem\":", "\"max_alloc\":", "\"fp64\":"})
+    CHECK_THAT(r.out, ContainsSubstring(key));
+}
+
+TEST_CASE("bad arguments get one line and exit code 2", "[cli]") {
+  struct Case { const char* args; const char* says; };
+  for (const Case& c : {Case{"--device 99", "no device 99"}, Case{"--device nosuchdevice", "no device matches"},
+                        Case{"--variant nope", "unknown variant 'nope' (valid: all"},
+                        Case{"--op nope", "unknown op 'nope' (valid: sum"},
+                        Case{"--type int8", "unknown type 'int8'"}, Case{"--size abc", "invalid size 'abc'"},
+                        Case{"--size -5", "invalid size"}, Case{"--repeat x", "repeat"},
+                        Case{"--format xml", "format"}, Case{"--bogus", "bogus"},
+                        Case{"--input /nonexistent.npy", "cannot open /nonexistent.npy"},
+                        Case{"--op min --size 0", "no identity"}}) {
+    CAPTURE(c.args);
+    const Result r = run_cli(c.args);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, ContainsSubstring(c.says));
+    CHECK(lines(r.out) == 1);
+  }
+}
+
+TEST_CASE("an array larger than the device's largest allocation is exit code 5", "[cli]") {
+  const Result r = run_cli("--size 2^50");
+  CHECK(r.code == 5);
+  CHECK_THAT(r.out, ContainsSubstring("largest allocation"));
+  CHECK(lines(r.out) == 1);
+}
+
+TEST_CASE("a malformed .npy file is refused with what is wrong", "[cli]") {
+  const auto path = std::filesystem::temp_directory_path() / ("clreduce_bad_" + std::to_string(std::random_device{}()) + ".npy");
+  std::ofstream(path, std::ios::binary) << "this is not numpy";
+  const Result r = run_cli("--input " + path.string());
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, ContainsSubstring("bad magic"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a missing kernel directory names every place tried (exit 4)", "[cli]") {
+  Result r = run_cli("--kernel-dir /nonexistent/cl --size 10");
+  CHECK(r.code == 4);
+  CHECK_THAT(r.out, ContainsSubstring("/nonexistent/cl"));
+  r = run_cli("--size 10", "CLREDUCE_KERNEL_DIR=/nowhere");
+  CHECK(r.code == 4);
+  CHECK_THAT(r.out, ContainsSubstring("/nowhere"));
+}
+
+TEST_CASE("no OpenCL platform is exit code 3 with a hint", "[cli]") {
+  const auto empty = std::filesystem::temp_directory_path() / "clreduce_no_icd";
+  std::filesystem::create_directories(empty);
+  const std::string env = "OCL_ICD_VENDORS=" + empty.string();
+  if (run_cli("--list-devices", env).code != 3) SKIP("this ICD loader ignores OCL_ICD_VENDORS");
+  const Result r = run_cli("--size 10", env);
+  CHECK(r.code == 3);
+  CHECK_THAT(r.out, ContainsSubstring("no OpenCL platform"));
+}
+
+TEST_CASE("JSON output prints one object per variant with the documented keys", "[cli]") {
+  const Result r = run_cli("--variant all --op argmin --type float --size 5000 --format json --repeat 2");
+  CHECK(r.code == 0);
+  CHECK(lines(r.out) == clreduce::reduce_variants().size() + clreduce::scan_variants().size());  // scans skipped
+  for (const char* key : {"\"variant\":", "\"kind\":\"clreduce\"", "\"mode\":\"reduce\"", "\"op\":\"argmin\"",
+                          "\"type\":\"float\"", "\"n\":5000", "\"device\":", "\"result\":", "\"index\":",
+                          "\"expected\":", "\"verified\":true", "\"kernel_ms\":", "\"kernel_ms_min\":",
+                          "\"kernel_ms_max\":", "\"wall_ms\":", "\"gbps\":", "\"seq_ms\":", "\"speedup\":"})
+    CHECK_THAT(r.out, ContainsSubstring(key));
+}
+
+TEST_CASE("peers: --peers adds a verified omp row and vs_omp ratios, --measure-copy a copy row", "[cli]") {
+  for (const char* op : {"sum", "argmin"}) {
+    CAPTURE(op);
+    const Result r = run_cli(std::string("--variant fast,topdown --op ") + op +
+                             " --type float --size 100003 --format json --repeat 3 --peers --measure-copy");
+    CHECK(r.code == 0);
+    CHECK(lines(r.out) == 4);
+    const std::size_t omp = r.out.find("{\"variant\":\"omp\",\"kind\":\"peer\"");
+    const std::size_t copy = r.out.find("{\"variant\":\"copy\",\"kind\":\"ceiling\"");
+    const std::size_t fast = r.out.find("{\"variant\":\"fast\",\"kind\":\"clreduce\"");
+    REQUIRE(omp != std::string::npos);
+    REQUIRE(copy != std::string::npos);
+    REQUIRE(fast != std::string::npos);
+    const std::string omp_line = r.out.substr(omp, r.out.find('\n', omp) - omp);
+    const std::string copy_line = r.out.substr(copy, r.out.find('\n', copy) - copy);
+    const std::string fast_line = r.out.substr(fast, r.out.find('\n', fast) - fast);
+    for (const char* key : {"\"verified\":true", "\"kernel_ms\":", "\"kernel_ms_min\":", "\"kernel_ms_max\":",
+                            "\"gbps\":", "\"seq_ms\":", "\"result\":", "\"expected\":", "openmp threads="})
+      CHECK_THAT(omp_line, ContainsSubstring(key));
+    CHECK_THAT(copy_line, ContainsSubstring("\"verified\":true"));
+    CHECK_THAT(copy_line, !ContainsSubstring("\"result\":"));
+    CHECK_THAT(fast_line, ContainsSubstring("\"vs_omp\":"));
+    CHECK_THAT(omp_line, !ContainsSubstring("\"vs_omp\":"));
+  }
+  const Result t = run_cli("--size 100003 --peers");
+  CHECK(t.code == 0);
+  CHECK_THAT(t.out, ContainsSubstring("vs omp"));
+  CHECK_THAT(t.out, ContainsSubstring("\nomp "));
+}
+
+TEST_CASE("a bad CLREDUCE_FAST_SHAPE or CLREDUCE_FAST_GROUPS is a usage error", "[cli]") {
+  Result r = run_cli("--size 1000", "CLREDUCE_FAST_SHAPE=fpga");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, ContainsSubstring("CLREDUCE_FAST_SHAPE must be one of auto, gpu, cpu, topdown, not 'fpga'"));
+  r = run_cli("--size 1000", "CLREDUCE_FAST_GROUPS=0");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, ContainsSubstring("CLREDUCE_FAST_GROUPS must be a count"));
+}
+
+TEST_CASE("a wrong result exits 1", "[cli]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("clreduce_wrong_" + std::to_string(std::random_device{}()));
+  fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir, fs::copy_options::recursive);
+  {
+    std::ifstream in(dir / "reduce_topdown.cl");
+    std::string s((std::istreambuf_iterator<char>(in)), {});
+    s.replace(s.find("out[0] = s[0];"), 14, "out[0] = clr_op(s[0], (acc_t)1);");
+    std::ofstream(dir / "reduce_topdown.cl", std::ios::trunc) << s;
+  }
+  const Result r = run_cli("--kernel-dir " + dir.string() + " --variant topdown --size 1000");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, ContainsSubstring("NO"));
+  fs::remove_all(dir);
+}

@@ -1,0 +1,347 @@
+// test_reduce.cpp: every reduction variant x op x type on sizes around the work-group size,
+// powers of two +-1, primes and about 10^6, against the host reference; the NaN, tie and
+// overflow rules on the device; kernels edited at run time; build failures.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/generators/catch_generators_range.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+
+#include "io/data.hpp"
+#include "clreduce/error.hpp"
+#include "reduce/ladder.hpp"
+#include "verify/reference.hpp"
+#include "run/runner.hpp"
+#include "test_helpers.hpp"
+#include "reduce/variant.hpp"
+
+using namespace clreduce;
+using clreduce::test::device_context;
+using clreduce::test::make_array;
+
+namespace {
+
+std::vector<std::string> variant_names() {
+  std::vector<std::string> v;
+  for (const auto& r : reduce_variants()) v.push_back(r->name());
+  return v;
+}
+
+// The variants of the full op x type matrix below: all but the ladder kernels and the butterfly,
+// whose 8 x 36 kernel builds would take minutes under PoCL; test_ladder.cpp gives each of them
+// every op and every type (and the full product under the hidden tag [.ladder-full]).
+std::vector<std::string> matrix_variant_names() {
+  std::vector<std::string> v;
+  for (const auto& name : variant_names())
+    if (ladder_number(name) == 0 && name != "butterfly") v.push_back(name);
+  return v;
+}
+
+RunRecord run_one(const std::string& variant, const HostArray& a, Op op, std::size_t local = 0,
+                  const std::string& acc = "") {
+  RunConfig cfg;
+  cfg.warmup = 0;
+  cfg.repeat = 1;
+  cfg.local_size = local;
+  cfg.acc = acc;
+  ReduceSession s(device_context(), a, op, cfg);
+  return s.run(*find_reduce_variant(variant));
+}
+
+// Checks a record: not skipped, verified, and (for exact types) equal to the reference.
+void require_match(const RunRecord& r, const HostArray& a, Op op) {
+  INFO("result " << r.result.str() << " @" << r.result.index << ", expected " << r.expected.str()
+                 << " @" << r.expected.index << ": " << r.verify_note << "; " << r.policy.str());
+  REQUIRE_FALSE(r.skipped);
+  REQUIRE(r.verified);
+  const Value ref = reference_reduce(a, op);
+  if (!is_float(ref.type)) {
+    REQUIRE(r.result.i == ref.i);
+    REQUIRE(r.result.u == ref.u);
+  }
+  if (is_arg_op(op)) REQUIRE(r.result.index == ref.index);
+}
+
+}  // namespace
+
+TEST_CASE("every variant, op and type verifies on awkward sizes", "[reduce]") {
+  const std::string variant = GENERATE(from_range(matrix_variant_names()));
+  const Op op = GENERATE(from_range(all_ops()));
+  const DType type = GENERATE(from_range(all_dtypes()));
+  if (type == DType::kDouble && !device_context().info().fp64) SKIP("no fp64");
+  const std::uint64_t seed = std::random_device{}();
+  CAPTURE(variant, op_name(op), dtype_name(type), seed);
+  for (std::size_t n : {1, 2, 3, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1023, 1025, 7919, 65537, 1000003}) {
+    CAPTURE(n);
+    const HostArray a = generate(type, n, seed + n);
+    require_match(run_one(variant, a, op), a, op);
+  }
+}
+
+TEST_CASE("n = 0 gives the identity for sum and prod and an error for the others", "[reduce]") {
+  const std::string variant = GENERATE(from_range(variant_names()));
+  const auto empty = make_array<std::int32_t>(DType::kInt32, {});
+  CHECK(run_one(variant, empty, Op::kSum).result.i == 0);
+  CHECK(run_one(variant, empty, Op::kProd).result.i == 1);
+  CHECK(run_one(variant, empty, Op::kSum).verified);
+  CHECK_THROWS_AS(run_one(variant, empty, Op::kMin), Error);
+  CHECK_THROWS_AS(run_one(variant, empty, Op::kArgMax), Error);
+}
+
+TEST_CASE("NaN propagates and arg ops return the first NaN, across work-groups", "[reduce]") {
+  const std::string variant = GENERATE(from_range(variant_names()));
+  CAPTURE(variant);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::size_t n : {5, 300, 70001}) {
+    CAPTURE(n);
+    HostArray a = generate(DType::kFloat, n, 3);
+    a.as<float>()[n - 1] = nan;
+    if (n > 10) a.as<float>()[n / 2] = nan;
+    for (Op op : all_ops()) {
+      CAPTURE(op_name(op));
+      const RunRecord r = run_one(variant, a, op);
+      require_match(r, a, op);
+      if (!is_arg_op(op)) REQUIRE(std::isnan(r.result.f));
+      if (is_arg_op(op)) REQUIRE(r.result.index == static_cast<std::int64_t>(n > 10 ? n / 2 : n - 1));
+    }
+  }
+}
+
+TEST_CASE("arg ops return the first index among ties spread over work-groups", "[reduce]") {
+  const std::string variant = GENERATE(from_range(variant_names()));
+  CAPTURE(variant);
+  for (std::size_t n : {7, 257, 100003}) {
+    std::vector<std::int64_t> v(n, 5);
+    v[n - 1] = -3;
+    v[n / 3] = -3;
+    v[n / 2] = 9;
+    v[n - 2] = 9;
+    const auto a = make_array(DType::kInt64, v);
+    CAPTURE(n);
+    CHECK(run_one(variant, a, Op::kArgMin).result.index == static_cast<std::int64_t>(n / 3));
+    CHECK(run_one(variant, a, Op::kArgMax).result.index == static_cast<std::int64_t>(n / 2));
+    const auto c = make_array(DType::kInt64, std::vector<std::int64_t>(n, 4));
+    CHECK(run_one(variant, c, Op::kArgMin).result.index == 0);
+    CHECK(run_one(variant, c, Op::kArgMax).result.index == 0);
+  }
+}
+
+TEST_CASE("integer sums widen and wrap exactly as NumPy's do", "[reduce]") {
+  const std::string variant = GENERATE(from_range(variant_names()));
+  CAPTURE(variant);
+  const std::size_t n = 100001;
+  const auto big = make_array(DType::kInt32, std::vector<std::int32_t>(n, INT32_MAX));
+  RunRecord r = run_one(variant, big, Op::kSum);
+  CHECK(r.result.i == static_cast<std::int64_t>(n) * INT32_MAX);  // no 32-bit overflow
+  const auto wide = make_array(DType::kInt64, std::vector<std::int64_t>(n, INT64_MAX / 1000));
+  r = run_one(variant, wide, Op::kSum);  // wraps several times
+  const std::uint64_t expect = static_cast<std::uint64_t>(INT64_MAX / 1000) * n;
+  CHECK(r.result.i == static_cast<std::int64_t>(expect));
+  const auto u = make_array(DType::kUInt32, std::vector<std::uint32_t>(n, 3));
+  r = run_one(variant, u, Op::kProd);  // 3^n mod 2^64
+  std::uint64_t p = 1;
+  for (std::size_t i = 0; i < n; ++i) p *= 3;
+  CHECK(r.result.u == p);
+  // full-range int32: a 32-bit accumulator would be caught here
+  std::mt19937 rng(11);
+  std::vector<std::int32_t> full(n);
+  for (auto& x : full) x = static_cast<std::int32_t>(rng());
+  const auto f = make_array(DType::kInt32, full);
+  require_match(run_one(variant, f, Op::kSum), f, Op::kSum);
+}
+
+TEST_CASE("32-bit accumulators (--acc int32, uint32): sums and products wrap in every variant", "[reduce]") {
+  const std::string variant = GENERATE(from_range(variant_names()));
+  CAPTURE(variant);
+  std::mt19937 rng(17);
+  for (std::size_t n : {1, 33, 4099, 100003}) {
+    std::vector<std::int32_t> v(n);
+    for (auto& x : v) x = static_cast<std::int32_t>(rng());  // full range: sums wrap often
+    std::vector<std::uint32_t> u(n);
+    for (auto& x : u) x = static_cast<std::uint32_t>(rng()) | 1u;  // odd: products stay nonzero
+    const auto a = make_array(DType::kInt32, v);
+    const auto b = make_array(DType::kUInt32, u);
+    for (Op op : {Op::kSum, Op::kProd}) {
+      CAPTURE(n, op_name(op));
+      RunRecord r = run_one(variant, a, op, 0, "int32");
+      REQUIRE(r.verified);
+      CHECK(r.acc == DType::kInt32);
+      CHECK(r.result.i == reference_reduce(a, op, DType::kInt32).i);
+      r = run_one(variant, b, op, 0, "uint32");
+      REQUIRE(r.verified);
+      CHECK(r.result.u == reference_reduce(b, op, DType::kUInt32).u);
+      CHECK(r.result.u <= UINT32_MAX);
+    }
+  }
+}
+
+TEST_CASE("a local size override sets the group size, and a size the device refuses is an error", "[reduce]") {
+  const std::string variant = GENERATE(std::string("bottomup"), std::string("topdown"), std::string("fast"));
+  const HostArray a = generate(DType::kInt32, 1000, 5);
+  for (std::size_t wg : {1, 3, 16, 100}) {
+    CAPTURE(variant, wg);
+    require_match(run_one(variant, a, Op::kSum, wg), a, Op::kSum);
+  }
+  try {
+    run_one(variant, a, Op::kSum, 1u << 20);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.category() == Errc::kUsage);
+    CHECK_THAT(e.what(), Catch::Matchers::ContainsSubstring("work-group size"));
+  }
+}
+
+namespace {
+
+
+}  // namespace
+
+TEST_CASE("fast verifies in each shape, forced, with its own and with many groups", "[reduce][fast]") {
+  // The device picks one shape; the fast-shape knob forces either, and fast-groups
+  // spreads small arrays over several groups.
+  // (shape, groups): the device's own shape with its own groups is in the matrix above, and
+  // topdown's scheme in the fallback test below.
+  const auto [shape, groups] = GENERATE(table<std::string, std::string>({{"gpu", ""}, {"cpu", "7"}}));
+  const Op op = GENERATE(from_range(all_ops()));
+  const DType type = GENERATE(from_range(all_dtypes()));
+  if (type == DType::kDouble && !device_context().info().fp64) SKIP("no fp64");
+  // The CPU shape's kernels for every type are in the matrix above; here its many groups, on
+  // one type of each kind (the code paths differ by kind, not by width within a kind).
+  if (shape == "cpu" && type != DType::kInt32 && type != DType::kFloat && type != DType::kUInt64) return;
+  const test::TuningGuard force(device_context(), "fast-shape", shape);
+  const test::TuningGuard spread(device_context(), "fast-groups", groups);
+  const std::uint64_t seed = std::random_device{}();
+  CAPTURE(shape, groups, op_name(op), dtype_name(type), seed);
+  for (std::size_t n : {1, 2, 3, 4, 5, 17, 31, 33, 255, 4097, 100003}) {
+    CAPTURE(n);
+    HostArray a = generate(type, n, seed + n);
+    const RunRecord r = run_one("fast", a, op);
+    CAPTURE(r.policy.str());
+    REQUIRE(r.policy.path.rfind(shape + "-shape", 0) == 0);
+    if (!groups.empty()) REQUIRE(r.policy.groups == std::stoul(groups));
+    require_match(r, a, op);
+    if ((op == Op::kSum || op == Op::kProd) && (type == DType::kInt32 || type == DType::kUInt32)) {
+      const RunRecord r32 = run_one("fast", a, op, 0, dtype_name(type));  // --acc int32 / uint32
+      REQUIRE(r32.verified);
+      REQUIRE(r32.result.i == reference_reduce(a, op, type).i);
+      REQUIRE(r32.result.u == reference_reduce(a, op, type).u);
+    }
+    if (is_float(type) && n > 3) {  // two NaNs, in the body and in the tail: the first wins
+      if (type == DType::kFloat) {
+        a.as<float>()[n / 2 + 1] = a.as<float>()[n - 1] = std::numeric_limits<float>::quiet_NaN();
+      } else {
+        a.as<double>()[n / 2 + 1] = a.as<double>()[n - 1] = std::numeric_limits<double>::quiet_NaN();
+      }
+      const RunRecord rn = run_one("fast", a, op);
+      require_match(rn, a, op);
+      if (is_arg_op(op)) REQUIRE(rn.result.index == static_cast<std::int64_t>(n / 2 + 1));
+      if (op == Op::kMin || op == Op::kMax || op == Op::kSum) REQUIRE(std::isnan(rn.result.f));
+    }
+  }
+}
+
+namespace {
+
+std::filesystem::path copy_kernels(const std::string& tag) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("clreduce_" + tag + "_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  return dir;
+}
+
+void replace_in_file(const std::filesystem::path& p, const std::string& from, const std::string& to) {
+  std::string s = read_text_file(p.string());
+  const auto at = s.find(from);
+  REQUIRE(at != std::string::npos);
+  s.replace(at, from.size(), to);
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << s;
+}
+
+}  // namespace
+
+TEST_CASE("an edited kernel takes effect at the next run, with no rebuild and no stale cache", "[kernels]") {
+  const auto dir = copy_kernels("edit");
+  Context ctx(device_context().info(), dir.string());
+  const HostArray a = generate(DType::kInt32, 5000, 9);
+  RunConfig cfg;
+  cfg.warmup = 0;
+  cfg.repeat = 1;
+  ReduceSession s(ctx, a, Op::kSum, cfg);
+  RunRecord before = s.run(*find_reduce_variant("topdown"));
+  REQUIRE(before.verified);
+  replace_in_file(dir / "reduce_topdown.cl", "out[0] = s[0];", "out[0] = clr_op(s[0], (acc_t)1000);");
+  RunRecord after = s.run(*find_reduce_variant("topdown"));
+  CHECK_FALSE(after.verified);
+  CHECK(after.result.i == before.result.i + 1000);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fast falls back to the other shape, then to topdown's scheme, when a check fails", "[kernels][fast]") {
+  const auto dir = copy_kernels("fallback");
+  const test::TuningGuard no_force(device_context(), "fast-shape", "auto");
+  const HostArray a = generate(DType::kInt32, 100003, 4);
+  RunConfig cfg;
+  cfg.warmup = 0;
+  cfg.repeat = 1;
+  const bool gpu = device_context().info().is_gpu;
+  // Break the device's own shape (each work-item skips its first vector): the other is used.
+  replace_in_file(dir / "reduce_fast.cl", gpu ? "vidx_t v = gid;" : "vidx_t v = gid * per;",
+                  gpu ? "vidx_t v = gid + 1;" : "vidx_t v = gid * per + 1;");
+  {
+    Context ctx(device_context().info(), dir.string());
+    ReduceSession s(ctx, a, Op::kSum, cfg);
+    const RunRecord r = s.run(*find_reduce_variant("fast"));
+    CAPTURE(r.policy.str());
+    CHECK(r.policy.path.rfind(gpu ? "cpu-shape" : "gpu-shape", 0) == 0);
+    CHECK_THAT(r.policy.path, Catch::Matchers::ContainsSubstring(gpu ? "gpu-shape check gave" : "cpu-shape check gave"));
+    CHECK(r.verified);
+  }
+  // Break the file for both: topdown's scheme, still correct.
+  replace_in_file(dir / "reduce_fast.cl", "acc_t a = clr_identity();", "acc_t a = clr_identity() +;");
+  {
+    Context ctx(device_context().info(), dir.string());
+    ReduceSession s(ctx, a, Op::kSum, cfg);
+    const RunRecord r = s.run(*find_reduce_variant("fast"));
+    CAPTURE(r.policy.str());
+    CHECK(r.policy.path.rfind("topdown-scheme", 0) == 0);
+    CHECK_THAT(r.policy.path, Catch::Matchers::ContainsSubstring("check failed: kernel build failed"));
+    CHECK(r.verified);
+    CHECK(r.result.i == reference_reduce(a, Op::kSum).i);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a kernel that fails to build names the device, file, options and line", "[kernels]") {
+  const auto dir = copy_kernels("broken");
+  replace_in_file(dir / "reduce_topdown.cl", "acc_t a = clr_identity();", "acc_t a = clr_identity() +;");
+  Context ctx(device_context().info(), dir.string());
+  const HostArray a = generate(DType::kInt32, 100, 9);
+  ReduceSession s(ctx, a, Op::kSum, RunConfig{});
+  try {
+    s.run(*find_reduce_variant("topdown"));
+    FAIL("no build error");
+  } catch (const Error& e) {
+    CHECK(e.category() == Errc::kBuild);
+    const std::string msg = e.what();
+    CHECK_THAT(msg, Catch::Matchers::ContainsSubstring("reduce_topdown.cl"));
+    CHECK_THAT(msg, Catch::Matchers::ContainsSubstring("-DCLR_TYPE=0"));
+    CHECK_THAT(msg, Catch::Matchers::ContainsSubstring(device_context().info().name));
+    CHECK_THAT(msg, Catch::Matchers::ContainsSubstring("reduce_topdown.cl:22"));  // the edited line
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("build logs without #line support are mapped back to the user's file", "[kernels]") {
+  // NVIDIA's compiler reports positions in the spliced source as <kernel>:L:C.
+  const std::string log = "<kernel>:239:29: error: expected expression\n<kernel>:5:1: note: x\n";
+  const std::string mapped = remap_log(log, "reduce_topdown.cl", 210, 217);
+  CHECK_THAT(mapped, Catch::Matchers::ContainsSubstring("reduce_topdown.cl:22:29: error"));
+  CHECK_THAT(mapped, Catch::Matchers::ContainsSubstring("clreduce.h:4:1: note"));
+}

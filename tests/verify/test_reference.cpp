@@ -1,0 +1,102 @@
+// test_reference.cpp: the host reference and the verifier on hand-checked arrays: NumPy's
+// widening and wrap-around, NaN and tie rules, the float bound, n = 0.
+#include <catch2/catch_test_macros.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "io/data.hpp"
+#include "clreduce/error.hpp"
+#include "verify/reference.hpp"
+#include "io/size_arg.hpp"
+#include "test_helpers.hpp"
+
+using namespace clreduce;
+using clreduce::test::make_array;
+
+TEST_CASE("int32 sum and prod widen to int64, int64 wraps", "[reference]") {
+  const auto big = make_array<std::int32_t>(DType::kInt32, {INT32_MAX, INT32_MAX, 2});
+  Value s = reference_reduce(big, Op::kSum);
+  CHECK(s.type == DType::kInt64);
+  CHECK(s.i == 2LL * INT32_MAX + 2);
+  CHECK(reference_reduce(big, Op::kProd).i == 2LL * INT32_MAX * INT32_MAX);
+  const auto wrap = make_array<std::int64_t>(DType::kInt64, {INT64_MAX, 1});
+  CHECK(reference_reduce(wrap, Op::kSum).i == INT64_MIN);
+  const auto uwrap = make_array<std::uint32_t>(DType::kUInt32, {UINT32_MAX, UINT32_MAX});
+  CHECK(reference_reduce(uwrap, Op::kProd).u == 0xFFFFFFFE00000001ull);
+  const auto u64 = make_array<std::uint64_t>(DType::kUInt64, {UINT64_MAX, 2});
+  CHECK(reference_reduce(u64, Op::kSum).u == 1u);
+}
+
+TEST_CASE("min, max and arg ops: first index of ties, NaN propagates", "[reference]") {
+  const auto ties = make_array<std::int32_t>(DType::kInt32, {5, 1, 9, 1, 9});
+  CHECK(reference_reduce(ties, Op::kArgMin).index == 1);
+  CHECK(reference_reduce(ties, Op::kArgMax).index == 2);
+  CHECK(reference_reduce(ties, Op::kMin).i == 1);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const auto f = make_array<float>(DType::kFloat, {3.f, -1.f, nan, -7.f, nan});
+  CHECK(std::isnan(reference_reduce(f, Op::kMin).f));
+  CHECK(std::isnan(reference_reduce(f, Op::kMax).f));
+  CHECK(reference_reduce(f, Op::kArgMin).index == 2);
+  CHECK(reference_reduce(f, Op::kArgMax).index == 2);
+  CHECK(std::isnan(reference_reduce(f, Op::kSum).f));
+  const auto first_nan = make_array<double>(DType::kDouble, {nan, 1.0});
+  CHECK(reference_reduce(first_nan, Op::kArgMax).index == 0);
+}
+
+TEST_CASE("n = 0: identity for sum and prod, an error for the others", "[reference]") {
+  const auto empty = make_array<float>(DType::kFloat, {});
+  CHECK(reference_reduce(empty, Op::kSum).f == 0.0);
+  CHECK(reference_reduce(empty, Op::kProd).f == 1.0);
+  for (Op op : {Op::kMin, Op::kMax, Op::kArgMin, Op::kArgMax}) {
+    try {
+      reference_reduce(empty, op);
+      FAIL("no error for n = 0");
+    } catch (const Error& e) {
+      CHECK(e.category() == Errc::kUsage);
+    }
+  }
+}
+
+TEST_CASE("the float bound accepts rounding and rejects a lost element", "[reference]") {
+  const HostArray a = generate(DType::kFloat, 100000, 7);
+  const Value ref = reference_reduce(a, Op::kSum);
+  const Value seq = sequential_reduce(a, Op::kSum);
+  const long double s = abs_sum(a);
+  CHECK(verify(seq, ref, Op::kSum, a.n, s).ok);  // the sequential loop itself is within (n+2)u
+  Value lost = ref;
+  std::size_t big = 0;
+  while (std::fabs(a.as<float>()[big]) < 0.9f) ++big;
+  lost.f -= static_cast<double>(a.as<float>()[big]);  // one element of |x| >= 0.9 dropped
+  CHECK_FALSE(verify(lost, ref, Op::kSum, 40, s).ok);
+  Value nan = ref;
+  nan.f = std::nan("");
+  CHECK_FALSE(verify(nan, ref, Op::kSum, 40, s).ok);
+}
+
+TEST_CASE("generated data is deterministic and in its documented range", "[data]") {
+  const HostArray a = generate(DType::kInt32, 10000, 42), b = generate(DType::kInt32, 10000, 42);
+  CHECK(a.bytes == b.bytes);
+  CHECK(generate(DType::kInt32, 10000, 43).bytes != a.bytes);
+  for (std::size_t i = 0; i < a.n; ++i) {
+    REQUIRE(a.as<std::int32_t>()[i] >= -1000);
+    REQUIRE(a.as<std::int32_t>()[i] <= 1000);
+  }
+  const HostArray f = generate(DType::kDouble, 10000, 1);
+  for (std::size_t i = 0; i < f.n; ++i) {
+    REQUIRE(f.as<double>()[i] >= -1.0);
+    REQUIRE(f.as<double>()[i] < 1.0);
+  }
+}
+
+TEST_CASE("sizes parse as N, 2^K and NeK, and nothing else", "[cli]") {
+  CHECK(parse_size("0") == 0);
+  CHECK(parse_size("1000003") == 1000003);
+  CHECK(parse_size("2^20") == (1u << 20));
+  CHECK(parse_size("1e6") == 1000000);
+  for (const char* bad : {"", "-5", "abc", "3^4", "1e99", "2^99", "1.5", "12x", "99999999999999999999"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(parse_size(bad), Error);
+  }
+}
