@@ -98,12 +98,45 @@ HostArray read_back(Context& ctx, DType type, const cl::Buffer& b, std::size_t n
   return a;
 }
 
-void record_timings(Result& r, const std::vector<double>& kernel_ms, const std::vector<double>& wall_ms) {
-  if (kernel_ms.empty()) return;
+// Runs `once` warmup + repeat times, each after an untimed `prepare`, and records in r the medians
+// of the timed runs' kernel time (the events `once` appends) and host-clock time.
+template <class Prepare, class Once>
+void timed_runs(const Options& o, Result& r, Prepare prepare, Once once) {
+  std::vector<double> kernel_ms, wall_ms;
+  const int warmup = std::max(o.warmup, 0), repeat = std::max(o.repeat, 1);
+  for (int run = 0; run < warmup + repeat; ++run) {
+    prepare();
+    std::vector<cl::Event> events;
+    const double t0 = now_ms();
+    once(events);
+    const double t1 = now_ms();
+    r.launches = events.size();
+    if (run >= warmup) {
+      kernel_ms.push_back(events_ms(events));
+      wall_ms.push_back(t1 - t0);
+    }
+  }
   r.kernel_ms = median(kernel_ms);
   r.kernel_ms_min = *std::min_element(kernel_ms.begin(), kernel_ms.end());
   r.kernel_ms_max = *std::max_element(kernel_ms.begin(), kernel_ms.end());
   r.wall_ms = median(wall_ms);
+}
+
+// A result before the run: what was asked.
+Result start_result(const std::string& variant, Op op, DType type, DType acc, std::size_t n) {
+  Result r;
+  r.variant = variant;
+  r.op = op;
+  r.type = type;
+  r.acc = acc;
+  r.n = n;
+  r.value.type = acc;
+  r.verdict = "not checked";
+  return r;
+}
+
+void refuse_unsupported(const std::string& variant, const DeviceInfo& d, const std::string& why) {
+  if (!why.empty()) throw Error(Errc::kUnsupported, variant + " cannot run this on " + d.name + ": " + why);
 }
 
 void set_verdict(Result& r, bool ok, const std::string& why) {
@@ -128,15 +161,9 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
     throw Error(Errc::kUsage, op_name(op) + " of an empty array has no identity (n = 0)");
   const std::size_t bytes = n * dtype_size(type);
   if (user_in) check_buffer(ctx, *user_in, bytes, "input");
-  if (const std::string why = v.unsupported(ctx, p); !why.empty())
-    throw Error(Errc::kUnsupported, v.name() + " cannot run this on " + d.name + ": " + why);
+  refuse_unsupported(v.name(), d, v.unsupported(ctx, p));
 
-  Result r;
-  r.variant = v.name();
-  r.op = op;
-  r.type = type;
-  r.acc = p.acc_type;
-  r.n = n;
+  Result r = start_result(v.name(), op, type, p.acc_type, n);
   const std::size_t builds = ctx.programs_built();
   LaunchPolicy pol;
   if (n == 0) {  // sum and prod: the identity, with no launch
@@ -146,31 +173,22 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
     const cl::Buffer in = user_in ? *user_in : ctx.scratch("api.input", bytes);
     const cl::Buffer out = ctx.scratch("api.result", 16);
     unsigned char result[16];
-    std::vector<double> kernel_ms, wall_ms;
-    const int warmup = std::max(o.warmup, 0), repeat = std::max(o.repeat, 1);
-    for (int run = 0; run < warmup + repeat; ++run) {
-      // A sentinel first, so a result no kernel wrote cannot pass for one.
-      std::memset(result, 0xA5, sizeof result);
-      ctx.queue().enqueueWriteBuffer(out, CL_TRUE, 0, sizeof result, result);
-      std::vector<cl::Event> events;
-      const double t0 = now_ms();
-      if (host) ctx.queue().enqueueWriteBuffer(in, CL_FALSE, 0, bytes, host);
-      v.enqueue(ctx, p, pol, in, out, events);
-      ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, p.acc_bytes(), result);
-      const double t1 = now_ms();
-      r.launches = events.size();
-      if (run >= warmup) {
-        kernel_ms.push_back(events_ms(events));
-        wall_ms.push_back(t1 - t0);
-      }
-    }
-    record_timings(r, kernel_ms, wall_ms);
+    timed_runs(
+        o, r,
+        [&] {  // a sentinel first, so a result no kernel wrote cannot pass for one
+          std::memset(result, 0xA5, sizeof result);
+          ctx.queue().enqueueWriteBuffer(out, CL_TRUE, 0, sizeof result, result);
+        },
+        [&](std::vector<cl::Event>& events) {
+          if (host) ctx.queue().enqueueWriteBuffer(in, CL_FALSE, 0, bytes, host);
+          v.enqueue(ctx, p, pol, in, out, events);
+          ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, p.acc_bytes(), result);
+        });
     r.value = Value::from_bytes(p.acc_type, result);
     if (is_arg_op(op)) std::memcpy(&r.value.index, result + 8, 8);
     r.plan = pol.str();
   }
   r.builds = ctx.programs_built() - builds;
-  r.verdict = "not checked";
   if (check) {
     const HostArray a = host ? host_copy(type, host, n) : read_back(ctx, type, *user_in, n);
     r.expected = reference_reduce(a, op, p.acc_type);
@@ -206,16 +224,9 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
   const std::size_t in_bytes = n * dtype_size(type), out_bytes = n * p.acc_bytes();
   if (user_in) check_buffer(ctx, *user_in, in_bytes, "input");
   if (user_out) check_buffer(ctx, *user_out, out_bytes, "output");
-  if (const std::string why = v.unsupported(ctx, p); !why.empty())
-    throw Error(Errc::kUnsupported, v.name() + " cannot run this on " + d.name + ": " + why);
+  refuse_unsupported(v.name(), d, v.unsupported(ctx, p));
 
-  Result r;
-  r.variant = v.name();
-  r.op = op;
-  r.type = type;
-  r.acc = p.acc_type;
-  r.n = n;
-  r.value.type = p.acc_type;
+  Result r = start_result(v.name(), op, type, p.acc_type, n);
   const std::size_t builds = ctx.programs_built();
   LaunchPolicy pol;
   if (n > 0) {
@@ -226,29 +237,21 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
     if (p.segmented) ctx.queue().enqueueWriteBuffer(flags, CL_TRUE, 0, n, o.segments.data());
     // The sentinel when checking: 0xA5 bytes for integers, NaN for floats.
     const cl_uchar sentinel = is_float(p.acc_type) ? 0xFF : 0xA5;
-    std::vector<double> kernel_ms, wall_ms;
-    const int warmup = std::max(o.warmup, 0), repeat = std::max(o.repeat, 1);
-    for (int run = 0; run < warmup + repeat; ++run) {
-      if (check) {
-        ctx.queue().enqueueFillBuffer(out, sentinel, 0, out_bytes);
-        ctx.queue().finish();
-      }
-      std::vector<cl::Event> events;
-      const double t0 = now_ms();
-      if (host_in) ctx.queue().enqueueWriteBuffer(in, CL_FALSE, 0, in_bytes, host_in);
-      v.enqueue(ctx, p, pol, in, flags, out, events);
-      if (host_out)
-        ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, out_bytes, host_out);
-      else
-        ctx.queue().finish();
-      const double t1 = now_ms();
-      r.launches = events.size();
-      if (run >= warmup) {
-        kernel_ms.push_back(events_ms(events));
-        wall_ms.push_back(t1 - t0);
-      }
-    }
-    record_timings(r, kernel_ms, wall_ms);
+    timed_runs(
+        o, r,
+        [&] {
+          if (!check) return;
+          ctx.queue().enqueueFillBuffer(out, sentinel, 0, out_bytes);
+          ctx.queue().finish();
+        },
+        [&](std::vector<cl::Event>& events) {
+          if (host_in) ctx.queue().enqueueWriteBuffer(in, CL_FALSE, 0, in_bytes, host_in);
+          v.enqueue(ctx, p, pol, in, flags, out, events);
+          if (host_out)
+            ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, out_bytes, host_out);
+          else
+            ctx.queue().finish();
+        });
     unsigned char last[8];
     if (host_out) {
       std::memcpy(last, static_cast<const unsigned char*>(host_out) + out_bytes - p.acc_bytes(), p.acc_bytes());
@@ -260,7 +263,6 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
     if (const std::string note = v.run_note(); !note.empty()) r.plan += "; " + note;
   }
   r.builds = ctx.programs_built() - builds;
-  r.verdict = "not checked";
   if (check) {
     const HostArray a = host_in ? host_copy(type, host_in, n) : read_back(ctx, type, *user_in, n);
     HostArray got;
