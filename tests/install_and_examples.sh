@@ -53,7 +53,10 @@ expect_in "$out" "yes"
 cp -r "$src/examples" "$work/examples"
 cmake_args=(-S "$work/examples" -B "$work/examples/build" -DCMAKE_BUILD_TYPE=Release
             -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON -DCMAKE_CXX_COMPILER="$cxx")
-[[ -n $launcher ]] && cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
+if [[ -n $launcher ]]; then
+  cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
+  export CCACHE_BASEDIR=$work  # paths relative to the temporary directory: the cache hits next time
+fi
 cmake "${cmake_args[@]}" > "$work/configure.log" || { cat "$work/configure.log"; fail "examples: configure"; }
 expect_in "$(grep '^clreduce_DIR' "$work/examples/build/CMakeCache.txt")" "$prefix/lib/cmake/clreduce"
 cmake --build "$work/examples/build" -j2 > "$work/build.log" 2>&1 || { cat "$work/build.log"; fail "examples: build"; }
