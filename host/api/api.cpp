@@ -13,6 +13,7 @@
 #include "runtime/context.hpp"
 #include "runtime/device.hpp"
 #include "runtime/kernel_dir.hpp"
+#include "runtime/transfer.hpp"
 #include "scan/scan_variant.hpp"
 #include "verify/reference.hpp"
 #include "verify/scan_reference.hpp"
@@ -89,12 +90,18 @@ HostArray host_copy(DType type, const void* data, std::size_t n) {
   return a;
 }
 
+// Waits for all of ctx's queue, within the time limit for work that moves `bytes`.
+void wait(Context& ctx, std::size_t bytes, const std::string& what) {
+  finish(ctx.queue(), default_timeout_s(static_cast<double>(bytes)), what);
+}
+
 HostArray read_back(Context& ctx, DType type, const cl::Buffer& b, std::size_t n) {
   HostArray a;
   a.type = type;
   a.n = n;
   a.bytes.resize(n * dtype_size(type));
-  if (n) ctx.queue().enqueueReadBuffer(b, CL_TRUE, 0, a.bytes.size(), a.bytes.data());
+  enqueue_read(ctx.queue(), b, 0, a.bytes.size(), a.bytes.data(), ctx.tuning().transfer_piece);
+  wait(ctx, a.bytes.size(), "reading a buffer back");
   return a;
 }
 
@@ -172,17 +179,20 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
     pol = v.policy(ctx, p, o.local_size);
     const cl::Buffer in = user_in ? *user_in : ctx.scratch("api.input", bytes);
     const cl::Buffer out = ctx.scratch("api.result", 16);
+    const std::size_t piece = ctx.tuning().transfer_piece;
     unsigned char result[16];
     timed_runs(
         o, r,
         [&] {  // a sentinel first, so a result no kernel wrote cannot pass for one
           std::memset(result, 0xA5, sizeof result);
-          ctx.queue().enqueueWriteBuffer(out, CL_TRUE, 0, sizeof result, result);
+          enqueue_write(ctx.queue(), out, 0, sizeof result, result, piece);
+          wait(ctx, sizeof result, "writing the result's sentinel");
         },
         [&](std::vector<cl::Event>& events) {
-          if (host) ctx.queue().enqueueWriteBuffer(in, CL_FALSE, 0, bytes, host);
+          if (host) enqueue_write(ctx.queue(), in, 0, bytes, host, piece);
           v.enqueue(ctx, p, pol, in, out, events);
-          ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, p.acc_bytes(), result);
+          enqueue_read(ctx.queue(), out, 0, p.acc_bytes(), result, piece);
+          wait(ctx, bytes, v.name() + " " + op_name(op) + " of " + std::to_string(n) + " elements");
         });
     r.value = Value::from_bytes(p.acc_type, result);
     if (is_arg_op(op)) std::memcpy(&r.value.index, result + 8, 8);
@@ -234,29 +244,34 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
     const cl::Buffer in = user_in ? *user_in : ctx.scratch("api.input", in_bytes);
     const cl::Buffer out = user_out ? *user_out : ctx.scratch("api.scan.output", out_bytes);
     const cl::Buffer flags = ctx.scratch(p.segmented ? "api.scan.flags" : "api.scan.noflags", p.segmented ? n : 1);
-    if (p.segmented) ctx.queue().enqueueWriteBuffer(flags, CL_TRUE, 0, n, o.segments.data());
+    const std::size_t piece = ctx.tuning().transfer_piece;
+    if (p.segmented) {
+      enqueue_write(ctx.queue(), flags, 0, n, o.segments.data(), piece);
+      wait(ctx, n, "writing the segment flags");
+    }
     // The sentinel when checking: 0xA5 bytes for integers, NaN for floats.
     const cl_uchar sentinel = is_float(p.acc_type) ? 0xFF : 0xA5;
     timed_runs(
         o, r,
         [&] {
           if (!check) return;
-          ctx.queue().enqueueFillBuffer(out, sentinel, 0, out_bytes);
-          ctx.queue().finish();
+          for_each_piece(0, out_bytes, piece, 1, [&](std::size_t at, std::size_t len) {
+            ctx.queue().enqueueFillBuffer(out, sentinel, at, len);
+          });
+          wait(ctx, out_bytes, "filling the scan output with its sentinel");
         },
         [&](std::vector<cl::Event>& events) {
-          if (host_in) ctx.queue().enqueueWriteBuffer(in, CL_FALSE, 0, in_bytes, host_in);
+          if (host_in) enqueue_write(ctx.queue(), in, 0, in_bytes, host_in, piece);
           v.enqueue(ctx, p, pol, in, flags, out, events);
-          if (host_out)
-            ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, out_bytes, host_out);
-          else
-            ctx.queue().finish();
+          if (host_out) enqueue_read(ctx.queue(), out, 0, out_bytes, host_out, piece);
+          wait(ctx, in_bytes + out_bytes, v.name() + " of " + std::to_string(n) + " elements");
         });
     unsigned char last[8];
     if (host_out) {
       std::memcpy(last, static_cast<const unsigned char*>(host_out) + out_bytes - p.acc_bytes(), p.acc_bytes());
     } else {
-      ctx.queue().enqueueReadBuffer(out, CL_TRUE, out_bytes - p.acc_bytes(), p.acc_bytes(), last);
+      enqueue_read(ctx.queue(), out, out_bytes - p.acc_bytes(), p.acc_bytes(), last, piece);
+      wait(ctx, p.acc_bytes(), "reading the scan's last element");
     }
     r.value = Value::from_bytes(p.acc_type, last);
     r.plan = pol.str();

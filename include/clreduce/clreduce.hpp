@@ -107,6 +107,10 @@ std::vector<std::string> scan_variant_names();
 // it cannot.
 void save_npy(const std::string& path, DType t, const void* data, std::size_t n);
 
+// Every wait on the device has a time limit (a minute plus a second per 256 MiB moved): past it
+// a call throws Error(Errc::kTimeout); the device may then be hung, and destroying its Device may
+// block, so a program may prefer to exit at once.
+//
 // An open device: its OpenCL context and profiling queue, and the programs built on it. Built
 // programs, start-up probes and scratch buffers are kept for the Device's life, so calling
 // reduce or scan again builds nothing. Not thread-safe: use a Device (and clreduce as a
