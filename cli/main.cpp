@@ -57,7 +57,8 @@ int run(int argc, char** argv) {
              "\nData: --size N --seed S generates int32/int64 uniform in [-1000, 1000] / "
              "[-1e12, 1e12],\nuint32/uint64 in [0, 2000] / [0, 2e12], float/double uniform in "
              "[-1, 1).\nKernels are read at run time from --kernel-dir, $CLREDUCE_KERNEL_DIR, "
-             "the source tree's cl/,\nor the installed share directory, in that order.");
+             "../share/clreduce/cl beside\nthe installed executable, the source tree's cl/, or the "
+             "configured install directory,\nin that order (--version names the one found).");
   std::string device = "0", variant = "fast", op = "sum", type = "int32", format = "table";
   std::string size = "16777216", input, kernel_dir;
   std::uint64_t seed = 1;
