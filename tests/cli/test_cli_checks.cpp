@@ -140,7 +140,7 @@ TEST_CASE("mistakes are found before the first kernel runs", "[cli][checks]") {
   std::filesystem::remove(npy);
 }
 
-TEST_CASE("-v is --verbose; --variant has no short form", "[cli][checks]") {
+TEST_CASE("the short flag -v is --verbose; --variant has no short form", "[cli][checks]") {
   Result r = run_cli("-v --size 1000 --repeat 1");
   CHECK(r.code == 0);
   CHECK_THAT(r.out, ContainsSubstring("fast: wg="));  // the launch policy, on stderr
@@ -152,7 +152,7 @@ TEST_CASE("-v is --verbose; --variant has no short form", "[cli][checks]") {
   CHECK_THAT(help.out, ContainsSubstring("  --variant TEXT"));
 }
 
-TEST_CASE("--device takes a device type: the first device of that type", "[cli][checks]") {
+TEST_CASE("a device type as --device picks the first device of that type", "[cli][checks]") {
   const Result all = run_cli("--list-devices --format json");
   REQUIRE(all.code == 0);
   for (const char* type : {"cpu", "gpu", "accelerator"}) {

@@ -79,7 +79,7 @@ fs::path temp_dir(const std::string& tag) {
 
 }  // namespace
 
-TEST_CASE("--format csv: a header, one line per row, a column for every JSON key", "[cli][output]") {
+TEST_CASE("CSV output: a header, one line per row, a column for every JSON key", "[cli][output]") {
   const std::vector<std::string> runs = {
       "--variant all --op argmin --type float --size 3000 --repeat 2 --peers --measure-copy",
       "--variant all --op sum --size 3000 --repeat 2 --peers --local-size 64",
@@ -115,7 +115,7 @@ TEST_CASE("--format csv: a header, one line per row, a column for every JSON key
   CHECK_THAT(r.out, StartsWith("name,mode,kernel,description,path\n"));
 }
 
-TEST_CASE("--list-variants --format json: one object per variant", "[cli][output]") {
+TEST_CASE("the variant list as JSON: one object per variant", "[cli][output]") {
   const Result r = run_cli("--list-variants --format json");
   CHECK(r.code == 0);
   CHECK(lines(r.out) == clreduce::reduce_variants().size() + clreduce::scan_variants().size());
@@ -183,7 +183,7 @@ TEST_CASE("beside the ladder, the peer and the copy are rows of their own, outsi
   CHECK_THAT(row_of(r.out, "interleaved-divergent"), ContainsSubstring("\"vs_omp\":"));
 }
 
-TEST_CASE("--peers with scans: an omp scan row where the peer has the scan, else the reason", "[cli][output]") {
+TEST_CASE("peers beside scans: an omp scan row where the peer has the scan, else the reason", "[cli][output]") {
   struct Case { const char* args; bool runs; };
   for (const Case& c : {Case{"--type int32", true}, Case{"--type int32 --acc int32", true},
                         Case{"--type float", true}, Case{"--type int32 --exclusive", false},
