@@ -188,15 +188,18 @@ Shape chosen_shape(Context& ctx, std::string* why) {
   const Shape second = first == Shape::kGpu ? Shape::kCpu : Shape::kGpu;
   why->clear();
   for (Shape s : {first, second}) {
-    const std::string key = std::string("reduce_fast.") + shape_name(s);
-    auto it = ctx.probes().find(key);
-    if (it == ctx.probes().end()) {
-      it = ctx.probes().emplace(key, check_shape(ctx, s)).first;
+    // The check's answer depends on the device, the kernel's text and the build options.
+    const std::string key = std::string("reduce_fast.") + shape_name(s) + " " +
+                            std::to_string(ctx.source_hash("reduce_fast.cl")) + " " +
+                            ctx.tuning().build_options;
+    const std::string& answer = ctx.probe(key, [&] {
+      std::string a = check_shape(ctx, s);
       if (ctx.verbose())
-        std::cerr << "fast: " << shape_name(s) << " " << (it->second.empty() ? "passed its check" : it->second) << "\n";
-    }
-    if (it->second.empty()) return s;
-    *why += (why->empty() ? "" : "; ") + it->second;
+        std::cerr << "fast: " << shape_name(s) << " " << (a.empty() ? "passed its check" : a) << "\n";
+      return a;
+    });
+    if (answer.empty()) return s;
+    *why += (why->empty() ? "" : "; ") + answer;
   }
   return Shape::kTopdown;
 }
