@@ -89,17 +89,19 @@ RunRecord ReduceSession::base_record(const std::string& name) const {
   return rec;
 }
 
-RunRecord ReduceSession::run(ReduceVariant& v) {
+RunRecord ReduceSession::run(const ReduceVariant& v) {
   RunRecord rec = base_record(v.name());
   rec.skip_reason = v.unsupported(ctx_, problem_);
   if (!rec.skip_reason.empty()) {
     rec.skipped = true;
     return rec;
   }
+  std::unique_ptr<ReducePlan> plan;
   if (problem_.n == 0) {  // sum and prod: the identity, with no launch
     rec.result = identity_value(problem_.op, problem_.acc_type);
   } else {
-    rec.policy = v.policy(ctx_, problem_, cfg_.local_size);
+    plan = v.plan(ctx_, problem_, cfg_.local_size);
+    rec.policy = plan->policy();
     cl::Buffer in = ctx_.scratch("input", data_.bytes.size());
     cl::Buffer out = ctx_.scratch("result", 16);
     std::vector<unsigned char> result(16, 0);
@@ -111,7 +113,7 @@ RunRecord ReduceSession::run(ReduceVariant& v) {
       std::vector<cl::Event> events;
       const double t0 = now_ms();
       ctx_.queue().enqueueWriteBuffer(in, CL_FALSE, 0, data_.bytes.size(), data_.bytes.data());
-      v.enqueue(ctx_, problem_, rec.policy, in, out, events);
+      plan->enqueue(in, out, events);
       ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, problem_.acc_bytes(), result.data());
       const double t1 = now_ms();
       const double k = events_ms(events);
@@ -129,7 +131,7 @@ RunRecord ReduceSession::run(ReduceVariant& v) {
       rec.result.index = idx;
     }
   }
-  finish(rec, problem_.n ? v.depth(problem_, rec.policy) : 0);
+  finish(rec, plan ? plan->depth() : 0);
   return rec;
 }
 

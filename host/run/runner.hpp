@@ -61,7 +61,7 @@ class ReduceSession {
   // Throws Error for n = 0 with an op that has no identity, for double on a device without
   // fp64, and for arrays larger than the device's largest allocation.
   ReduceSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg);
-  RunRecord run(ReduceVariant& v);
+  RunRecord run(const ReduceVariant& v);
   // The OpenMP peer on the same array: variant "omp", kind "peer", verified like a variant.
   RunRecord run_omp();
   // Device-to-device copy of the array (clEnqueueCopyBuffer): variant "copy", kind "ceiling",
