@@ -72,7 +72,7 @@ ScanSession::ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig c
   expected_ = self.expected_last;
 }
 
-RunRecord ScanSession::run(ScanVariant& v, HostArray* output) {
+RunRecord ScanSession::run(const ScanVariant& v, HostArray* output) {
   RunRecord rec;
   rec.mode = "scan";
   rec.variant = v.name();
@@ -93,8 +93,10 @@ RunRecord ScanSession::run(ScanVariant& v, HostArray* output) {
   const std::size_t n = problem_.n;
   const std::size_t out_bytes = n * problem_.acc_bytes();
   const std::size_t flag_bytes = problem_.segmented ? n : 0;
+  std::unique_ptr<ScanPlan> plan;
   if (n > 0) {
-    rec.policy = v.policy(ctx_, problem_, cfg_.local_size);
+    plan = v.plan(ctx_, problem_, cfg_.local_size);
+    rec.policy = plan->policy();
     cl::Buffer in = ctx_.scratch("input", data_.bytes.size());
     cl::Buffer flags = ctx_.scratch(problem_.segmented ? "scan.flags" : "scan.noflags", std::max<std::size_t>(flag_bytes, 1));
     cl::Buffer out = ctx_.scratch("scan.output", out_bytes);
@@ -110,7 +112,7 @@ RunRecord ScanSession::run(ScanVariant& v, HostArray* output) {
       const double t0 = now_ms();
       ctx_.queue().enqueueWriteBuffer(in, CL_FALSE, 0, data_.bytes.size(), data_.bytes.data());
       if (flag_bytes) ctx_.queue().enqueueWriteBuffer(flags, CL_FALSE, 0, flag_bytes, opts_.flags.data());
-      v.enqueue(ctx_, problem_, rec.policy, in, flags, out, events);
+      plan->enqueue(in, flags, out, events);
       ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, out_bytes, host_out_.data());
       const double t1 = now_ms();
       const double k = events_ms(events);
@@ -120,12 +122,12 @@ RunRecord ScanSession::run(ScanVariant& v, HostArray* output) {
         wall_ms.push_back(t1 - t0);
       }
     }
-    if (const std::string note = v.run_note(); !note.empty()) rec.policy.path += "; " + note;
+    if (const std::string note = plan->run_note(); !note.empty()) rec.policy.path += "; " + note;
     set_timings(rec, kernel_ms, wall_ms);
     rec.result = Value::from_bytes(problem_.acc_type, host_out_.data() + out_bytes - problem_.acc_bytes());
   }
   const ScanMode mode{problem_.op, problem_.acc_type, problem_.exclusive};
-  const std::uint64_t depth = n ? v.depth(problem_, rec.policy) : 0;
+  const std::uint64_t depth = plan ? plan->depth() : 0;
   const ScanVerdict verdict = verify_scan(data_, mode, opts_.flags, depth, host_out_.data());
   rec.verified = verdict.ok;
   rec.verify_note = verdict.why;

@@ -34,7 +34,7 @@ class ScanSession {
   // every run is then skipped with the reason.
   ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg, ScanOptions opts);
   // Runs v; with output, the device's last result is stored there (type acc, data.n elements).
-  RunRecord run(ScanVariant& v, HostArray* output = nullptr);
+  RunRecord run(const ScanVariant& v, HostArray* output = nullptr);
   const ScanProblem& problem() const { return problem_; }
 
  private:
