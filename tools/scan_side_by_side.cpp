@@ -1,10 +1,9 @@
 // scan_side_by_side.cpp: int32 inclusive sum scans timed alike: clreduce scan variants on an
 // OpenCL device, in interleaved rounds, or (--variants omp) the OpenMP two-pass scan peer
-// (host/omp_peer.hpp). One kind per process: PoCL's and OpenMP's thread pools in one process
+// (host/run/omp_peer.hpp). One kind per process: PoCL's and OpenMP's thread pools in one process
 // fight over the cores. Timings are host wall-clock of the scan alone (device: enqueue to queue
 // finish, data already on the device, all launches and the gaps between them; peer: the call).
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
@@ -17,6 +16,7 @@
 #include "clreduce/error.hpp"
 #include "runtime/kernel_dir.hpp"
 #include "run/omp_peer.hpp"
+#include "run/timing.hpp"
 #include "scan/scan_variant.hpp"
 #include "io/size_arg.hpp"
 
@@ -24,22 +24,15 @@ using namespace clreduce;
 
 namespace {
 
-double now_ms() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
-
 struct Series {
   std::string name;
   std::vector<double> ms;
 };
 
 void print(const Series& s, std::size_t bytes) {
-  std::vector<double> v = s.ms;
-  std::sort(v.begin(), v.end());
-  const double med = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-  std::printf("%-34s median %9.3f ms  min %9.3f ms  %7.2f GB/s (median)  %7.2f GB/s (min)\n", s.name.c_str(), med,
-              v.front(), static_cast<double>(bytes) / (med * 1e6), static_cast<double>(bytes) / (v.front() * 1e6));
+  const Spread t = spread(s.ms);
+  std::printf("%-34s median %9.3f ms  min %9.3f ms  %7.2f GB/s (median)  %7.2f GB/s (min)\n", s.name.c_str(), t.median,
+              t.min, static_cast<double>(bytes) / (t.median * 1e6), static_cast<double>(bytes) / (t.min * 1e6));
 }
 
 }  // namespace

@@ -209,7 +209,7 @@ std::unique_ptr<ReducePlan> MultiPassVariant::make_plan(Context& ctx, const Redu
       static_cast<unsigned>(div_up(std::max<std::size_t>(p.n, 1), pol.groups * wg));
   if (pol.groups * p.acc_bytes() > d.max_alloc)
     throw Error(Errc::kUnsupported, name() + ": " + std::to_string(pol.groups) + " partials exceed " +
-                                      d.name + "'s largest allocation; use a larger --local-size");
+                                      d.name + "'s largest allocation; use larger work-groups");
   return std::make_unique<MultiPassPlan>(ctx, shape_, p, pol, tail, cap, build(wg, tail));
 }
 

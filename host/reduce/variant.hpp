@@ -123,9 +123,9 @@ inline std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) /
 // Picks the group size: `wanted` (user override) or `preferred`, clamped to the device and kernel
 // limits. An override the device cannot take throws Error(Errc::kUsage).
 std::size_t choose_wg(Context& ctx, const cl::Kernel& k, std::size_t wanted, std::size_t preferred);
-// Checks a --local-size before a kernel is built for it (a build with a group-sized static local
-// array may fail to build, not merely refuse the size): throws Error(Errc::kUsage) when it exceeds
-// the device's largest group or local_bytes exceeds its local memory. 0 passes.
+// Checks a work-group size override before a kernel is built for it (a build with a group-sized
+// static local array may fail to build, not merely refuse the size): throws Error(Errc::kUsage)
+// when it exceeds the device's largest group or local_bytes exceeds its local memory. 0 passes.
 void check_local_size(Context& ctx, std::size_t local_size, std::size_t local_bytes);
 // The device's largest work-group size for `k` (CL_KERNEL_WORK_GROUP_SIZE, capped by the device).
 std::size_t kernel_max_wg(Context& ctx, const cl::Kernel& k);

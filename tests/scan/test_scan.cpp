@@ -74,8 +74,9 @@ void require_verified(const ScanRun& r) {
                      << r.rec.skip_reason);
   REQUIRE_FALSE(r.rec.skipped);
   REQUIRE(r.rec.verified);
-  REQUIRE(r.rec.wrong_count == 0);
-  REQUIRE(r.rec.first_wrong == -1);
+  REQUIRE(r.rec.scan.has_value());
+  REQUIRE(r.rec.scan->wrong_count == 0);
+  REQUIRE(r.rec.scan->first_wrong == -1);
   REQUIRE(r.out.n == r.rec.n);
 }
 
@@ -349,8 +350,9 @@ TEST_CASE("an element no kernel writes keeps the sentinel and is reported", "[sc
     const HostArray a = generate(type, 1000, 8);
     const ScanRun r = run_scan(variant, a, Op::kSum, false, nullptr, 16, "", &ctx);
     CHECK_FALSE(r.rec.verified);
-    CHECK(r.rec.first_wrong == 77);
-    CHECK(r.rec.wrong_count == 1);
+    REQUIRE(r.rec.scan.has_value());
+    CHECK(r.rec.scan->first_wrong == 77);
+    CHECK(r.rec.scan->wrong_count == 1);
     CHECK_THAT(r.rec.verify_note, Catch::Matchers::ContainsSubstring("y[77]"));
     CHECK_THAT(r.rec.verify_note, Catch::Matchers::ContainsSubstring("1 of 1000 elements wrong"));
   }

@@ -24,14 +24,18 @@ using clreduce::test::device_context;
 
 namespace {
 
+// The device under test, without creating the shared context.
+DeviceInfo device_context_info() {
+  return select_device(list_devices(), clreduce::test::test_device_spec());
+}
+
 std::vector<std::string> scan_names() {
   std::vector<std::string> v;
   for (const auto& r : scan_variants()) v.push_back(r->name());
   return v;
 }
 
-cl::Buffer upload(const void* bytes, std::size_t size) {
-  Context& ctx = device_context();
+cl::Buffer upload(Context& ctx, const void* bytes, std::size_t size) {
   cl::Buffer b(ctx.context(), CL_MEM_READ_WRITE, std::max<std::size_t>(size, 1));
   if (size) ctx.queue().enqueueWriteBuffer(b, CL_TRUE, 0, size, bytes);
   return b;
@@ -102,16 +106,15 @@ Value carry_value(DType acc, std::int64_t v) {
 // Runs plan on [offset, offset + length) of in/flags into out (pre-filled with a sentinel), reads
 // the range back and compares it with the host's scan; elements outside the range must keep
 // the sentinel.
-void check_range(ScanPlan& plan, const HostArray& x, const std::vector<std::uint8_t>& flags,
-                 const Case& c, std::size_t offset, std::size_t length,
-                 std::optional<std::int64_t> carry) {
-  Context& ctx = device_context();
+void check_range(Context& ctx, ScanPlan& plan, const HostArray& x,
+                 const std::vector<std::uint8_t>& flags, const Case& c, std::size_t offset,
+                 std::size_t length, std::optional<std::int64_t> carry) {
   const ScanProblem& p = plan.problem();
   const std::size_t out_size = p.acc_bytes();
   std::vector<unsigned char> y(x.n * out_size, 0xA5);
-  const cl::Buffer in = upload(x.bytes.data(), x.bytes.size());
-  const cl::Buffer f = upload(flags.data(), flags.size());
-  const cl::Buffer out = upload(y.data(), y.size());
+  const cl::Buffer in = upload(ctx, x.bytes.data(), x.bytes.size());
+  const cl::Buffer f = upload(ctx, flags.data(), flags.size());
+  const cl::Buffer out = upload(ctx, y.data(), y.size());
   std::vector<cl::Event> events;
   const Value cv = carry_value(p.acc_type, carry.value_or(0));
   plan.enqueue(in, f, out, offset, length, carry ? &cv : nullptr, events);
@@ -161,13 +164,13 @@ void check_sub_ranges(bool exclusive, bool segmented) {
                          Range{5 * step, 1000}, Range{2 * step, 7919}, Range{7 * step, 4097},
                          Range{9 * step, longest}}) {
     CAPTURE(r.offset, r.length);
-    check_range(*plan, x, flags, c, r.offset, r.length, carry);
-    check_range(*plan, x, flags, c, r.offset, r.length, std::nullopt);
-    check_range(*plain, x, flags, c, r.offset, r.length, std::nullopt);
+    check_range(ctx, *plan, x, flags, c, r.offset, r.length, carry);
+    check_range(ctx, *plan, x, flags, c, r.offset, r.length, std::nullopt);
+    check_range(ctx, *plain, x, flags, c, r.offset, r.length, std::nullopt);
   }
   // A plan made for exactly the range.
   const auto exact = v.plan(ctx, problem_of(c, 4097, exclusive, segmented, true), 64);
-  check_range(*exact, x, flags, c, 7 * step, 4097, carry);
+  check_range(ctx, *exact, x, flags, c, 7 * step, 4097, carry);
 }
 
 }  // namespace
@@ -200,10 +203,10 @@ TEST_CASE("a scan chained chunk by chunk through the carry equals the whole scan
   std::vector<std::uint8_t> flags(n, 0);
   for (std::size_t i = 500; i < n; i += 3001) flags[i] = 1;
   const auto plan = find_scan_variant(variant)->plan(ctx, problem_of(c, chunk, false, segmented, true), 0);
-  const cl::Buffer in = upload(x.bytes.data(), x.bytes.size());
-  const cl::Buffer f = upload(flags.data(), flags.size());
+  const cl::Buffer in = upload(ctx, x.bytes.data(), x.bytes.size());
+  const cl::Buffer f = upload(ctx, flags.data(), flags.size());
   std::vector<std::int64_t> y(n, 0);
-  const cl::Buffer out = upload(y.data(), n * 8);
+  const cl::Buffer out = upload(ctx, y.data(), n * 8);
   std::vector<cl::Event> events;
   std::optional<Value> carry;
   for (std::size_t lo = 0; lo < n; lo += chunk) {
@@ -226,10 +229,10 @@ TEST_CASE("a scan plan refuses carries and ranges it cannot take", "[scan][plan]
   Context& ctx = device_context();
   const Case c{Op::kSum, DType::kInt32};
   const HostArray x = generate(c.type, 4096, 5);
-  const cl::Buffer in = upload(x.bytes.data(), x.bytes.size());
+  const cl::Buffer in = upload(ctx, x.bytes.data(), x.bytes.size());
   const std::vector<std::uint8_t> flags(4096, 0);
-  const cl::Buffer f = upload(flags.data(), flags.size());
-  const cl::Buffer out = upload(std::vector<std::int64_t>(4096).data(), 4096 * 8);
+  const cl::Buffer f = upload(ctx, flags.data(), flags.size());
+  const cl::Buffer out = upload(ctx, std::vector<std::int64_t>(4096).data(), 4096 * 8);
   const auto plain = find_scan_variant("scan-blelloch")->plan(ctx, problem_of(c, 1000, false, true, false), 0);
   const auto carried = find_scan_variant("scan-blelloch")->plan(ctx, problem_of(c, 1000, false, true, true), 0);
   const Value good = carry_value(DType::kInt64, 5), bad = carry_value(DType::kInt32, 5);
@@ -259,4 +262,43 @@ TEST_CASE("a scan plan refuses carries and ranges it cannot take", "[scan][plan]
   } catch (const Error& e) {
     CHECK(e.category() == Errc::kUsage);
   }
+}
+
+// Small enough for Oclgrind: tests/oclgrind.sh runs this under it, so the carry-in pass
+// (cl/scan_carry.cl) and plans on sub-buffers are checked like every kernel the CLI runs.
+TEST_CASE("carry-in and sub-range plans on small arrays", "[.oclgrind]") {
+  // A context of its own: the shared one lives until exit, past Oclgrind's own teardown.
+  Context ctx(device_context_info(), CLREDUCE_SOURCE_KERNEL_DIR, false, tuning_from_env());
+  const Case c{Op::kSum, DType::kInt32};
+  const std::size_t step = std::max<std::size_t>(1, ctx.base_align());  // aligned for flags too
+  const std::size_t n = step + 300;
+  const HostArray x = generate(c.type, n, 9);
+  std::vector<std::uint8_t> flags(n, 0);
+  for (std::size_t i = step + 40; i < n; i += 70) flags[i] = 1;
+  for (const bool segmented : {false, true}) {
+    for (const bool exclusive : {false, true}) {
+      CAPTURE(segmented, exclusive);
+      const auto plan = find_scan_variant("scan-hierarchical")->plan(ctx, problem_of(c, 300, exclusive, segmented, true), 16);
+      check_range(ctx, *plan, x, flags, c, step, 300, 1000);
+    }
+  }
+  // A reduction on a sub-buffer: every read stays inside the range.
+  ReduceProblem p;
+  p.op = Op::kArgMin;
+  p.type = DType::kInt32;
+  p.acc_type = DType::kInt32;
+  p.n = 300;
+  const auto plan = find_reduce_variant("fast")->plan(ctx, p, 16);
+  const cl::Buffer in = upload(ctx, x.bytes.data(), x.bytes.size());
+  std::vector<unsigned char> r(16, 0xA5);
+  const cl::Buffer out = upload(ctx, r.data(), r.size());
+  std::vector<cl::Event> events;
+  plan->enqueue(in, step, 300, out, events);
+  ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, 16, r.data());
+  std::int64_t index = -1;
+  std::memcpy(&index, r.data() + 8, 8);
+  std::int64_t want = 0;
+  for (std::int64_t i = 1; i < 300; ++i)
+    if (x.as<std::int32_t>()[step + static_cast<std::size_t>(i)] < x.as<std::int32_t>()[step + static_cast<std::size_t>(want)]) want = i;
+  CHECK(index == want);
 }
