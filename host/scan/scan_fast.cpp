@@ -1,7 +1,7 @@
 // scan_fast.cpp: the default scan: picks per device, once, from a trial build and a small exact
 // check: NVIDIA GPUs scan-lookback (one pass, 16-byte loads); CPUs the CPU-shaped two-pass scan of
-// cl/scan_fast.cl (OpenMP's scheme, run per cache-sized superblock); anything else, or a path that
-// fails its check, scan-hierarchical. The choice is recorded in LaunchPolicy::path.
+// cl/scan_cpu_two_pass.cl (OpenMP's scheme, run per cache-sized superblock); anything else, or a
+// path that fails its check, scan-hierarchical. The choice is recorded in LaunchPolicy::path.
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -180,8 +180,8 @@ class Fast : public ScanVariant {
     if (local_size > ctx.info().max_wg_size)
       throw Error(Errc::kUsage, "work-group size " + std::to_string(local_size) + " is larger than " +
                                   ctx.info().name + " allows (" + std::to_string(ctx.info().max_wg_size) + ")");
-    cl::Kernel k = ctx.kernel("scan_fast.cl", "scan_fast", cpu_options(ctx, p, s.wg));
-    ctx.kernel("scan_fast.cl", "scan_fast_reduce", cpu_options(ctx, p, s.wg));
+    cl::Kernel k = ctx.kernel("scan_cpu_two_pass.cl", "scan_cpu_two_pass_scan", cpu_options(ctx, p, s.wg));
+    ctx.kernel("scan_cpu_two_pass.cl", "scan_cpu_two_pass_reduce", cpu_options(ctx, p, s.wg));
     if (s.wg > kernel_max_wg(ctx, k))
       throw Error(Errc::kUsage, "work-group size " + std::to_string(s.wg) + " is larger than " + ctx.info().name +
                                   " allows for this kernel (" + std::to_string(kernel_max_wg(ctx, k)) + ")");
@@ -206,8 +206,8 @@ class Fast : public ScanVariant {
     cl::Buffer& totals = ctx.scratch("scan.fast.totals", chunks * p.acc_bytes());
     cl::Buffer& tile_flags = ctx.scratch("scan.fast.tile_flags", chunks);
     cl::Buffer& carry = ctx.scratch("scan.fast.carry", (superblocks + 1) * p.acc_bytes());
-    cl::Kernel reduce = ctx.kernel("scan_fast.cl", "scan_fast_reduce", cpu_options(ctx, p, pol.wg_size));
-    cl::Kernel scan = ctx.kernel("scan_fast.cl", "scan_fast", cpu_options(ctx, p, pol.wg_size));
+    cl::Kernel reduce = ctx.kernel("scan_cpu_two_pass.cl", "scan_cpu_two_pass_reduce", cpu_options(ctx, p, pol.wg_size));
+    cl::Kernel scan = ctx.kernel("scan_cpu_two_pass.cl", "scan_cpu_two_pass_scan", cpu_options(ctx, p, pol.wg_size));
     reduce.setArg(0, in);
     reduce.setArg(1, flags);
     reduce.setArg(4, totals);
