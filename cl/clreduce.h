@@ -1,9 +1,9 @@
 // clreduce.h: the element type T, the accumulator acc_t and the operator shared by every kernel.
 // The host splices this file in front of each .cl file (with #line, so messages point at the
 // right file) and selects type and operator with -D; the defaults make any kernel compile alone.
-//   CLR_TYPE  element type: 0 int32, 1 uint32, 2 int64, 3 uint64, 4 float, 5 double (default 0)
-//   CLR_ACC   accumulator type, same codes (default: int64 for int32, uint64 for uint32, else T)
-//   CLR_OP    0 sum, 1 prod, 2 min, 3 max, 4 argmin, 5 argmax (default 0)
+//   CLR_TYPE  element type, a type code below (default CLR_INT32)
+//   CLR_ACC   accumulator type, a type code (default: int64 for int32, uint64 for uint32, else T)
+//   CLR_OP    operator, an operator code below (default CLR_SUM)
 // Operators: integer sum/prod wrap (computed in the unsigned type: no undefined behaviour);
 // float min/max propagate NaN; argmin/argmax keep the first index of the extreme, the first NaN
 // if any. Every operator is associative and commutative (arg ops compare indices), so kernels
@@ -11,44 +11,63 @@
 #ifndef CLREDUCE_H
 #define CLREDUCE_H
 
+// The codes CLR_TYPE, CLR_ACC and CLR_OP take. They are the values of the host's DType and Op
+// enums, which the host checks at compile time: its C++ includes this file with CLR_CODES_ONLY
+// defined, reads this table alone and static_asserts each enumerator against it.
+#define CLR_INT32 0
+#define CLR_UINT32 1
+#define CLR_INT64 2
+#define CLR_UINT64 3
+#define CLR_FLOAT 4
+#define CLR_DOUBLE 5
+
+#define CLR_SUM 0
+#define CLR_PROD 1
+#define CLR_MIN 2
+#define CLR_MAX 3
+#define CLR_ARGMIN 4
+#define CLR_ARGMAX 5
+
+#ifndef CLR_CODES_ONLY
+
 #ifndef CLR_TYPE
-#define CLR_TYPE 0
+#define CLR_TYPE CLR_INT32
 #endif
 #ifndef CLR_OP
-#define CLR_OP 0
+#define CLR_OP CLR_SUM
 #endif
 #ifndef CLR_ACC
-#if (CLR_OP == 0 || CLR_OP == 1) && CLR_TYPE == 0
-#define CLR_ACC 2
-#elif (CLR_OP == 0 || CLR_OP == 1) && CLR_TYPE == 1
-#define CLR_ACC 3
+#if (CLR_OP == CLR_SUM || CLR_OP == CLR_PROD) && CLR_TYPE == CLR_INT32
+#define CLR_ACC CLR_INT64
+#elif (CLR_OP == CLR_SUM || CLR_OP == CLR_PROD) && CLR_TYPE == CLR_UINT32
+#define CLR_ACC CLR_UINT64
 #else
 #define CLR_ACC CLR_TYPE
 #endif
 #endif
 
-#if CLR_TYPE == 5 || CLR_ACC == 5
+#if CLR_TYPE == CLR_DOUBLE || CLR_ACC == CLR_DOUBLE
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 
 // T: the element type, with its extremes (for min/max identities).
-#if CLR_TYPE == 0
+#if CLR_TYPE == CLR_INT32
 typedef int T;
 #define T_MAX INT_MAX
 #define T_LOWEST INT_MIN
-#elif CLR_TYPE == 1
+#elif CLR_TYPE == CLR_UINT32
 typedef uint T;
 #define T_MAX UINT_MAX
 #define T_LOWEST 0u
-#elif CLR_TYPE == 2
+#elif CLR_TYPE == CLR_INT64
 typedef long T;
 #define T_MAX LONG_MAX
 #define T_LOWEST LONG_MIN
-#elif CLR_TYPE == 3
+#elif CLR_TYPE == CLR_UINT64
 typedef ulong T;
 #define T_MAX ULONG_MAX
 #define T_LOWEST 0ul
-#elif CLR_TYPE == 4
+#elif CLR_TYPE == CLR_FLOAT
 typedef float T;
 #define T_MAX INFINITY
 #define T_LOWEST (-INFINITY)
@@ -61,23 +80,23 @@ typedef double T;
 #endif
 
 // A: the scalar accumulator type; U: its unsigned twin, for wrapping integer arithmetic.
-#if CLR_ACC == 0
+#if CLR_ACC == CLR_INT32
 typedef int A;
 typedef uint U;
 #define AS_A as_int
-#elif CLR_ACC == 1
+#elif CLR_ACC == CLR_UINT32
 typedef uint A;
 typedef uint U;
 #define AS_A as_uint
-#elif CLR_ACC == 2
+#elif CLR_ACC == CLR_INT64
 typedef long A;
 typedef ulong U;
 #define AS_A as_long
-#elif CLR_ACC == 3
+#elif CLR_ACC == CLR_UINT64
 typedef ulong A;
 typedef ulong U;
 #define AS_A as_ulong
-#elif CLR_ACC == 4
+#elif CLR_ACC == CLR_FLOAT
 typedef float A;
 #define A_IS_FLOAT 1
 #else
@@ -91,14 +110,14 @@ typedef double A;
 #define CLR_ISNAN(x) 0
 #endif
 
-#define CLR_IS_ARG (CLR_OP == 4 || CLR_OP == 5)
+#define CLR_IS_ARG (CLR_OP == CLR_ARGMIN || CLR_OP == CLR_ARGMAX)
 
 #if CLR_IS_ARG
 // acc_t for arg ops: the value and its index; the host reads 16 bytes, index at offset 8.
 // 32-bit T gets an explicit zeroed pad, so no byte of acc_t is ever uninitialised.
 typedef struct {
   T v;
-#if CLR_TYPE == 0 || CLR_TYPE == 1 || CLR_TYPE == 4
+#if CLR_TYPE == CLR_INT32 || CLR_TYPE == CLR_UINT32 || CLR_TYPE == CLR_FLOAT
   uint pad;
 #define CLR_ARG_PAD(r) (r).pad = 0u
 #else
@@ -112,17 +131,17 @@ typedef A acc_t;
 
 // The identity: OP(identity, x) == x for every x.
 inline acc_t clr_identity(void) {
-#if CLR_OP == 0
+#if CLR_OP == CLR_SUM
   return (acc_t)0;
-#elif CLR_OP == 1
+#elif CLR_OP == CLR_PROD
   return (acc_t)1;
-#elif CLR_OP == 2
+#elif CLR_OP == CLR_MIN
   return (acc_t)T_MAX;
-#elif CLR_OP == 3
+#elif CLR_OP == CLR_MAX
   return (acc_t)T_LOWEST;
 #else
   acc_t r;
-  r.v = CLR_OP == 4 ? T_MAX : T_LOWEST;
+  r.v = CLR_OP == CLR_ARGMIN ? T_MAX : T_LOWEST;
   r.i = LONG_MAX;  // loses every tie against a real element
   CLR_ARG_PAD(r);
   return r;
@@ -144,21 +163,21 @@ inline acc_t clr_load(__global const T* x, ulong i) {
 
 // The operator. Associative and commutative.
 inline acc_t clr_op(acc_t a, acc_t b) {
-#if CLR_OP == 0
+#if CLR_OP == CLR_SUM
 #ifdef A_IS_FLOAT
   return a + b;
 #else
   return AS_A((U)((U)a + (U)b));
 #endif
-#elif CLR_OP == 1
+#elif CLR_OP == CLR_PROD
 #ifdef A_IS_FLOAT
   return a * b;
 #else
   return AS_A((U)((U)a * (U)b));
 #endif
-#elif CLR_OP == 2
+#elif CLR_OP == CLR_MIN
   return (CLR_ISNAN(a) || a < b) ? a : b;
-#elif CLR_OP == 3
+#elif CLR_OP == CLR_MAX
   return (CLR_ISNAN(a) || a > b) ? a : b;
 #else
   // a wins when it is NaN and b is not, when both are NaN or equal and a has the lower index,
@@ -170,7 +189,7 @@ inline acc_t clr_op(acc_t a, acc_t b) {
   } else if (a.v == b.v) {
     a_wins = a.i < b.i;
   } else {
-    a_wins = CLR_OP == 4 ? a.v < b.v : a.v > b.v;
+    a_wins = CLR_OP == CLR_ARGMIN ? a.v < b.v : a.v > b.v;
   }
   return a_wins ? a : b;
 #endif
@@ -334,4 +353,5 @@ inline uint clr_unrolled_fold(__local acc_t* s, const uint W, const uint limit) 
   return w;
 }
 
+#endif  // CLR_CODES_ONLY
 #endif  // CLREDUCE_H

@@ -40,33 +40,33 @@
 
 // Type names for building vector type names: T_NAME for T, A_NAME for the accumulator,
 // U_NAME for its unsigned twin (wrapping integer arithmetic).
-#if CLR_TYPE == 0
+#if CLR_TYPE == CLR_INT32
 #define T_NAME int
-#elif CLR_TYPE == 1
+#elif CLR_TYPE == CLR_UINT32
 #define T_NAME uint
-#elif CLR_TYPE == 2
+#elif CLR_TYPE == CLR_INT64
 #define T_NAME long
-#elif CLR_TYPE == 3
+#elif CLR_TYPE == CLR_UINT64
 #define T_NAME ulong
-#elif CLR_TYPE == 4
+#elif CLR_TYPE == CLR_FLOAT
 #define T_NAME float
 #else
 #define T_NAME double
 #endif
-#if CLR_ACC == 0 || CLR_ACC == 1
+#if CLR_ACC == CLR_INT32 || CLR_ACC == CLR_UINT32
 #define U_NAME uint
-#elif CLR_ACC == 2 || CLR_ACC == 3
+#elif CLR_ACC == CLR_INT64 || CLR_ACC == CLR_UINT64
 #define U_NAME ulong
 #endif
-#if CLR_ACC == 0
+#if CLR_ACC == CLR_INT32
 #define A_NAME int
-#elif CLR_ACC == 1
+#elif CLR_ACC == CLR_UINT32
 #define A_NAME uint
-#elif CLR_ACC == 2
+#elif CLR_ACC == CLR_INT64
 #define A_NAME long
-#elif CLR_ACC == 3
+#elif CLR_ACC == CLR_UINT64
 #define A_NAME ulong
-#elif CLR_ACC == 4
+#elif CLR_ACC == CLR_FLOAT
 #define A_NAME float
 #else
 #define A_NAME double
@@ -98,21 +98,21 @@ typedef union {
 
 // The operator on VEC lanes at once, with clr_op's semantics lane by lane.
 inline VA fast_vop(VA a, VA b) {
-#if CLR_OP == 0
+#if CLR_OP == CLR_SUM
 #ifdef A_IS_FLOAT
   return a + b;
 #else
   return FAST_CAT(as_, FAST_CAT(A_NAME, VEC))(FAST_CAT(as_, FAST_CAT(U_NAME, VEC))(a) +
                                               FAST_CAT(as_, FAST_CAT(U_NAME, VEC))(b));
 #endif
-#elif CLR_OP == 1
+#elif CLR_OP == CLR_PROD
 #ifdef A_IS_FLOAT
   return a * b;
 #else
   return FAST_CAT(as_, FAST_CAT(A_NAME, VEC))(FAST_CAT(as_, FAST_CAT(U_NAME, VEC))(a) *
                                               FAST_CAT(as_, FAST_CAT(U_NAME, VEC))(b));
 #endif
-#elif CLR_OP == 2
+#elif CLR_OP == CLR_MIN
 #ifdef A_IS_FLOAT
   return select(b, a, isnan(a) | (a < b));  // a where a is NaN or smaller: NaN propagates
 #else
@@ -130,7 +130,7 @@ inline VA fast_vop(VA a, VA b) {
 // Arg ops keep, lane by lane, the extreme so far and the vector index it came from. Along one
 // lane a work-item sees indices in increasing order, so a tie keeps the earlier element and a
 // NaN, once taken, stays: no index comparisons in the loop (clr_op compares them afterwards).
-#if CLR_TYPE == 2 || CLR_TYPE == 3 || CLR_TYPE == 5
+#if CLR_TYPE == CLR_INT64 || CLR_TYPE == CLR_UINT64 || CLR_TYPE == CLR_DOUBLE
 #define M_NAME long  // comparison results: integer lanes as wide as T
 #else
 #define M_NAME int
@@ -156,7 +156,7 @@ typedef union {
 // Folds vector t, read from vector index w, into (best, at): lanes where t is NaN (and best is
 // not) or strictly more extreme take t and w.
 inline void fast_arg_step(VT* best, VX* at, VT t, vidx_t w) {
-#if CLR_OP == 4
+#if CLR_OP == CLR_ARGMIN
   MT take = t < *best;
 #else
   MT take = t > *best;

@@ -46,19 +46,19 @@
 #endif
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
-#if CLR_ACC == 0
+#if CLR_ACC == CLR_INT32
 #define A_NAME int
 #define U_NAME uint
-#elif CLR_ACC == 1
+#elif CLR_ACC == CLR_UINT32
 #define A_NAME uint
 #define U_NAME uint
-#elif CLR_ACC == 2
+#elif CLR_ACC == CLR_INT64
 #define A_NAME long
 #define U_NAME ulong
-#elif CLR_ACC == 3
+#elif CLR_ACC == CLR_UINT64
 #define A_NAME ulong
 #define U_NAME ulong
-#elif CLR_ACC == 4
+#elif CLR_ACC == CLR_FLOAT
 #define A_NAME float
 #else
 #define A_NAME double
@@ -71,19 +71,19 @@ typedef CAT(A_NAME, 8) avec;
 
 // clr_op on 8 lanes at once (the same wrapping integers, NaN rules and operand order).
 inline avec clr_vop(avec a, avec b) {
-#if CLR_OP == 0
+#if CLR_OP == CLR_SUM
 #ifdef A_IS_FLOAT
   return a + b;
 #else
   return AS_AVEC(AS_UVEC(a) + AS_UVEC(b));
 #endif
-#elif CLR_OP == 1
+#elif CLR_OP == CLR_PROD
 #ifdef A_IS_FLOAT
   return a * b;
 #else
   return AS_AVEC(AS_UVEC(a) * AS_UVEC(b));
 #endif
-#elif CLR_OP == 2
+#elif CLR_OP == CLR_MIN
 #ifdef A_IS_FLOAT
   return select(b, a, isnan(a) | (a < b));
 #else

@@ -53,28 +53,28 @@
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
-#if CLR_TYPE == 0
+#if CLR_TYPE == CLR_INT32
 #define T_NAME int
-#elif CLR_TYPE == 1
+#elif CLR_TYPE == CLR_UINT32
 #define T_NAME uint
-#elif CLR_TYPE == 2
+#elif CLR_TYPE == CLR_INT64
 #define T_NAME long
-#elif CLR_TYPE == 3
+#elif CLR_TYPE == CLR_UINT64
 #define T_NAME ulong
-#elif CLR_TYPE == 4
+#elif CLR_TYPE == CLR_FLOAT
 #define T_NAME float
 #else
 #define T_NAME double
 #endif
-#if CLR_ACC == 0
+#if CLR_ACC == CLR_INT32
 #define A_NAME int
-#elif CLR_ACC == 1
+#elif CLR_ACC == CLR_UINT32
 #define A_NAME uint
-#elif CLR_ACC == 2
+#elif CLR_ACC == CLR_INT64
 #define A_NAME long
-#elif CLR_ACC == 3
+#elif CLR_ACC == CLR_UINT64
 #define A_NAME ulong
-#elif CLR_ACC == 4
+#elif CLR_ACC == CLR_FLOAT
 #define A_NAME float
 #else
 #define A_NAME double
