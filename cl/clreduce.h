@@ -50,58 +50,64 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 
-// T: the element type, with its extremes (for min/max identities).
+// T: the element type, with its extremes (for min/max identities); A: the scalar accumulator
+// type; U: its unsigned twin, for wrapping integer arithmetic (integer accumulators only).
+// T_NAME, A_NAME, U_NAME: their OpenCL C names, from which clr_types.h builds vector types.
 #if CLR_TYPE == CLR_INT32
-typedef int T;
+#define T_NAME int
 #define T_MAX INT_MAX
 #define T_LOWEST INT_MIN
 #elif CLR_TYPE == CLR_UINT32
-typedef uint T;
+#define T_NAME uint
 #define T_MAX UINT_MAX
 #define T_LOWEST 0u
 #elif CLR_TYPE == CLR_INT64
-typedef long T;
+#define T_NAME long
 #define T_MAX LONG_MAX
 #define T_LOWEST LONG_MIN
 #elif CLR_TYPE == CLR_UINT64
-typedef ulong T;
+#define T_NAME ulong
 #define T_MAX ULONG_MAX
 #define T_LOWEST 0ul
 #elif CLR_TYPE == CLR_FLOAT
-typedef float T;
+#define T_NAME float
 #define T_MAX INFINITY
 #define T_LOWEST (-INFINITY)
 #define T_IS_FLOAT 1
 #else
-typedef double T;
+#define T_NAME double
 #define T_MAX ((double)INFINITY)
 #define T_LOWEST ((double)-INFINITY)
 #define T_IS_FLOAT 1
 #endif
+typedef T_NAME T;
 
-// A: the scalar accumulator type; U: its unsigned twin, for wrapping integer arithmetic.
 #if CLR_ACC == CLR_INT32
-typedef int A;
-typedef uint U;
+#define A_NAME int
+#define U_NAME uint
 #define AS_A as_int
 #elif CLR_ACC == CLR_UINT32
-typedef uint A;
-typedef uint U;
+#define A_NAME uint
+#define U_NAME uint
 #define AS_A as_uint
 #elif CLR_ACC == CLR_INT64
-typedef long A;
-typedef ulong U;
+#define A_NAME long
+#define U_NAME ulong
 #define AS_A as_long
 #elif CLR_ACC == CLR_UINT64
-typedef ulong A;
-typedef ulong U;
+#define A_NAME ulong
+#define U_NAME ulong
 #define AS_A as_ulong
 #elif CLR_ACC == CLR_FLOAT
-typedef float A;
+#define A_NAME float
 #define A_IS_FLOAT 1
 #else
-typedef double A;
+#define A_NAME double
 #define A_IS_FLOAT 1
+#endif
+typedef A_NAME A;
+#ifdef U_NAME
+typedef U_NAME U;
 #endif
 
 #ifdef T_IS_FLOAT

@@ -16,6 +16,7 @@
 #ifndef CLREDUCE_H
 #include "clreduce.h"
 #endif
+#include "clr_types.h"
 #ifndef WG_SIZE
 #define WG_SIZE 256  // work-items per group; any size the device accepts
 #endif
@@ -38,43 +39,7 @@
 #define FAST_IDX32 0  // 1: vector indices fit in 32 bits (the host checks); cheaper loop arithmetic
 #endif
 
-// Type names for building vector type names: T_NAME for T, A_NAME for the accumulator,
-// U_NAME for its unsigned twin (wrapping integer arithmetic).
-#if CLR_TYPE == CLR_INT32
-#define T_NAME int
-#elif CLR_TYPE == CLR_UINT32
-#define T_NAME uint
-#elif CLR_TYPE == CLR_INT64
-#define T_NAME long
-#elif CLR_TYPE == CLR_UINT64
-#define T_NAME ulong
-#elif CLR_TYPE == CLR_FLOAT
-#define T_NAME float
-#else
-#define T_NAME double
-#endif
-#if CLR_ACC == CLR_INT32 || CLR_ACC == CLR_UINT32
-#define U_NAME uint
-#elif CLR_ACC == CLR_INT64 || CLR_ACC == CLR_UINT64
-#define U_NAME ulong
-#endif
-#if CLR_ACC == CLR_INT32
-#define A_NAME int
-#elif CLR_ACC == CLR_UINT32
-#define A_NAME uint
-#elif CLR_ACC == CLR_INT64
-#define A_NAME long
-#elif CLR_ACC == CLR_UINT64
-#define A_NAME ulong
-#elif CLR_ACC == CLR_FLOAT
-#define A_NAME float
-#else
-#define A_NAME double
-#endif
-
-#define FAST_CAT2(a, b) a##b
-#define FAST_CAT(a, b) FAST_CAT2(a, b)
-typedef FAST_CAT(T_NAME, VEC) VT;  // one vector load of T
+typedef CLR_VEC(T_NAME, VEC) VT;  // one vector load of T
 
 #if FAST_IDX32
 typedef uint vidx_t;
@@ -89,8 +54,8 @@ typedef ulong vidx_t;
 #endif
 
 #if !CLR_IS_ARG
-typedef FAST_CAT(A_NAME, VEC) VA;  // VEC accumulators side by side
-#define CONVERT_VA FAST_CAT(convert_, FAST_CAT(A_NAME, VEC))
+typedef CLR_VEC(A_NAME, VEC) VA;  // VEC accumulators side by side
+#define CONVERT_VA CLR_CONVERT_VEC(A_NAME, VEC)
 typedef union {
   VA v;
   A s[VEC];
@@ -102,15 +67,13 @@ inline VA fast_vop(VA a, VA b) {
 #ifdef A_IS_FLOAT
   return a + b;
 #else
-  return FAST_CAT(as_, FAST_CAT(A_NAME, VEC))(FAST_CAT(as_, FAST_CAT(U_NAME, VEC))(a) +
-                                              FAST_CAT(as_, FAST_CAT(U_NAME, VEC))(b));
+  return CLR_AS_VEC(A_NAME, VEC)(CLR_AS_VEC(U_NAME, VEC)(a) + CLR_AS_VEC(U_NAME, VEC)(b));
 #endif
 #elif CLR_OP == CLR_PROD
 #ifdef A_IS_FLOAT
   return a * b;
 #else
-  return FAST_CAT(as_, FAST_CAT(A_NAME, VEC))(FAST_CAT(as_, FAST_CAT(U_NAME, VEC))(a) *
-                                              FAST_CAT(as_, FAST_CAT(U_NAME, VEC))(b));
+  return CLR_AS_VEC(A_NAME, VEC)(CLR_AS_VEC(U_NAME, VEC)(a) * CLR_AS_VEC(U_NAME, VEC)(b));
 #endif
 #elif CLR_OP == CLR_MIN
 #ifdef A_IS_FLOAT
@@ -142,8 +105,8 @@ inline VA fast_vop(VA a, VA b) {
 #define X_NAME ulong
 #define XM_NAME long
 #endif
-typedef FAST_CAT(M_NAME, VEC) MT;
-typedef FAST_CAT(X_NAME, VEC) VX;
+typedef CLR_VEC(M_NAME, VEC) MT;
+typedef CLR_VEC(X_NAME, VEC) VX;
 typedef union {
   VT v;
   T s[VEC];
@@ -165,7 +128,7 @@ inline void fast_arg_step(VT* best, VX* at, VT t, vidx_t w) {
   take = (take | isnan(t)) & ~isnan(*best);
 #endif
   *best = select(*best, t, take);
-  *at = select(*at, (VX)(w), FAST_CAT(convert_, FAST_CAT(XM_NAME, VEC))(take));
+  *at = select(*at, (VX)(w), CLR_CONVERT_VEC(XM_NAME, VEC)(take));
 }
 #endif
 

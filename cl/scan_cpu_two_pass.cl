@@ -12,6 +12,7 @@
 #include "clreduce.h"
 #endif
 #include "clr_scan.h"
+#include "clr_types.h"
 #ifndef WG_SIZE
 #define WG_SIZE 4  // work-items per group; any size the device accepts
 #endif
@@ -44,30 +45,11 @@
 #ifndef VSCAN
 #define VSCAN 8  // 8: vector scan of unsegmented chunks; 1: scalar only
 #endif
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#if CLR_ACC == CLR_INT32
-#define A_NAME int
-#define U_NAME uint
-#elif CLR_ACC == CLR_UINT32
-#define A_NAME uint
-#define U_NAME uint
-#elif CLR_ACC == CLR_INT64
-#define A_NAME long
-#define U_NAME ulong
-#elif CLR_ACC == CLR_UINT64
-#define A_NAME ulong
-#define U_NAME ulong
-#elif CLR_ACC == CLR_FLOAT
-#define A_NAME float
-#else
-#define A_NAME double
-#endif
 #if VSCAN == 8
-typedef CAT(A_NAME, 8) avec;
-#define AS_AVEC CAT(as_, CAT(A_NAME, 8))
-#define AS_UVEC CAT(as_, CAT(U_NAME, 8))
-#define CONVERT_AVEC CAT(convert_, CAT(A_NAME, 8))
+typedef CLR_VEC(A_NAME, 8) avec;
+#define AS_AVEC CLR_AS_VEC(A_NAME, 8)
+#define AS_UVEC CLR_AS_VEC(U_NAME, 8)
+#define CONVERT_AVEC CLR_CONVERT_VEC(A_NAME, 8)
 
 // clr_op on 8 lanes at once (the same wrapping integers, NaN rules and operand order).
 inline avec clr_vop(avec a, avec b) {

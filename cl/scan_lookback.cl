@@ -25,6 +25,7 @@
 #include "clreduce.h"
 #endif
 #include "clr_scan.h"
+#include "clr_types.h"
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #ifndef WG_SIZE
 #define WG_SIZE 256  // work-items per group; any size the device accepts
@@ -51,38 +52,10 @@
 #define ST_P 2u  // the tile's inclusive prefix
 #define ST_X 3u  // the tile gave up: so do its successors
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#if CLR_TYPE == CLR_INT32
-#define T_NAME int
-#elif CLR_TYPE == CLR_UINT32
-#define T_NAME uint
-#elif CLR_TYPE == CLR_INT64
-#define T_NAME long
-#elif CLR_TYPE == CLR_UINT64
-#define T_NAME ulong
-#elif CLR_TYPE == CLR_FLOAT
-#define T_NAME float
-#else
-#define T_NAME double
-#endif
-#if CLR_ACC == CLR_INT32
-#define A_NAME int
-#elif CLR_ACC == CLR_UINT32
-#define A_NAME uint
-#elif CLR_ACC == CLR_INT64
-#define A_NAME long
-#elif CLR_ACC == CLR_UINT64
-#define A_NAME ulong
-#elif CLR_ACC == CLR_FLOAT
-#define A_NAME float
-#else
-#define A_NAME double
-#endif
 #if VEC > 1
-typedef CAT(T_NAME, VEC) tvec;
-typedef CAT(A_NAME, VEC) avec;
-typedef CAT(uchar, VEC) fvec;
+typedef CLR_VEC(T_NAME, VEC) tvec;
+typedef CLR_VEC(A_NAME, VEC) avec;
+typedef CLR_VEC(uchar, VEC) fvec;
 #else
 typedef T tvec;
 typedef acc_t avec;
