@@ -8,6 +8,10 @@
 // float min/max propagate NaN; argmin/argmax keep the first index of the extreme, the first NaN
 // if any. Every operator is associative and commutative (arg ops compare indices), so kernels
 // may combine elements in any fixed order.
+// What only some kernels need is in headers they include after this one (a line
+// `#include "clr_NAME.h"`, spliced by the host like this file): clr_types.h (vector types),
+// clr_ticket.h (the one-launch reductions' hand-off between groups), clr_scan.h (the scans'
+// segmented operator and tile store).
 #ifndef CLREDUCE_H
 #define CLREDUCE_H
 
@@ -201,40 +205,12 @@ inline acc_t clr_op(acc_t a, acc_t b) {
 #endif
 }
 
-// Folds s[0..m) into s[0] with a fixed pairwise order: step k combines s[j] with s[j + h],
-// h = ceil(w / 2). Any m <= local size. Call with every work-item of the group, after a barrier
-// that makes s[0..m) visible; ends with a barrier.
-inline void clr_local_fold(__local acc_t* s, uint m) {
-  const uint lid = (uint)get_local_id(0);
-  for (uint w = m; w > 1;) {
-    const uint h = (w + 1) / 2;
-    if (lid + h < w) s[lid] = clr_op(s[lid], s[lid + h]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    w = h;
-  }
-}
-
-// Cross-work-group hand-off: an accumulator stored and loaded word by word with 32-bit atomics,
-// the only inter-group communication OpenCL 1.2 defines (plain stores and loads between groups
-// are a data race, whatever fences surround them).
+// An accumulator as 32-bit words: how it crosses work-groups through atomics (clr_ticket.h,
+// scan_lookback.cl) and warps through shuffles (CLR_TAIL 2 below).
 typedef union {
   acc_t a;
   uint w[sizeof(acc_t) / 4];
 } clr_words;
-
-inline void clr_publish(__global acc_t* p, acc_t v) {
-  clr_words u;
-  u.a = v;
-  __global volatile uint* q = (__global volatile uint*)p;
-  for (uint k = 0; k < sizeof(acc_t) / 4; ++k) atomic_xchg(q + k, u.w[k]);
-}
-
-inline acc_t clr_collect(__global acc_t* p) {
-  clr_words u;
-  __global volatile uint* q = (__global volatile uint*)p;
-  for (uint k = 0; k < sizeof(acc_t) / 4; ++k) u.w[k] = atomic_or(q + k, 0u);
-  return u.a;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Multi-pass kernels (the ladder, kernels 1-7): element j of a pass's input, read from the array

@@ -2,7 +2,7 @@
 // as VEC-element vectors (VT), UNROLL independent loads in flight, into vector accumulators; the
 // unaligned head and the tail (< VEC elements) are folded element by element. Each group folds
 // its work-items in local memory and publishes one partial; the last group to finish (atomic
-// ticket, as reduce_topdown.cl) folds the partials in index order and resets the ticket.
+// ticket, clr_ticket.h, as reduce_topdown.cl) folds the partials in index order.
 // Two shapes, one code path (FAST_CPU picks how vectors are dealt out to work-items):
 //   GPU (FAST_CPU 0): grid-stride over vectors, so neighbouring work-items read neighbouring
 //     16-byte vectors (coalesced); cost n/VEC loads per work-item / (groups * WG_SIZE).
@@ -16,6 +16,7 @@
 #ifndef CLREDUCE_H
 #include "clreduce.h"
 #endif
+#include "clr_ticket.h"
 #include "clr_types.h"
 #ifndef WG_SIZE
 #define WG_SIZE 256  // work-items per group; any size the device accepts
@@ -137,7 +138,6 @@ void reduce_fast(__global const T* restrict x, ulong n, __global acc_t* partials
                  __global volatile uint* ticket, __global acc_t* out) {
   __local acc_t s[WG_SIZE];
   __local int is_last;
-  const uint lid = (uint)get_local_id(0);
   const uint groups = (uint)get_num_groups(0);
   const vidx_t items = (vidx_t)groups * WG_SIZE;
   const vidx_t gid = (vidx_t)get_global_id(0);
@@ -223,26 +223,5 @@ void reduce_fast(__global const T* restrict x, ulong n, __global acc_t* partials
   for (ulong i = gid; i < head; i += items) a = clr_op(a, clr_load(x, i));
   for (ulong i = body_end + gid; i < n; i += items) a = clr_op(a, clr_load(x, i));
 
-  s[lid] = a;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  clr_local_fold(s, WG_SIZE);
-
-  if (lid == 0) {
-    clr_publish(partials + get_group_id(0), s[0]);
-    mem_fence(CLK_GLOBAL_MEM_FENCE);  // the partial is visible before the ticket is taken
-    is_last = atomic_inc(ticket) == groups - 1;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (!is_last) return;  // uniform across the group
-
-  mem_fence(CLK_GLOBAL_MEM_FENCE);
-  a = clr_identity();
-  for (uint g = lid; g < groups; g += WG_SIZE) a = clr_op(a, clr_collect(partials + g));
-  s[lid] = a;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  clr_local_fold(s, WG_SIZE);
-  if (lid == 0) {
-    out[0] = s[0];
-    atomic_xchg(ticket, 0u);  // ready for the next launch
-  }
+  clr_ticket_reduce(a, s, WG_SIZE, &is_last, partials, ticket, out);
 }
