@@ -26,18 +26,18 @@
 #if CLR_TAIL == 2
 // v = OP(v, v of the work-item whose lane is lane ^ B), B an immediate (16, 8, 4, 2, 1): the
 // accumulator travels as 32-bit words, each through one shfl.sync over the full warp.
-#define CLR_SHFL_BFLY(v, B)                                                             \
-  do {                                                                                  \
-    clr_words u_, r_;                                                                   \
-    u_.a = (v);                                                                         \
-    for (uint k_ = 0; k_ < sizeof(acc_t) / 4; ++k_) {                                   \
-      uint t_;                                                                          \
-      asm volatile("shfl.sync.bfly.b32 %0, %1, " #B ", 31, 0xffffffff;"                 \
-                   : "=r"(t_)                                                           \
-                   : "r"(u_.w[k_]));                                                    \
-      r_.w[k_] = t_;                                                                    \
-    }                                                                                   \
-    (v) = clr_op((v), r_.a);                                                            \
+#define CLR_SHFL_BFLY(v, B)                                             \
+  do {                                                                  \
+    clr_words u_, r_;                                                   \
+    u_.a = (v);                                                         \
+    for (uint k_ = 0; k_ < sizeof(acc_t) / 4; ++k_) {                   \
+      uint t_;                                                          \
+      asm volatile("shfl.sync.bfly.b32 %0, %1, " #B ", 31, 0xffffffff;" \
+                   : "=r"(t_)                                           \
+                   : "r"(u_.w[k_]));                                    \
+      r_.w[k_] = t_;                                                    \
+    }                                                                   \
+    (v) = clr_op((v), r_.a);                                            \
   } while (0)
 #endif
 
@@ -106,17 +106,20 @@ inline void clr_tail_fold(__local acc_t* s, uint w, __local const uint* sg, __gl
 inline uint clr_unrolled_fold(__local acc_t* s, const uint W, const uint limit) {
   const uint lid = (uint)get_local_id(0);
   uint w = W;
-#define CLR_STEP                                                        \
-  if (w > limit) {                                                      \
-    const uint h = (w + 1) / 2;                                         \
-    if (lid + h < w) s[lid] = clr_op(s[lid], s[lid + h]);               \
-    barrier(CLK_LOCAL_MEM_FENCE);                                       \
-    w = h;                                                              \
+#define CLR_STEP                                          \
+  if (w > limit) {                                        \
+    const uint h = (w + 1) / 2;                           \
+    if (lid + h < w) s[lid] = clr_op(s[lid], s[lid + h]); \
+    barrier(CLK_LOCAL_MEM_FENCE);                         \
+    w = h;                                                \
   }
+  // Twelve steps, none ending in a semicolon: clang-format would read them as one statement.
+  // clang-format off
   CLR_STEP CLR_STEP CLR_STEP CLR_STEP CLR_STEP CLR_STEP
   CLR_STEP CLR_STEP CLR_STEP CLR_STEP CLR_STEP CLR_STEP
 #undef CLR_STEP
   return w;
+  // clang-format on
 }
 
 #endif  // CLR_TAIL_H

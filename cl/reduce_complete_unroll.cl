@@ -29,16 +29,16 @@ inline void complete_unroll(__global const T* x, __global const acc_t* y, ulong 
 }
 
 // First pass: reads the array.
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
-void reduce_complete_unroll_first(__global const T* x, ulong n, __global acc_t* out) {
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_complete_unroll_first(
+    __global const T* x, ulong n, __global acc_t* out) {
   __local acc_t s[WG_SIZE];
   __local uint sg;
   complete_unroll(x, 0, n, out, s, &sg, 1);
 }
 
 // Later passes: read the previous pass's partials.
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
-void reduce_complete_unroll(__global const acc_t* y, ulong n, __global acc_t* out) {
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_complete_unroll(
+    __global const acc_t* y, ulong n, __global acc_t* out) {
   __local acc_t s[WG_SIZE];
   __local uint sg;
   complete_unroll(0, y, n, out, s, &sg, 0);

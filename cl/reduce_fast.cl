@@ -133,9 +133,9 @@ inline void fast_arg_step(VT* best, VX* at, VT t, vidx_t w) {
 }
 #endif
 
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
-void reduce_fast(__global const T* restrict x, ulong n, __global acc_t* partials,
-                 __global volatile uint* ticket, __global acc_t* out) {
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_fast(
+    __global const T* restrict x, ulong n, __global acc_t* partials, __global volatile uint* ticket,
+    __global acc_t* out) {
   __local acc_t s[WG_SIZE];
   __local int is_last;
   const uint groups = (uint)get_num_groups(0);

@@ -32,16 +32,16 @@ inline void multi_element(__global const T* x, __global const acc_t* y, ulong n,
 }
 
 // First pass: reads the array.
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
-void reduce_multi_element_first(__global const T* x, ulong n, __global acc_t* out) {
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_multi_element_first(
+    __global const T* x, ulong n, __global acc_t* out) {
   __local acc_t s[WG_SIZE];
   __local uint sg;
   multi_element(x, 0, n, out, s, &sg, 1);
 }
 
 // Later passes: read the previous pass's partials.
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
-void reduce_multi_element(__global const acc_t* y, ulong n, __global acc_t* out) {
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_multi_element(
+    __global const acc_t* y, ulong n, __global acc_t* out) {
   __local acc_t s[WG_SIZE];
   __local uint sg;
   multi_element(0, y, n, out, s, &sg, 0);

@@ -11,9 +11,9 @@
 #define WG_SIZE 256  // work-items per group; any size the device accepts
 #endif
 
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
-void reduce_topdown(__global const T* x, ulong n, __global acc_t* partials,
-                    __global volatile uint* ticket, __global acc_t* out) {
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_topdown(
+    __global const T* x, ulong n, __global acc_t* partials, __global volatile uint* ticket,
+    __global acc_t* out) {
   __local acc_t s[WG_SIZE];
   __local int is_last;
   const uint groups = (uint)get_num_groups(0);

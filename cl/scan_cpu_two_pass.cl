@@ -23,7 +23,7 @@
 #define LANES 8  // float folds: independent accumulators (integer folds are vectorised as written)
 #endif
 #ifndef CLR_NT_STORES
-#define CLR_NT_STORES 0  // 1: stream the output past the caches (x86; the host's trial build decides)
+#define CLR_NT_STORES 0  // 1: stream the output past the caches (x86; a host trial build decides)
 #endif
 
 // The output store: non-temporal where the compiler has the builtin (the output is not reread,
@@ -103,9 +103,9 @@ inline ulong chunk_begin(ulong len, ulong c, ulong chunks) {
 }
 
 // Pass 1: chunk c of the superblock [lo, lo + len) into totals[c] and tile_flags[c].
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
-void scan_cpu_two_pass_reduce(__global const T* x, __global const uchar* flags, ulong lo,
-                              ulong len, __global acc_t* totals, __global uchar* tile_flags) {
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_cpu_two_pass_reduce(
+    __global const T* x, __global const uchar* flags, ulong lo, ulong len, __global acc_t* totals,
+    __global uchar* tile_flags) {
   const ulong c = get_global_id(0), chunks = get_global_size(0);
   ulong b = lo + chunk_begin(len, c, chunks);
   const ulong e = lo + chunk_begin(len, c + 1, chunks);
@@ -146,10 +146,10 @@ void scan_cpu_two_pass_reduce(__global const T* x, __global const uchar* flags, 
 // Pass 2: chunk c of superblock sb, [lo, lo + len), scanned from the carry of the superblocks
 // before (carry[sb]; none for sb = 0) and the pairs of the chunks before c; the last chunk
 // stores the carry for the next superblock in carry[sb + 1].
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
-void scan_cpu_two_pass_scan(__global const T* x, __global const uchar* flags, ulong lo,
-                            ulong len, __global acc_t* y, __global const acc_t* totals,
-                            __global const uchar* tile_flags, __global acc_t* carry, ulong sb) {
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_cpu_two_pass_scan(
+    __global const T* x, __global const uchar* flags, ulong lo, ulong len, __global acc_t* y,
+    __global const acc_t* totals, __global const uchar* tile_flags, __global acc_t* carry,
+    ulong sb) {
   const ulong c = get_global_id(0), chunks = get_global_size(0);
   const ulong b = lo + chunk_begin(len, c, chunks);
   const ulong e = lo + chunk_begin(len, c + 1, chunks);
