@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "clreduce/error.hpp"
+#include "io/text.hpp"
 
 namespace clreduce {
 namespace {
@@ -23,8 +24,11 @@ constexpr std::uint64_t kMaxHeaderLen = 1u << 20;  // far above anything a 1-D a
 constexpr int kMaxDepth = 32;                      // nesting limit for tuples and lists
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw Error(Errc::kInput, path + ": " + what);
+  throw Error(Errc::kInput, printable(path) + ": " + what);
 }
+
+// Text from the header, quoted for a message: control characters escaped, long text cut.
+std::string quote(const std::string& text) { return "'" + printable(text, 60) + "'"; }
 
 // A parsed Python literal; text is its source spelling.
 struct PyValue {
@@ -51,7 +55,7 @@ class Parser {
       if (p_ >= s_.size() || (s_[p_] != '\'' && s_[p_] != '"')) bad("expected a quoted key");
       std::string key = quoted();
       expect(':');
-      if (!d.emplace(key, value(0)).second) bad("duplicate key '" + key + "'");
+      if (!d.emplace(key, value(0)).second) bad("duplicate key " + quote(key));
       skip_ws();
       if (eat(',')) continue;
       expect('}');
@@ -128,7 +132,7 @@ class Parser {
     } else if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')) {
       while (p_ < s_.size() && std::isalnum(static_cast<unsigned char>(s_[p_]))) ++p_;
       const std::string name = s_.substr(start, p_ - start);
-      if (name != "True" && name != "False" && name != "None") bad("unknown name '" + name + "'");
+      if (name != "True" && name != "False" && name != "None") bad("unknown name " + quote(name));
       v.kind = name == "None" ? PyValue::kNone : PyValue::kBool;
       v.b = name == "True";
     } else {
@@ -223,7 +227,7 @@ Header read_header(std::istream& in, const std::string& path, std::uint64_t file
   std::map<std::string, PyValue> d = Parser(path, text).dict();
   for (const auto& kv : d)
     if (kv.first != "descr" && kv.first != "fortran_order" && kv.first != "shape")
-      fail(path, "bad header: unexpected key '" + kv.first + "'");
+      fail(path, "bad header: unexpected key " + quote(kv.first));
   for (const char* key : {"descr", "fortran_order", "shape"})
     if (!d.count(key)) fail(path, std::string("bad header: missing key '") + key + "'");
   Header h;
@@ -235,7 +239,7 @@ Header read_header(std::istream& in, const std::string& path, std::uint64_t file
   if (sh.kind != PyValue::kTuple) fail(path, "bad header: 'shape' is not a tuple");
   for (const PyValue& x : sh.items) {
     if (x.kind != PyValue::kInt || (x.neg && x.i != 0))
-      fail(path, "bad header: bad dimension '" + x.text + "' in 'shape'");
+      fail(path, "bad header: bad dimension " + quote(x.text) + " in 'shape'");
     h.shape.push_back(x.i);
   }
   return h;
@@ -243,7 +247,7 @@ Header read_header(std::istream& in, const std::string& path, std::uint64_t file
 
 // The message for a dtype outside the supported set.
 [[noreturn]] void unsupported_dtype(const std::string& path, const PyValue& descr, const char* supported) {
-  const std::string shown = descr.kind == PyValue::kStr ? "'" + descr.str + "'" : descr.text;
+  const std::string shown = descr.kind == PyValue::kStr ? quote(descr.str) : printable(descr.text, 60);
   fail(path, "unsupported dtype " + shown + " (supported: " + supported + ")");
 }
 
