@@ -6,13 +6,13 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <unistd.h>
 
 #include "clreduce/error.hpp"
+#include "io/files.hpp"
 #include "io/text.hpp"
 
 namespace clreduce {
@@ -181,31 +181,13 @@ bool parse_descr(const std::string& s, Descr& d) {
   return true;
 }
 
-// Opens path for reading and reports its size.
-std::ifstream open_in(const std::string& path, std::uint64_t& size) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(Errc::kInput, "cannot open " + path + ": " + std::strerror(errno));
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) fail(path, "not a regular file");
-  in.seekg(0, std::ios::end);
-  const std::streamoff end = in.tellg();
-  in.seekg(0, std::ios::beg);
-  if (end < 0 || !in) fail(path, "cannot determine the file size");
-  size = static_cast<std::uint64_t>(end);
-  return in;
-}
-
-// Reads exactly n bytes into dst.
-void read_exact(std::istream& in, const std::string& path, unsigned char* dst, std::uint64_t n) {
-  in.read(reinterpret_cast<char*>(dst), static_cast<std::streamsize>(n));
-  if (static_cast<std::uint64_t>(in.gcount()) != n) fail(path, "read error");
-}
-
-// Reads the preamble and header dict; leaves `in` at the data and sets data_bytes to what follows.
-Header read_header(std::istream& in, const std::string& path, std::uint64_t file_size,
+// Reads the preamble and header dict; sets data_at to where the data starts and data_bytes to
+// how much follows.
+Header read_header(const InputFile& in, const std::string& path, std::uint64_t& data_at,
                    std::uint64_t& data_bytes) {
+  const std::uint64_t file_size = in.size();
   unsigned char pre[12] = {};
-  read_exact(in, path, pre, std::min<std::uint64_t>(file_size, sizeof pre));
+  in.read_at(0, pre, std::min<std::uint64_t>(file_size, sizeof pre));
   if (file_size < kMagicLen || std::memcmp(pre, kMagic, kMagicLen) != 0)
     fail(path, "not a .npy file (bad magic)");
   if (file_size < 8) fail(path, "truncated: no format version");
@@ -220,8 +202,8 @@ Header read_header(std::istream& in, const std::string& path, std::uint64_t file
                    std::to_string(file_size) + " bytes)");
   if (hlen > kMaxHeaderLen) fail(path, "bad header: header length " + std::to_string(hlen) + " is too large");
   std::string text(static_cast<std::size_t>(hlen), '\0');
-  in.seekg(static_cast<std::streamoff>(prefix));
-  read_exact(in, path, reinterpret_cast<unsigned char*>(&text[0]), hlen);
+  in.read_at(prefix, &text[0], hlen);
+  data_at = prefix + hlen;
   data_bytes = file_size - prefix - hlen;
 
   std::map<std::string, PyValue> d = Parser(path, text).dict();
@@ -252,8 +234,9 @@ Header read_header(std::istream& in, const std::string& path, std::uint64_t file
 }
 
 // Checks order and rank, then reads exactly n elements of `size` bytes, rejecting short or long data.
-std::vector<unsigned char> read_data(std::istream& in, const std::string& path, const Header& h,
-                                     std::size_t size, std::uint64_t data_bytes, std::size_t& n_out) {
+std::vector<unsigned char> read_data(const InputFile& in, const std::string& path, const Header& h,
+                                     std::size_t size, std::uint64_t data_at, std::uint64_t data_bytes,
+                                     std::size_t& n_out) {
   if (h.fortran) fail(path, "Fortran order is not supported");
   if (h.shape.size() != 1) {
     std::string s = "(";
@@ -270,7 +253,7 @@ std::vector<unsigned char> read_data(std::istream& in, const std::string& path, 
   }
   if (data_bytes > std::numeric_limits<std::size_t>::max()) fail(path, "too large for this platform");
   std::vector<unsigned char> bytes(static_cast<std::size_t>(data_bytes));
-  if (data_bytes) read_exact(in, path, bytes.data(), data_bytes);
+  if (data_bytes) in.read_at(data_at, bytes.data(), data_bytes);
   n_out = static_cast<std::size_t>(n);
   return bytes;
 }
@@ -291,9 +274,9 @@ std::string descr_of(DType t) {
 }  // namespace
 
 HostArray read_npy(const std::string& path) {
-  std::uint64_t file_size = 0, data_bytes = 0;
-  std::ifstream in = open_in(path, file_size);
-  const Header h = read_header(in, path, file_size, data_bytes);
+  const InputFile in(path, Errc::kInput);
+  std::uint64_t data_at = 0, data_bytes = 0;
+  const Header h = read_header(in, path, data_at, data_bytes);
   Descr d;
   HostArray a;
   if (h.descr.kind != PyValue::kStr || !parse_descr(h.descr.str, d) || d.size < 4)
@@ -301,7 +284,7 @@ HostArray read_npy(const std::string& path) {
   if (d.kind == 'i') a.type = d.size == 4 ? DType::kInt32 : DType::kInt64;
   else if (d.kind == 'u') a.type = d.size == 4 ? DType::kUInt32 : DType::kUInt64;
   else a.type = d.size == 4 ? DType::kFloat : DType::kDouble;
-  a.bytes = read_data(in, path, h, d.size, data_bytes, a.n);
+  a.bytes = read_data(in, path, h, d.size, data_at, data_bytes, a.n);
   if (d.big)
     for (std::size_t k = 0; k < a.bytes.size(); k += d.size)
       std::reverse(&a.bytes[k], &a.bytes[k] + d.size);
@@ -309,14 +292,14 @@ HostArray read_npy(const std::string& path) {
 }
 
 std::vector<std::uint8_t> read_npy_flags(const std::string& path) {
-  std::uint64_t file_size = 0, data_bytes = 0;
-  std::ifstream in = open_in(path, file_size);
-  const Header h = read_header(in, path, file_size, data_bytes);
+  const InputFile in(path, Errc::kInput);
+  std::uint64_t data_at = 0, data_bytes = 0;
+  const Header h = read_header(in, path, data_at, data_bytes);
   Descr d;
   if (h.descr.kind != PyValue::kStr || !parse_descr(h.descr.str, d) || d.kind == 'f')
     unsupported_dtype(path, h.descr, "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64");
   std::size_t n = 0;
-  std::vector<unsigned char> bytes = read_data(in, path, h, d.size, data_bytes, n);
+  std::vector<unsigned char> bytes = read_data(in, path, h, d.size, data_at, data_bytes, n);
   // Nonzero does not depend on byte order; compacting in place is safe: element i starts at i*size >= i.
   for (std::size_t i = 0; i < n; ++i) {
     unsigned char any = 0;

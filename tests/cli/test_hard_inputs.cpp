@@ -1,0 +1,117 @@
+// test_hard_inputs.cpp: the command line on hostile or unusual inputs: special files where a file
+// is expected, text from files in messages, overflowing floats, output files that cannot be written
+// or are interrupted, and low memory. Each error is one line with its documented exit code.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <sys/stat.h>
+
+#include "io/npy.hpp"
+#include "test_helpers.hpp"
+
+using Catch::Matchers::ContainsSubstring;
+using namespace clreduce;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Result = clreduce::test::CliResult;
+using clreduce::test::run_cli;
+std::size_t lines(const std::string& s) { return clreduce::test::count_lines(s); }
+
+// A command that hangs fails the test instead of the suite: timeout exits 124.
+const std::string kTimeout = "timeout 60";
+
+// A fresh temporary directory, removed at the end of the scope.
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    dir = fs::temp_directory_path() / ("clreduce_hard_" + std::to_string(std::random_device{}()) + "_" +
+                                       std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    fs::create_directories(dir);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::string operator/(const std::string& name) const { return (dir / name).string(); }
+};
+
+// A .npy image with a raw header dict.
+std::string npy_bytes(std::string dict, const std::string& data) {
+  dict.append((64 - (10 + dict.size() + 1) % 64) % 64, ' ');
+  dict += '\n';
+  std::string s("\x93NUMPY\x01\x00", 8);
+  s += static_cast<char>(dict.size() & 0xff);
+  s += static_cast<char>(dict.size() >> 8);
+  return s + dict + data;
+}
+
+template <class T> void save(const std::string& path, DType t, const std::vector<T>& v) {
+  HostArray a;
+  a.type = t;
+  a.n = v.size();
+  a.bytes.resize(v.size() * sizeof(T));
+  std::memcpy(a.bytes.data(), v.data(), a.bytes.size());
+  write_npy(path, a);
+}
+
+}  // namespace
+
+TEST_CASE("a FIFO or a directory as --input or --segments is refused at once (exit 2)", "[cli][hard]") {
+  const TempDir d;
+  const std::string fifo = d / "fifo.npy";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  fs::create_directory(d / "dir.npy");
+  for (const std::string& args : {"--input " + fifo, "--input " + (d / "dir.npy"),
+                                  "--variant scan-blelloch --size 10 --segments " + fifo}) {
+    CAPTURE(args);
+    const Result r = run_cli(args + " --repeat 1", kTimeout);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, ContainsSubstring(": not a regular file (a "));
+    CHECK(lines(r.out) == 1);
+  }
+}
+
+TEST_CASE("a kernel file that is a FIFO or a directory is a build error naming it (exit 4)", "[cli][hard]") {
+  const TempDir d;
+  fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, d.dir / "cl", fs::copy_options::recursive);
+  fs::remove(d.dir / "cl" / "reduce_topdown.cl");
+  REQUIRE(::mkfifo((d / "cl/reduce_topdown.cl").c_str(), 0600) == 0);
+  fs::remove(d.dir / "cl" / "clr_scan.h");
+  fs::create_directory(d.dir / "cl" / "clr_scan.h");
+  Result r = run_cli("--kernel-dir " + (d / "cl") + " --variant topdown --size 1000 --repeat 1", kTimeout);
+  CHECK(r.code == 4);
+  CHECK_THAT(r.out, ContainsSubstring("kernel source " + (d / "cl/reduce_topdown.cl") + ": not a regular file (a FIFO)"));
+  r = run_cli("--kernel-dir " + (d / "cl") + " --variant scan-blelloch --size 1000 --repeat 1", kTimeout);
+  CHECK(r.code == 4);
+  CHECK_THAT(r.out, ContainsSubstring("kernel source " + (d / "cl/clr_scan.h") + ": not a regular file (a directory)"));
+  fs::remove(d.dir / "cl" / "clreduce.h");
+  REQUIRE(::mkfifo((d / "cl/clreduce.h").c_str(), 0600) == 0);
+  r = run_cli("--kernel-dir " + (d / "cl") + " --size 1000 --repeat 1", kTimeout);
+  CHECK(r.code == 4);
+  CHECK_THAT(r.out, ContainsSubstring("its clreduce.h is not a regular file"));
+  CHECK(lines(r.out) == 1);
+}
+
+TEST_CASE("text from a .npy header is escaped: no colour codes, no forged line (exit 2)", "[cli][hard]") {
+  const TempDir d;
+  const std::string path = d / "forged.npy";
+  std::ofstream(path, std::ios::binary)
+      << npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (1,), '\x1b[32mok\nclreduce: all verified': 1}",
+                   std::string(4, '\0'));
+  const Result r = run_cli("--input " + path, kTimeout);
+  CHECK(r.code == 2);
+  CHECK(lines(r.out) == 1);
+  CHECK(r.out.find('\x1b') == std::string::npos);
+  CHECK_THAT(r.out, ContainsSubstring("unexpected key '\\x1B[32mok\\x0Aclreduce: all verified'"));
+}
