@@ -46,4 +46,22 @@ class InputFile {
 // The whole of a regular file, as InputFile opens it.
 std::string read_regular_file(const std::string& path, Errc category, const std::string& role = "");
 
+// Checks, before any work, that path can be written as an output file: it is not a directory,
+// a FIFO or any other non-regular file, an existing file is writable, its directory exists and a
+// new file can be created there (one is created and removed). Throws Error(Errc::kUsage) saying
+// which: "cannot write PATH: directory D does not exist".
+void check_output_path(const std::string& path);
+
+// The write(2) that write_file_atomically calls: tests swap in one that fails like a full disk.
+using WriteFn = long (*)(int fd, const void* data, std::size_t n);
+
+// Writes the concatenation of pieces to path: into a new temporary file in path's directory
+// (".NAME.tmp-PID-K"), checking every write, fsync, then renamed over path (keeping an existing
+// file's permissions). On any failure the temporary file is removed, path is untouched, and
+// Error(Errc::kInput) says what failed ("cannot write PATH: No space left on device"). A SIGINT,
+// SIGTERM, SIGHUP or SIGQUIT during the write removes the temporary file before the signal takes
+// its usual effect. Refuses a path that check_output_path() refuses.
+void write_file_atomically(const std::string& path, const std::vector<std::string_view>& pieces,
+                           WriteFn write = nullptr);
+
 }  // namespace clreduce

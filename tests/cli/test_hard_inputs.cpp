@@ -115,3 +115,38 @@ TEST_CASE("text from a .npy header is escaped: no colour codes, no forged line (
   CHECK(r.out.find('\x1b') == std::string::npos);
   CHECK_THAT(r.out, ContainsSubstring("unexpected key '\\x1B[32mok\\x0Aclreduce: all verified'"));
 }
+
+TEST_CASE("an --output that cannot be written is refused before any work (exit 2)", "[cli][hard]") {
+  const TempDir d;
+  REQUIRE(::mkfifo((d / "fifo.npy").c_str(), 0600) == 0);
+  fs::create_directory(d / "dir.npy");
+  for (const std::string& out : {d / "missing/y.npy", d / "dir.npy", d / "fifo.npy"}) {
+    CAPTURE(out);
+    const Result r = run_cli("--variant scan-fast --size 1000 --repeat 1 --output " + out, kTimeout);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, ContainsSubstring("cannot write " + out + ": "));
+    CHECK(lines(r.out) == 1);  // no table: nothing ran
+  }
+}
+
+TEST_CASE("an --output written from a scan that did not verify says so on stderr", "[cli][hard]") {
+  const TempDir d;
+  fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, d.dir / "cl", fs::copy_options::recursive);
+  {
+    std::ifstream in(d.dir / "cl" / "scan_add.cl");
+    std::string s((std::istreambuf_iterator<char>(in)), {});
+    const std::string from = "y[base + k] = clr_op(c, y[base + k]);";
+    REQUIRE(s.find(from) != std::string::npos);
+    s.replace(s.find(from), from.size(), "if (k != 5) y[base + k] = clr_op(c, y[base + k]);");
+    std::ofstream(d.dir / "cl" / "scan_add.cl", std::ios::trunc) << s;
+  }
+  const std::string out = d / "y.npy";
+  Result r = run_cli("--kernel-dir " + (d / "cl") + " --variant scan-hillis-steele --local-size 64 --size 1000 "
+                     "--repeat 1 --output " + out, kTimeout);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, ContainsSubstring("clreduce: wrote " + out + " from scan-hillis-steele, whose result did not verify"));
+  CHECK(read_npy(out).n == 1000);
+  r = run_cli("--variant scan-hillis-steele --size 1000 --repeat 1 --output " + out, kTimeout);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, !ContainsSubstring("did not verify"));
+}
