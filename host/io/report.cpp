@@ -34,10 +34,12 @@ static std::string num(double x) {
   return b;
 }
 
-// A value as JSON: integers as numbers, floats as numbers or the strings "nan", "inf", "-inf".
-static std::string json_value(const Value& v) {
-  if (is_float(v.type) && !std::isfinite(v.f)) return "\"" + v.str() + "\"";
-  return v.str();
+std::string json_value(const Value& v) {
+  if (!is_float(v.type)) return v.str();
+  if (!std::isfinite(v.f)) return "\"" + v.str() + "\"";
+  std::string s = v.str();  // "%.9g" / "%.17g": "-0", "1", "0.5", "1e+30"
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
 }
 
 std::string to_json(const RunRecord& r) {

@@ -28,6 +28,11 @@ std::string table_row(const RunRecord& r, bool ratios = false);
 // max_alloc, local_mem (bytes), max_wg_size, fp64.
 std::string to_json(const DeviceInfo& d);
 
+// A result as JSON: integers as numbers; finite floats as numbers that always have a fraction or an
+// exponent ("1.0", "-0.0", "0.25", "1e+30"), so that a JSON reader keeps them floats and keeps the
+// sign of zero; NaN and infinities as the strings "nan", "inf", "-inf".
+std::string json_value(const Value& v);
+
 // JSON string escaping.
 std::string json_escape(const std::string& s);
 

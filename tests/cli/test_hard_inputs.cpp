@@ -150,3 +150,15 @@ TEST_CASE("an --output written from a scan that did not verify says so on stderr
   CHECK(r.code == 0);
   CHECK_THAT(r.out, !ContainsSubstring("did not verify"));
 }
+
+TEST_CASE("JSON keeps the sign of a -0.0 result, as the table does", "[cli][hard]") {
+  const TempDir d;
+  const std::string path = d / "negzero.npy";
+  save<float>(path, DType::kFloat, {-0.0f, -0.0f});
+  Result r = run_cli("--input " + path + " --op min --variant fast,scan-fast --repeat 1 --format json", kTimeout);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("\"result\":-0.0,\"expected\":-0.0"));
+  r = run_cli("--input " + path + " --op max --variant fast --repeat 1", kTimeout);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("\nfast                   -0 "));
+}
