@@ -130,6 +130,7 @@ RunRecord ScanSession::run(const ScanVariant& v, HostArray* output) {
   rec.scan->first_wrong = verdict.first_wrong;
   rec.scan->wrong_count = verdict.wrong;
   finish(rec, verdict.ok, verdict.why, verdict.bound, static_cast<double>(data_.bytes.size() + out_bytes + flag_bytes));
+  rec.overflow = verdict.overflow;
   if (output) {
     output->type = problem_.acc_type;
     output->n = n;

@@ -162,3 +162,28 @@ TEST_CASE("JSON keeps the sign of a -0.0 result, as the table does", "[cli][hard
   CHECK(r.code == 0);
   CHECK_THAT(r.out, ContainsSubstring("\nfast                   -0 "));
 }
+
+TEST_CASE("float inputs where an order overflows verify as overflow (exit 0), scans included", "[cli][hard][overflow]") {
+  const TempDir d;
+  save<float>(d / "f32.npy", DType::kFloat, {3e38f, 3e38f, -3e38f, -3e38f});
+  save<double>(d / "f64.npy", DType::kDouble, {1.7e308, 1.7e308, -1.7e308, -1.7e308});
+  save<float>(d / "prod.npy", DType::kFloat, {1e30f, 1e30f, 1e-30f, 1e-30f});
+  for (const std::string& args : {"--input " + (d / "f32.npy"), "--input " + (d / "f64.npy"),
+                                  "--input " + (d / "prod.npy") + " --op prod"}) {
+    CAPTURE(args);
+    Result r = run_cli(args + " --variant all --repeat 1 --local-size 64 --peers", kTimeout);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, ContainsSubstring(" overflow "));
+    CHECK_THAT(r.out, ContainsSubstring("  overflow: "));
+    CHECK_THAT(r.out, !ContainsSubstring("internal"));
+    CHECK_THAT(r.out, !ContainsSubstring(" NO "));
+    r = run_cli(args + " --variant fast,scan-fast --exclusive --repeat 1 --format json", kTimeout);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, ContainsSubstring("\"verified\":true,\"overflow\":true"));
+    CHECK_THAT(r.out, !ContainsSubstring("\"verified\":false"));
+    r = run_cli(args + " --variant fast --repeat 1 --format csv", kTimeout);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, ContainsSubstring(",verified,overflow,error,"));
+    CHECK_THAT(r.out, ContainsSubstring(",true,true,"));
+  }
+}
