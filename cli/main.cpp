@@ -52,7 +52,7 @@ const char* kExitCodes =
     "  3  OpenCL runtime error, no OpenCL platform/device, or a device that did not finish in time\n"
     "  4  a kernel failed to build, or the kernel directory was not found\n"
     "  5  the device cannot run this (no fp64, array larger than its largest allocation, a\n"
-    "     variant asked for by name that needs what the device lacks)\n";
+    "     variant asked for by name that needs what the device lacks), or out of memory\n";
 
 // A timing is noisy when its slowest timed run took more than this many times its fastest: its
 // median is not to be trusted, and ratios against it are not quoted (README, "Noisy timings").
@@ -300,6 +300,15 @@ int run(int argc, char** argv) {
     throw Error(Errc::kUnsupported, "scan output of " + std::to_string(count * dtype_size(acc_type)) +
                                         " bytes exceeds " + dev.name + "'s largest allocation (" +
                                         std::to_string(dev.max_alloc) + " bytes)");
+  {
+    // The memory the run takes, checked before it is allocated (exit 5, not an abort inside the
+    // runtime): the array (already read with --input), the scans' outputs (twice with --output)
+    // and flags, and the device's copies (host memory too on a CPU device).
+    const std::uint64_t in = count * dtype_size(elem);
+    const std::uint64_t out =
+        plan.scan.empty() || is_arg_op(the_op) ? 0 : count * (dtype_size(acc_type) + (segmented ? 1 : 0));
+    check_host_memory(dev, (input.empty() ? in : 0) + out * (output.empty() ? 1 : 2), in * (measure_copy ? 2 : 1) + out);
+  }
   std::vector<std::uint8_t> flags;
   if (!plan.scan.empty() && segmented) {
     progress.show("reading segment flags");
@@ -479,8 +488,9 @@ int main(int argc, char** argv) {
     }
     return exit_code(e.category());
   } catch (const cl::Error& e) {
-    std::cerr << "clreduce: " << e.what() << ": " << cl_error_name(e.err()) << " (" << e.err() << ")\n";
-    return kExitOpenCL;
+    const Error described = describe_cl_error(e);  // allocation failures exit 5
+    std::cerr << "clreduce: " << described.what() << "\n";
+    return exit_code(described.category());
   } catch (const std::bad_alloc&) {
     std::cerr << "clreduce: out of host memory\n";
     return kExitUnsupported;

@@ -187,3 +187,21 @@ TEST_CASE("float inputs where an order overflows verify as overflow (exit 0), sc
     CHECK_THAT(r.out, ContainsSubstring(",true,true,"));
   }
 }
+
+TEST_CASE("under an address-space limit a run is refused with the reason, never aborted", "[cli][hard][memory]") {
+  // 100 MB: too little for an OpenCL runtime to load: exit 3 naming the limit (or, for a runtime
+  // that loads in less, the host-memory check: exit 5).
+  Result r = run_cli("--size 2^24 --repeat 1", "ulimit -v 100000 &&");
+  CHECK((r.code == 3 || r.code == 5));
+  CHECK_THAT(r.out, ContainsSubstring("ulimit -v"));
+  CHECK(lines(r.out) == 1);
+  // 1.5 GB: the runtime loads (or not: exit 3), but 2^28 int32 (1 GiB, twice on a CPU device)
+  // does not fit beside it: refused before it is allocated, exit 5.
+  if (clreduce::test::device_context().info().max_alloc < (std::uint64_t{1} << 30))
+    SKIP("the device's largest allocation is under 1 GiB");
+  r = run_cli("--size 2^28 --repeat 1", "ulimit -v 1500000 &&");
+  CHECK((r.code == 3 || r.code == 5));
+  CHECK_THAT(r.out, ContainsSubstring("ulimit -v"));
+  CHECK(lines(r.out) == 1);
+  if (r.code == 5) CHECK_THAT(r.out, ContainsSubstring("more host memory"));
+}
