@@ -84,6 +84,7 @@ RunRecord ScanSession::run_omp() {
   if (problem_.n)
     rec.result = Value::from_bytes(problem_.acc_type, host_out_.data() + host_out_.size() - problem_.acc_bytes());
   finish(rec, verdict.ok, verdict.why, verdict.bound, static_cast<double>(data_.bytes.size() + host_out_.size()));
+  rec.overflow = verdict.overflow;
   return rec;
 }
 
