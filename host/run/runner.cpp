@@ -95,7 +95,7 @@ ReduceSession::ReduceSession(Context& ctx, const HostArray& data, Op op, RunConf
   check_fp64(problem_.acc());
   check_fits(ctx.info(), data.type, data.n);
   expected_ = reference_reduce(data, op, problem_.acc_type);  // throws for n = 0 without identity
-  abs_sum_ = abs_sum(data);
+  stats_ = float_stats(data, op);
   bool checked = false;
   time_sequential([&] {
     const Value v = sequential_reduce(data, op, problem_.acc_type);
@@ -163,8 +163,9 @@ RunRecord ReduceSession::run_omp() {
 // order, so a tree is no tighter than the loop.
 void ReduceSession::finish_reduce(RunRecord& rec, std::uint64_t chain) const {
   const std::uint64_t depth = problem_.n ? (problem_.op == Op::kProd ? problem_.n : chain) : 0;
-  const Verdict verdict = verify(rec.result, expected_, problem_.op, depth, abs_sum_);
+  const Verdict verdict = verify(rec.result, expected_, problem_.op, depth, stats_);
   finish(rec, verdict.ok, verdict.why, verdict.bound, static_cast<double>(data_.bytes.size()));
+  rec.overflow = verdict.overflow;
 }
 
 RunRecord ReduceSession::run_copy() {

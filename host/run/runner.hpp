@@ -46,7 +46,8 @@ struct RunRecord {
   Value result;
   Value expected;
   bool verified = false;
-  std::string verify_note;  // why verification failed
+  bool overflow = false;    // verified only because an order of float operations may overflow
+  std::string verify_note;  // why verification failed, or what overflowed
   double bound = 0.0;       // float tolerance used
   double kernel_ms = 0.0;   // median over repetitions of the summed kernel times of all launches
   double kernel_ms_min = 0.0;  // fastest and slowest repetition (the spread)
@@ -134,7 +135,7 @@ class ReduceSession : public Session {
 
   ReduceProblem problem_;
   Value expected_;
-  long double abs_sum_ = 0.0L;
+  FloatStats stats_;
 };
 
 // Throws Error(Errc::kUnsupported) when n elements of t exceed the device's largest allocation.
