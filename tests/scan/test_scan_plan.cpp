@@ -136,8 +136,10 @@ void check_range(Context& ctx, ScanPlan& plan, const HostArray& x,
   REQUIRE(wrong == 0);
 }
 
-void check_sub_ranges(bool exclusive, bool segmented) {
+void check_sub_ranges() {
   const std::string variant = GENERATE(from_range(scan_names()));
+  const bool exclusive = GENERATE(false, true);
+  const bool segmented = GENERATE(false, true);
   const Case c = GENERATE(Case{Op::kSum, DType::kInt32}, Case{Op::kMax, DType::kInt64},
                           Case{Op::kMin, DType::kUInt32});
   Context& ctx = device_context();
@@ -175,20 +177,9 @@ void check_sub_ranges(bool exclusive, bool segmented) {
 
 }  // namespace
 
-TEST_CASE("scan plans run on sub-ranges with a carry-in: inclusive", "[scan][plan]") {
-  check_sub_ranges(false, false);
-}
-
-TEST_CASE("scan plans run on sub-ranges with a carry-in: exclusive", "[scan][plan]") {
-  check_sub_ranges(true, false);
-}
-
-TEST_CASE("scan plans run on sub-ranges with a carry-in: segmented inclusive", "[scan][plan]") {
-  check_sub_ranges(false, true);
-}
-
-TEST_CASE("scan plans run on sub-ranges with a carry-in: segmented exclusive", "[scan][plan]") {
-  check_sub_ranges(true, true);
+TEST_CASE("scan plans run on sub-ranges with a carry-in, inclusive and exclusive, plain and segmented",
+          "[scan][plan]") {
+  check_sub_ranges();
 }
 
 TEST_CASE("a scan chained chunk by chunk through the carry equals the whole scan", "[scan][plan]") {
