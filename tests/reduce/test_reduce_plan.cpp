@@ -1,6 +1,6 @@
 // test_reduce_plan.cpp: reduction plans as a library user holds them: every variant run on
 // sub-ranges of one buffer at aligned but awkward offsets and lengths (arg indices counted from
-// the offset), a plan for n run on shorter ranges, two plans interleaved on one queue, and the
+// the offset), a plan for n run on shorter ranges, two plans in flight on one queue, and the
 // ranges a plan refuses. Integer results are compared exactly with the host reference.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
@@ -81,8 +81,8 @@ void require_same(const Value& got, const Value& want) {
 TEST_CASE("every reduction plan runs on sub-ranges at awkward offsets", "[reduce][plan]") {
   const std::string variant = GENERATE(from_range(variant_names()));
   struct OpType { Op op; DType type; };
-  const OpType ot = GENERATE(OpType{Op::kSum, DType::kInt32}, OpType{Op::kArgMin, DType::kInt64},
-                             OpType{Op::kMax, DType::kUInt32});
+  // A widening sum and an arg op on 64-bit elements (indices count from the offset).
+  const OpType ot = GENERATE(OpType{Op::kSum, DType::kInt32}, OpType{Op::kArgMin, DType::kInt64});
   Context& ctx = device_context();
   const std::size_t size = dtype_size(ot.type);
   // Sub-buffers start at multiples of the base address alignment: step is the smallest offset.
@@ -96,7 +96,7 @@ TEST_CASE("every reduction plan runs on sub-ranges at awkward offsets", "[reduce
   }
   const cl::Buffer in = upload(a.bytes);
   const ReduceVariant& v = *find_reduce_variant(variant);
-  // One plan for the longest range, run on shorter ones too; and a plan made for each length.
+  // One plan for the longest range, run on shorter ones too; and plans made for some lengths.
   const std::size_t longest = 70001;
   const auto big = v.plan(ctx, problem_of(ot.op, ot.type, longest), 0);
   struct Range { std::size_t offset, length; };
@@ -107,35 +107,29 @@ TEST_CASE("every reduction plan runs on sub-ranges at awkward offsets", "[reduce
     CAPTURE(r.offset, r.length);
     const Value want = reference_reduce(slice(a, r.offset, r.length), ot.op);
     require_same(run_range(*big, in, r.offset, r.length), want);
-    const auto exact = v.plan(ctx, problem_of(ot.op, ot.type, r.length), 0);
-    require_same(run_range(*exact, in, r.offset, r.length), want);
+    if (r.length == 2 || r.length == 257 || r.length == 65537) {  // a plan made for the range
+      const auto exact = v.plan(ctx, problem_of(ot.op, ot.type, r.length), 0);
+      require_same(run_range(*exact, in, r.offset, r.length), want);
+    }
   }
-}
-
-TEST_CASE("two reduction plans interleaved on one queue keep their own scratch", "[reduce][plan]") {
-  const std::string variant = GENERATE(from_range(variant_names()));
-  CAPTURE(variant);
-  Context& ctx = device_context();
-  const HostArray a = generate(DType::kInt32, 100003, 21);
-  const HostArray b = generate(DType::kInt64, 5001, 22);
-  const cl::Buffer ina = upload(a.bytes), inb = upload(b.bytes);
-  const ReduceVariant& v = *find_reduce_variant(variant);
-  const auto pa = v.plan(ctx, problem_of(Op::kSum, DType::kInt32, a.n), 0);
-  const auto pb = v.plan(ctx, problem_of(Op::kArgMax, DType::kInt64, b.n), 0);
+  // Two plans of one problem in flight on one queue, on two chunks, twice over before either is
+  // read: each keeps its own scratch (partials, tickets).
+  const auto other = v.plan(ctx, problem_of(ot.op, ot.type, longest), 0);
   std::vector<unsigned char> ra(16, 0xA5), rb(16, 0xA5);
   const cl::Buffer outa = upload(ra), outb = upload(rb);
   std::vector<cl::Event> events;
   for (int round = 0; round < 2; ++round) {
-    pa->enqueue(ina, outa, events);
-    pb->enqueue(inb, outb, events);
+    big->enqueue(in, 0, longest, outa, events);
+    other->enqueue(in, 13 * step, longest, outb, events);
   }
   ctx.queue().enqueueReadBuffer(outa, CL_TRUE, 0, 16, ra.data());
   ctx.queue().enqueueReadBuffer(outb, CL_TRUE, 0, 16, rb.data());
-  Value va = Value::from_bytes(DType::kInt64, ra.data());
-  Value vb = Value::from_bytes(DType::kInt64, rb.data());
-  std::memcpy(&vb.index, rb.data() + 8, 8);
-  require_same(va, reference_reduce(a, Op::kSum));
-  require_same(vb, reference_reduce(b, Op::kArgMax));
+  for (const auto& [bytes, offset] : {std::pair{&ra, std::size_t{0}}, std::pair{&rb, 13 * step}}) {
+    CAPTURE(offset);
+    Value got = Value::from_bytes(big->problem().acc_type, bytes->data());
+    if (is_arg_op(ot.op)) std::memcpy(&got.index, bytes->data() + 8, 8);
+    require_same(got, reference_reduce(slice(a, offset, longest), ot.op));
+  }
 }
 
 TEST_CASE("a reduction plan refuses ranges it cannot run", "[reduce][plan]") {
