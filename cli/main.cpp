@@ -160,6 +160,8 @@ int run(int argc, char** argv) {
     data = generate(the_type, n, seed);
   }
 
+  check_named_reductions(plan, the_op, data.type);
+
   RunConfig cfg;
   cfg.warmup = warmup;
   cfg.repeat = repeat;

@@ -5,6 +5,7 @@
 
 #include "clreduce/error.hpp"
 #include "reduce/ladder.hpp"
+#include "reduce/reduce_exact.hpp"
 
 namespace clreduce {
 
@@ -42,6 +43,7 @@ VariantPlan plan_variants(const std::string& spec, Op op) {
     if (name != "all" && name != "all-reduce" && name != "all-scan" && name != "ladder") {
       if (ReduceVariant* r = find_reduce_variant(name)) {
         plan.reduce.push_back(r);
+        plan.named.push_back(r);
       } else if (ScanVariant* s = find_scan_variant(name)) {
         refuse_arg_scan(name, op);
         plan.scan.push_back(s);
@@ -60,6 +62,13 @@ void check_scan_flags(const VariantPlan& plan, Op op, bool scan_flags) {
   const std::string flags = "--exclusive, --segments, --segment-length and --output apply to scans";
   if (plan.scan.empty()) throw Error(Errc::kUsage, flags + ": pick a scan-* variant");
   refuse_arg_scan(flags, op);
+}
+
+void check_named_reductions(const VariantPlan& plan, Op op, DType t) {
+  for (ReduceVariant* v : plan.named)
+    if (v->name() == "exact")
+      if (const std::string why = exact_refusal(op, t); !why.empty())
+        throw Error(Errc::kUsage, "--variant " + why);
 }
 
 std::string format_variant_list(Context* ctx) {

@@ -15,6 +15,7 @@ namespace clreduce {
 struct VariantPlan {
   std::vector<ReduceVariant*> reduce;
   std::vector<ScanVariant*> scan;
+  std::vector<ReduceVariant*> named;  // the reductions asked for by name
 };
 
 // Parses a variant name, comma-separated names, "all", "all-reduce", "all-scan" or "ladder"
@@ -27,6 +28,10 @@ VariantPlan plan_variants(const std::string& spec, Op op);
 // --output; scan_flags says whether one was given) cannot take effect: no scan variant picked,
 // or an arg op, for which every scan is skipped.
 void check_scan_flags(const VariantPlan& plan, Op op, bool scan_flags);
+
+// Throws Error(Errc::kUsage) when a reduction asked for by name can never take op on elements of
+// type t (`exact`: sums of float or double); under "all" it is skipped with the reason instead.
+void check_named_reductions(const VariantPlan& plan, Op op, DType t);
 
 // Every variant, reductions then scans, one line each: name and description; with a device
 // context, the path each device-dependent variant takes there and the device's capabilities.

@@ -148,7 +148,9 @@ RunRecord ReduceSession::run_omp() {
 
 void ReduceSession::finish(RunRecord& rec, std::uint64_t chain) const {
   const std::uint64_t depth = problem_.n ? error_depth(problem_, chain) : 0;
-  const Verdict verdict = verify(rec.result, expected_, problem_.op, depth, abs_sum_);
+  const Verdict verdict = rec.policy.correctly_rounded
+                              ? verify_bitwise(rec.result, expected_)
+                              : verify(rec.result, expected_, problem_.op, depth, abs_sum_);
   rec.verified = verdict.ok;
   rec.verify_note = verdict.why;
   rec.bound = verdict.bound;

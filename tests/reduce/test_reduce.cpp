@@ -27,9 +27,12 @@ using clreduce::test::make_array;
 
 namespace {
 
+// Every variant but `exact`, which sums float and double only and has its own tests
+// (test_exact.cpp).
 std::vector<std::string> variant_names() {
   std::vector<std::string> v;
-  for (const auto& r : reduce_variants()) v.push_back(r->name());
+  for (const auto& r : reduce_variants())
+    if (r->name() != "exact") v.push_back(r->name());
   return v;
 }
 

@@ -1,0 +1,439 @@
+// reduce_exact.cl: one launch returns the correctly rounded sum of float or double elements: the
+// exact real sum, rounded once to nearest-even, so the bits are the same for any grid, group size,
+// chunking or device. The scheme is ExBLAS's (Collange, Defour, Graillat, Iakymchuk 2015):
+//  1. Each work-item keeps, per lane, a floating-point expansion of FPE_TERMS doubles. An element
+//     is added by a cascade of TwoSums (each term keeps the rounding error of the one before), so
+//     nothing is lost; what is left after the last term (non-zero only when the data's bits span
+//     more than FPE_TERMS doubles) goes to the superaccumulator. Elements the expansion must not
+//     take (|x| >= 2^960, near overflow; 0 < |x| < 2^-960, below which TwoSum could meet
+//     subnormals; inf, NaN) and the unaligned head and the tail go there directly.
+//  2. The superaccumulator is a fixed-point number of SA_LIMBS 32-bit digits in 64-bit integers
+//     in local memory (one per work-group), its unit the type's smallest subnormal (2^-149, 2^-1074),
+//     so every finite element is an integer in it; a value m * 2^s lands in 3 adjacent limbs by
+//     (atomic, integer, hence order-free) additions of pieces below 2^32: 2^31 additions per limb
+//     before an int64 could overflow (the host keeps a group below 2^29 elements).
+//  3. At the end, each work-item folds its lanes into one expansion, the group folds those in a
+//     tree in local memory, and the last expansion is deposited. Each group adds its limbs, after
+//     one carry step, into a global superaccumulator with 64-bit atomics; the last group to finish
+//     (atomic ticket, as reduce_fast.cl) normalises it and rounds it to T on the device (round half
+//     to even, subnormals, overflow to infinity, IEEE's specials), and clears it for the next launch.
+// A NaN, or +inf with -inf, gives NaN; an infinity gives itself; an exact zero is +0 unless every
+// element is -0. Cost: one conversion, 6 * FPE_TERMS double additions and a compare per element.
+// Exactness of step 1 rests on TwoSum being exact without overflow, whatever the rounding of
+// subnormals: expansions only see multiples of 2^-1012 (or 2^-149) below 2^1000, all normal.
+// The device must not flush float subnormals when converting to double (the host checks this at
+// start-up, with the rest of the kernel, on inputs with subnormals).
+// Host sets via -D (plus clreduce.h's CLR_TYPE, 4 or 5; CLR_OP must be 0, sum):
+#ifndef CLREDUCE_H
+#include "clreduce.h"
+#endif
+#ifndef WG_SIZE
+#define WG_SIZE 256  // work-items per group; any size the device accepts
+#endif
+#ifndef EXACT_CPU
+#define EXACT_CPU 0  // 0: GPU shape (grid-stride vectors), 1: CPU shape (a contiguous run each)
+#endif
+#ifndef VEC
+#define VEC 4  // elements per vector load: 1, 2, 4, 8 or 16
+#endif
+#ifndef UNROLL
+#define UNROLL 4  // GPU shape: vector loads in flight per loop step
+#endif
+#ifndef STREAMS
+#define STREAMS 1  // CPU shape: far-apart parts of a run read side by side, each its own expansions
+#endif
+#ifndef FPE_TERMS
+#define FPE_TERMS 2  // doubles per expansion: 2, 3 or 4
+#endif
+#ifndef EX_BLOCK
+#define EX_BLOCK 64  // CPU shape: loop steps (STREAMS vectors each) per optimistic block
+#endif
+
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+
+#if CLR_TYPE == 4
+typedef uint TB;             // an element's bits
+#define T_PREC 24            // significand bits
+#define T_EXP_BITS 8
+#define SA_UNIT_SHIFT 925    // the unit 2^-149 is 2^925 double units (2^-1074)
+#define SA_LIMBS 12          // 384 bits: 2^-149 up to beyond 2^128 * 2^64
+#define AS_T(b) as_float((uint)(b))
+#define T_NAME float
+#define TB_NAME uint
+#else
+typedef ulong TB;
+#define T_PREC 53
+#define T_EXP_BITS 11
+#define SA_UNIT_SHIFT 0
+#define SA_LIMBS 68          // 2176 bits: 2^-1074 up to beyond 2^1024 * 2^64
+#define AS_T(b) as_double((ulong)(b))
+#define T_NAME double
+#define TB_NAME ulong
+#endif
+#define T_MAX_BIASED ((1 << T_EXP_BITS) - 1)  // the biased exponent of inf and NaN
+
+#define EX_CAT2(a, b) a##b
+#define EX_CAT(a, b) EX_CAT2(a, b)
+#if VEC == 1
+typedef T VT;          // one load
+typedef double DV;     // its elements as doubles, one lane each
+typedef TB VB;         // its bits
+typedef int LV;        // a comparison of DVs: 0 or 1
+#define CONVERT_DV convert_double
+#define AS_VB EX_CAT(as_, TB_NAME)
+#define EX_ANY(c) (c)
+#else
+typedef EX_CAT(T_NAME, VEC) VT;
+typedef EX_CAT(double, VEC) DV;
+typedef EX_CAT(TB_NAME, VEC) VB;
+typedef EX_CAT(long, VEC) LV;  // a comparison of DVs: 0 or -1 per lane
+#define CONVERT_DV EX_CAT(convert_double, VEC)
+#define AS_VB EX_CAT(as_, EX_CAT(TB_NAME, VEC))
+// Whether any lane of a comparison is set: its lanes narrowed to bytes and read as one integer
+// (a branch-free any(), which compilers turn into a mask test).
+inline int ex_any2(long2 m) { return as_ushort(convert_char2(m)) != 0; }
+inline int ex_any4(long4 m) { return as_uint(convert_char4(m)) != 0u; }
+inline int ex_any8(long8 m) { return as_ulong(convert_char8(m)) != 0ul; }
+inline int ex_any16(long16 m) {
+  const ulong2 w = as_ulong2(convert_char16(m));
+  return (w.x | w.y) != 0ul;
+}
+#define EX_ANY(c) EX_CAT(ex_any, VEC)(c)
+#endif
+typedef union {
+  DV v;
+  double s[VEC];
+} ex_lanes;
+typedef union {
+  VB v;
+  TB s[VEC];
+} ex_bits;
+
+// Flags: what the result must say besides the finite sum.
+#define EX_NAN 1u
+#define EX_PINF 2u
+#define EX_NINF 4u
+#define EX_NOT_NEG_ZERO 8u  // some element is not -0 (an exact zero sum is then +0)
+
+#if WG_SIZE == 1  // one work-item per group: nothing to race with
+#define SA_ADD(p, v) (*(p) += (v))
+#define FLAG_OR(p, v) (*(p) |= (v))
+#else
+#define SA_ADD(p, v) atom_add((p), (v))
+#define FLAG_OR(p, v) atomic_or((p), (v))
+#endif
+
+// Adds (neg ? -1 : 1) * m * 2^s units to the superaccumulator: m < 2^53, three pieces < 2^32.
+inline void sa_add(__local long* sa, ulong m, uint s, uint neg) {
+  const uint k = s >> 5, r = s & 31u;
+  const ulong lo = m << r;
+  const ulong hi = r ? m >> (64u - r) : 0ul;
+  long p0 = (long)(lo & 0xFFFFFFFFul), p1 = (long)(lo >> 32), p2 = (long)hi;
+  if (neg) {
+    p0 = -p0;
+    p1 = -p1;
+    p2 = -p2;
+  }
+  if (p0) SA_ADD(sa + k, p0);
+  if (p1) SA_ADD(sa + k + 1, p1);
+  if (p2) SA_ADD(sa + k + 2, p2);
+}
+
+// Adds a finite double d, an integer multiple of the unit (an expansion term or what is left of
+// one), to the superaccumulator.
+inline void sa_add_double(__local long* sa, double d) {
+  const ulong b = as_ulong(d);
+  const uint e = (uint)(b >> 52) & 0x7FFu;
+  ulong m = b & 0xFFFFFFFFFFFFFul;
+  if (e) m |= 1ul << 52;
+  int s = (int)max(e, 1u) - 1 - SA_UNIT_SHIFT;
+  if (s < 0) {  // float units: the low bits dropped here are zero
+    m = s > -64 ? m >> (uint)(-s) : 0ul;
+    s = 0;
+  }
+  if (m) sa_add(sa, m, (uint)s, (uint)(b >> 63));
+}
+
+// Adds one element, given by its bits (so no float rounding mode or flushing can touch it), to
+// the superaccumulator, or records it in *flags when it is inf or NaN.
+inline void sa_add_elem(__local long* sa, TB b, uint* flags) {
+  const uint neg = (uint)(b >> (8 * sizeof(TB) - 1));
+  const uint e = (uint)(b >> (T_PREC - 1)) & (uint)T_MAX_BIASED;
+  TB m = b & (((TB)1 << (T_PREC - 1)) - 1);
+  if (e == (uint)T_MAX_BIASED) {
+    *flags |= m ? EX_NAN : neg ? EX_NINF : EX_PINF;
+    return;
+  }
+  if (b != (TB)1 << (8 * sizeof(TB) - 1)) *flags |= EX_NOT_NEG_ZERO;
+  if (e) m |= (TB)1 << (T_PREC - 1);
+  if (m) sa_add(sa, (ulong)m, max(e, 1u) - 1, neg);
+}
+
+// (a, b) <- (fl(a + b), the rounding error of that addition): a + b unchanged, exactly (TwoSum,
+// Knuth; no branch, no assumption on which is larger).
+#define EX_TWO_SUM(TY, a, b)             \
+  do {                                   \
+    const TY s_ = (a) + (b);             \
+    const TY bb_ = s_ - (a);             \
+    (b) = ((a) - (s_ - bb_)) + ((b) - bb_); \
+    (a) = s_;                            \
+  } while (0)
+
+// The lanes of t that the expansions e[0..FPE_TERMS) may take: |x| < 2^960 (finite, far from
+// overflow) and, for doubles, |x| >= 2^-960 or a zero (by its bits: a flushed subnormal is not).
+inline LV ex_fits(VT t) {
+  const DV mag = fabs(CONVERT_DV(t));
+#if CLR_TYPE == 4
+  return mag < 0x1p960;  // every finite float fits (2^-149 <= |x| < 2^128); not inf, NaN
+#else
+  return (mag < 0x1p960) & ((mag >= 0x1p-960) | ((AS_VB(t) << 1) == (VB)0));
+#endif
+}
+
+// Adds the VEC elements of t to the expansions e (one per lane) and returns the lanes where that
+// was not exact: an element that does not fit, or something left after the last term. There
+// the expansions are garbage: the caller restores them and takes the careful path.
+inline LV ex_try(DV* e, VT t) {
+  DV r = CONVERT_DV(t);
+#pragma unroll
+  for (uint k = 0; k < FPE_TERMS; ++k) EX_TWO_SUM(DV, e[k], r);
+  return !ex_fits(t) | (r != (DV)0.0);
+}
+
+// Adds the VEC elements of t to the expansions e exactly: what does not fit goes to sa.
+inline void ex_add_vec(DV* e, VT t, __local long* sa, uint* flags) {
+  if (EX_ANY(!ex_fits(t))) {  // each lane's element to the superaccumulator, by its bits
+    ex_bits b;
+    b.v = AS_VB(t);
+    for (uint j = 0; j < VEC; ++j) sa_add_elem(sa, b.s[j], flags);
+    return;
+  }
+  DV r = CONVERT_DV(t);
+#pragma unroll
+  for (uint k = 0; k < FPE_TERMS; ++k) EX_TWO_SUM(DV, e[k], r);
+  if (EX_ANY(r != (DV)0.0)) {  // the expansion is full: keep what is left
+    ex_lanes l;
+    l.v = r;
+    for (uint j = 0; j < VEC; ++j)
+      if (l.s[j] != 0.0) sa_add_double(sa, l.s[j]);
+  }
+}
+
+// Adds a double (an expansion term) to the scalar expansion f; what does not fit goes to sa.
+inline void ex_add_scalar(double* f, double r, __local long* sa) {
+#pragma unroll
+  for (uint k = 0; k < FPE_TERMS; ++k) EX_TWO_SUM(double, f[k], r);
+  if (r != 0.0) sa_add_double(sa, r);
+}
+
+// Normalises sa[0..SA_LIMBS): limbs below the top in [0, 2^32), the top one signed.
+inline void sa_normalise(__local long* sa) {
+  long carry = 0;
+  for (uint j = 0; j + 1 < SA_LIMBS; ++j) {
+    const long v = sa[j] + carry;
+    sa[j] = v & 0xFFFFFFFFl;
+    carry = v >> 32;  // arithmetic: floor(v / 2^32)
+  }
+  sa[SA_LIMBS - 1] += carry;
+}
+
+inline uint sa_bit(__local const long* sa, uint i) { return (uint)(sa[i >> 5] >> (i & 31u)) & 1u; }
+
+// The result: the specials from flags, else sa (the whole sum, not normalised) rounded to T,
+// to nearest, ties to even. Bits of T, as ulong.
+inline ulong ex_round(__local long* sa, uint flags) {
+  const ulong sign_bit = 1ul << (8 * sizeof(TB) - 1);
+  const ulong inf = (ulong)T_MAX_BIASED << (T_PREC - 1);
+  if ((flags & EX_NAN) || ((flags & EX_PINF) && (flags & EX_NINF))) return inf | (1ul << (T_PREC - 2));
+  if (flags & EX_PINF) return inf;
+  if (flags & EX_NINF) return sign_bit | inf;
+  sa_normalise(sa);
+  const ulong sign = sa[SA_LIMBS - 1] < 0 ? sign_bit : 0ul;
+  if (sign) {
+    for (uint j = 0; j < SA_LIMBS; ++j) sa[j] = -sa[j];
+    sa_normalise(sa);
+  }
+  int t = SA_LIMBS - 1;
+  while (t >= 0 && sa[t] == 0) --t;
+  if (t < 0) return (flags & EX_NOT_NEG_ZERO) ? 0ul : sign_bit;  // an exact zero
+  uint top = 32u * (uint)t + 31u - clz((uint)sa[t]);             // the leading bit
+  if (top < T_PREC) {  // below 2^T_PREC units: subnormal or the first binade, exact; bits = value
+    return sign | (ulong)sa[0] | (t > 0 ? (ulong)sa[1] << 32 : 0ul);
+  }
+  const uint lsb = top - (T_PREC - 1);  // the significand is bits lsb..top
+  ulong mant = 0;
+  for (uint i = top + 1; i-- > lsb;) mant = (mant << 1) | sa_bit(sa, i);
+  const uint round = sa_bit(sa, lsb - 1);
+  uint sticky = (uint)(sa[(lsb - 1) >> 5] & ((1l << ((lsb - 1) & 31u)) - 1));
+  for (uint j = 0; j < ((lsb - 1) >> 5); ++j) sticky |= sa[j] != 0;
+  if (round && (sticky || (mant & 1ul))) {
+    ++mant;
+    if (mant >> T_PREC) {  // rounded up to the next binade
+      mant >>= 1;
+      ++top;
+    }
+  }
+  const uint biased = top - (T_PREC - 2);
+  if (biased >= (uint)T_MAX_BIASED) return sign | inf;  // beyond the largest finite value
+  return sign | ((ulong)biased << (T_PREC - 1)) | (mant & ((1ul << (T_PREC - 1)) - 1));
+}
+
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
+void reduce_exact(__global const T* restrict x, ulong n, __global long* gacc,
+                  __global volatile uint* gstate, __global T* out) {
+  // gacc[0..SA_LIMBS): the global superaccumulator; gstate[0]: flags, gstate[1]: the ticket.
+  // All zero between launches: each launch's last group clears them.
+  __local long sa[SA_LIMBS];
+  __local uint lflags;
+  __local int is_last;
+#if WG_SIZE > 1
+  __local double tree[FPE_TERMS * WG_SIZE];
+#endif
+  const uint lid = (uint)get_local_id(0);
+  const uint groups = (uint)get_num_groups(0);
+  const ulong items = (ulong)groups * WG_SIZE;
+  const ulong gid = (ulong)get_global_id(0);
+  for (uint j = lid; j < SA_LIMBS; j += WG_SIZE) sa[j] = 0;
+  if (lid == 0) lflags = 0u;
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+  uint flags = 0u;
+  DV e[STREAMS][FPE_TERMS];  // -0: an expansion that only saw -0 stays -0
+#pragma unroll
+  for (uint s = 0; s < STREAMS; ++s)
+#pragma unroll
+    for (uint k = 0; k < FPE_TERMS; ++k) e[s][k] = (DV)(-0.0);
+
+  // Head: the elements before the first VEC-aligned address (none when x starts a buffer);
+  // body: nv whole vectors; tail: the < VEC elements after them.
+  const ulong misaligned = ((ulong)x / sizeof(T)) % VEC;
+  const ulong head = min(n, (ulong)((VEC - misaligned) % VEC));
+  const ulong nv = (n - head) / VEC;
+  const ulong body_end = head + nv * VEC;
+  __global const VT* xv = (__global const VT*)(x + head);
+  __global const TB* xb = (__global const TB*)x;
+  for (ulong i = gid; i < head; i += items) sa_add_elem(sa, xb[i], &flags);
+  for (ulong i = body_end + gid; i < n; i += items) sa_add_elem(sa, xb[i], &flags);
+
+#if EXACT_CPU
+  {  // a contiguous run per work-item, read as STREAMS far-apart parts side by side, in blocks
+    // of EX_BLOCK steps taken optimistically (no test per vector); a block where some addition
+    // was not exact is done again from its start, vector by vector, on the careful path.
+    const ulong per = nv / items + (nv % items != 0);
+    ulong v = min(gid * per, nv);
+    const ulong end = min(v + per, nv);
+    const ulong q = (end - v) / STREAMS;
+    for (ulong b0 = 0; b0 < q; b0 += EX_BLOCK) {
+      const ulong b1 = min(b0 + EX_BLOCK, q);
+      DV saved[STREAMS][FPE_TERMS];
+#pragma unroll
+      for (uint s = 0; s < STREAMS; ++s)
+#pragma unroll
+        for (uint k = 0; k < FPE_TERMS; ++k) saved[s][k] = e[s][k];
+      LV bad = (LV)0;
+      for (ulong i = b0; i < b1; ++i) {
+        VT t[STREAMS];
+#pragma unroll
+        for (uint s = 0; s < STREAMS; ++s) t[s] = xv[v + i + s * q];
+#pragma unroll
+        for (uint s = 0; s < STREAMS; ++s) bad |= ex_try(e[s], t[s]);
+      }
+      if (EX_ANY(bad)) {  // rare: again, exactly
+#pragma unroll
+        for (uint s = 0; s < STREAMS; ++s)
+#pragma unroll
+          for (uint k = 0; k < FPE_TERMS; ++k) e[s][k] = saved[s][k];
+        for (ulong i = b0; i < b1; ++i)
+#pragma unroll
+          for (uint s = 0; s < STREAMS; ++s) ex_add_vec(e[s], xv[v + i + s * q], sa, &flags);
+      }
+    }
+    for (v += STREAMS * q; v < end; ++v) ex_add_vec(e[0], xv[v], sa, &flags);
+  }
+#else
+  {  // grid-stride: neighbouring work-items read neighbouring vectors
+    ulong v = gid;
+    for (; v < nv && nv - v > (UNROLL - 1) * items; v += UNROLL * items) {
+      VT t[UNROLL];
+#pragma unroll
+      for (uint k = 0; k < UNROLL; ++k) t[k] = xv[v + k * items];
+#pragma unroll
+      for (uint k = 0; k < UNROLL; ++k) ex_add_vec(e[0], t[k], sa, &flags);
+    }
+    for (; v < nv; v += items) ex_add_vec(e[0], xv[v], sa, &flags);
+  }
+#endif
+
+  // The work-item's lanes and streams into one expansion f.
+  double f[FPE_TERMS];
+#pragma unroll
+  for (uint k = 0; k < FPE_TERMS; ++k) f[k] = 0.0;
+#pragma unroll
+  for (uint s = 0; s < STREAMS; ++s) {
+    ex_lanes l;
+    l.v = e[s][0];
+    for (uint j = 0; j < VEC; ++j)
+      if (as_ulong(l.s[j]) != 0x8000000000000000ul) flags |= EX_NOT_NEG_ZERO;
+#pragma unroll
+    for (uint k = 0; k < FPE_TERMS; ++k) {
+      l.v = e[s][k];
+      for (uint j = 0; j < VEC; ++j)
+        if (l.s[j] != 0.0) ex_add_scalar(f, l.s[j], sa);
+    }
+  }
+
+#if WG_SIZE > 1
+  // The group's expansions, folded pairwise: step w -> h = ceil(w / 2) adds f of lid + h to lid's.
+#pragma unroll
+  for (uint k = 0; k < FPE_TERMS; ++k) tree[k * WG_SIZE + lid] = f[k];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint w = WG_SIZE; w > 1;) {
+    const uint h = (w + 1) / 2;
+    if (lid + h < w) {
+#pragma unroll
+      for (uint k = 0; k < FPE_TERMS; ++k) {
+        const double r = tree[k * WG_SIZE + lid + h];
+        if (r != 0.0) ex_add_scalar(f, r, sa);
+      }
+#pragma unroll
+      for (uint k = 0; k < FPE_TERMS; ++k) tree[k * WG_SIZE + lid] = f[k];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    w = h;
+  }
+#endif
+  if (lid == 0) {
+#pragma unroll
+    for (uint k = 0; k < FPE_TERMS; ++k)
+      if (f[k] != 0.0) sa_add_double(sa, f[k]);
+  }
+  if (flags) FLAG_OR(&lflags, flags);
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+  // The group's limbs into the global superaccumulator, after one carry step (each limb keeps
+  // its low 32 bits and takes the high bits of the one below): every addition is below 2^33.
+  for (uint j = lid; j < SA_LIMBS; j += WG_SIZE) {
+    long v = j + 1 < SA_LIMBS ? (sa[j] & 0xFFFFFFFFl) : sa[j];
+    if (j > 0) v += sa[j - 1] >> 32;
+    if (v) atom_add(gacc + j, v);
+  }
+  if (lid == 0 && lflags) atomic_or(gstate, lflags);
+  barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+  if (lid == 0) {
+    mem_fence(CLK_GLOBAL_MEM_FENCE);  // the additions are done before the ticket is taken
+    is_last = atomic_inc(gstate + 1) == groups - 1;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (!is_last) return;  // uniform across the group
+
+  mem_fence(CLK_GLOBAL_MEM_FENCE);
+  for (uint j = lid; j < SA_LIMBS; j += WG_SIZE) sa[j] = atom_xchg(gacc + j, 0l);
+  if (lid == 0) lflags = atomic_xchg(gstate, 0u) | (n == 0 ? EX_NOT_NEG_ZERO : 0u);  // n = 0: +0
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid == 0) {
+    const ulong bits = ex_round(sa, lflags);
+    out[0] = AS_T(bits);
+    atomic_xchg(gstate + 1, 0u);  // ready for the next launch
+  }
+}

@@ -1,0 +1,261 @@
+// test_exact.cpp: `exact` on the device, bit for bit against the host's correctly rounded sum:
+// catastrophic cancellation, magnitudes from subnormal to the largest finite value in one array,
+// ties at the final rounding (to even, both ways, and into the next binade), overflow to
+// infinity, inf and NaN anywhere, signed zeros, n = 0 and 1; in both shapes, under several group
+// sizes and group counts, on sizes around every boundary of the kernel; and the same bits
+// whatever the launch.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "clreduce/error.hpp"
+#include "io/data.hpp"
+#include "run/runner.hpp"
+#include "test_helpers.hpp"
+#include "verify/exact_sum.hpp"
+
+using namespace clreduce;
+using clreduce::test::device_context;
+using clreduce::test::make_array;
+using clreduce::test::TuningGuard;
+
+namespace {
+
+// One run of `exact`: shape "" (the device's), "gpu" or "cpu"; groups "" (the shape's) or a count.
+RunRecord run_exact(const HostArray& a, std::size_t local = 0, const std::string& shape = "",
+                    const std::string& groups = "") {
+  const TuningGuard s(device_context(), "exact-shape", shape);
+  const TuningGuard g(device_context(), "exact-groups", groups);
+  RunConfig cfg;
+  cfg.warmup = 0;
+  cfg.repeat = 1;
+  cfg.local_size = local;
+  ReduceSession session(device_context(), a, Op::kSum, cfg);
+  return session.run(*find_reduce_variant("exact"));
+}
+
+// The bits of a result of type t (float or double), NaNs all alike.
+std::uint64_t bits(const Value& v) {
+  if (std::isnan(v.f)) return 0x7FF8000000000000ull;
+  if (v.type == DType::kFloat) {
+    const float f = static_cast<float>(v.f);
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+  }
+  std::uint64_t b;
+  std::memcpy(&b, &v.f, 8);
+  return b;
+}
+
+// Requires the run to be verified and bitwise equal to the host's exact sum (and to `want`,
+// when given: a case whose answer is known by hand).
+void require_exact(const RunRecord& r, const HostArray& a, const Value* want = nullptr) {
+  const Value ref = exact_sum(a);
+  INFO("result " << r.result.str() << ", exact " << ref.str() << ": " << r.verify_note << "; "
+                 << r.policy.str() << "; n = " << a.n);
+  REQUIRE_FALSE(r.skipped);
+  REQUIRE(r.policy.correctly_rounded);
+  REQUIRE(bits(r.result) == bits(ref));
+  REQUIRE(r.verified);
+  if (want) REQUIRE(bits(r.result) == bits(*want));
+}
+
+template <class T> HostArray array_of(const std::vector<T>& v) {
+  return make_array(std::is_same_v<T, float> ? DType::kFloat : DType::kDouble, v);
+}
+
+template <class T> Value value_of(T x) {
+  Value v;
+  v.type = std::is_same_v<T, float> ? DType::kFloat : DType::kDouble;
+  v.f = static_cast<double>(x);
+  return v;
+}
+
+// n elements over the type's whole range of binades (subnormals and values near the largest
+// finite included), signs mixed: every path of the kernel, the expansions overflowing often.
+template <class T> std::vector<T> wide(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int lo = std::numeric_limits<T>::min_exponent - std::numeric_limits<T>::digits;
+  // Up to 2^104 (float) or 2^994 (double: past 2^960, where elements skip the expansions), so
+  // that a million of them rarely overflow; the hard cases go up to the largest finite value.
+  const int hi = std::numeric_limits<T>::max_exponent - (std::is_same_v<T, float> ? 24 : 30);
+  std::vector<T> v(n);
+  for (auto& x : v) {
+    const T u = static_cast<T>(static_cast<double>(rng() >> 11) * 0x1p-53);
+    const int e = rng() % 4 == 0 ? lo + static_cast<int>(rng() % static_cast<std::uint64_t>(hi - lo))
+                                 : static_cast<int>(rng() % 41) - 20;
+    x = std::ldexp(u, e) * (rng() & 1 ? T(1) : T(-1));
+  }
+  return v;
+}
+
+// `hard` placed among n - hard.size() elements that cancel in pairs (a wide range of magnitudes,
+// shuffled), so the exact sum is hard's while every group and work-item sees big numbers.
+template <class T> std::vector<T> hidden(const std::vector<T>& hard, std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<T> v;
+  const std::size_t pairs = (n - std::min(n, hard.size())) / 2;
+  for (std::size_t i = 0; i < pairs; ++i) {
+    const int e = static_cast<int>(rng() % 60) - 30;
+    const T x = std::ldexp(static_cast<T>(static_cast<double>(rng() >> 11) * 0x1p-53), e);
+    v.push_back(x);
+    v.push_back(-x);
+  }
+  while (v.size() + hard.size() < n) v.push_back(T(0));
+  std::shuffle(v.begin(), v.end(), rng);
+  // The hard elements at the start, the end and spread between (the tail, several groups).
+  for (std::size_t i = 0; i < hard.size(); ++i)
+    v.insert(v.begin() + static_cast<std::ptrdiff_t>(hard.size() == 1 ? v.size() / 2 : i * v.size() / (hard.size() - 1)), hard[i]);
+  return v;
+}
+
+// The launches every hard case runs under: the device's shape at its own size, each shape
+// forced, with small and odd group sizes, and spread over 7 groups.
+struct Launch {
+  std::string shape;
+  std::size_t local;
+  std::string groups;
+};
+const std::vector<Launch>& launches() {
+  static const std::vector<Launch> l = {{"", 0, ""},     {"gpu", 0, ""},  {"gpu", 3, "7"},
+                                        {"gpu", 16, ""}, {"cpu", 0, "7"}, {"cpu", 5, ""}};
+  return l;
+}
+
+template <class T> void check_case(const std::vector<T>& hard, T want, const char* what) {
+  const Value w = value_of(want);
+  for (std::size_t n : {hard.size(), std::size_t{1000}, std::size_t{20011}}) {
+    const HostArray a = array_of(n == hard.size() ? hard : hidden(hard, n, n));
+    // The pairs make a zero sum +0; otherwise the answer is the hand-checked one.
+    const bool signed_zero = want == T(0) && n != hard.size();
+    for (const Launch& l : launches()) {
+      CAPTURE(what, n, l.shape, l.local, l.groups);
+      require_exact(run_exact(a, l.local, l.shape, l.groups), a, signed_zero ? nullptr : &w);
+    }
+  }
+}
+
+template <class T> void hard_cases() {
+  using L = std::numeric_limits<T>;
+  const T mx = L::max(), den = L::denorm_min(), mn = L::min(), inf = L::infinity(), nan = L::quiet_NaN();
+  const T half = std::ldexp(T(1), -L::digits);  // half an ulp of 1
+  const T big = std::ldexp(T(1), L::max_exponent - L::digits - 1);  // half an ulp of max()
+  check_case<T>({T(1e30), T(3.25), T(-1e30)}, T(3.25), "cancellation");
+  check_case<T>({mx, den, -mx, mn, -den}, mn, "largest, smallest, cancelling");
+  check_case<T>({mx, mx, -mx}, mx, "no intermediate overflow");
+  check_case<T>({den, den, den, -mn}, 3 * den - mn, "subnormals");
+  check_case<T>({T(1), half}, T(1), "tie, even: down");
+  check_case<T>({T(1) + 2 * half, half}, T(1) + 4 * half, "tie, odd: up");
+  check_case<T>({-T(1) - 2 * half, -half}, -T(1) - 4 * half, "negative tie, odd: up in magnitude");
+  check_case<T>({T(1), half, den}, T(1) + 2 * half, "above the tie by 2^-149 / 2^-1074");
+  check_case<T>({T(1), half, -den}, T(1), "below the tie by 2^-149 / 2^-1074");
+  check_case<T>({T(2) - 2 * half, half}, T(2), "tie rounding into the next binade");
+  check_case<T>({std::ldexp(T(1), 100), T(1), -std::ldexp(T(1), 100), half / 2, half / 2}, T(1),
+                "a tie made of far-apart elements");
+  check_case<T>({mx, mx}, inf, "overflow");
+  check_case<T>({-mx, -mx, mx, -mx}, -inf, "negative overflow");
+  check_case<T>({mx, big}, inf, "overflow by a tie");
+  check_case<T>({mx, big, -den}, mx, "just below overflow");
+  check_case<T>({inf, T(1), -mx}, inf, "+inf");
+  check_case<T>({T(1), -inf, mx, mx}, -inf, "-inf beats a finite overflow");
+  check_case<T>({inf, T(2), -inf}, nan, "+inf and -inf");
+  check_case<T>({T(2), nan, T(3)}, nan, "NaN");
+  check_case<T>({-T(0), -T(0), -T(0)}, -T(0), "all -0");
+  check_case<T>({-T(0), T(0), -T(0)}, T(0), "-0 and +0");
+  check_case<T>({T(1), -T(1)}, T(0), "an exact zero is +0");
+}
+
+}  // namespace
+
+TEST_CASE("exact: hard cases bit for bit, in both shapes, groups of 1 to 256, 1 to 7 groups", "[exact]") {
+  if (!device_context().info().fp64) SKIP("no fp64");
+  SECTION("float") { hard_cases<float>(); }
+  SECTION("double") { hard_cases<double>(); }
+}
+
+TEST_CASE("exact: n = 0 is +0, n = 1 is the element itself", "[exact]") {
+  if (!device_context().info().fp64) SKIP("no fp64");
+  const RunRecord z = run_exact(array_of<float>({}));
+  CHECK(bits(z.result) == 0);
+  CHECK(z.verified);
+  const float f[] = {-0.0f, 0.0f, FLT_MAX, -FLT_MIN, std::numeric_limits<float>::denorm_min(), 1.5f,
+                     -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+  for (float x : f) {
+    CAPTURE(x);
+    const HostArray a = array_of<float>({x});
+    for (const Launch& l : launches()) require_exact(run_exact(a, l.local, l.shape, l.groups), a);
+  }
+  const double d[] = {-0.0, DBL_MAX, -std::numeric_limits<double>::denorm_min(), 0x1p-1000, 0x1p1000,
+                      std::numeric_limits<double>::infinity()};
+  for (double x : d) {
+    CAPTURE(x);
+    const HostArray a = array_of<double>({x});
+    for (const Launch& l : launches()) require_exact(run_exact(a, l.local, l.shape, l.groups), a);
+  }
+}
+
+TEST_CASE("exact: sizes around every boundary of both shapes, on data over the whole range", "[exact]") {
+  if (!device_context().info().fp64) SKIP("no fp64");
+  const std::string shape = GENERATE(std::string("gpu"), std::string("cpu"));
+  const DType type = GENERATE(DType::kFloat, DType::kDouble);
+  const std::uint64_t seed = std::random_device{}();
+  CAPTURE(shape, dtype_name(type), seed);
+  // Vectors of 8 (CPU) or 16 bytes (GPU): tails of every length; CPU: runs in 4 streams, blocks
+  // of 64 steps (2048 elements in a run), a second group past 4096 vectors (32768 elements);
+  // GPU: one vector per work-item of 256 fills a group (1024 floats, 512 doubles), 4 vectors in
+  // flight, at most 4 groups per compute unit.
+  std::vector<std::size_t> sizes = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65};
+  for (std::size_t b : {511, 1023, 2047, 2048 * 4 - 1, 4095, 8191, 12287, 32767, 32775, 65535, 131071})
+    for (std::size_t d : {0, 1, 2, 9}) sizes.push_back(b + d);
+  sizes.push_back(1000003);
+  for (std::size_t n : sizes) {
+    CAPTURE(n);
+    const HostArray a = type == DType::kFloat ? array_of(wide<float>(n, seed + n)) : array_of(wide<double>(n, seed + n));
+    require_exact(run_exact(a, 0, shape), a);
+  }
+}
+
+TEST_CASE("exact: the same bits whatever the shape, group size or group count", "[exact]") {
+  if (!device_context().info().fp64) SKIP("no fp64");
+  for (DType type : {DType::kFloat, DType::kDouble}) {
+    const HostArray a = type == DType::kFloat ? array_of(wide<float>(300007, 4)) : array_of(wide<double>(300007, 4));
+    const Value ref = exact_sum(a);
+    for (const Launch& l : launches())
+      for (const char* groups : {"", "1", "13"}) {
+        CAPTURE(dtype_name(type), l.shape, l.local, groups);
+        const RunRecord r = run_exact(a, l.local, l.shape, *groups ? groups : l.groups);
+        REQUIRE(bits(r.result) == bits(ref));
+      }
+  }
+}
+
+TEST_CASE("exact: generated data", "[exact]") {
+  if (!device_context().info().fp64) SKIP("no fp64");
+  for (DType type : {DType::kFloat, DType::kDouble}) {
+    const HostArray a = generate(type, 1 << 20, 8);
+    const RunRecord r = run_exact(a);
+    require_exact(r, a);
+  }
+}
+
+TEST_CASE("exact: other ops and types are skipped with a reason", "[exact]") {
+  const HostArray ints = generate(DType::kInt32, 100, 1);
+  RunConfig cfg;
+  cfg.warmup = 0;
+  cfg.repeat = 1;
+  ReduceSession s(device_context(), ints, Op::kSum, cfg);
+  const RunRecord r = s.run(*find_reduce_variant("exact"));
+  CHECK(r.skipped);
+  CHECK(r.skip_reason.find("float and double only") != std::string::npos);
+  const HostArray f = generate(DType::kFloat, 100, 1);
+  ReduceSession m(device_context(), f, Op::kMax, cfg);
+  CHECK(m.run(*find_reduce_variant("exact")).skipped);
+}
