@@ -63,7 +63,7 @@ int run(int argc, char** argv) {
   std::size_t local_size = 0;
   std::string acc;
   bool list_devices_flag = false, list_variants_flag = false, verbose = false;
-  bool peers = false, measure_copy = false;
+  bool peers = false, measure_copy = false, accuracy = false;
   app.add_option("-d,--device", device, "device index from --list-devices, or a name substring (nvidia, pocl)")->capture_default_str();
   app.add_option("-v,--variant", variant, "variant name (scan-* are scans), comma-separated names, 'all', 'all-reduce', 'all-scan', or 'ladder' (kernels 1-7 as the seeds' table); with a scan-only flag the default is scan-fast")->capture_default_str();
   app.add_option("--op", op, "sum | prod | min | max | argmin | argmax")->capture_default_str();
@@ -79,6 +79,7 @@ int run(int argc, char** argv) {
   app.add_option("--format", format, "table | json (one object per line per variant)")->capture_default_str()->check(CLI::IsMember({"table", "json"}));
   app.add_flag("--peers", peers, "also run the OpenMP peer on the same array (row 'omp'; vs_omp ratios)");
   app.add_flag("--measure-copy", measure_copy, "also time a device-to-device copy of the array (row 'copy', GB/s read + written)");
+  app.add_flag("--accuracy", accuracy, "table: add each float sum's distance from the correctly rounded sum (err ulp, err rel; JSON always has them)");
   app.add_flag("--list-devices", list_devices_flag, "print every OpenCL device with its global index (with --device: that one; --format json: one object per line)");
   app.add_flag("--list-variants", list_variants_flag, "print every variant with one line each");
   app.add_flag("--verbose", verbose, "print build options and launch policies to stderr");
@@ -178,14 +179,14 @@ int run(int argc, char** argv) {
                 << (plan.scan.empty() ? std::string()
                                       : std::string("  scans: ") + (exclusive ? "exclusive" : "inclusive") +
                                             (segmented ? ", segmented" : ""))
-                << "\n" << (ladder ? LadderTable::header() : table_header(with_peers));
+                << "\n" << (ladder ? LadderTable::header() : table_header(with_peers, accuracy));
     header = false;
     if (verbose && !r.skipped) std::cerr << r.variant << ": " << r.policy.str() << "\n";
     if (!r.skipped && !r.verified) all_ok = false;
     if (ladder)
       std::cout << (format == "json" ? ladder_table.json(r) + "\n" : ladder_table.row(r));
     else
-      std::cout << (format == "json" ? to_json(r) + "\n" : table_row(r, with_peers));
+      std::cout << (format == "json" ? to_json(r) + "\n" : table_row(r, with_peers, accuracy));
     std::cout << std::flush;
   };
   std::unique_ptr<ReduceSession> session;

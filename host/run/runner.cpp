@@ -7,6 +7,7 @@
 
 #include "clreduce/error.hpp"
 #include "run/omp_reduce.hpp"
+#include "verify/exact_sum.hpp"
 
 namespace clreduce {
 
@@ -154,6 +155,12 @@ void ReduceSession::finish(RunRecord& rec, std::uint64_t chain) const {
   rec.verified = verdict.ok;
   rec.verify_note = verdict.why;
   rec.bound = verdict.bound;
+  if (problem_.op == Op::kSum && is_float(expected_.type)) {  // expected_ is the exact sum
+    const FloatError err = float_error(rec.result, expected_);
+    rec.has_error = true;
+    rec.err_ulp = err.ulps;
+    rec.err_rel = err.rel;
+  }
   if (rec.kernel_ms > 0) {
     rec.gbps = static_cast<double>(data_.bytes.size()) / (rec.kernel_ms * 1e6);
     rec.speedup = rec.seq_ms / rec.kernel_ms;
