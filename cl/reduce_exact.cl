@@ -5,24 +5,28 @@
 //     is added by a cascade of TwoSums (each term keeps the rounding error of the one before), so
 //     nothing is lost; what is left after the last term (non-zero only when the data's bits span
 //     more than FPE_TERMS doubles) goes to the superaccumulator. Elements the expansion must not
-//     take (|x| >= 2^960, near overflow; 0 < |x| < 2^-960, below which TwoSum could meet
-//     subnormals; inf, NaN) and the unaligned head and the tail go there directly.
+//     take (|x| >= 2^960, near overflow; 0 < |x| < 2^-960; inf, NaN) and the unaligned head and
+//     the tail go there directly.
 //  2. The superaccumulator is a fixed-point number of SA_LIMBS 32-bit digits in 64-bit integers
-//     in local memory (one per work-group), its unit the type's smallest subnormal (2^-149, 2^-1074),
-//     so every finite element is an integer in it; a value m * 2^s lands in 3 adjacent limbs by
-//     (atomic, integer, hence order-free) additions of pieces below 2^32: 2^31 additions per limb
-//     before an int64 could overflow (the host keeps a group below 2^29 elements).
+//     in local memory (one per work-group), its unit the type's smallest subnormal (2^-149,
+//     2^-1074), so every finite element is an integer in it; a value m * 2^s lands in 3 adjacent
+//     limbs by (atomic, integer, hence order-free) additions of pieces below 2^32: 2^31 additions
+//     per limb before an int64 could overflow (the host keeps a group below 2^29 elements).
 //  3. At the end, each work-item folds its lanes into one expansion, the group folds those in a
 //     tree in local memory, and the last expansion is deposited. Each group adds its limbs, after
 //     one carry step, into a global superaccumulator with 64-bit atomics; the last group to finish
-//     (atomic ticket, as reduce_fast.cl) normalises it and rounds it to T on the device (round half
-//     to even, subnormals, overflow to infinity, IEEE's specials), and clears it for the next launch.
+//     (atomic ticket, as reduce_fast.cl) normalises it and rounds it to T on the device (round
+//     half to even, subnormals, overflow to infinity, IEEE's specials), and clears it.
+// The GPU shape tests every vector (a branch taken rarely). The CPU shape, where a test per
+// vector costs as much as the additions, works in blocks taken optimistically and redone on the
+// careful path when they may not have been exact: doubles through the TwoSum cascade, checked
+// once per block; floats added in plain double arithmetic, kept when the block's exponents lie
+// in a window where that is exact (Demmel and Hida 2003), then added to the expansions.
 // A NaN, or +inf with -inf, gives NaN; an infinity gives itself; an exact zero is +0 unless every
-// element is -0. Cost: one conversion, 6 * FPE_TERMS double additions and a compare per element.
-// Exactness of step 1 rests on TwoSum being exact without overflow, whatever the rounding of
-// subnormals: expansions only see multiples of 2^-1012 (or 2^-149) below 2^1000, all normal.
-// The device must not flush float subnormals when converting to double (the host checks this at
-// start-up, with the rest of the kernel, on inputs with subnormals).
+// element is -0. Exactness rests on TwoSum being exact when nothing overflows (an overflow leaves
+// an inf or NaN, which is seen) and on IEEE subnormals: the device must not flush them (in float
+// to double conversions, or double additions). The host checks the whole kernel at start-up on
+// inputs with subnormals against its own exact sum, bit for bit, and skips `exact` if it fails.
 // Host sets via -D (plus clreduce.h's CLR_TYPE, 4 or 5; CLR_OP must be 0, sum):
 #ifndef CLREDUCE_H
 #include "clreduce.h"
@@ -45,9 +49,10 @@
 #ifndef FPE_TERMS
 #define FPE_TERMS 2  // doubles per expansion: 2, 3 or 4
 #endif
-#ifndef EX_BLOCK
-#define EX_BLOCK 64  // CPU shape: loop steps (STREAMS vectors each) per optimistic block
+#ifndef EX_BLOCK_LOG2
+#define EX_BLOCK_LOG2 6  // CPU shape: 2^this loop steps (STREAMS vectors each) per block
 #endif
+#define EX_BLOCK (1u << EX_BLOCK_LOG2)
 
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
@@ -79,16 +84,19 @@ typedef ulong TB;
 typedef T VT;          // one load
 typedef double DV;     // its elements as doubles, one lane each
 typedef TB VB;         // its bits
-typedef int LV;        // a comparison of DVs: 0 or 1
+typedef long LV;       // a DV's bits, or a comparison of DVs (0 or 1)
 #define CONVERT_DV convert_double
+#define AS_LV as_long
 #define AS_VB EX_CAT(as_, TB_NAME)
 #define EX_ANY(c) (c)
+#define EX_ANYI(c) (c)
 #else
 typedef EX_CAT(T_NAME, VEC) VT;
 typedef EX_CAT(double, VEC) DV;
 typedef EX_CAT(TB_NAME, VEC) VB;
-typedef EX_CAT(long, VEC) LV;  // a comparison of DVs: 0 or -1 per lane
+typedef EX_CAT(long, VEC) LV;  // a DV's bits, or a comparison of DVs (0 or -1 per lane)
 #define CONVERT_DV EX_CAT(convert_double, VEC)
+#define AS_LV EX_CAT(as_long, VEC)
 #define AS_VB EX_CAT(as_, EX_CAT(TB_NAME, VEC))
 // Whether any lane of a comparison is set: its lanes narrowed to bytes and read as one integer
 // (a branch-free any(), which compilers turn into a mask test).
@@ -100,6 +108,15 @@ inline int ex_any16(long16 m) {
   return (w.x | w.y) != 0ul;
 }
 #define EX_ANY(c) EX_CAT(ex_any, VEC)(c)
+// The same for a comparison of 32-bit lanes.
+inline int ex_anyi2(int2 m) { return as_ushort(convert_char2(m)) != 0; }
+inline int ex_anyi4(int4 m) { return as_uint(convert_char4(m)) != 0u; }
+inline int ex_anyi8(int8 m) { return as_ulong(convert_char8(m)) != 0ul; }
+inline int ex_anyi16(int16 m) {
+  const ulong2 w = as_ulong2(convert_char16(m));
+  return (w.x | w.y) != 0ul;
+}
+#define EX_ANYI(c) EX_CAT(ex_anyi, VEC)(c)
 #endif
 typedef union {
   DV v;
@@ -170,14 +187,28 @@ inline void sa_add_elem(__local long* sa, TB b, uint* flags) {
   if (m) sa_add(sa, (ulong)m, max(e, 1u) - 1, neg);
 }
 
+// EX_ADD(a, b, one) is a + b, rounded once. With EX_FMA_ADDS it is written fma(a, one, b), one
+// being 1.0 passed in at run time (so the compiler cannot turn it back into a + b): the same
+// result, issued on the multiply-add units, which CPUs with separate add and FMA pipes
+// (AVX-512 on Zen 4, for one) run beside the adders.
+#ifndef EX_FMA_ADDS
+#define EX_FMA_ADDS 0
+#endif
+#if EX_FMA_ADDS
+#define EX_ADD(a, b, one) fma((a), (one), (b))
+#else
+#define EX_ADD(a, b, one) ((a) + (b))
+#endif
+
 // (a, b) <- (fl(a + b), the rounding error of that addition): a + b unchanged, exactly (TwoSum,
-// Knuth; no branch, no assumption on which is larger).
-#define EX_TWO_SUM(TY, a, b)             \
-  do {                                   \
-    const TY s_ = (a) + (b);             \
-    const TY bb_ = s_ - (a);             \
-    (b) = ((a) - (s_ - bb_)) + ((b) - bb_); \
-    (a) = s_;                            \
+// Knuth; no branch, no assumption on which is larger). Half the additions through EX_ADD.
+#define EX_TWO_SUM(TY, a, b, one)                                    \
+  do {                                                               \
+    const TY s_ = (a) + (b);                                         \
+    const TY bb_ = EX_ADD(s_, -(a), (TY)(one));                      \
+    const TY da_ = (a) - (s_ - bb_);                                 \
+    (b) = EX_ADD(da_, EX_ADD((b), -bb_, (TY)(one)), (TY)(one));      \
+    (a) = s_;                                                        \
   } while (0)
 
 // The lanes of t that the expansions e[0..FPE_TERMS) may take: |x| < 2^960 (finite, far from
@@ -191,14 +222,21 @@ inline LV ex_fits(VT t) {
 #endif
 }
 
-// Adds the VEC elements of t to the expansions e (one per lane) and returns the lanes where that
-// was not exact: an element that does not fit, or something left after the last term. There
-// the expansions are garbage: the caller restores them and takes the careful path.
-inline LV ex_try(DV* e, VT t) {
+// Adds the VEC elements of t to the expansions e (one per lane) and ORs into *bad, per lane, the
+// bits of what may not have been exact: what is left after the last term (its bits, sign aside,
+// are zero exactly when it is 0), and (doubles) all bits where an element is 2^960 or more, kept
+// out of the expansions so that they never come near overflow. Where *bad ends non-zero, the
+// caller restores the expansions and takes the careful path. No other test is needed: an inf or
+// NaN element, or any overflow inside a TwoSum, leaves an inf or NaN behind; subnormals are exact
+// in TwoSum (the start-up check would catch a device that flushes them).
+inline void ex_try(DV* e, VT t, double one, LV* bad) {
   DV r = CONVERT_DV(t);
+#if CLR_TYPE == 5
+  *bad |= (LV)(!(fabs(r) < 0x1p960));
+#endif
 #pragma unroll
-  for (uint k = 0; k < FPE_TERMS; ++k) EX_TWO_SUM(DV, e[k], r);
-  return !ex_fits(t) | (r != (DV)0.0);
+  for (uint k = 0; k < FPE_TERMS; ++k) EX_TWO_SUM(DV, e[k], r, one);
+  *bad |= AS_LV(r) << 1;
 }
 
 // Adds the VEC elements of t to the expansions e exactly: what does not fit goes to sa.
@@ -211,8 +249,21 @@ inline void ex_add_vec(DV* e, VT t, __local long* sa, uint* flags) {
   }
   DV r = CONVERT_DV(t);
 #pragma unroll
-  for (uint k = 0; k < FPE_TERMS; ++k) EX_TWO_SUM(DV, e[k], r);
+  for (uint k = 0; k < FPE_TERMS; ++k) EX_TWO_SUM(DV, e[k], r, 1.0);
   if (EX_ANY(r != (DV)0.0)) {  // the expansion is full: keep what is left
+    ex_lanes l;
+    l.v = r;
+    for (uint j = 0; j < VEC; ++j)
+      if (l.s[j] != 0.0) sa_add_double(sa, l.s[j]);
+  }
+}
+
+// Adds the lanes of r, finite doubles below 2^1000 that are multiples of the unit, to the
+// expansions e exactly: what does not fit goes to sa.
+inline void ex_add_dv(DV* e, DV r, __local long* sa) {
+#pragma unroll
+  for (uint k = 0; k < FPE_TERMS; ++k) EX_TWO_SUM(DV, e[k], r, 1.0);
+  if (EX_ANY(r != (DV)0.0)) {
     ex_lanes l;
     l.v = r;
     for (uint j = 0; j < VEC; ++j)
@@ -223,7 +274,7 @@ inline void ex_add_vec(DV* e, VT t, __local long* sa, uint* flags) {
 // Adds a double (an expansion term) to the scalar expansion f; what does not fit goes to sa.
 inline void ex_add_scalar(double* f, double r, __local long* sa) {
 #pragma unroll
-  for (uint k = 0; k < FPE_TERMS; ++k) EX_TWO_SUM(double, f[k], r);
+  for (uint k = 0; k < FPE_TERMS; ++k) EX_TWO_SUM(double, f[k], r, 1.0);
   if (r != 0.0) sa_add_double(sa, r);
 }
 
@@ -281,9 +332,9 @@ inline ulong ex_round(__local long* sa, uint flags) {
 
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
 void reduce_exact(__global const T* restrict x, ulong n, __global long* gacc,
-                  __global volatile uint* gstate, __global T* out) {
+                  __global volatile uint* gstate, __global T* out, double one) {
   // gacc[0..SA_LIMBS): the global superaccumulator; gstate[0]: flags, gstate[1]: the ticket.
-  // All zero between launches: each launch's last group clears them.
+  // All zero between launches: each launch's last group clears them. one: 1.0 (EX_ADD).
   __local long sa[SA_LIMBS];
   __local uint lflags;
   __local int is_last;
@@ -318,14 +369,46 @@ void reduce_exact(__global const T* restrict x, ulong n, __global long* gacc,
 
 #if EXACT_CPU
   {  // a contiguous run per work-item, read as STREAMS far-apart parts side by side, in blocks
-    // of EX_BLOCK steps taken optimistically (no test per vector); a block where some addition
-    // was not exact is done again from its start, vector by vector, on the careful path.
+    // of EX_BLOCK steps taken optimistically, with no test per vector; a block where that may
+    // not have been exact is done again from its start, vector by vector, on the careful path.
     const ulong per = nv / items + (nv % items != 0);
     ulong v = min(gid * per, nv);
     const ulong end = min(v + per, nv);
     const ulong q = (end - v) / STREAMS;
     for (ulong b0 = 0; b0 < q; b0 += EX_BLOCK) {
       const ulong b1 = min(b0 + EX_BLOCK, q);
+#if CLR_TYPE == 4
+      // Floats: each lane adds its block's floats in plain double arithmetic, which is exact
+      // when all of them lie within a window of binades (Demmel and Hida 2003): a float of
+      // biased exponent E >= Emin is a multiple of 2^(Emin - 150) and below 2^(Emax - 126), so
+      // 2^k of them sum exactly in 53 bits when Emax - Emin <= 29 - k. Per vector: a
+      // conversion, an addition and 4 integer operations tracking the extreme exponents.
+      DV p[STREAMS];
+      VB hi = (VB)0u, lo = (VB)0xFFFFFFFFu;  // of (bits << 1): the exponent in the top byte
+#pragma unroll
+      for (uint s = 0; s < STREAMS; ++s) p[s] = (DV)(-0.0);
+      for (ulong i = b0; i < b1; ++i) {
+        VT t[STREAMS];
+#pragma unroll
+        for (uint s = 0; s < STREAMS; ++s) t[s] = xv[v + i + s * q];
+#pragma unroll
+        for (uint s = 0; s < STREAMS; ++s) {
+          p[s] += CONVERT_DV(t[s]);
+          const VB b2 = AS_VB(t[s]) << 1;
+          hi = max(hi, b2);
+          lo = min(lo, b2 - (VB)1u);  // zeros wrap to 255; powers of two read one binade low
+        }
+      }
+      // Largest exponent (255: an inf or NaN was there) and smallest (subnormals count as 1).
+      const VB emax = hi >> 24, emin = max(lo >> 24, (VB)1u);
+      if (!EX_ANYI((emax == (VB)255u) | (emax > emin + (VB)(29u - EX_BLOCK_LOG2)))) {
+#pragma unroll
+        for (uint s = 0; s < STREAMS; ++s) ex_add_dv(e[s], p[s], sa);
+        continue;
+      }
+#else
+      // Doubles: each element goes through the TwoSum cascade; the block is kept when nothing
+      // was left over and no element was huge (ex_try).
       DV saved[STREAMS][FPE_TERMS];
 #pragma unroll
       for (uint s = 0; s < STREAMS; ++s)
@@ -337,17 +420,18 @@ void reduce_exact(__global const T* restrict x, ulong n, __global long* gacc,
 #pragma unroll
         for (uint s = 0; s < STREAMS; ++s) t[s] = xv[v + i + s * q];
 #pragma unroll
-        for (uint s = 0; s < STREAMS; ++s) bad |= ex_try(e[s], t[s]);
+        for (uint s = 0; s < STREAMS; ++s) ex_try(e[s], t[s], one, &bad);
       }
-      if (EX_ANY(bad)) {  // rare: again, exactly
+      if (!EX_ANY(bad != (LV)0)) continue;
 #pragma unroll
-        for (uint s = 0; s < STREAMS; ++s)
+      for (uint s = 0; s < STREAMS; ++s)
 #pragma unroll
-          for (uint k = 0; k < FPE_TERMS; ++k) e[s][k] = saved[s][k];
-        for (ulong i = b0; i < b1; ++i)
+        for (uint k = 0; k < FPE_TERMS; ++k) e[s][k] = saved[s][k];
+#endif
+      // Rare: the block again, exactly.
+      for (ulong i = b0; i < b1; ++i)
 #pragma unroll
-          for (uint s = 0; s < STREAMS; ++s) ex_add_vec(e[s], xv[v + i + s * q], sa, &flags);
-      }
+        for (uint s = 0; s < STREAMS; ++s) ex_add_vec(e[s], xv[v + i + s * q], sa, &flags);
     }
     for (v += STREAMS * q; v < end; ++v) ex_add_vec(e[0], xv[v], sa, &flags);
   }

@@ -208,18 +208,39 @@ TEST_CASE("exact: sizes around every boundary of both shapes, on data over the w
   const DType type = GENERATE(DType::kFloat, DType::kDouble);
   const std::uint64_t seed = std::random_device{}();
   CAPTURE(shape, dtype_name(type), seed);
-  // Vectors of 8 (CPU) or 16 bytes (GPU): tails of every length; CPU: runs in 4 streams, blocks
-  // of 64 steps (2048 elements in a run), a second group past 4096 vectors (32768 elements);
+  // Vectors of 8 (CPU) or 16 bytes (GPU): tails of every length; CPU: runs in 2 streams, blocks
+  // of 64 steps (1024 elements in a run), a second group past 4096 vectors (32768 elements);
   // GPU: one vector per work-item of 256 fills a group (1024 floats, 512 doubles), 4 vectors in
   // flight, at most 4 groups per compute unit.
   std::vector<std::size_t> sizes = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65};
-  for (std::size_t b : {511, 1023, 2047, 2048 * 4 - 1, 4095, 8191, 12287, 32767, 32775, 65535, 131071})
+  for (std::size_t b : {511, 1023, 2047, 3071, 4095, 8191, 12287, 32767, 32775, 65535, 131071})
     for (std::size_t d : {0, 1, 2, 9}) sizes.push_back(b + d);
   sizes.push_back(1000003);
   for (std::size_t n : sizes) {
     CAPTURE(n);
     const HostArray a = type == DType::kFloat ? array_of(wide<float>(n, seed + n)) : array_of(wide<double>(n, seed + n));
     require_exact(run_exact(a, 0, shape), a);
+  }
+}
+
+TEST_CASE("exact: the CPU shape's float blocks are kept only within their window of binades", "[exact]") {
+  if (!device_context().info().fp64) SKIP("no fp64");
+  // One work-item (1 group of 1; 2048 floats: 2 streams of 128 vectors of 8, blocks of 64
+  // steps). Lane 0 of stream 0 sees x[8 i]: 33 bigs (the running sum passes 2^(k+6)), one small
+  // d binades lower with its last bit set, 30 -bigs in its first block, 3 more in the next.
+  // d = 23 is inside the window (the block's plain double sum is exact and kept); at d = 24 a
+  // plain sum would lose the small's last bit, one ulp of the exact result: the block must be
+  // redone exactly.
+  for (int d : {22, 23, 24, 25}) {
+    CAPTURE(d);
+    const float big = std::ldexp(2.0f - 0x1p-23f, 10), small = std::ldexp(1.0f + 0x1p-23f, 10 - d);
+    std::vector<float> v(2048, 0.0f);
+    for (std::size_t i = 0; i < 33; ++i) v[8 * i] = big;
+    v[8 * 33] = small;
+    for (std::size_t i = 34; i < 67; ++i) v[8 * i] = -big;
+    const HostArray a = array_of(v);
+    const Value want = value_of(small);
+    require_exact(run_exact(a, 1, "cpu", "1"), a, &want);
   }
 }
 
