@@ -10,7 +10,7 @@ enum ExitCode : int {
   kExitOk = 0,
   kExitVerify = 1,       // a device result did not match the sequential reference
   kExitUsage = 2,        // bad command line, bad value or bad input file
-  kExitOpenCL = 3,       // OpenCL runtime error, or no OpenCL platform/device
+  kExitOpenCL = 3,       // OpenCL runtime error, no OpenCL platform/device, or a device time-out
   kExitBuild = 4,        // a kernel failed to build, or the kernel directory was not found
   kExitUnsupported = 5,  // the device cannot run this (no fp64, array larger than max alloc)
 };
@@ -21,7 +21,8 @@ inline int exit_code(Errc c) {
   switch (c) {
     case Errc::kUsage:
     case Errc::kInput: return kExitUsage;
-    case Errc::kRuntime: return kExitOpenCL;
+    case Errc::kRuntime:
+    case Errc::kTimeout: return kExitOpenCL;
     case Errc::kBuild: return kExitBuild;
     case Errc::kUnsupported: return kExitUnsupported;
     case Errc::kInternal: break;

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <new>
@@ -33,7 +34,7 @@ const char* kExitCodes =
     "  0  every run verified\n"
     "  1  a device result did not match the sequential reference\n"
     "  2  bad command line, bad value or bad input file\n"
-    "  3  OpenCL runtime error, or no OpenCL platform/device\n"
+    "  3  OpenCL runtime error, no OpenCL platform/device, or a device that did not finish in time\n"
     "  4  a kernel failed to build, or the kernel directory was not found\n"
     "  5  the device cannot run this (no fp64, array larger than its largest allocation)\n";
 
@@ -228,6 +229,13 @@ int main(int argc, char** argv) {
     return run(argc, argv);
   } catch (const Error& e) {
     std::cerr << "clreduce: " << flag_words(e) << "\n";
+    if (e.category() == Errc::kTimeout) {
+      // A device that stopped responding can block the release of its queue and buffers: leave
+      // without running destructors.
+      std::cout.flush();
+      std::cerr.flush();
+      std::_Exit(exit_code(e.category()));
+    }
     return exit_code(e.category());
   } catch (const cl::Error& e) {
     std::cerr << "clreduce: " << e.what() << ": " << cl_error_name(e.err()) << " (" << e.err() << ")\n";

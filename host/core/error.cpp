@@ -9,6 +9,7 @@ const char* errc_name(Errc c) {
     case Errc::kUsage: return "usage";
     case Errc::kInput: return "input";
     case Errc::kRuntime: return "runtime";
+    case Errc::kTimeout: return "timeout";
     case Errc::kBuild: return "build";
     case Errc::kUnsupported: return "unsupported";
     case Errc::kInternal: break;

@@ -55,6 +55,8 @@ const std::vector<TuningKey>& tuning_keys() {
       {"lookback-rows", "1-16 (4)", "scan-lookback's 16-byte vectors per work-item"},
       {"scan-chunk", "1-1073741824 (1048576)", "scan-fast CPU path: elements per work-item per superblock"},
       {"scan-groups", "1-4096 (one per compute unit)", "scan-fast CPU path: work-groups"},
+      {"transfer-piece", "1-1073741824 (1073741824)",
+       "largest piece of one fill, copy, read or write of device memory, in bytes"},
   };
   return keys;
 }
@@ -96,6 +98,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v, cons
     t.lookback_rows = static_cast<unsigned>(parse_count(v, 1, 16, source, "a count from 1 to 16"));
   } else if (key == "scan-chunk") {
     t.scan_chunk = parse_count(v, 1, 1u << 30, source, "a count from 1 to 2^30");
+  } else if (key == "transfer-piece") {
+    t.transfer_piece = parse_count(v, 1, 1u << 30, source, "a byte count from 1 to 2^30");
   } else if (key == "scan-groups") {
     t.scan_groups = parse_count(v, 1, 4096, source, "a count from 1 to 4096");
   } else {

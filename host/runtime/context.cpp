@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "clreduce/error.hpp"
+#include "runtime/transfer.hpp"
 
 namespace clreduce {
 
@@ -145,7 +146,7 @@ cl::Buffer& Context::scratch(const std::string& key, std::size_t bytes) {
       const std::vector<unsigned char> zeros(bytes, 0);
       queue_.enqueueWriteBuffer(it->second.second, CL_TRUE, 0, bytes, zeros.data());
     } else {
-      queue_.enqueueFillBuffer(it->second.second, cl_uchar{0}, 0, bytes);
+      enqueue_zero(queue_, it->second.second, 0, bytes, tuning_.transfer_piece);
     }
   }
   return it->second.second;

@@ -12,12 +12,13 @@ enum class Errc {
   kUsage,        // a bad argument: unknown name, value out of range, options that conflict
   kInput,        // bad input data: a malformed or unreadable file, flags of the wrong length
   kRuntime,      // the OpenCL runtime failed: no platform or device, an allocation, a launch
+  kTimeout,      // the device did not finish within the time limit (it may be hung)
   kBuild,        // a kernel failed to build, or the kernel directory was not found
   kUnsupported,  // the device cannot run this (no fp64, array larger than its largest allocation)
   kInternal,     // clreduce's own consistency check failed (a bug, never a property of the input)
 };
 
-// "usage", "input", "runtime", "build", "unsupported", "internal".
+// "usage", "input", "runtime", "timeout", "build", "unsupported", "internal".
 const char* errc_name(Errc c);
 
 class Error : public std::runtime_error {

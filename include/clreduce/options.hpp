@@ -22,6 +22,7 @@ struct Tuning {
   unsigned lookback_rows = 4;          // lookback-rows: 16-byte vectors per work-item, 1-16
   std::size_t scan_chunk = std::size_t{1} << 20;  // scan-chunk: elements per work-item per superblock
   std::size_t scan_groups = 0;         // scan-groups: groups of scan-fast's CPU path; 0 = one per CU
+  std::size_t transfer_piece = std::size_t{1} << 30;  // transfer-piece: bytes per fill/copy/read/write
 };
 
 // One knob as documented: its key, accepted values and default, and what it does.

@@ -1,0 +1,84 @@
+// transfer.cpp: transfers in pieces, and waits that poll instead of blocking forever.
+#include "runtime/transfer.hpp"
+
+#include <chrono>
+#include <thread>
+
+#include "clreduce/error.hpp"
+
+namespace clreduce {
+namespace {
+
+cl::Event* next(std::vector<cl::Event>* events, cl::Event& scratch) {
+  if (!events) return &scratch;
+  events->emplace_back();
+  return &events->back();
+}
+
+}  // namespace
+
+void enqueue_zero(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset, std::size_t bytes,
+                  std::size_t piece, std::vector<cl::Event>* events) {
+  cl::Event e;
+  if (offset % 4 == 0 && bytes % 4 == 0) {
+    for_each_piece(offset, bytes, piece, 4, [&](std::size_t off, std::size_t len) {
+      q.enqueueFillBuffer(buf, cl_uint{0}, off, len, nullptr, next(events, e));
+    });
+  } else {
+    for_each_piece(offset, bytes, piece, 1, [&](std::size_t off, std::size_t len) {
+      q.enqueueFillBuffer(buf, cl_uchar{0}, off, len, nullptr, next(events, e));
+    });
+  }
+}
+
+void enqueue_write(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset, std::size_t bytes,
+                   const void* src, std::size_t piece, std::vector<cl::Event>* events) {
+  cl::Event e;
+  const auto* p = static_cast<const unsigned char*>(src);
+  for_each_piece(offset, bytes, piece, 1, [&](std::size_t off, std::size_t len) {
+    q.enqueueWriteBuffer(buf, CL_FALSE, off, len, p + (off - offset), nullptr, next(events, e));
+  });
+}
+
+void enqueue_read(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset, std::size_t bytes,
+                  void* dst, std::size_t piece, std::vector<cl::Event>* events) {
+  cl::Event e;
+  auto* p = static_cast<unsigned char*>(dst);
+  for_each_piece(offset, bytes, piece, 1, [&](std::size_t off, std::size_t len) {
+    q.enqueueReadBuffer(buf, CL_FALSE, off, len, p + (off - offset), nullptr, next(events, e));
+  });
+}
+
+void enqueue_copy(cl::CommandQueue& q, const cl::Buffer& src, const cl::Buffer& dst, std::size_t src_offset,
+                  std::size_t dst_offset, std::size_t bytes, std::size_t piece, std::vector<cl::Event>* events) {
+  cl::Event e;
+  for_each_piece(0, bytes, piece, 1, [&](std::size_t off, std::size_t len) {
+    q.enqueueCopyBuffer(src, dst, src_offset + off, dst_offset + off, len, nullptr, next(events, e));
+  });
+}
+
+void finish(cl::CommandQueue& q, double timeout_s, const std::string& what) {
+  cl::Event marker;
+  q.enqueueMarkerWithWaitList(nullptr, &marker);
+  q.flush();
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto sleep = std::chrono::microseconds(20);
+  for (;;) {
+    const cl_int status = marker.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
+    if (status == CL_COMPLETE) return;
+    if (status < 0)
+      throw Error(Errc::kRuntime, what + " failed on the device: " + cl_error_name(status) + " (" +
+                                      std::to_string(status) + ")");
+    const double waited = std::chrono::duration<double>(clock::now() - start).count();
+    if (timeout_s > 0 && waited > timeout_s)
+      throw Error(Errc::kTimeout, what + " did not finish within " + std::to_string(static_cast<long long>(timeout_s)) +
+                                      " s; the device may have stopped responding");
+    std::this_thread::sleep_for(sleep);
+    if (sleep < std::chrono::milliseconds(5)) sleep *= 2;
+  }
+}
+
+double default_timeout_s(double bytes) { return 60.0 + bytes / double(std::size_t{1} << 28); }
+
+}  // namespace clreduce

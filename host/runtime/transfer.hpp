@@ -1,0 +1,56 @@
+// transfer.hpp: every fill, write, read and copy of device memory goes through here, split into
+// pieces well under 2^31 bytes and 2^31 pattern elements: one NVIDIA driver hangs the GPU on a
+// fill of 2^31 to 2^32-1 pattern elements and silently fills too little above. Waits poll the
+// event status against a time limit instead of blocking forever.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "clreduce/cl.hpp"
+
+namespace clreduce {
+
+// The default and largest piece: 2^30 bytes (a quarter of the smallest size that hangs).
+constexpr std::size_t kMaxTransferPiece = std::size_t{1} << 30;
+
+// Splits [offset, offset + bytes) into pieces of at most `piece` bytes (piece rounded down to a
+// multiple of `align`, at least align) and calls f(piece_offset, piece_bytes) for each in order.
+template <class F>
+void for_each_piece(std::size_t offset, std::size_t bytes, std::size_t piece, std::size_t align, F&& f) {
+  piece = piece / align * align;
+  if (piece == 0) piece = align;
+  for (std::size_t done = 0; done < bytes;) {
+    const std::size_t len = bytes - done < piece ? bytes - done : piece;
+    f(offset + done, len);
+    done += len;
+  }
+}
+
+// Enqueues zeroing of buf[offset, offset + bytes) in pieces (a 4-byte pattern where offset and
+// bytes allow, else 1-byte). Appends one event per piece to events when given.
+void enqueue_zero(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset, std::size_t bytes,
+                  std::size_t piece, std::vector<cl::Event>* events = nullptr);
+// Enqueues a write of host src to buf[offset, offset + bytes) in pieces, non-blocking: src must
+// stay alive until the queue has finished. Appends one event per piece when events is given.
+void enqueue_write(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset, std::size_t bytes,
+                   const void* src, std::size_t piece, std::vector<cl::Event>* events = nullptr);
+// Enqueues a read of buf[offset, offset + bytes) into host dst in pieces, non-blocking.
+void enqueue_read(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset, std::size_t bytes,
+                  void* dst, std::size_t piece, std::vector<cl::Event>* events = nullptr);
+// Enqueues a device-to-device copy in pieces, non-blocking.
+void enqueue_copy(cl::CommandQueue& q, const cl::Buffer& src, const cl::Buffer& dst, std::size_t src_offset,
+                  std::size_t dst_offset, std::size_t bytes, std::size_t piece,
+                  std::vector<cl::Event>* events = nullptr);
+
+// Flushes q and waits until everything enqueued on it has completed, polling a marker's status;
+// past `timeout_s` seconds (0: no limit) throws Error(Errc::kTimeout) saying `what` did not
+// finish. A command that ended in an error throws Error(Errc::kRuntime).
+void finish(cl::CommandQueue& q, double timeout_s, const std::string& what);
+
+// A generous time limit for work that moves `bytes` bytes: 60 s plus 1 s per 256 MiB (a host
+// link at 0.25 GB/s would still finish), so only a device that stopped making progress trips it.
+double default_timeout_s(double bytes);
+
+}  // namespace clreduce

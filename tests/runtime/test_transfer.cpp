@@ -1,0 +1,82 @@
+// test_transfer.cpp: fills, writes, reads and copies split into pieces land every byte where
+// they should, at awkward offsets and piece sizes; waits give up with a time-out error.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "clreduce/error.hpp"
+#include "runtime/transfer.hpp"
+#include "test_helpers.hpp"
+
+using namespace clreduce;
+using clreduce::test::device_context;
+
+TEST_CASE("for_each_piece covers a range in order with pieces of at most the limit", "[transfer]") {
+  std::vector<std::pair<std::size_t, std::size_t>> got;
+  for_each_piece(10, 25, 8, 4, [&](std::size_t off, std::size_t len) { got.emplace_back(off, len); });
+  const std::vector<std::pair<std::size_t, std::size_t>> want{{10, 8}, {18, 8}, {26, 8}, {34, 1}};
+  CHECK(got == want);
+  got.clear();
+  for_each_piece(0, 7, 3, 4, [&](std::size_t off, std::size_t len) { got.emplace_back(off, len); });
+  CHECK(got == (std::vector<std::pair<std::size_t, std::size_t>>{{0, 4}, {4, 3}}));  // piece < align: align
+  got.clear();
+  for_each_piece(5, 0, 3, 1, [&](std::size_t off, std::size_t len) { got.emplace_back(off, len); });
+  CHECK(got.empty());
+}
+
+TEST_CASE("transfers in tiny pieces move every byte", "[transfer]") {
+  Context& ctx = device_context();
+  const std::size_t piece = GENERATE(1, 3, 4, 7, 64, 1000, kMaxTransferPiece);
+  CAPTURE(piece);
+  const std::size_t bytes = 5003;
+  std::vector<unsigned char> src(bytes), back(bytes, 0xEE);
+  for (std::size_t i = 0; i < bytes; ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
+  cl::Buffer a(ctx.context(), CL_MEM_READ_WRITE, bytes + 64), b(ctx.context(), CL_MEM_READ_WRITE, bytes + 64);
+  std::vector<cl::Event> events;
+  enqueue_write(ctx.queue(), a, 13, bytes, src.data(), piece, &events);
+  finish(ctx.queue(), 60, "write");
+  if (piece < bytes) CHECK(events.size() == (bytes + piece - 1) / piece);
+  enqueue_copy(ctx.queue(), a, b, 13, 5, bytes, piece);
+  enqueue_read(ctx.queue(), b, 5, bytes, back.data(), piece);
+  finish(ctx.queue(), 60, "copy and read");
+  CHECK(back == src);
+  // Zero a middle stretch at an odd offset (1-byte pattern) and an aligned one (4-byte pattern).
+  enqueue_zero(ctx.queue(), b, 5 + 101, 999, piece);
+  enqueue_zero(ctx.queue(), b, 5 + 2000 - 1, 0, piece);
+  enqueue_read(ctx.queue(), b, 5, bytes, back.data(), piece);
+  finish(ctx.queue(), 60, "zero and read");
+  for (std::size_t i = 0; i < bytes; ++i) {
+    const unsigned char want = i >= 101 && i < 101 + 999 ? 0 : src[i];
+    if (back[i] != want) FAIL("byte " << i << " is " << int(back[i]) << ", expected " << int(want));
+  }
+  enqueue_write(ctx.queue(), a, 0, bytes, src.data(), piece);
+  enqueue_zero(ctx.queue(), a, 8, 4000, piece);  // 4-byte pattern
+  enqueue_read(ctx.queue(), a, 0, bytes, back.data(), piece);
+  finish(ctx.queue(), 60, "aligned zero");
+  for (std::size_t i = 0; i < bytes; ++i) {
+    const unsigned char want = i >= 8 && i < 4008 ? 0 : src[i];
+    if (back[i] != want) FAIL("byte " << i << " is " << int(back[i]) << ", expected " << int(want));
+  }
+}
+
+TEST_CASE("a wait past its limit is a time-out error, a finished queue is not", "[transfer]") {
+  Context& ctx = device_context();
+  finish(ctx.queue(), 1, "nothing");  // an empty queue finishes at once
+  // A user event that never completes holds the queue: the wait must give up, not hang.
+  cl::UserEvent gate(ctx.context());
+  std::vector<cl::Event> wait{gate};
+  cl::Event marker;
+  ctx.queue().enqueueMarkerWithWaitList(&wait, &marker);
+  try {
+    finish(ctx.queue(), 0.2, "the gated marker");
+    FAIL("no time-out");
+  } catch (const Error& e) {
+    CHECK(e.category() == Errc::kTimeout);
+    CHECK(std::string(e.what()).find("the gated marker did not finish") != std::string::npos);
+  }
+  gate.setStatus(CL_COMPLETE);
+  finish(ctx.queue(), 60, "released");
+}
