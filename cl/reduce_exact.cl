@@ -152,9 +152,19 @@ inline void sa_add(__local long* sa, ulong m, uint s, uint neg) {
     p1 = -p1;
     p2 = -p2;
   }
+#if WG_SIZE == 1
+  // Plain additions (adding a zero piece costs less than a mispredicted branch), one limb at a
+  // time: volatile keeps a compiler from fusing two into a wide load, which would wait on the
+  // narrow stores of the element before (a store-forwarding stall on x86).
+  __local volatile long* l = sa + k;
+  l[0] += p0;
+  l[1] += p1;
+  l[2] += p2;
+#else  // atomics: skip the zero pieces
   if (p0) SA_ADD(sa + k, p0);
   if (p1) SA_ADD(sa + k + 1, p1);
   if (p2) SA_ADD(sa + k + 2, p2);
+#endif
 }
 
 // Adds a finite double d, an integer multiple of the unit (an expansion term or what is left of
@@ -184,7 +194,7 @@ inline void sa_add_elem(__local long* sa, TB b, uint* flags) {
   }
   if (b != (TB)1 << (8 * sizeof(TB) - 1)) *flags |= EX_NOT_NEG_ZERO;
   if (e) m |= (TB)1 << (T_PREC - 1);
-  if (m) sa_add(sa, (ulong)m, max(e, 1u) - 1, neg);
+  sa_add(sa, (ulong)m, max(e, 1u) - 1, neg);
 }
 
 // EX_ADD(a, b, one) is a + b, rounded once. With EX_FMA_ADDS it is written fma(a, one, b), one
@@ -401,37 +411,43 @@ void reduce_exact(__global const T* restrict x, ulong n, __global long* gacc,
       }
       // Largest exponent (255: an inf or NaN was there) and smallest (subnormals count as 1).
       const VB emax = hi >> 24, emin = max(lo >> 24, (VB)1u);
-      if (!EX_ANYI((emax == (VB)255u) | (emax > emin + (VB)(29u - EX_BLOCK_LOG2)))) {
+      if (!EX_ANYI(emax > emin + (VB)(29u - EX_BLOCK_LOG2))) {  // 255 never passes
 #pragma unroll
         for (uint s = 0; s < STREAMS; ++s) ex_add_dv(e[s], p[s], sa);
         continue;
       }
-#else
-      // Doubles: each element goes through the TwoSum cascade; the block is kept when nothing
-      // was left over and no element was huge (ex_try).
-      DV saved[STREAMS][FPE_TERMS];
-#pragma unroll
-      for (uint s = 0; s < STREAMS; ++s)
-#pragma unroll
-        for (uint k = 0; k < FPE_TERMS; ++k) saved[s][k] = e[s][k];
-      LV bad = (LV)0;
-      for (ulong i = b0; i < b1; ++i) {
-        VT t[STREAMS];
-#pragma unroll
-        for (uint s = 0; s < STREAMS; ++s) t[s] = xv[v + i + s * q];
-#pragma unroll
-        for (uint s = 0; s < STREAMS; ++s) ex_try(e[s], t[s], one, &bad);
-      }
-      if (!EX_ANY(bad != (LV)0)) continue;
-#pragma unroll
-      for (uint s = 0; s < STREAMS; ++s)
-#pragma unroll
-        for (uint k = 0; k < FPE_TERMS; ++k) e[s][k] = saved[s][k];
+      // Wider than the window: through the expansions, unless wider than they would hold.
+      if (!EX_ANYI(emax > emin + (VB)60u))
 #endif
-      // Rare: the block again, exactly.
+      {  // Each element through the TwoSum cascade; the block is kept when nothing was left
+         // over and (doubles) no element was huge (ex_try).
+        DV saved[STREAMS][FPE_TERMS];
+#pragma unroll
+        for (uint s = 0; s < STREAMS; ++s)
+#pragma unroll
+          for (uint k = 0; k < FPE_TERMS; ++k) saved[s][k] = e[s][k];
+        LV bad = (LV)0;
+        for (ulong i = b0; i < b1; ++i) {
+          VT t[STREAMS];
+#pragma unroll
+          for (uint s = 0; s < STREAMS; ++s) t[s] = xv[v + i + s * q];
+#pragma unroll
+          for (uint s = 0; s < STREAMS; ++s) ex_try(e[s], t[s], one, &bad);
+        }
+        if (!EX_ANY(bad != (LV)0)) continue;
+#pragma unroll
+        for (uint s = 0; s < STREAMS; ++s)
+#pragma unroll
+          for (uint k = 0; k < FPE_TERMS; ++k) e[s][k] = saved[s][k];
+      }
+      // Rare: the block's elements straight into the superaccumulator, by their bits.
       for (ulong i = b0; i < b1; ++i)
 #pragma unroll
-        for (uint s = 0; s < STREAMS; ++s) ex_add_vec(e[s], xv[v + i + s * q], sa, &flags);
+        for (uint s = 0; s < STREAMS; ++s) {
+          ex_bits b;
+          b.v = AS_VB(xv[v + i + s * q]);
+          for (uint j = 0; j < VEC; ++j) sa_add_elem(sa, b.s[j], &flags);
+        }
     }
     for (v += STREAMS * q; v < end; ++v) ex_add_vec(e[0], xv[v], sa, &flags);
   }
