@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers
-      pocl-opencl-icd clinfo libcli11-dev oclgrind python3)
+      pocl-opencl-icd clinfo libcli11-dev oclgrind python3 python3-numpy)
 catch2_pkg=catch2
 
 SUDO=""
