@@ -10,6 +10,7 @@
 #include <new>
 
 #include "clreduce/options.hpp"
+#include "clreduce/version.hpp"
 #include "runtime/context.hpp"
 #include "io/data.hpp"
 #include "runtime/device.hpp"
@@ -56,7 +57,8 @@ int run(int argc, char** argv) {
              "\nData: --size N --seed S generates int32/int64 uniform in [-1000, 1000] / "
              "[-1e12, 1e12],\nuint32/uint64 in [0, 2000] / [0, 2e12], float/double uniform in "
              "[-1, 1).\nKernels are read at run time from --kernel-dir, $CLREDUCE_KERNEL_DIR, "
-             "the source tree's cl/,\nor the installed share directory, in that order.");
+             "../share/clreduce/cl beside\nthe installed executable, the source tree's cl/, or the "
+             "configured install directory,\nin that order (--version names the one found).");
   std::string device = "0", variant = "fast", op = "sum", type = "int32", format = "table";
   std::string size = "16777216", input, kernel_dir;
   std::uint64_t seed = 1;
@@ -64,7 +66,7 @@ int run(int argc, char** argv) {
   std::size_t local_size = 0;
   std::string acc;
   bool list_devices_flag = false, list_variants_flag = false, verbose = false;
-  bool peers = false, measure_copy = false, accuracy = false;
+  bool peers = false, measure_copy = false, accuracy = false, show_version = false;
   app.add_option("-d,--device", device, "device index from --list-devices, or a name substring (nvidia, pocl)")->capture_default_str();
   app.add_option("-v,--variant", variant, "variant name (scan-* are scans), comma-separated names, 'all', 'all-reduce', 'all-scan', or 'ladder' (kernels 1-7 as the seeds' table); with a scan-only flag the default is scan-fast")->capture_default_str();
   app.add_option("--op", op, "sum | prod | min | max | argmin | argmax")->capture_default_str();
@@ -83,7 +85,8 @@ int run(int argc, char** argv) {
   app.add_flag("--accuracy", accuracy, "table: add each float sum's distance from the correctly rounded sum (err ulp, err rel; JSON always has them)");
   app.add_flag("--list-devices", list_devices_flag, "print every OpenCL device with its global index (with --device: that one; --format json: one object per line)");
   app.add_flag("--list-variants", list_variants_flag, "print every variant with one line each");
-  app.add_flag("--verbose", verbose, "print build options and launch policies to stderr");
+  app.add_flag("--verbose", verbose, "print the kernel directory, build options and launch policies to stderr");
+  app.add_flag("--version", show_version, "print the version, how clreduce was built and the kernel directory it finds");
   bool exclusive = false;
   std::string segments, output;
   std::size_t segment_length = 0;
@@ -109,6 +112,16 @@ int run(int argc, char** argv) {
     return kExitUsage;
   }
 
+  if (show_version) {
+    std::cout << "clreduce " << version() << "\n" << build_options();
+    try {
+      std::cout << "kernels: " << find_kernel_dir(kernel_dir) << "\n";
+    } catch (const Error& e) {
+      std::cout << "kernels: " << e.what() << "\n";
+      return exit_code(e.category());
+    }
+    return kExitOk;
+  }
   // Every knob is checked before any device is touched: a bad value is exit 2, not a late failure.
   Tuning tuning = tuning_from_env();
   for (const std::string& kv : tunes) set_tuning(tuning, kv);
@@ -151,6 +164,7 @@ int run(int argc, char** argv) {
     return kExitOk;
   }
   Context ctx(dev, find_kernel_dir(kernel_dir), verbose, tuning);
+  if (verbose) std::cerr << "kernels: " << ctx.kernel_dir() << "\n";
 
   HostArray data;
   if (!input.empty()) {

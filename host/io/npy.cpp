@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <unistd.h>
 
 #include "clreduce/error.hpp"
 
@@ -342,13 +343,20 @@ void write_npy(const std::string& path, const HostArray& a) {
   for (std::size_t k = 0; k < prefix - 8; ++k)
     pre += static_cast<char>((header.size() >> (8 * k)) & 0xff);
 
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  // Written beside the target and renamed into place: `path` never holds a partial file.
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(Errc::kInput, "cannot open " + path + ": " + std::strerror(errno));
   out.write(pre.data(), static_cast<std::streamsize>(pre.size()));
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
   out.write(reinterpret_cast<const char*>(a.bytes.data()), static_cast<std::streamsize>(a.bytes.size()));
   out.close();
-  if (!out) fail(path, "write error");
+  std::error_code ec;
+  if (out) std::filesystem::rename(tmp, path, ec);
+  if (!out || ec) {
+    std::filesystem::remove(tmp, ec);
+    fail(path, "write error");
+  }
 }
 
 }  // namespace clreduce

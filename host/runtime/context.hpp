@@ -36,6 +36,9 @@ class Context {
   // Throws Error(Errc::kBuild) with the device, file, options and log on failure.
   cl::Kernel kernel(const std::string& file, const std::string& name, const std::string& options);
 
+  // Programs built by kernel() so far (each is kept for the context's life).
+  std::size_t programs_built() const { return programs_.size(); }
+
   // Tries to build `source` (a complete program) with options; returns false on any failure.
   // For start-up capability probes.
   bool try_build(const std::string& source, const std::string& options, cl::Program* out);

@@ -1,5 +1,11 @@
-// kernel_dir.cpp: the search order for .cl sources.
+// kernel_dir.cpp: the search order for .cl sources. Installed kernels are found relative to the
+// shared library or executable this code lives in (dladdr), so a moved install prefix still works.
 #include "runtime/kernel_dir.hpp"
+
+#include <dlfcn.h>
+#if defined(__GLIBC__)
+#include <link.h>
+#endif
 
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +18,13 @@
 #ifndef CLREDUCE_INSTALL_KERNEL_DIR
 #define CLREDUCE_INSTALL_KERNEL_DIR ""
 #endif
+// The installed kernels relative to the installed library's and executable's directories.
+#ifndef CLREDUCE_LIB_TO_KERNEL_DIR
+#define CLREDUCE_LIB_TO_KERNEL_DIR "../share/clreduce/cl"
+#endif
+#ifndef CLREDUCE_BIN_TO_KERNEL_DIR
+#define CLREDUCE_BIN_TO_KERNEL_DIR "../share/clreduce/cl"
+#endif
 
 namespace clreduce {
 
@@ -20,6 +33,35 @@ namespace fs = std::filesystem;
 static bool holds_kernels(const std::string& dir) {
   std::error_code ec;
   return !dir.empty() && fs::is_regular_file(fs::path(dir) / "clreduce.h", ec);
+}
+
+std::string installed_kernel_dir() {
+  std::error_code ec;
+  fs::path module;
+  const char* to_kernels = CLREDUCE_BIN_TO_KERNEL_DIR;
+  Dl_info info{};
+#if defined(__GLIBC__)
+  // The link map tells a shared library (its path) from the main program (an empty name; there
+  // dladdr would give argv[0], which may be relative or a bare name found on PATH).
+  link_map* map = nullptr;
+  if (dladdr1(reinterpret_cast<void*>(&installed_kernel_dir), &info, reinterpret_cast<void**>(&map),
+              RTLD_DL_LINKMAP) &&
+      map && map->l_name && *map->l_name) {
+    module = map->l_name;
+    to_kernels = CLREDUCE_LIB_TO_KERNEL_DIR;
+  }
+#else
+  if (dladdr(reinterpret_cast<void*>(&installed_kernel_dir), &info) && info.dli_fname &&
+      fs::path(info.dli_fname).is_absolute())
+    module = info.dli_fname;
+#endif
+  if (module.empty()) module = fs::read_symlink("/proc/self/exe", ec);
+  if (module.empty() || ec) return "";
+  // Through symlinks (lib/libclreduce.so -> libclreduce.so.0.1.0, or a link to the executable
+  // from elsewhere) to where the file really is.
+  const fs::path real = fs::weakly_canonical(module, ec);
+  if (ec) return "";
+  return (real.parent_path() / to_kernels).lexically_normal().string();
 }
 
 std::string find_kernel_dir(const std::string& flag) {
@@ -34,9 +76,10 @@ std::string find_kernel_dir(const std::string& flag) {
                                 env + " (no clreduce.h there)");
   }
   std::string tried = "--kernel-dir (not given), CLREDUCE_KERNEL_DIR (not set)";
-  for (const char* dir : {CLREDUCE_SOURCE_KERNEL_DIR, CLREDUCE_INSTALL_KERNEL_DIR}) {
+  for (const std::string& dir :
+       {installed_kernel_dir(), std::string(CLREDUCE_SOURCE_KERNEL_DIR), std::string(CLREDUCE_INSTALL_KERNEL_DIR)}) {
     if (holds_kernels(dir)) return dir;
-    if (*dir) tried += std::string(", ") + dir;
+    if (!dir.empty() && tried.find(", " + dir) == std::string::npos) tried += ", " + dir;
   }
   throw Error(Errc::kBuild, "kernel directory not found: tried " + tried);
 }

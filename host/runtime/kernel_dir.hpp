@@ -8,9 +8,15 @@
 namespace clreduce {
 
 // Returns the first directory holding clreduce.h, in order: `flag` (--kernel-dir), the
-// CLREDUCE_KERNEL_DIR environment variable, the source tree's cl/ (baked in at configure time),
-// the installed share directory. An explicit flag or variable that does not hold the kernels is
-// an error, never skipped. Throws Error(Errc::kBuild) naming every place tried.
+// CLREDUCE_KERNEL_DIR environment variable, installed_kernel_dir(), the source tree's cl/ (baked
+// in at configure time: build-tree runs), the configured install directory. An explicit flag or
+// variable that does not hold the kernels is an error, never skipped. Throws Error(Errc::kBuild)
+// naming every place tried.
 std::string find_kernel_dir(const std::string& flag);
+
+// Where the kernels are installed relative to the shared library or executable that holds this
+// code, wherever the prefix has been moved: <its dir>/../share/clreduce/cl. "" when unknown.
+// The directory need not exist (a build tree has none).
+std::string installed_kernel_dir();
 
 }  // namespace clreduce

@@ -11,6 +11,7 @@
 #include <string>
 #include <sys/wait.h>
 
+#include "clreduce/version.hpp"
 #include "scan/scan_variant.hpp"
 #include "test_helpers.hpp"
 #include "reduce/variant.hpp"
@@ -50,6 +51,20 @@ TEST_CASE("help, device list and variant list answer", "[cli]") {
   for (const char* key : {"{\"index\":0,", "\"type\":", "\"name\":", "\"driver\":", "\"compute_units\":",
                           "\"global_mem\":", "\"max_alloc\":", "\"fp64\":"})
     CHECK_THAT(r.out, ContainsSubstring(key));
+}
+
+TEST_CASE("clreduce --version names the version, the build options and the kernel directory", "[cli]") {
+  const Result r = run_cli("--version");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, ContainsSubstring(std::string("clreduce ") + CLREDUCE_VERSION + "\n"));
+  CHECK_THAT(r.out, ContainsSubstring("\nopencl: API 1.2"));
+  CHECK_THAT(r.out, ContainsSubstring("\nopenmp: "));
+  CHECK_THAT(r.out, ContainsSubstring("\nmpi: no\n"));
+  // A build-tree run reads the source tree's kernels.
+  CHECK_THAT(r.out, ContainsSubstring(std::string("\nkernels: ") + CLREDUCE_SOURCE_KERNEL_DIR + "\n"));
+  const Result bad = run_cli("--version --kernel-dir /nonexistent/cl");
+  CHECK(bad.code == 4);
+  CHECK_THAT(bad.out, ContainsSubstring("kernels: kernel directory not found: tried --kernel-dir /nonexistent/cl"));
 }
 
 TEST_CASE("bad arguments get one line and exit code 2", "[cli]") {

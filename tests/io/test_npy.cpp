@@ -284,3 +284,21 @@ TEST_CASE("npy write errors", "[npy]") {
   REQUIRE_THROWS_WITH(write_npy(path, host<std::int32_t>(DType::kInt32, {1})),
                       ContainsSubstring("cannot open " + path + ": No such file or directory"));
 }
+
+TEST_CASE("npy writes replace a file whole and leave no temporary file", "[npy]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(tmp("replace_dir"));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string path = (dir / "x.npy").string();
+  write_npy(path, host<std::int64_t>(DType::kInt64, {1, 2, 3, 4, 5}));
+  write_npy(path, host<std::int32_t>(DType::kInt32, {7}));
+  const HostArray back = read_npy(path);
+  CHECK(back.type == DType::kInt32);
+  REQUIRE(back.n == 1);
+  CHECK(back.as<std::int32_t>()[0] == 7);
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.path().filename() == "x.npy" ? 1 : 100;
+  CHECK(files == 1);
+  fs::remove_all(dir);
+}

@@ -1,0 +1,184 @@
+// clreduce.hpp: clreduce's public API. Open an OpenCL device, reduce or scan a host array or a
+// cl::Buffer of that device with a named variant, and get the value, timings, the plan and the
+// verdict against the sequential reference. A program includes this header and nothing else of
+// clreduce's; everything behind it (variants, sessions, probes) is private and may change.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "clreduce/cl.hpp"
+#include "clreduce/error.hpp"
+#include "clreduce/options.hpp"
+#include "clreduce/types.hpp"
+#include "clreduce/version.hpp"
+
+namespace clreduce {
+
+// One OpenCL device, as Device::list() reports it.
+struct DeviceSummary {
+  std::size_t index = 0;     // global index across platforms, what Device(index) takes
+  std::string name;          // CL_DEVICE_NAME
+  std::string platform;      // platform name
+  std::string vendor;
+  std::string type;          // "GPU", "CPU", "ACCELERATOR", ...
+  std::string version;       // CL_DEVICE_VERSION
+  std::string opencl_c;      // CL_DEVICE_OPENCL_C_VERSION
+  unsigned compute_units = 0;
+  std::uint64_t global_mem = 0;  // bytes
+  std::uint64_t max_alloc = 0;   // bytes, the largest single buffer
+  std::uint64_t local_mem = 0;   // bytes
+  std::size_t max_wg_size = 0;
+  bool fp64 = false;
+};
+
+// How one reduce or scan runs.
+struct Options {
+  std::string variant;         // variant name; "" picks "fast" (reduce) or "scan-fast" (scan)
+  std::string acc;             // accumulator type name for sum and prod; "" NumPy's (int32 -> int64),
+                               // "int32"/"uint32" keeps 32 bits, wrapping
+  std::size_t local_size = 0;  // work-group size override; 0 the variant's choice
+  int warmup = 0;              // untimed runs before the timed ones
+  int repeat = 1;              // timed runs; timings are their medians
+  // Check the result against the sequential reference on the host. Unset: on for host arrays,
+  // off for device buffers (checking one reads it back to the host).
+  std::optional<bool> verify;
+  // Scans only.
+  bool exclusive = false;             // element i combines the elements before it (identity first)
+  std::vector<std::uint8_t> segments;  // empty, or one flag per element: nonzero starts a segment
+};
+
+// The outcome of one reduce or scan.
+struct Result {
+  std::string variant;     // the variant that ran
+  Op op = Op::kSum;
+  DType type = DType::kInt32;  // element type
+  DType acc = DType::kInt64;   // accumulator type: the type of value and of a scan's output
+  std::size_t n = 0;
+  // A reduction's result (value.index: argmin/argmax's first index of the extreme); a scan's
+  // last output element. For n = 0: the identity (sum, prod), or for a scan nothing.
+  Value value;
+  std::string plan;        // the launch plan: "wg=256 groups=4 items=1 vec=4 path=..."
+  double kernel_ms = 0.0;  // median over the timed runs of the summed kernel times of all launches
+  double kernel_ms_min = 0.0;  // fastest and slowest timed run
+  double kernel_ms_max = 0.0;
+  double wall_ms = 0.0;    // median host-clock time of upload (host arrays), launches and read-back
+  std::size_t launches = 0;  // kernel launches in one run
+  std::size_t builds = 0;    // programs compiled during this call (0 once the device has them)
+  bool checked = false;    // the result was compared with the sequential reference
+  bool verified = false;   // checked and equal (floats: within the stated bound; `exact`: bit for bit)
+  std::string verdict;     // "verified", "not checked", or why it failed
+  Value expected;          // the reference's value (checked only)
+
+  // The index of argmin/argmax's extreme (first one; first NaN if any); -1 for other ops.
+  std::int64_t index() const { return value.index; }
+};
+
+// The DType of a C++ element type: 32- and 64-bit integers, float, double.
+template <class T>
+constexpr DType dtype_of() {
+  static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool> && (sizeof(T) == 4 || sizeof(T) == 8),
+                "clreduce takes 32- and 64-bit integers, float and double");
+  if constexpr (std::is_floating_point_v<T>) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "no long double");
+    return std::is_same_v<T, float> ? DType::kFloat : DType::kDouble;
+  } else if constexpr (sizeof(T) == 4) {
+    return std::is_signed_v<T> ? DType::kInt32 : DType::kUInt32;
+  } else {
+    return std::is_signed_v<T> ? DType::kInt64 : DType::kUInt64;
+  }
+}
+
+// The type of op's result on elements of type t (a scan's output element): NumPy's rule, or
+// acc (Options::acc) where it is allowed. Throws Error for an accumulator the op cannot take.
+DType result_dtype(Op op, DType t, const std::string& acc = "");
+
+// Variant names, in the order the CLI's --variant all runs them.
+std::vector<std::string> reduce_variant_names();
+std::vector<std::string> scan_variant_names();
+
+// Writes n elements of type t as a 1-D little-endian .npy (NumPy's format), through a temporary
+// file renamed into place: `path` never holds a partial file. Throws Error(Errc::kInput) when
+// it cannot.
+void save_npy(const std::string& path, DType t, const void* data, std::size_t n);
+
+// Every wait on the device has a time limit (a minute plus a second per 256 MiB moved): past it
+// a call throws Error(Errc::kTimeout); the device may then be hung, and destroying its Device may
+// block, so a program may prefer to exit at once.
+//
+// An open device: its OpenCL context and profiling queue, and the programs built on it. Built
+// programs, start-up probes and scratch buffers are kept for the Device's life, so calling
+// reduce or scan again builds nothing. Not thread-safe: use a Device (and clreduce as a
+// whole) from one thread at a time.
+class Device {
+ public:
+  // Every device of every platform under one global index. Throws Error when OpenCL has no
+  // platform.
+  static std::vector<DeviceSummary> list();
+
+  // Opens device `spec`: a global index ("0") or a case-insensitive substring of its platform,
+  // name, vendor or version ("nvidia", "pocl"). kernel_dir: where the .cl sources are; "" looks
+  // in $CLREDUCE_KERNEL_DIR, then beside the installed library (share/clreduce/cl), then the
+  // source tree. tuning: the knobs of options.hpp; by default from the CLREDUCE_<KEY>
+  // environment variables, as the command line reads them. Throws Error when no device
+  // matches (Errc::kUsage), no kernels are found (kBuild) or a knob is out of range (kUsage).
+  explicit Device(const std::string& spec = "0", const std::string& kernel_dir = "",
+                  const Tuning& tuning = tuning_from_env());
+  explicit Device(std::size_t index, const std::string& kernel_dir = "",
+                  const Tuning& tuning = tuning_from_env());
+  ~Device();
+  Device(Device&&) noexcept;
+  Device& operator=(Device&&) noexcept;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const DeviceSummary& summary() const;
+  const std::string& kernel_dir() const;
+  // The device's OpenCL objects. Create the buffers you pass in context(); enqueue writes to
+  // them on queue() (in order with clreduce's work) or finish your own queue first.
+  cl::Context& context();
+  cl::CommandQueue& queue();
+  cl::Device device() const;
+  // The tuning knobs; read when a plan is made, so a change applies to the next call.
+  Tuning& tuning();
+
+  // Reduces n elements of `type` at `data` (host memory). Throws Error: Errc::kUsage for an
+  // unknown variant or n = 0 with an op that has no identity (min, max, argmin, argmax);
+  // kUnsupported for doubles on a device without fp64 or an array larger than the device's
+  // largest allocation.
+  Result reduce(Op op, DType type, const void* data, std::size_t n, const Options& options = {});
+  template <class T>
+  Result reduce(Op op, const std::vector<T>& data, const Options& options = {}) {
+    return reduce(op, dtype_of<T>(), data.data(), data.size(), options);
+  }
+  // Reduces the first n elements of `type` of a buffer created in context(). Nothing is copied
+  // to the host unless options.verify is true. A buffer of another context, or smaller than n
+  // elements, is Errc::kUsage.
+  Result reduce(Op op, DType type, const cl::Buffer& data, std::size_t n, const Options& options = {});
+
+  // Scans n elements of `type` at `in` into `out`: n elements of out_type, which must be
+  // result_dtype(op, type, options.acc). Scans take sum, prod, min and max (else Errc::kUsage);
+  // segment flags of another length than n are Errc::kInput.
+  Result scan(Op op, DType type, const void* in, std::size_t n, DType out_type, void* out,
+              const Options& options = {});
+  template <class T, class A>
+  Result scan(Op op, const std::vector<T>& in, std::vector<A>& out, const Options& options = {}) {
+    out.resize(in.size());
+    return scan(op, dtype_of<T>(), in.data(), in.size(), dtype_of<A>(), out.data(), options);
+  }
+  // Scans the first n elements of `type` of buffer `in` into buffer `out` (n elements of
+  // result_dtype(op, type, options.acc)), both created in context().
+  Result scan(Op op, DType type, const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+              const Options& options = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace clreduce
