@@ -254,6 +254,7 @@ inline void ex_add_vec(DV* e, VT t, __local long* sa, uint* flags) {
   if (EX_ANY(!ex_fits(t))) {  // each lane's element to the superaccumulator, by its bits
     ex_bits b;
     b.v = AS_VB(t);
+#pragma unroll
     for (uint j = 0; j < VEC; ++j) sa_add_elem(sa, b.s[j], flags);
     return;
   }
@@ -263,6 +264,7 @@ inline void ex_add_vec(DV* e, VT t, __local long* sa, uint* flags) {
   if (EX_ANY(r != (DV)0.0)) {  // the expansion is full: keep what is left
     ex_lanes l;
     l.v = r;
+#pragma unroll
     for (uint j = 0; j < VEC; ++j)
       if (l.s[j] != 0.0) sa_add_double(sa, l.s[j]);
   }
@@ -276,6 +278,7 @@ inline void ex_add_dv(DV* e, DV r, __local long* sa) {
   if (EX_ANY(r != (DV)0.0)) {
     ex_lanes l;
     l.v = r;
+#pragma unroll
     for (uint j = 0; j < VEC; ++j)
       if (l.s[j] != 0.0) sa_add_double(sa, l.s[j]);
   }
@@ -446,6 +449,7 @@ void reduce_exact(__global const T* restrict x, ulong n, __global long* gacc,
         for (uint s = 0; s < STREAMS; ++s) {
           ex_bits b;
           b.v = AS_VB(xv[v + i + s * q]);
+#pragma unroll
           for (uint j = 0; j < VEC; ++j) sa_add_elem(sa, b.s[j], &flags);
         }
     }
@@ -473,11 +477,13 @@ void reduce_exact(__global const T* restrict x, ulong n, __global long* gacc,
   for (uint s = 0; s < STREAMS; ++s) {
     ex_lanes l;
     l.v = e[s][0];
+#pragma unroll
     for (uint j = 0; j < VEC; ++j)
       if (as_ulong(l.s[j]) != 0x8000000000000000ul) flags |= EX_NOT_NEG_ZERO;
 #pragma unroll
     for (uint k = 0; k < FPE_TERMS; ++k) {
       l.v = e[s][k];
+#pragma unroll
       for (uint j = 0; j < VEC; ++j)
         if (l.s[j] != 0.0) ex_add_scalar(f, l.s[j], sa);
     }
