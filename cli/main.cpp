@@ -1,29 +1,41 @@
-// main.cpp: the clreduce command line. Parses flags (CLI11), picks the device and variants,
-// runs them through the library, prints a table or JSON lines. One try block maps every error
-// to a one-line message and a documented exit code.
+// main.cpp: the clreduce command line. Parses flags (CLI11) as text and checks every value
+// (args.hpp), picks the device and variants, checks everything that can be checked before the
+// first kernel runs (a variant asked for by name that cannot run, a group size, the memory
+// needed; every kernel built), then runs them through the library and prints a table, JSON
+// lines or CSV. One try block maps every error to a one-line message and a documented exit code.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <new>
 
-#include "clreduce/options.hpp"
+#include "args.hpp"
 #include "clreduce/version.hpp"
-#include "runtime/context.hpp"
-#include "io/data.hpp"
-#include "runtime/device.hpp"
 #include "clreduce/error.hpp"
-#include "runtime/kernel_dir.hpp"
-#include "reduce/ladder.hpp"
+#include "clreduce/options.hpp"
+#include "csv.hpp"
+#include "exit_codes.hpp"
+#include "io/data.hpp"
 #include "io/npy.hpp"
 #include "io/report.hpp"
+#include "io/size_arg.hpp"
+#include "progress.hpp"
+#include "reduce/ladder.hpp"
+#include "reduce/variant.hpp"
+#include "run/omp_wait.hpp"
 #include "run/runner.hpp"
 #include "run/scan_runner.hpp"
-#include "io/size_arg.hpp"
-#include "exit_codes.hpp"
-#include "reduce/variant.hpp"
+#include "runtime/context.hpp"
+#include "runtime/device.hpp"
+#include "runtime/kernel_dir.hpp"
 #include "variant_plan.hpp"
 
 using namespace clreduce;
@@ -34,10 +46,16 @@ const char* kExitCodes =
     "Exit codes:\n"
     "  0  every run verified\n"
     "  1  a device result did not match the sequential reference\n"
-    "  2  bad command line, bad value or bad input file\n"
+    "  2  bad command line, bad value or bad input file; a variant asked for by name that\n"
+    "     refuses the request (e.g. sequential-device above 2^22 elements)\n"
     "  3  OpenCL runtime error, no OpenCL platform/device, or a device that did not finish in time\n"
     "  4  a kernel failed to build, or the kernel directory was not found\n"
-    "  5  the device cannot run this (no fp64, array larger than its largest allocation)\n";
+    "  5  the device cannot run this (no fp64, array larger than its largest allocation, a\n"
+    "     variant asked for by name that needs what the device lacks)\n";
+
+// A timing is noisy when its slowest timed run took more than this many times its fastest: its
+// median is not to be trusted, and ratios against it are not quoted (README, "Noisy timings").
+constexpr double kNoisySpread = 4.0;
 
 // The library speaks of what it checks ("work-group size 1 is too small ..."); the command line
 // names the flag that set it.
@@ -50,6 +68,65 @@ std::string flag_words(const Error& e) {
   return what;
 }
 
+// --input -: standard input, copied to a temporary file for the .npy reader, which needs to know
+// the file's size. Messages name "standard input", not the temporary file.
+// TODO(merge): read "/dev/stdin" directly once host/io's reader takes pipes and FIFOs.
+HostArray read_input(const std::string& input) {
+  if (input != "-") return read_npy(input);
+  if (isatty(0) == 1) throw Error(Errc::kUsage, "--input -: standard input is a terminal; pipe a .npy file in");
+  const char* dir = std::getenv("TMPDIR");
+  std::string path = std::string(dir && *dir ? dir : "/tmp") + "/clreduce-stdin-XXXXXX";
+  const int fd = mkstemp(path.data());
+  if (fd < 0) throw Error(Errc::kInput, "--input -: cannot make a temporary file in " + path.substr(0, path.rfind('/')));
+  struct Remove {
+    std::string p;
+    ~Remove() { std::remove(p.c_str()); }
+  } remove{path};
+  std::vector<char> buf(std::size_t{1} << 20);
+  bool ok = true;
+  while (ok) {
+    const std::size_t k = std::fread(buf.data(), 1, buf.size(), stdin);
+    for (std::size_t done = 0; ok && done < k;) {
+      const ssize_t w = write(fd, buf.data() + done, k - done);
+      ok = w > 0;
+      done += ok ? static_cast<std::size_t>(w) : 0;
+    }
+    if (k < buf.size()) break;
+  }
+  close(fd);
+  if (!ok || std::ferror(stdin))
+    throw Error(Errc::kInput, "--input -: cannot copy standard input to a temporary file");
+  try {
+    return read_npy(path);
+  } catch (const Error& e) {
+    std::string what = e.what();
+    for (std::size_t at; (at = what.find(path)) != std::string::npos;) what.replace(at, path.size(), "standard input");
+    throw Error(e.category(), what);
+  }
+}
+
+// --output: a file in a directory that exists. Checked before any work, so a typo does not
+// throw away a finished run.
+// TODO(merge): replace with host/io's check_output_path once it lands (it also checks that the
+// file can be written).
+void check_output_target(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw Error(Errc::kUsage, "--output " + path + " is a directory; name a file");
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    throw Error(Errc::kUsage, "--output " + path + ": directory " + parent.string() + " does not exist");
+}
+
+std::string count_words(std::uint64_t n) {
+  if (n >= 1024 && (n & (n - 1)) == 0) {
+    int k = 0;
+    while ((std::uint64_t{1} << k) < n) ++k;
+    return "2^" + std::to_string(k);
+  }
+  return std::to_string(n);
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"clreduce: run, verify and time parallel reductions and prefix scans on OpenCL devices.\n"
                "Every result is checked against the sequential loop on the host."};
@@ -58,41 +135,41 @@ int run(int argc, char** argv) {
              "[-1e12, 1e12],\nuint32/uint64 in [0, 2000] / [0, 2e12], float/double uniform in "
              "[-1, 1).\nKernels are read at run time from --kernel-dir, $CLREDUCE_KERNEL_DIR, "
              "../share/clreduce/cl beside\nthe installed executable, the source tree's cl/, or the "
-             "configured install directory,\nin that order (--version names the one found).");
+             "configured install directory,\nin that order (--version names the one found).\n"
+             "\nNoisy timings: when the slowest timed run takes more than 4x the fastest, the time is\n"
+             "marked '~' in the table (JSON \"noisy\": true) and ratios against it are not quoted\n"
+             "(table 'noisy', JSON null). The OpenMP peer's threads sleep when idle\n"
+             "(OMP_WAIT_POLICY=passive) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.");
   std::string device = "0", variant = "fast", op = "sum", type = "int32", format = "table";
-  std::string size = "16777216", input, kernel_dir;
-  std::uint64_t seed = 1;
-  int warmup = 1, repeat = 5;
-  std::size_t local_size = 0;
-  std::string acc;
+  std::string size = "16777216", seed_text = "1", input, kernel_dir, acc;
+  std::string warmup_text = "1", repeat_text = "5", local_size_text, segment_length_text;
   bool list_devices_flag = false, list_variants_flag = false, verbose = false;
   bool peers = false, measure_copy = false, accuracy = false, show_version = false;
-  app.add_option("-d,--device", device, "device index from --list-devices, or a name substring (nvidia, pocl)")->capture_default_str();
-  app.add_option("-v,--variant", variant, "variant name (scan-* are scans), comma-separated names, 'all', 'all-reduce', 'all-scan', or 'ladder' (kernels 1-7 as the seeds' table); with a scan-only flag the default is scan-fast")->capture_default_str();
+  app.add_option("-d,--device", device, "device index from --list-devices, a type (cpu, gpu: the first of that type), or a name substring (nvidia, pocl)")->capture_default_str();
+  app.add_option("--variant", variant, "variant name (scan-* are scans), comma-separated names, 'all', 'all-reduce', 'all-scan', or 'ladder' (kernels 1-7 as the seeds' table); with a scan-only flag the default is scan-fast. A variant named that cannot run the request is an error; under all, all-reduce and all-scan it is skipped with the reason")->capture_default_str();
   app.add_option("--op", op, "sum | prod | min | max | argmin | argmax")->capture_default_str();
   app.add_option("-t,--type", type, "int32 | uint32 | int64 | uint64 | float | double")->capture_default_str();
-  app.add_option("--acc", acc, "accumulator/result type for sum and prod; default NumPy's (int32 -> int64)");
-  app.add_option("-n,--size", size, "elements to generate: N, 2^K or NeK")->capture_default_str();
-  app.add_option("--seed", seed, "seed of the generated data")->capture_default_str();
-  app.add_option("-i,--input", input, "read the array from a 1-D .npy file instead of generating it");
+  app.add_option("--acc", acc, "sum and prod only: the accumulator and result type, the element type or NumPy's (int32 -> int64, uint32 -> uint64: the default)");
+  app.add_option("-n,--size", size, "elements to generate: N, 2^K or NeK (not with --input)")->capture_default_str();
+  app.add_option("--seed", seed_text, "seed of the generated data, 0 to 2^64-1 (not with --input)")->capture_default_str();
+  app.add_option("-i,--input", input, "read the array from a 1-D .npy file instead of generating it; '-' reads standard input");
   app.add_option("--kernel-dir", kernel_dir, "directory holding the .cl sources");
-  app.add_option("--warmup", warmup, "untimed runs before timing")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--repeat", repeat, "timed runs; medians are reported")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--local-size", local_size, "work-group size override");
-  app.add_option("--format", format, "table | json (one object per line per variant)")->capture_default_str()->check(CLI::IsMember({"table", "json"}));
-  app.add_flag("--peers", peers, "also run the OpenMP peer on the same array (row 'omp'; vs_omp ratios)");
+  app.add_option("--warmup", warmup_text, "untimed runs before timing, 0 to 1000000")->capture_default_str();
+  app.add_option("--repeat", repeat_text, "timed runs, 1 to 1000000; medians are reported (every run's times are kept, and the sequential loop is timed as often)")->capture_default_str();
+  app.add_option("--local-size", local_size_text, "work-group size, 1 to the device's largest; left out, each variant picks its own");
+  app.add_option("--format", format, "table | json (one object per line per row) | csv (a header, then one line per row; the JSON keys as columns)")->capture_default_str()->check(CLI::IsMember({"table", "json", "csv"}));
+  app.add_flag("--peers", peers, "also run the OpenMP peer on the same array (row 'omp', for reductions and for the scans it has; vs_omp ratios)");
   app.add_flag("--measure-copy", measure_copy, "also time a device-to-device copy of the array (row 'copy', GB/s read + written)");
-  app.add_flag("--accuracy", accuracy, "table: add each float sum's distance from the correctly rounded sum (err ulp, err rel; JSON always has them)");
-  app.add_flag("--list-devices", list_devices_flag, "print every OpenCL device with its global index (with --device: that one; --format json: one object per line)");
-  app.add_flag("--list-variants", list_variants_flag, "print every variant with one line each");
-  app.add_flag("--verbose", verbose, "print the kernel directory, build options and launch policies to stderr");
+  app.add_flag("--accuracy", accuracy, "table: add each float sum's distance from the correctly rounded sum (err ulp, err rel; JSON and CSV always have them)");
+  app.add_flag("--list-devices", list_devices_flag, "print every OpenCL device with its global index (with --device: that one; --format json or csv: one row per device)");
+  app.add_flag("--list-variants", list_variants_flag, "print every variant with one line each (--format json or csv: one row per variant)");
+  app.add_flag("-v,--verbose", verbose, "print build options, build logs and launch policies to stderr");
   app.add_flag("--version", show_version, "print the version, how clreduce was built and the kernel directory it finds");
   bool exclusive = false;
   std::string segments, output;
-  std::size_t segment_length = 0;
   app.add_flag("--exclusive", exclusive, "scans: exclusive (identity first); default inclusive");
   auto* seg_file = app.add_option("--segments", segments, "scans: .npy flag array (any integer or bool dtype), nonzero starts a segment");
-  app.add_option("--segment-length", segment_length, "scans: a segment starts every L elements")->check(CLI::PositiveNumber)->excludes(seg_file);
+  app.add_option("--segment-length", segment_length_text, "scans: a segment starts every L elements (L >= 1: N, 2^K or NeK)")->excludes(seg_file);
   app.add_option("-o,--output", output, "scans: write the whole result to this .npy file");
   std::vector<std::string> tunes;
   app.add_option("--tune", tunes, "KEY=VALUE: set a tuning knob (repeatable; keys below)");
@@ -122,7 +199,29 @@ int run(int argc, char** argv) {
     }
     return kExitOk;
   }
-  // Every knob is checked before any device is touched: a bad value is exit 2, not a late failure.
+  // Every value is checked before any device is touched: a bad one is exit 2, never a late
+  // failure, a clamp or a silent default.
+  for (const auto& [flag, text, what] :
+       {std::tuple<const char*, const std::string&, const char*>{"--device", device, "an index, a type or a name"},
+        {"--variant", variant, "a variant name"}, {"--op", op, "an op"}, {"--type", type, "a type"},
+        {"--acc", acc, "a type"}, {"--size", size, "a count"},
+        {"--input", input, "a file name ('-' for standard input)"}, {"--kernel-dir", kernel_dir, "a directory"},
+        {"--segments", segments, "a .npy file name"}, {"--output", output, "a file name"}})
+    if (app.count(flag)) require_nonempty(flag, text, what);
+  const std::uint64_t seed = parse_count("--seed", seed_text, 0, std::numeric_limits<std::uint64_t>::max(),
+                                         "from 0 to 18446744073709551615 (2^64-1)");
+  const int warmup = static_cast<int>(parse_count("--warmup", warmup_text, 0, kMaxWarmup));
+  const int repeat = static_cast<int>(parse_count("--repeat", repeat_text, 1, kMaxRepeat));
+  std::size_t local_size = 0;
+  if (app.count("--local-size"))
+    local_size = parse_count("--local-size", local_size_text, 1, kMaxLocalSize,
+                             "from 1 to the device's largest work-group size (left out, each variant picks its own)");
+  const std::size_t segment_length =
+      app.count("--segment-length") ? parse_positive_size("--segment-length", segment_length_text) : 0;
+  if (!input.empty() && app.count("--size"))
+    throw Error(Errc::kUsage, "--size and --input exclude each other: the file sets the size");
+  if (!input.empty() && app.count("--seed"))
+    throw Error(Errc::kUsage, "--seed and --input exclude each other: the seed is for generated data");
   Tuning tuning = tuning_from_env();
   for (const std::string& kv : tunes) set_tuning(tuning, kv);
 
@@ -136,11 +235,28 @@ int run(int argc, char** argv) {
       if (e.category() == Errc::kUsage) throw;  // a --device that names nothing is still an error
     } catch (const cl::Error&) {
     }
-    std::cout << format_variant_list(ctx.get());
+    if (format == "table") {
+      std::cout << format_variant_list(ctx.get());
+    } else {
+      const std::string lines = format_variant_list_json(ctx.get());
+      if (format == "json") {
+        std::cout << lines;
+      } else {
+        std::cout << csv_header(variant_csv_columns());
+        for (std::size_t pos = 0, end; (end = lines.find('\n', pos)) != std::string::npos; pos = end + 1)
+          std::cout << csv_row(lines.substr(pos, end - pos), variant_csv_columns());
+      }
+    }
     return kExitOk;
   }
   const Op the_op = parse_op(op);
   const DType the_type = parse_dtype(type);
+  if (!acc.empty()) {
+    parse_dtype(acc);
+    if (the_op != Op::kSum && the_op != Op::kProd)
+      throw Error(Errc::kUsage, "--acc applies to sum and prod only (" + op + " keeps the element type)");
+    if (input.empty()) resolve_acc(the_op, the_type, acc);  // with --input, once the file's type is known
+  }
   const bool segmented = !segments.empty() || segment_length > 0;
   // A scan-only flag without --variant asks for a scan: the default scan is scan-fast.
   if (!app.count("--variant") && (exclusive || segmented || !output.empty())) variant = "scan-fast";
@@ -148,97 +264,216 @@ int run(int argc, char** argv) {
   check_scan_flags(plan, the_op, exclusive || segmented || !output.empty());
   const bool ladder = variant == "ladder";
   const std::size_t n = input.empty() ? parse_size(size) : 0;
+  if (!output.empty()) check_output_target(output);
 
+  Progress progress(!verbose);  // --verbose writes its own lines to stderr
   const auto devices = list_devices();
-  if (list_devices_flag && !app.count("--device")) {
-    if (format == "json") {
-      for (const auto& d : devices) std::cout << to_json(d) << "\n";
+  const auto print_devices = [&](const std::vector<DeviceInfo>& ds) {
+    if (format == "table") {
+      std::cout << format_device_list(ds);
     } else {
-      std::cout << format_device_list(devices);
+      if (format == "csv") std::cout << csv_header(device_csv_columns());
+      for (const auto& d : ds)
+        std::cout << (format == "json" ? to_json(d) + "\n" : csv_row(to_json(d), device_csv_columns()));
     }
+  };
+  if (list_devices_flag && !app.count("--device")) {
+    print_devices(devices);
     return kExitOk;
   }
   const DeviceInfo dev = select_device(devices, device);
   if (list_devices_flag) {
-    std::cout << (format == "json" ? to_json(dev) + "\n" : format_device_list({dev}));
+    print_devices({dev});
     return kExitOk;
   }
+  if (local_size > dev.max_wg_size)
+    throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) + " is larger than device " +
+                                  std::to_string(dev.index) + "'s largest work-group (" +
+                                  std::to_string(dev.max_wg_size) + ")");
   Context ctx(dev, find_kernel_dir(kernel_dir), verbose, tuning);
   if (verbose) std::cerr << "kernels: " << ctx.kernel_dir() << "\n";
 
+  // ---- Before the first kernel runs: the data's shape, the memory, every variant's refusal and
+  // launch policy (which builds its kernels).
   HostArray data;
   if (!input.empty()) {
-    data = read_npy(input);
+    progress.show("reading " + (input == "-" ? std::string("standard input") : input));
+    data = read_input(input);
     if (app.count("--type") && data.type != the_type)
-      throw Error(Errc::kUsage, input + " holds " + dtype_name(data.type) + ", not --type " + type);
-  } else {
-    check_fits(dev, the_type, n);  // before allocating the host copy
+      throw Error(Errc::kUsage, (input == "-" ? std::string("standard input") : input) + " holds " +
+                                    dtype_name(data.type) + ", not --type " + type);
+  }
+  const DType elem = input.empty() ? the_type : data.type;
+  const std::size_t count = input.empty() ? n : data.n;
+  const DType acc_type = resolve_acc(the_op, elem, acc);
+  if ((elem == DType::kDouble || acc_type == DType::kDouble) && !dev.fp64)
+    throw Error(Errc::kUnsupported, dev.name + " has no double precision (cl_khr_fp64); try float");
+  check_fits(dev, elem, count);  // before allocating the host copy
+  if (!plan.scan.empty() && !is_arg_op(the_op) && count * dtype_size(acc_type) > dev.max_alloc)
+    throw Error(Errc::kUnsupported, "scan output of " + std::to_string(count * dtype_size(acc_type)) +
+                                        " bytes exceeds " + dev.name + "'s largest allocation (" +
+                                        std::to_string(dev.max_alloc) + " bytes)");
+  std::vector<std::uint8_t> flags;
+  if (!plan.scan.empty() && segmented) {
+    progress.show("reading segment flags");
+    flags = segment_flags(count, segments, segment_length);
+  }
+  ReduceProblem rp;
+  rp.op = the_op;
+  rp.type = elem;
+  rp.n = count;
+  rp.acc_type = acc_type;
+  ScanProblem sp;
+  sp.op = the_op;
+  sp.type = elem;
+  sp.n = count;
+  sp.acc_type = acc_type;
+  sp.exclusive = exclusive;
+  sp.segmented = segmented;
+  const std::size_t planned = plan.reduce.size() + plan.scan.size();
+  std::size_t step = 0;
+  const auto prepare = [&](const std::string& name, const std::string& reason, auto&& make_policy) {
+    ++step;
+    if (!reason.empty()) {
+      if (plan.named.count(name)) throw named_refusal(name, reason);
+      return;  // a group's member: skipped with the reason when its turn comes
+    }
+    if (count == 0) return;  // nothing is launched
+    progress.show("building kernels: " + name + " (" + std::to_string(step) + "/" + std::to_string(planned) + ")");
+    make_policy();
+  };
+  for (ReduceVariant* v : plan.reduce)
+    prepare(v->name(), v->unsupported(ctx, rp), [&] { v->policy(ctx, rp, local_size); });
+  for (ScanVariant* v : plan.scan)
+    prepare(v->name(), v->unsupported(ctx, sp), [&] { v->policy(ctx, sp, local_size); });
+
+  if (input.empty()) {
+    progress.show("generating " + count_words(n) + " " + dtype_name(the_type) + " elements");
     data = generate(the_type, n, seed);
   }
-
-  check_named_reductions(plan, the_op, data.type);
 
   RunConfig cfg;
   cfg.warmup = warmup;
   cfg.repeat = repeat;
   cfg.local_size = local_size;
   cfg.acc = acc;
-  // Peers run beside reductions (not with the ladder table, whose rows are kernels 1-7).
-  const bool with_peers = peers && !ladder && !plan.reduce.empty();
-  bool all_ok = true, header = format == "table";
+  // Peers run beside reductions and beside scans; beside the ladder they are rows of their own,
+  // outside its chain of speedups.
+  const bool reduce_peer = peers && !plan.reduce.empty();
+  const bool scan_peer = peers && !plan.scan.empty();
+  const bool ratio_column = (reduce_peer || scan_peer) && !ladder;
+  bool all_ok = true, header = format != "json", any_noisy = false;
   LadderTable ladder_table;
-  const auto print = [&](const RunRecord& r) {
-    if (header)  // after the first run, so an unusable --local-size is the only line printed
+  const auto print = [&](RunRecord& r) {
+    progress.clear();
+    if (header && format == "table")  // after the first run, so an unusable --local-size is the only line printed
       std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name
                 << ")  " << op_name(the_op) << " " << dtype_name(data.type) << "  n = " << data.n
                 << (plan.scan.empty() ? std::string()
                                       : std::string("  scans: ") + (exclusive ? "exclusive" : "inclusive") +
                                             (segmented ? ", segmented" : ""))
-                << "\n" << (ladder ? LadderTable::header() : table_header(with_peers, accuracy));
+                << "\n" << (ladder ? LadderTable::header() : table_header(ratio_column, accuracy));
+    if (header && format == "csv") std::cout << csv_header(run_csv_columns());
     header = false;
     if (verbose && !r.skipped) std::cerr << r.variant << ": " << r.policy.str() << "\n";
     if (!r.skipped && !r.verified) all_ok = false;
+    any_noisy = any_noisy || r.noisy;
+    std::string line;
     if (ladder)
-      std::cout << (format == "json" ? ladder_table.json(r) + "\n" : ladder_table.row(r));
+      line = format == "table" ? ladder_table.row(r) : ladder_table.json(r) + "\n";
     else
-      std::cout << (format == "json" ? to_json(r) + "\n" : table_row(r, with_peers, accuracy));
-    std::cout << std::flush;
+      line = format == "table" ? table_row(r, ratio_column, accuracy) : to_json(r) + "\n";
+    if (format == "csv") line = csv_row(line, run_csv_columns());
+    std::cout << line << std::flush;
   };
+  // How the array was made, and whether the timing can be trusted.
+  const auto stamp = [&](RunRecord r) {
+    r.input = input;
+    r.seed = seed;
+    r.warmup = warmup;
+    r.repeat = repeat;
+    r.noisy = !r.skipped && r.kernel_ms_min > 0 && r.kernel_ms_max > kNoisySpread * r.kernel_ms_min;
+    return r;
+  };
+  // Peer time / this time, unless either timing is noisy (NaN: not quoted).
+  const auto add_ratio = [](RunRecord& r, const RunRecord& peer) {
+    if (peer.skipped || !peer.verified || peer.kernel_ms <= 0 || r.skipped || r.kernel_ms <= 0) return;
+    r.ratios.emplace_back("vs_omp", peer.noisy || r.noisy ? std::numeric_limits<double>::quiet_NaN()
+                                                          : peer.kernel_ms / r.kernel_ms);
+  };
+  const std::size_t rows = plan.reduce.size() + plan.scan.size() + (reduce_peer ? 1 : 0) + (scan_peer ? 1 : 0) +
+                     (measure_copy ? 1 : 0);
+  std::size_t row = 0;
+  const auto running = [&](const std::string& what) {
+    progress.show("running " + what + " (" + std::to_string(++row) + "/" + std::to_string(rows) + ")");
+  };
+  const std::string seq_note = repeat > 1 ? " (" + std::to_string(repeat) + " runs)" : "";
   std::unique_ptr<ReduceSession> session;
-  if (!plan.reduce.empty() || measure_copy)
+  if (!plan.reduce.empty() || measure_copy) {
+    progress.show("timing the sequential loop" + seq_note);
     session = std::make_unique<ReduceSession>(ctx, data, the_op, cfg);
+  }
   std::unique_ptr<ScanSession> scans;
   if (!plan.scan.empty()) {
+    progress.show("timing the sequential scan" + seq_note);
     ScanOptions so;
     so.exclusive = exclusive;
     so.segmented = segmented;
-    so.flags = segment_flags(data.n, segments, segment_length);
+    so.flags = std::move(flags);
     scans = std::make_unique<ScanSession>(ctx, data, the_op, cfg, std::move(so));
   }
   // Peers first, so every variant's row can carry its ratio against them.
   RunRecord omp;
-  if (with_peers) print(omp = session->run_omp());
-  if (measure_copy) print(session->run_copy());
+  if (reduce_peer) {
+    running("the OpenMP peer");
+    omp = stamp(session->run_omp());
+    print(omp);
+  }
+  if (measure_copy) {
+    running("the device copy");
+    RunRecord c = stamp(session->run_copy());
+    print(c);
+  }
   for (ReduceVariant* v : plan.reduce) {
-    RunRecord r = session->run(*v);
-    if (with_peers && !omp.skipped && omp.verified && omp.kernel_ms > 0 && r.kernel_ms > 0)
-      r.ratios.emplace_back("vs_omp", omp.kernel_ms / r.kernel_ms);
+    running(v->name());
+    RunRecord r = stamp(session->run(*v));
+    if (reduce_peer) add_ratio(r, omp);
     print(r);
+  }
+  RunRecord omp_scan;
+  if (scan_peer) {
+    running("the OpenMP scan peer");
+    omp_scan = stamp(scans->run_omp());
+    print(omp_scan);
   }
   HostArray result;
   bool have_result = false;
   for (ScanVariant* v : plan.scan) {
-    RunRecord r = scans->run(*v, output.empty() ? nullptr : &result);
+    running(v->name());
+    RunRecord r = stamp(scans->run(*v, output.empty() ? nullptr : &result));
+    if (scan_peer) add_ratio(r, omp_scan);
     have_result = have_result || !r.skipped;
     print(r);
   }
-  if (!output.empty() && have_result) write_npy(output, result);
+  if (format == "table" && any_noisy)
+    std::cout << "~ noisy: the slowest timed run took more than " << kNoisySpread
+              << "x the fastest; ratios against it are not quoted\n";
+  if (!output.empty() && have_result) {
+    progress.show("writing " + output);
+    write_npy(output, result);
+  }
   return all_ok ? kExitOk : kExitVerify;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The OpenMP peer's threads sleep when idle unless the user chose (omp_wait.hpp).
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--peers") == 0) {
+      reexec_with_passive_omp_wait(argv);
+      break;
+    }
   try {
     return run(argc, argv);
   } catch (const Error& e) {

@@ -4,8 +4,8 @@
 #include <cstdio>
 
 #include "clreduce/error.hpp"
+#include "io/report.hpp"
 #include "reduce/ladder.hpp"
-#include "reduce/reduce_exact.hpp"
 
 namespace clreduce {
 
@@ -43,10 +43,11 @@ VariantPlan plan_variants(const std::string& spec, Op op) {
     if (name != "all" && name != "all-reduce" && name != "all-scan" && name != "ladder") {
       if (ReduceVariant* r = find_reduce_variant(name)) {
         plan.reduce.push_back(r);
-        plan.named.push_back(r);
+        plan.named.insert(name);
       } else if (ScanVariant* s = find_scan_variant(name)) {
         refuse_arg_scan(name, op);
         plan.scan.push_back(s);
+        plan.named.insert(name);
       } else {
         throw Error(Errc::kUsage, "unknown variant '" + name + "' (valid: " + valid_names() + ")");
       }
@@ -64,11 +65,29 @@ void check_scan_flags(const VariantPlan& plan, Op op, bool scan_flags) {
   refuse_arg_scan(flags, op);
 }
 
-void check_named_reductions(const VariantPlan& plan, Op op, DType t) {
-  for (ReduceVariant* v : plan.named)
-    if (v->name() == "exact")
-      if (const std::string why = exact_refusal(op, t); !why.empty())
-        throw Error(Errc::kUsage, "--variant " + why);
+Error named_refusal(const std::string& variant, const std::string& reason) {
+  // The variants' reasons (unsupported()) say what they lack. A limit on the request names n
+  // ("n > 2^22: ...") or the op ("... has no prefix scan", "... has no exact form"); anything
+  // else is the device's (memory, an extension, a trial build that failed).
+  const bool request = reason.rfind("n ", 0) == 0 || reason.find("has no prefix scan") != std::string::npos ||
+                       reason.find("has no exact form") != std::string::npos;
+  return Error(request ? Errc::kUsage : Errc::kUnsupported, variant + " cannot run this: " + reason);
+}
+
+std::string format_variant_list_json(Context* ctx) {
+  const auto str = [](const std::string& v) { return "\"" + json_escape(v) + "\""; };
+  std::string s;
+  for (const auto& v : reduce_variants()) {
+    const int k = ladder_number(v->name());
+    const std::string path = ctx ? v->device_path(*ctx) : "";
+    s += "{\"name\":" + str(v->name()) + ",\"mode\":\"reduce\",\"kernel\":" +
+         (k ? std::to_string(k) : "null") + ",\"description\":" + str(v->description()) +
+         ",\"path\":" + (path.empty() ? "null" : str(path)) + "}\n";
+  }
+  for (const auto& v : scan_variants())
+    s += "{\"name\":" + str(v->name()) + ",\"mode\":\"scan\",\"kernel\":null,\"description\":" +
+         str(v->description()) + ",\"path\":null}\n";
+  return s;
 }
 
 std::string format_variant_list(Context* ctx) {

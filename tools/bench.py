@@ -10,11 +10,13 @@
                [--repeat R] [--warmup W] [--seed S] [--acc int32|int64] --out DIR
   bench.py plot DIR
 
-One clreduce process per (size, op, type) runs all the variants, the OpenMP peer (--peers) and,
-once per (size, type), the device's copy (--measure-copy) on one generated array. cub_peer, when
-given, runs the same op on the same data (same --seed and --size) and the device-to-device copy.
-Variants named scan-* run only for ops named scan-*, and the others only for the other ops, so
-reduce and scan variants can share one --variants list.
+Ops: sum, prod, min, max, argmin, argmax (reductions), scan-inclusive and scan-exclusive (prefix
+sums). One clreduce process per (size, op, type) runs all the variants, the OpenMP peer (--peers)
+and, once per (size, type), the device's copy (--measure-copy) on one generated array. cub_peer,
+when given, runs the same op on the same data (same --seed and --size) and the device-to-device
+copy. Variants named scan-* run only for the scan ops, and the others only for the reductions, so
+reduce and scan variants can share one --variants list. Ops, types and variants are checked
+before the sweep starts. A ratio against a noisy timing (clreduce's JSON "noisy") is not quoted.
 """
 
 import argparse
@@ -26,11 +28,15 @@ import subprocess
 import sys
 
 ELEM_BYTES = {"int32": 4, "uint32": 4, "float": 4, "int64": 8, "uint64": 8, "double": 8}
+# The sweep's ops: clreduce's reductions as they are, and the prefix sums as clreduce's --op sum
+# (with --exclusive for the exclusive scan), named as cub_peer names them.
+REDUCE_OPS = ["sum", "prod", "min", "max", "argmin", "argmax"]
+SCAN_OPS = {"scan-inclusive": [], "scan-exclusive": ["--exclusive"]}
 # What cub_peer can run (tools/cub_peer.cu): ops and element types.
 CUB_OPS = {"sum", "min", "argmin", "scan-inclusive", "scan-exclusive"}
 CUB_TYPES = {"int32", "float"}
 CSV_COLUMNS = ["device", "driver", "commit", "op", "type", "acc", "n", "log2n", "variant", "kind",
-               "tool", "verified", "skipped", "kernel_ms", "kernel_ms_min", "kernel_ms_max",
+               "tool", "verified", "skipped", "kernel_ms", "kernel_ms_min", "kernel_ms_max", "noisy",
                "wall_ms", "gbps", "gbps_min", "gbps_max", "launches", "vs_omp", "vs_cub",
                "vs_seq", "vs_omp_best", "vs_cub_best", "of_copy", "policy", "note"]
 
@@ -106,6 +112,45 @@ def variants_for(op, variants):
     return [v for v in variants if v.startswith("scan") == scan]
 
 
+def clreduce_op_args(op):
+    """clreduce's flags for one of the sweep's ops."""
+    if op in SCAN_OPS:
+        return ["--op", "sum"] + SCAN_OPS[op]
+    return ["--op", op]
+
+
+def known_variants(clreduce):
+    """Every variant name clreduce has (--list-variants --format json)."""
+    code, rows, err = run_json_lines([clreduce, "--list-variants", "--format", "json"], 120)
+    if code != 0 or not rows:
+        fail("cannot list the variants of %s: %s" % (clreduce, err or "no JSON"))
+    return [r["name"] for r in rows]
+
+
+def check_sweep(a, ops, types, variants):
+    """Everything the sweep is asked for, checked before it starts (exit 2 with the reason)."""
+    for t in types:
+        if t not in ELEM_BYTES:
+            fail("unknown type '%s' (valid: %s)" % (t, ", ".join(ELEM_BYTES)))
+    valid_ops = REDUCE_OPS + list(SCAN_OPS)
+    for op in ops:
+        if op not in valid_ops:
+            fail("unknown op '%s' (valid: %s)" % (op, ", ".join(valid_ops)))
+    if not ops or not types or not variants:
+        fail("--ops, --types and --variants each need at least one name")
+    names = known_variants(a.clreduce)
+    for v in variants:
+        if v not in names:
+            fail("unknown variant '%s' (valid: %s)" % (v, ", ".join(names)))
+    for op in ops:
+        if not variants_for(op, variants):
+            fail("--ops %s needs a %s variant in --variants" % (op, "scan-*" if op in SCAN_OPS else "reduction"))
+    if a.acc and a.acc not in ("int32", "int64"):
+        fail("--acc must be int32 or int64, not '%s'" % a.acc)
+    if a.repeat < 1 or a.warmup < 0:
+        fail("need --repeat >= 1 and --warmup >= 0")
+
+
 def add_derived(row):
     """gbps spread from the kernel-time spread (bytes per run are fixed)."""
     g, ms = row.get("gbps"), row.get("kernel_ms")
@@ -118,15 +163,12 @@ def add_derived(row):
 
 def cmd_run(a):
     out_dir = a.out
-    os.makedirs(out_dir, exist_ok=True)
     variants = [v for v in a.variants.split(",") if v]
     ops = [o for o in a.ops.split(",") if o]
     types = [t for t in a.types.split(",") if t]
-    for t in types:
-        if t not in ELEM_BYTES:
-            fail("unknown type '%s' (valid: %s)" % (t, ", ".join(ELEM_BYTES)))
     if a.min_log < 0 or a.max_log < a.min_log or a.max_log > 40:
         fail("need 0 <= --min-log <= --max-log <= 40")
+    check_sweep(a, ops, types, variants)
     dev = describe_device(a.clreduce, a.device)
     meta = {
         "device": dev["name"], "platform": dev["platform"], "driver": dev["driver"],
@@ -136,6 +178,7 @@ def cmd_run(a):
         "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
         "repeat": a.repeat, "warmup": a.warmup, "seed": a.seed,
     }
+    os.makedirs(out_dir, exist_ok=True)
     print("device %s (%s), driver %s, commit %s" % (meta["device"], meta["platform"],
                                                      meta["driver"], meta["commit"]), flush=True)
     rows, notes = [], []
@@ -171,16 +214,16 @@ def bench_one(a, meta, op, t, n, k, variants, copy):
     common = ["--size", str(n), "--seed", str(a.seed), "--warmup", str(a.warmup),
               "--repeat", str(a.repeat)]
     # --acc applies to int32 sums, products and scans, as in every tool
-    acc = (["--acc", a.acc] if a.acc and t == "int32" and (op in ("sum", "prod") or op.startswith("scan"))
+    acc = (["--acc", a.acc] if a.acc and t == "int32" and (op in ("sum", "prod") or op in SCAN_OPS)
            else [])
     vs = variants_for(op, variants)
     print("n = 2^%d %s %s" % (k, op, t), flush=True)
     if vs:
-        cmd = [a.clreduce, "--device", a.device, "--variant", ",".join(vs), "--op", op, "--type", t,
-               "--format", "json", "--peers"] + common + acc + (["--measure-copy"] if copy else [])
+        cmd = ([a.clreduce, "--device", a.device, "--variant", ",".join(vs)] + clreduce_op_args(op) +
+               ["--type", t, "--format", "json", "--peers"] + common + acc + (["--measure-copy"] if copy else []))
         code, got, err = run_json_lines(cmd, a.timeout)
         for r in got:
-            rows.append(dict(base, tool="clreduce", **r))
+            rows.append(dict(dict(base, tool="clreduce", **r), op=op))  # the sweep's op name
         seq = next((r for r in got if r.get("seq_ms") and r.get("kernel_ms") and r.get("gbps")
                     and r.get("kind") == "clreduce"), None)
         if seq:  # the sequential loop, with the bytes the variants count
@@ -231,12 +274,20 @@ def add_ratios(rows):
         for r in rs:
             if r.get("kind") != "clreduce" or not r.get("kernel_ms") or r.get("skipped"):
                 continue
+            r.pop("vs_omp", None)  # clreduce's own ratio; recomputed here with every peer's
+            noisy = []
             for name, col in (("omp", "vs_omp"), ("cub", "vs_cub"), ("seq", "vs_seq")):
                 if name in peers:
+                    # A ratio with a noisy timing on either side is not quoted.
+                    if r.get("noisy") or peers[name].get("noisy"):
+                        noisy.append(col)
+                        continue
                     r[col] = peers[name]["kernel_ms"] / r["kernel_ms"]
                     # Fastest against fastest: steadier than medians on a shared machine.
                     if peers[name].get("kernel_ms_min") and r.get("kernel_ms_min"):
                         r[col + "_best"] = peers[name]["kernel_ms_min"] / r["kernel_ms_min"]
+            if noisy:
+                r["note"] = "noisy timing: %s not quoted" % ", ".join(noisy)
             c = copies.get((key[1], key[2]))
             if c and r.get("gbps"):
                 r["of_copy"] = r["gbps"] / c
@@ -285,11 +336,13 @@ def print_table(rows):
                                            "skipped: " + r.get("reason", "") if r.get("skipped")
                                            else "FAILED: " + r.get("note", "")))
                 continue
+            noisy = r.get("note", "").startswith("noisy")
+            ratio = lambda col: "noisy" if noisy and col in r["note"] else fmt(r.get(col), "%.2f")
             print("2^%-4d %-20s %-8s %11s %10s %10s %8s %8s %8s %8s" % (
                 r["log2n"], r["variant"], "yes" if r.get("verified") else "NO",
-                fmt(r.get("kernel_ms"), "%.4f"), fmt(r.get("gbps"), "%.2f"),
+                fmt(r.get("kernel_ms"), "%.4f") + ("~" if r.get("noisy") else ""), fmt(r.get("gbps"), "%.2f"),
                 fmt(r.get("gbps_max"), "%.2f"), fmt(r.get("of_copy"), "%.2f"),
-                fmt(r.get("vs_omp"), "%.2f"), fmt(r.get("vs_cub"), "%.2f"), fmt(r.get("vs_seq"), "%.2f")))
+                ratio("vs_omp"), ratio("vs_cub"), ratio("vs_seq")))
 
 
 def cmd_plot(a):
@@ -304,7 +357,7 @@ def cmd_plot(a):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        fail("plotting needs matplotlib (e.g. apt-get install python3-matplotlib)", 3)
+        fail("plotting needs matplotlib (tools/setup.sh installs it: apt-get install python3-matplotlib)", 3)
     meta, rows = data["meta"], data["rows"]
     ok = [r for r in rows if r.get("kind") != "error" and not r.get("skipped") and r.get("verified")
           and r.get("gbps")]
@@ -355,7 +408,7 @@ def main(argv):
     r.add_argument("--device", default="0", help="clreduce's --device (index or name substring)")
     r.add_argument("--cub-peer", help="the cub_peer binary (NVIDIA peers and copy ceiling)")
     r.add_argument("--variants", default="fast,topdown", help="comma-separated variant names")
-    r.add_argument("--ops", default="sum", help="comma-separated ops (sum, min, argmin, ...)")
+    r.add_argument("--ops", default="sum", help="comma-separated ops: %s" % ", ".join(REDUCE_OPS + list(SCAN_OPS)))
     r.add_argument("--types", default="int32", help="comma-separated types (int32, float, ...)")
     r.add_argument("--min-log", type=int, default=10, help="smallest size, log2")
     r.add_argument("--max-log", type=int, default=30, help="largest size, log2 (memory permitting)")

@@ -1,6 +1,6 @@
 // scan_side_by_side.cpp: int32 inclusive sum scans timed alike: clreduce scan variants on an
 // OpenCL device, in interleaved rounds, or (--variants omp) the OpenMP two-pass scan peer
-// (host/omp_peer.hpp). One kind per process: PoCL's and OpenMP's thread pools in one process
+// (host/run/omp_peer.hpp). One kind per process: PoCL's and OpenMP's thread pools in one process
 // fight over the cores. Timings are host wall-clock of the scan alone (device: enqueue to queue
 // finish, data already on the device, all launches and the gaps between them; peer: the call).
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include "clreduce/error.hpp"
 #include "runtime/kernel_dir.hpp"
 #include "run/omp_peer.hpp"
+#include "run/omp_wait.hpp"
 #include "scan/scan_variant.hpp"
 #include "io/size_arg.hpp"
 
@@ -44,22 +45,49 @@ void print(const Series& s, std::size_t bytes) {
 
 }  // namespace
 
+const char* kUsage =
+    "usage: scan_side_by_side [--size N] [--acc int64|int32] [--device D] [--variants a,b | omp]\n"
+    "                         [--rounds R]\n"
+    "Times int32 inclusive sum scans alike, in interleaved rounds after one warm-up round:\n"
+    "clreduce's scan variants on an OpenCL device (default scan-fast,scan-hierarchical), or with\n"
+    "--variants omp the OpenMP two-pass scan peer (one kind per process: PoCL's and OpenMP's\n"
+    "threads would fight over the cores). Prints the median and fastest time and GB/s of each.\n"
+    "  --size N      elements: N, 2^K or NeK (default 2^24)\n"
+    "  --acc T       output type: int64 (NumPy's cumsum of int32, default) or int32 (wrapping)\n"
+    "  --device D    device index, type (cpu, gpu) or name substring (default 0)\n"
+    "  --variants V  comma-separated scan-* variants, or omp\n"
+    "  --rounds R    timed rounds, 1 to 100000 (default 11)\n";
+
 int main(int argc, char** argv) {
   std::string size = "2^24", acc = "int64", device = "0", variants = "scan-fast,scan-hierarchical";
   int rounds = 11;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    const bool known = a == "--size" || a == "--acc" || a == "--device" || a == "--variants" || a == "--rounds";
+    if (!known || i + 1 >= argc) {
+      std::fprintf(stderr, "scan_side_by_side: %s (see --help)\n",
+                   known ? (a + " needs a value").c_str() : ("unknown argument '" + a + "'").c_str());
+      return 2;
+    }
+    const std::string v = argv[++i];
     if (a == "--size") size = v;
     else if (a == "--acc") acc = v;
     else if (a == "--device") device = v;
     else if (a == "--variants") variants = v;
-    else if (a == "--rounds") rounds = std::max(std::atoi(v.c_str()), 1);
     else {
-      std::fprintf(stderr, "usage: scan_side_by_side [--size N] [--acc int64|int32] [--device D] "
-                           "[--variants a,b] [--rounds R]\n");
-      return 2;
+      const bool digits = !v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos;
+      rounds = digits ? std::atoi(v.c_str()) : 0;
+      if (rounds < 1 || rounds > 100000) {
+        std::fprintf(stderr, "scan_side_by_side: --rounds must be a whole number from 1 to 100000, not '%s'\n", v.c_str());
+        return 2;
+      }
     }
   }
+  if (variants == "omp") reexec_with_passive_omp_wait(argv);  // omp_wait.hpp
   try {
     if (acc != "int64" && acc != "int32") throw Error(Errc::kUsage, "--acc int64 or int32");
     const std::size_t n = parse_size(size);
@@ -132,7 +160,7 @@ int main(int argc, char** argv) {
     for (const Series& s : series) print(s, bytes);
   } catch (const Error& e) {
     std::fprintf(stderr, "scan_side_by_side: %s\n", e.what());
-    return 1;
+    return e.category() == Errc::kUsage ? 2 : 1;
   } catch (const cl::Error& e) {
     std::fprintf(stderr, "scan_side_by_side: %s: %s\n", e.what(), cl_error_name(e.err()));
     return 1;

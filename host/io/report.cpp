@@ -48,11 +48,15 @@ static std::string json_value(const Value& v) {
 
 std::string to_json(const RunRecord& r) {
   const bool scan = r.mode == "scan";
+  const bool ceiling = r.kind == "ceiling";
   std::string s = "{\"variant\":\"" + json_escape(r.variant) + "\",\"kind\":\"" + json_escape(r.kind) +
                   "\",\"mode\":\"" + r.mode + "\",\"op\":\"" + op_name(r.op) +
                   "\",\"type\":\"" + dtype_name(r.type) + "\",\"acc\":\"" + dtype_name(r.acc) +
                   "\",\"n\":" + std::to_string(r.n) +
-                  ",\"device\":\"" + json_escape(r.device) + "\"";
+                  ",\"device\":\"" + json_escape(r.device) + "\"" +
+                  ",\"seed\":" + (r.input.empty() ? std::to_string(r.seed) : std::string("null")) +
+                  ",\"input\":" + (r.input.empty() ? std::string("null") : "\"" + json_escape(r.input) + "\"") +
+                  ",\"warmup\":" + std::to_string(r.warmup) + ",\"repeat\":" + std::to_string(r.repeat);
   if (scan)
     s += std::string(",\"exclusive\":") + (r.exclusive ? "true" : "false") +
          ",\"segmented\":" + (r.segmented ? "true" : "false");
@@ -70,9 +74,11 @@ std::string to_json(const RunRecord& r) {
     s += ",\"first_wrong\":" + std::to_string(r.first_wrong) +
          ",\"wrong_count\":" + std::to_string(r.wrong_count);
   s += ",\"kernel_ms\":" + num(r.kernel_ms) + ",\"kernel_ms_min\":" + num(r.kernel_ms_min) +
-       ",\"kernel_ms_max\":" + num(r.kernel_ms_max) + ",\"wall_ms\":" + num(r.wall_ms) +
-       ",\"gbps\":" + num(r.gbps) + ",\"seq_ms\":" + num(r.seq_ms) +
-       ",\"speedup\":" + num(r.speedup) + ",\"launches\":" + std::to_string(r.launches) +
+       ",\"kernel_ms_max\":" + num(r.kernel_ms_max) + ",\"noisy\":" + (r.noisy ? "true" : "false") +
+       ",\"wall_ms\":" + num(r.wall_ms) + ",\"gbps\":" + num(r.gbps) +
+       // The copy is no computation: no sequential loop to compare it with.
+       ",\"seq_ms\":" + (ceiling ? "null" : num(r.seq_ms)) +
+       ",\"speedup\":" + (ceiling ? "null" : num(r.speedup)) + ",\"launches\":" + std::to_string(r.launches) +
        ",\"policy\":\"" + json_escape(r.kind == "clreduce" ? r.policy.str() : r.policy.path) + "\"";
   for (const auto& [key, value] : r.ratios) s += ",\"" + json_escape(key) + "\":" + num(value);
   if (r.has_error) s += ",\"err_ulp\":" + json_error(r.err_ulp) + ",\"err_rel\":" + json_error(r.err_rel);
@@ -112,8 +118,17 @@ std::string table_row(const RunRecord& r, bool ratios, bool accuracy) {
   if (ratios) {
     char b[32] = "        -";
     for (const auto& [key, value] : r.ratios)
-      if (key == "vs_omp") std::snprintf(b, sizeof b, " %8.2f", value);
+      if (key == "vs_omp") {
+        if (std::isnan(value)) std::snprintf(b, sizeof b, " %8s", "noisy");
+        else std::snprintf(b, sizeof b, " %8.2f", value);
+      }
     ratio = b;
+  }
+  // A noisy time is marked with '~' right after it; the copy has no sequential loop to beat.
+  char seq[24] = "-", speedup[24] = "-";
+  if (r.kind != "ceiling") {
+    std::snprintf(seq, sizeof seq, "%.4f", r.seq_ms);
+    std::snprintf(speedup, sizeof speedup, "%.2f", r.speedup);
   }
   std::string err;
   if (accuracy) {
@@ -121,9 +136,10 @@ std::string table_row(const RunRecord& r, bool ratios, bool accuracy) {
     if (r.has_error) std::snprintf(b, sizeof b, " %10.4g %10.3g", r.err_ulp, r.err_rel);
     err = b;
   }
-  std::snprintf(line, sizeof line, "%-22s %-28s %-8s %10.4f %10.4f %9.2f %10.4f %9.2f %8zu%s%s\n",
-                r.variant.c_str(), res.c_str(), r.verified ? "yes" : "NO", r.kernel_ms, r.wall_ms,
-                r.gbps, r.seq_ms, r.speedup, r.launches, ratio.c_str(), err.c_str());
+  std::snprintf(line, sizeof line, "%-22s %-28s %-8s %9.4f%c %10.4f %9.2f %10s %9s %8zu%s%s\n",
+                r.variant.c_str(), res.c_str(), r.verified ? "yes" : "NO", r.kernel_ms,
+                r.noisy ? '~' : ' ', r.wall_ms, r.gbps, seq, speedup, r.launches, ratio.c_str(),
+                err.c_str());
   std::string out = line;
   if (!r.verified) {
     out += "  expected " + r.expected.str();

@@ -10,15 +10,19 @@
 namespace clreduce {
 
 // One JSON object, no trailing newline. Keys: variant, kind ("clreduce", "peer" or "ceiling"),
-// mode ("reduce" or "scan"), op, type, acc, n, device, result, index (arg ops), expected (neither for kind "ceiling"), verified,
-// kernel_ms, kernel_ms_min, kernel_ms_max, wall_ms, gbps, seq_ms, speedup, launches, policy, the
-// ratios (vs_omp), err_ulp and err_rel (float sums: the distance from the correctly rounded sum;
-// "inf" when infinite, null when undefined), and skipped/reason or error when they apply. Scans add exclusive, segmented,
+// mode ("reduce" or "scan"), op, type, acc, n, device, seed (null with an input file), input
+// (null for generated data), warmup, repeat, result, index (arg ops), expected (neither for kind
+// "ceiling"), verified, kernel_ms, kernel_ms_min, kernel_ms_max, noisy, wall_ms, gbps, seq_ms,
+// speedup (both null for kind "ceiling"), launches, policy, the ratios (vs_omp; null when not
+// quoted), err_ulp and err_rel (float sums: the distance from the correctly rounded sum; "inf"
+// when infinite, null when undefined), and skipped/reason or error when they apply. Scans add
+// exclusive, segmented,
 // first_wrong and wrong_count; their result and expected are the last elements (null when n = 0).
 std::string to_json(const RunRecord& r);
 
 // The table's header line, and one row (plus a line saying why, when not verified); `ratios`
-// adds a column, the vs_omp ratio; `accuracy` two last ones, err_ulp and err_rel (float sums).
+// adds a column, the vs_omp ratio ("noisy" when not quoted); `accuracy` two last ones, err_ulp
+// and err_rel (float sums). A noisy time has a '~' after it.
 std::string table_header(bool ratios = false, bool accuracy = false);
 std::string table_row(const RunRecord& r, bool ratios = false, bool accuracy = false);
 

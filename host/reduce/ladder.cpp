@@ -34,7 +34,8 @@ std::string LadderTable::header() {
 
 void LadderTable::advance(const RunRecord& r, double* step, double* cumulative) {
   *step = *cumulative = 0.0;
-  if (r.skipped || r.kernel_ms <= 0.0) return;
+  // Peers (omp) and the copy ceiling are shown beside the ladder, never steps of it.
+  if (r.skipped || r.kernel_ms <= 0.0 || r.kind != "clreduce") return;
   if (first_ms_ <= 0.0) {
     first_ms_ = r.kernel_ms;
   } else {
@@ -56,13 +57,14 @@ std::string LadderTable::row(const RunRecord& r) {
   advance(r, &step, &cumulative);
   char line[512];
   const int k = ladder_number(r.variant);
+  const std::string number = r.kind == "clreduce" ? std::to_string(k) : "-";
   if (r.skipped) {
-    std::snprintf(line, sizeof line, "%2d  %-22s skipped: %s\n", k, r.variant.c_str(),
+    std::snprintf(line, sizeof line, "%2s  %-22s skipped: %s\n", number.c_str(), r.variant.c_str(),
                   r.skip_reason.c_str());
     return line;
   }
-  std::snprintf(line, sizeof line, "%2d  %-22s %11.4f %9.2f %8s %11s  %-8s %8zu  %s\n", k,
-                r.variant.c_str(), r.kernel_ms, r.gbps, times(step).c_str(),
+  std::snprintf(line, sizeof line, "%2s  %-22s %10.4f%c %9.2f %8s %11s  %-8s %8zu  %s\n", number.c_str(),
+                r.variant.c_str(), r.kernel_ms, r.noisy ? '~' : ' ', r.gbps, times(step).c_str(),
                 times(cumulative).c_str(), r.verified ? "yes" : "NO", r.launches,
                 r.policy.path.c_str());
   std::string out = line;
@@ -86,7 +88,7 @@ std::string LadderTable::json(const RunRecord& r) {
   };
   std::string s = to_json(r);
   s.pop_back();  // the closing brace
-  return s + ",\"kernel\":" + std::to_string(ladder_number(r.variant)) +
+  return s + ",\"kernel\":" + (r.kind == "clreduce" ? std::to_string(ladder_number(r.variant)) : "null") +
          ",\"step_speedup\":" + num(step) + ",\"cumulative_speedup\":" + num(cumulative) + "}";
 }
 

@@ -15,7 +15,9 @@ std::vector<ReduceVariant*> ladder_variants();
 // The kernel number (1-7) of the variant named `name`, or 0 when it is not on the ladder.
 int ladder_number(const std::string& name);
 
-// Formats ladder runs as they finish; feed it one record per kernel, in order.
+// Formats ladder runs as they finish; feed it one record per kernel, in order. Records of other
+// kinds (the omp peer, the copy ceiling) are shown as rows numbered "-" (JSON "kernel": null)
+// outside the chain of speedups.
 class LadderTable {
  public:
   static std::string header();

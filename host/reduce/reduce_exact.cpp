@@ -4,8 +4,6 @@
 // exact-shape knob's), checked once per context and type on hard inputs against the host's exact
 // sum, bit for bit; if it fails the other is tried, and with neither the variant is skipped:
 // a wrong "exact" sum is worse than none.
-#include "reduce/reduce_exact.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -20,13 +18,14 @@
 
 namespace clreduce {
 
+namespace {
+
+// Empty when `exact` takes op on elements of type t; else why not, naming the request.
 std::string exact_refusal(Op op, DType t) {
   if (op != Op::kSum || !is_float(t))
-    return "exact sums float and double only (--op sum), not " + op_name(op) + " of " + dtype_name(t);
+    return op_name(op) + " of " + dtype_name(t) + " has no exact form (exact sums float and double only)";
   return "";
 }
-
-namespace {
 
 enum class Shape { kGpu, kCpu };
 

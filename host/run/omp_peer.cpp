@@ -225,4 +225,12 @@ PeerTiming omp_scan_f32(const float* x, std::size_t n, float* y, int warmup, int
   });
 }
 
+std::uint64_t omp_scan_depth(std::size_t n, int threads) {
+  if (threads <= 1 || !go_parallel(n)) return n;  // one sequential loop
+  const auto nt = static_cast<std::uint64_t>(threads);
+  const std::uint64_t block = nt * kScanBlock;   // a chunk is at most one block
+  const std::uint64_t blocks = (n + block - 1) / block;
+  return 2 * std::min<std::uint64_t>(block, n) + blocks * nt + nt + 4;
+}
+
 }  // namespace clreduce

@@ -31,4 +31,9 @@ PeerTiming omp_scan_i32_i32(const std::int32_t* x, std::size_t n, std::int32_t* 
 // Inclusive scan of float into float.
 PeerTiming omp_scan_f32(const float* x, std::size_t n, float* y, int warmup, int repeat);
 
+// The longest chain of additions behind one output of the scans above on `threads` threads (the
+// float error bound's depth): a chunk's sum, the carry over every earlier block's chunk sums,
+// the offset of the chunks before it in its block, and its own sequential scan.
+std::uint64_t omp_scan_depth(std::size_t n, int threads);
+
 }  // namespace clreduce

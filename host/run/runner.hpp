@@ -55,8 +55,18 @@ struct RunRecord {
   bool segmented = false;
   std::int64_t first_wrong = -1;  // index of the first wrong element, -1 when none
   std::uint64_t wrong_count = 0;  // how many elements are wrong
-  // Peer time / this kernel time, by key ("vs_omp"): above 1, clreduce is faster.
+  // Peer time / this kernel time, by key ("vs_omp"): above 1, clreduce is faster. NaN: not
+  // quoted, because one of the two timings is noisy.
   std::vector<std::pair<std::string, double>> ratios;
+  // The timed runs spread too widely to trust the median (set by the caller, e.g. the CLI's rule:
+  // the slowest more than 4x the fastest).
+  bool noisy = false;
+  // How the array was made, so a row can be reproduced (set by the caller; printed in JSON):
+  // the .npy file read ("-": standard input), or empty for data generated from `seed`.
+  std::string input;
+  std::uint64_t seed = 0;
+  int warmup = 0;  // as run
+  int repeat = 0;
 };
 
 // Holds the array, its reference and the baseline time, shared by every variant run on it.

@@ -8,6 +8,7 @@
 
 #include "clreduce/error.hpp"
 #include "io/npy.hpp"
+#include "run/omp_scan.hpp"
 
 namespace clreduce {
 
@@ -70,6 +71,48 @@ ScanSession::ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig c
   const ScanVerdict self = verify_scan(data, mode, opts_.flags, data.n, host_out_.data());
   if (!self.ok) throw Error(Errc::kInternal, "internal: the sequential scan disagrees with the reference: " + self.why);
   expected_ = self.expected_last;
+}
+
+RunRecord ScanSession::run_omp() {
+  RunRecord rec;
+  rec.mode = "scan";
+  rec.kind = "peer";
+  rec.variant = "omp";
+  rec.op = problem_.op;
+  rec.type = problem_.type;
+  rec.acc = problem_.acc_type;
+  rec.n = problem_.n;
+  rec.exclusive = problem_.exclusive;
+  rec.segmented = problem_.segmented;
+  rec.device = ctx_.info().name;
+  rec.expected = expected_;
+  rec.seq_ms = seq_ms_;
+  rec.skip_reason = refused_.empty() ? omp_scan_unsupported(problem_.op, problem_.type, problem_.acc_type,
+                                                            problem_.exclusive, problem_.segmented)
+                                     : refused_;
+  if (!rec.skip_reason.empty()) {
+    rec.skipped = true;
+    return rec;
+  }
+  std::fill(host_out_.begin(), host_out_.end(), 0xA5);
+  const OmpScanResult r = omp_scan(data_, problem_.acc_type, cfg_.warmup, cfg_.repeat, host_out_.data());
+  rec.kernel_ms = rec.wall_ms = r.timing.ms_median;
+  rec.kernel_ms_min = r.timing.ms_min;
+  rec.kernel_ms_max = r.timing.ms_max;
+  rec.policy.path = "openmp two-pass threads=" + std::to_string(r.timing.threads);
+  const ScanVerdict verdict = verify_scan(data_, ScanMode{problem_.op, problem_.acc_type, problem_.exclusive},
+                                          opts_.flags, r.depth, host_out_.data());
+  rec.verified = verdict.ok;
+  rec.verify_note = verdict.why;
+  rec.bound = verdict.bound;
+  rec.first_wrong = verdict.first_wrong;
+  rec.wrong_count = verdict.wrong;
+  if (problem_.n) rec.result = Value::from_bytes(problem_.acc_type, host_out_.data() + host_out_.size() - problem_.acc_bytes());
+  if (rec.kernel_ms > 0) {
+    rec.gbps = static_cast<double>(data_.bytes.size() + host_out_.size()) / (rec.kernel_ms * 1e6);
+    rec.speedup = rec.seq_ms / rec.kernel_ms;
+  }
+  return rec;
 }
 
 RunRecord ScanSession::run(ScanVariant& v, HostArray* output) {

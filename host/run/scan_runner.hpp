@@ -35,6 +35,9 @@ class ScanSession {
   ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg, ScanOptions opts);
   // Runs v; with output, the device's last result is stored there (type acc, data.n elements).
   RunRecord run(ScanVariant& v, HostArray* output = nullptr);
+  // The OpenMP scan peer on the same array (omp_scan.hpp): variant "omp", kind "peer", verified
+  // like a variant; skipped, with the reason, for a scan the peer does not have.
+  RunRecord run_omp();
   const ScanProblem& problem() const { return problem_; }
 
  private:

@@ -2,9 +2,6 @@
 // runs it on a couple of small groups and checks every number on the host; any failure is "no".
 #include "runtime/capabilities.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -29,37 +26,12 @@ std::string yes_no(bool b, const std::string& opts) {
   return opts.empty() ? "yes" : "yes(" + opts + ")";
 }
 
-
-// Silences file descriptor 2 while alive: some compilers (PoCL's) print "N errors generated."
-// straight to stderr on a failed build, and a failed probe is no news to the user.
-class QuietStderr {
- public:
-  explicit QuietStderr(bool active) {
-    if (!active) return;
-    std::fflush(stderr);
-    saved_ = dup(2);
-    const int null = open("/dev/null", O_WRONLY);
-    if (saved_ >= 0 && null >= 0) dup2(null, 2);
-    if (null >= 0) close(null);
-  }
-  ~QuietStderr() {
-    if (saved_ < 0) return;
-    std::fflush(stderr);
-    dup2(saved_, 2);
-    close(saved_);
-  }
-  QuietStderr(const QuietStderr&) = delete;
-  QuietStderr& operator=(const QuietStderr&) = delete;
-
- private:
-  int saved_ = -1;
-};
-
 // Builds `name` from the probe file; false (with why) on any build or kernel-creation failure.
+// A failed probe is no news to the user: Context::kernel keeps the compiler off stderr, and
+// --verbose shows the build log.
 bool build(Context& ctx, const std::string& name, const std::string& options, cl::Kernel* k,
            std::string* why) {
   try {
-    QuietStderr quiet(!ctx.verbose());
     *k = ctx.kernel("capabilities_probe.cl", name, options);
     return true;
   } catch (const Error& e) {

@@ -10,6 +10,7 @@
 
 #include "clreduce/error.hpp"
 #include "runtime/transfer.hpp"
+#include "runtime/build_program.hpp"
 
 namespace clreduce {
 
@@ -89,7 +90,7 @@ cl::Kernel Context::kernel(const std::string& file, const std::string& name,
     if (verbose_) std::cerr << "build " << file << " " << options << "\n";
     cl::Program program(context_, source);
     try {
-      program.build(std::vector<cl::Device>{info_.device}, options.c_str());
+      build_program(program, info_.device, options, verbose_, file);
     } catch (const cl::Error&) {
       std::string log;
       try {
@@ -121,7 +122,7 @@ cl::Kernel Context::kernel(const std::string& file, const std::string& name,
 bool Context::try_build(const std::string& source, const std::string& options, cl::Program* out) {
   try {
     cl::Program program(context_, source);
-    program.build(std::vector<cl::Device>{info_.device}, options.c_str());
+    build_program(program, info_.device, options, verbose_, "a trial build");
     if (out) *out = program;
     return true;
   } catch (const cl::Error&) {

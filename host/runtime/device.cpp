@@ -100,6 +100,12 @@ DeviceInfo select_device(const std::vector<DeviceInfo>& devices, const std::stri
     throw Error(Errc::kUsage, "no device " + spec + " (devices: " + names + ")");
   }
   const std::string want = lower(spec);
+  // A device type ("cpu", "gpu", "accelerator"): the first device of that type, whatever its name.
+  if (want == "cpu" || want == "gpu" || want == "accelerator") {
+    for (const auto& d : devices)
+      if (lower(d.type) == want) return d;
+    throw Error(Errc::kUsage, "no " + spec + " device (devices: " + names + ")");
+  }
   for (const auto& d : devices) {
     const std::string hay = lower(d.platform_name + " " + d.name + " " + d.vendor + " " +
                                   d.device_version + " " + d.driver_version);

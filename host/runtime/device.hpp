@@ -1,5 +1,5 @@
 // device.hpp: every device of every platform under one global index, and --device selection
-// by that index or by a case-insensitive name substring.
+// by that index, by device type or by a case-insensitive name substring.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +34,9 @@ struct DeviceInfo {
 // Enumerates all platforms and devices. Throws Error(Errc::kRuntime) when there is no platform.
 std::vector<DeviceInfo> list_devices();
 
-// Picks a device by global index ("0") or case-insensitive substring of its platform, name,
-// vendor or version ("nvidia", "pocl"). Throws Error(Errc::kUsage) listing what exists.
+// Picks a device by global index ("0"), by type ("cpu", "gpu", "accelerator": the first device of
+// that type) or by case-insensitive substring of its platform, name, vendor or version ("nvidia",
+// "pocl"). Throws Error(Errc::kUsage) listing what exists.
 DeviceInfo select_device(const std::vector<DeviceInfo>& devices, const std::string& spec);
 
 // Prints the --list-devices table.

@@ -77,8 +77,8 @@ TEST_CASE("bad arguments get one line and exit code 2", "[cli]") {
                         Case{"--format xml", "format"}, Case{"--bogus", "bogus"},
                         Case{"--input /nonexistent.npy", "cannot open /nonexistent.npy"},
                         Case{"--op min --size 0", "no identity"},
-                        Case{"--variant exact --op max --type float --size 10", "--variant exact sums float and double only"},
-                        Case{"--variant fast,exact --type int32 --size 10", "--variant exact sums float and double only"}}) {
+                        Case{"--variant exact --op max --type float --size 10", "exact cannot run this: max of float has no exact form"},
+                        Case{"--variant fast,exact --type int32 --size 10", "exact cannot run this: sum of int32 has no exact form"}}) {
     CAPTURE(c.args);
     const Result r = run_cli(c.args);
     CHECK(r.code == 2);
@@ -137,7 +137,7 @@ TEST_CASE("exact: under --variant all skipped for other ops; --accuracy and JSON
   Result r = run_cli("--variant all-reduce --op max --type float --size 1000 --format json --repeat 1");
   CHECK(r.code == 0);
   CHECK_THAT(r.out, ContainsSubstring("{\"variant\":\"exact\",\"kind\":\"clreduce\",\"mode\":\"reduce\",\"op\":\"max\""));
-  CHECK_THAT(r.out, ContainsSubstring("\"skipped\":true,\"reason\":\"exact sums float and double only"));
+  CHECK_THAT(r.out, ContainsSubstring("\"skipped\":true,\"reason\":\"max of float has no exact form (exact sums float and double only)"));
   CHECK_THAT(r.out, !ContainsSubstring("err_ulp"));  // not a sum
   r = run_cli("--variant fast,exact --type double --size 100003 --format json --repeat 1");
   CHECK(r.code == 0);

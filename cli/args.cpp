@@ -1,0 +1,45 @@
+// args.cpp: strict value parsing for the command line; no locale, no silent wrapping.
+#include "args.hpp"
+
+#include <cctype>
+
+#include "clreduce/error.hpp"
+#include "io/size_arg.hpp"
+
+namespace clreduce {
+
+std::uint64_t parse_count(const std::string& flag, const std::string& text, std::uint64_t lo,
+                          std::uint64_t hi, const std::string& range) {
+  const std::string words =
+      range.empty() ? "from " + std::to_string(lo) + " to " + std::to_string(hi) : range;
+  const Error bad(Errc::kUsage, flag + " must be a whole number " + words + ", not '" + text + "'");
+  if (text.empty()) throw bad;
+  std::uint64_t v = 0;
+  for (char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) throw bad;
+    const auto d = static_cast<std::uint64_t>(c - '0');
+    if (v > (UINT64_MAX - d) / 10) throw bad;  // past 2^64-1
+    v = v * 10 + d;
+  }
+  if (v < lo || v > hi) throw bad;
+  return v;
+}
+
+std::uint64_t parse_positive_size(const std::string& flag, const std::string& text) {
+  const Error bad(Errc::kUsage, flag + " must be a count of 1 or more, written N, 2^K or NeK "
+                                       "(e.g. 1000, 2^10, 1e3), not '" + text + "'");
+  std::uint64_t v = 0;
+  try {
+    v = parse_size(text);
+  } catch (const Error&) {
+    throw bad;
+  }
+  if (v == 0) throw bad;
+  return v;
+}
+
+void require_nonempty(const std::string& flag, const std::string& text, const std::string& what) {
+  if (text.empty()) throw Error(Errc::kUsage, flag + " needs " + what + ", not an empty value");
+}
+
+}  // namespace clreduce
