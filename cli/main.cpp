@@ -343,9 +343,9 @@ int run(int argc, char** argv) {
     make_policy();
   };
   for (ReduceVariant* v : plan.reduce)
-    prepare(v->name(), v->unsupported(ctx, rp), [&] { v->policy(ctx, rp, local_size); });
+    prepare(v->name(), v->unsupported(ctx, rp), [&] { v->plan(ctx, rp, local_size); });
   for (ScanVariant* v : plan.scan)
-    prepare(v->name(), v->unsupported(ctx, sp), [&] { v->policy(ctx, sp, local_size); });
+    prepare(v->name(), v->unsupported(ctx, sp), [&] { v->plan(ctx, sp, local_size); });
 
   if (input.empty()) {
     progress.show("generating " + count_words(n) + " " + dtype_name(the_type) + " elements");

@@ -3,7 +3,8 @@
 # small arrays spanning at least three work-groups with a partial last one, and fails on any
 # report. Reductions get every kind of op (exact: float and double sums); scans (scan-*)
 # sum/prod/min/max, exclusive and segmented; scan-lookback's give-up path and scan-fast's CPU
-# path besides. Needs OCLGRIND and CLREDUCE (paths) in the environment.
+# path besides; with CLREDUCE_TESTS (the test binary), its small case of a scan's carry-in and
+# plans on sub-buffers. Needs OCLGRIND and CLREDUCE (paths) in the environment.
 set -u
 # Oclgrind 21.10's interpreter lacks an LLVM intrinsic that its own optimiser emits for some
 # kernels ("Undefined external function: llvm.experimental.noalias.scope.decl"): build the
@@ -104,6 +105,19 @@ for shape in gpu cpu; do
   done
 done
 check_env=""
+# What the CLI never runs: a scan plan's carry-in pass (cl/scan_carry.cl) and plans on
+# sub-buffers, in the test binary's small case for Oclgrind (device 0 there is Oclgrind's).
+if [ -n "${CLREDUCE_TESTS:-}" ]; then
+  : >"$log"
+  out=$(env -u CLREDUCE_TEST_DEVICE "$OCLGRIND" --data-races --uninitialized --check-api --log "$log" \
+        "$CLREDUCE_TESTS" "[.oclgrind]" 2>&1)
+  rc=$?
+  if [ $rc -ne 0 ] || [ -s "$log" ]; then
+    echo "FAIL: clreduce_tests [.oclgrind] (exit $rc)"; echo "$out" | tail -20; head -20 "$log"; fail=1
+  else
+    echo "ok: clreduce_tests [.oclgrind]"
+  fi
+fi
 rm -f "$log"
 if [ $fail -ne 0 ]; then echo "oclgrind: reports found"; exit 1; fi
 echo "oclgrind: all kernels clean"

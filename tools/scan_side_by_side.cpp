@@ -4,7 +4,6 @@
 // fight over the cores. Timings are host wall-clock of the scan alone (device: enqueue to queue
 // finish, data already on the device, all launches and the gaps between them; peer: the call).
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
@@ -18,6 +17,7 @@
 #include "runtime/kernel_dir.hpp"
 #include "run/omp_peer.hpp"
 #include "run/omp_wait.hpp"
+#include "run/timing.hpp"
 #include "scan/scan_variant.hpp"
 #include "io/size_arg.hpp"
 
@@ -25,22 +25,15 @@ using namespace clreduce;
 
 namespace {
 
-double now_ms() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
-
 struct Series {
   std::string name;
   std::vector<double> ms;
 };
 
 void print(const Series& s, std::size_t bytes) {
-  std::vector<double> v = s.ms;
-  std::sort(v.begin(), v.end());
-  const double med = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-  std::printf("%-34s median %9.3f ms  min %9.3f ms  %7.2f GB/s (median)  %7.2f GB/s (min)\n", s.name.c_str(), med,
-              v.front(), static_cast<double>(bytes) / (med * 1e6), static_cast<double>(bytes) / (v.front() * 1e6));
+  const Spread t = spread(s.ms);
+  std::printf("%-34s median %9.3f ms  min %9.3f ms  %7.2f GB/s (median)  %7.2f GB/s (min)\n", s.name.c_str(), t.median,
+              t.min, static_cast<double>(bytes) / (t.median * 1e6), static_cast<double>(bytes) / (t.min * 1e6));
 }
 
 }  // namespace
@@ -121,17 +114,15 @@ int main(int argc, char** argv) {
     cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, n * out_size);
     ctx.queue().enqueueWriteBuffer(in, CL_TRUE, 0, a.bytes.size(), a.bytes.data());
 
-    std::vector<ScanVariant*> vs;
-    std::vector<LaunchPolicy> pols;
+    std::vector<std::unique_ptr<ScanPlan>> plans;
     std::vector<Series> series;
     for (std::size_t pos = 0; pos <= variants.size();) {
       const std::size_t comma = std::min(variants.find(',', pos), variants.size());
       const std::string name = variants.substr(pos, comma - pos);
       ScanVariant* v = find_scan_variant(name);
       if (!v) throw Error(Errc::kUsage, "unknown scan variant '" + name + "'");
-      vs.push_back(v);
-      pols.push_back(v->policy(ctx, p, 0));
-      series.push_back({name + " [" + pols.back().path + "]", {}});
+      plans.push_back(v->plan(ctx, p, 0));
+      series.push_back({name + " [" + plans.back()->policy().path + "]", {}});
       pos = comma + 1;
     }
     // The reference for the check after the last round: the sequential loop, wrapping.
@@ -142,16 +133,16 @@ int main(int argc, char** argv) {
       std::memcpy(want.data() + i * out_size, &run, out_size);  // little-endian: the low bytes
     }
     for (int r = -1; r < rounds; ++r) {  // round -1 warms up
-      for (std::size_t k = 0; k < vs.size(); ++k) {
+      for (std::size_t k = 0; k < plans.size(); ++k) {
         std::vector<cl::Event> events;
         ctx.queue().finish();
         const double t0 = now_ms();
-        vs[k]->enqueue(ctx, p, pols[k], in, flags, out, events);
+        plans[k]->enqueue(in, flags, out, events);
         ctx.queue().finish();
         if (r >= 0) series[k].ms.push_back(now_ms() - t0);
         if (r == rounds - 1) {  // the result must match the sequential scan
           ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, check.size(), check.data());
-          if (check != want) throw Error(Errc::kInternal, vs[k]->name() + " disagrees with the sequential scan");
+          if (check != want) throw Error(Errc::kInternal, plans[k]->variant() + " disagrees with the sequential scan");
         }
       }
     }

@@ -172,11 +172,11 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
 
   Result r = start_result(v.name(), op, type, p.acc_type, n);
   const std::size_t builds = ctx.programs_built();
-  LaunchPolicy pol;
+  std::unique_ptr<ReducePlan> plan;
   if (n == 0) {  // sum and prod: the identity, with no launch
     r.value = identity_value(op, p.acc_type);
   } else {
-    pol = v.policy(ctx, p, o.local_size);
+    plan = v.plan(ctx, p, o.local_size);
     const cl::Buffer in = user_in ? *user_in : ctx.scratch("api.input", bytes);
     const cl::Buffer out = ctx.scratch("api.result", 16);
     const std::size_t piece = ctx.tuning().transfer_piece;
@@ -190,13 +190,13 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
         },
         [&](std::vector<cl::Event>& events) {
           if (host) enqueue_write(ctx.queue(), in, 0, bytes, host, piece);
-          v.enqueue(ctx, p, pol, in, out, events);
+          plan->enqueue(in, out, events);
           enqueue_read(ctx.queue(), out, 0, p.acc_bytes(), result, piece);
           wait(ctx, bytes, v.name() + " " + op_name(op) + " of " + std::to_string(n) + " elements");
         });
     r.value = Value::from_bytes(p.acc_type, result);
     if (is_arg_op(op)) std::memcpy(&r.value.index, result + 8, 8);
-    r.plan = pol.str();
+    r.plan = plan->policy().str();
   }
   r.builds = ctx.programs_built() - builds;
   if (check) {
@@ -204,9 +204,10 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
     r.expected = reference_reduce(a, op, p.acc_type);
     // A float product's error grows with each of its n - 1 multiplications whatever the order;
     // a sum's with the variant's longest chain of additions.
-    const std::uint64_t depth = n == 0 ? 0 : op == Op::kProd ? n : v.depth(p, pol);
-    const Verdict verdict = pol.correctly_rounded ? verify_bitwise(r.value, r.expected)
-                                                  : verify(r.value, r.expected, op, depth, abs_sum(a));
+    const std::uint64_t depth = n == 0 ? 0 : op == Op::kProd ? n : plan->depth();
+    const Verdict verdict = plan && plan->policy().correctly_rounded
+                                ? verify_bitwise(r.value, r.expected)
+                                : verify(r.value, r.expected, op, depth, abs_sum(a));
     set_verdict(r, verdict.ok, verdict.why);
   }
   return r;
@@ -239,9 +240,9 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
 
   Result r = start_result(v.name(), op, type, p.acc_type, n);
   const std::size_t builds = ctx.programs_built();
-  LaunchPolicy pol;
+  std::unique_ptr<ScanPlan> plan;
   if (n > 0) {
-    pol = v.policy(ctx, p, o.local_size);
+    plan = v.plan(ctx, p, o.local_size);
     const cl::Buffer in = user_in ? *user_in : ctx.scratch("api.input", in_bytes);
     const cl::Buffer out = user_out ? *user_out : ctx.scratch("api.scan.output", out_bytes);
     const cl::Buffer flags = ctx.scratch(p.segmented ? "api.scan.flags" : "api.scan.noflags", p.segmented ? n : 1);
@@ -263,7 +264,7 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
         },
         [&](std::vector<cl::Event>& events) {
           if (host_in) enqueue_write(ctx.queue(), in, 0, in_bytes, host_in, piece);
-          v.enqueue(ctx, p, pol, in, flags, out, events);
+          plan->enqueue(in, flags, out, events);
           if (host_out) enqueue_read(ctx.queue(), out, 0, out_bytes, host_out, piece);
           wait(ctx, in_bytes + out_bytes, v.name() + " of " + std::to_string(n) + " elements");
         });
@@ -275,8 +276,8 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
       wait(ctx, p.acc_bytes(), "reading the scan's last element");
     }
     r.value = Value::from_bytes(p.acc_type, last);
-    r.plan = pol.str();
-    if (const std::string note = v.run_note(); !note.empty()) r.plan += "; " + note;
+    r.plan = plan->policy().str();
+    if (const std::string note = plan->run_note(); !note.empty()) r.plan += "; " + note;
   }
   r.builds = ctx.programs_built() - builds;
   if (check) {
@@ -284,7 +285,7 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
     HostArray got;
     if (!host_out) got = read_back(ctx, p.acc_type, *user_out, n);
     const ScanMode mode{op, p.acc_type, p.exclusive};
-    const std::uint64_t depth = n ? v.depth(p, pol) : 0;
+    const std::uint64_t depth = n ? plan->depth() : 0;
     const ScanVerdict verdict =
         verify_scan(a, mode, o.segments, depth,
                     host_out ? static_cast<const unsigned char*>(host_out) : got.bytes.data());

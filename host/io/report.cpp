@@ -47,10 +47,10 @@ static std::string json_value(const Value& v) {
 }
 
 std::string to_json(const RunRecord& r) {
-  const bool scan = r.mode == "scan";
+  const bool scan = r.scan.has_value();
   const bool ceiling = r.kind == "ceiling";
   std::string s = "{\"variant\":\"" + json_escape(r.variant) + "\",\"kind\":\"" + json_escape(r.kind) +
-                  "\",\"mode\":\"" + r.mode + "\",\"op\":\"" + op_name(r.op) +
+                  "\",\"mode\":\"" + r.mode() + "\",\"op\":\"" + op_name(r.op) +
                   "\",\"type\":\"" + dtype_name(r.type) + "\",\"acc\":\"" + dtype_name(r.acc) +
                   "\",\"n\":" + std::to_string(r.n) +
                   ",\"device\":\"" + json_escape(r.device) + "\"" +
@@ -58,8 +58,8 @@ std::string to_json(const RunRecord& r) {
                   ",\"input\":" + (r.input.empty() ? std::string("null") : "\"" + json_escape(r.input) + "\"") +
                   ",\"warmup\":" + std::to_string(r.warmup) + ",\"repeat\":" + std::to_string(r.repeat);
   if (scan)
-    s += std::string(",\"exclusive\":") + (r.exclusive ? "true" : "false") +
-         ",\"segmented\":" + (r.segmented ? "true" : "false");
+    s += std::string(",\"exclusive\":") + (r.scan->exclusive ? "true" : "false") +
+         ",\"segmented\":" + (r.scan->segmented ? "true" : "false");
   if (r.skipped) return s + ",\"skipped\":true,\"reason\":\"" + json_escape(r.skip_reason) + "\"}";
   if (r.kind != "ceiling") {
     const bool none = scan && r.n == 0;  // an empty scan has no last element
@@ -71,8 +71,8 @@ std::string to_json(const RunRecord& r) {
   s += std::string(",\"verified\":") + (r.verified ? "true" : "false");
   if (!r.verified) s += ",\"error\":\"" + json_escape(r.verify_note) + "\"";
   if (scan)
-    s += ",\"first_wrong\":" + std::to_string(r.first_wrong) +
-         ",\"wrong_count\":" + std::to_string(r.wrong_count);
+    s += ",\"first_wrong\":" + std::to_string(r.scan->first_wrong) +
+         ",\"wrong_count\":" + std::to_string(r.scan->wrong_count);
   s += ",\"kernel_ms\":" + num(r.kernel_ms) + ",\"kernel_ms_min\":" + num(r.kernel_ms_min) +
        ",\"kernel_ms_max\":" + num(r.kernel_ms_max) + ",\"noisy\":" + (r.noisy ? "true" : "false") +
        ",\"wall_ms\":" + num(r.wall_ms) + ",\"gbps\":" + num(r.gbps) +
@@ -111,7 +111,7 @@ std::string table_row(const RunRecord& r, bool ratios, bool accuracy) {
     return line;
   }
   std::string res = r.kind == "ceiling"             ? "(bytes read + written)"
-                    : r.mode == "scan" && r.n == 0 ? "(empty)"
+                    : r.scan && r.n == 0 ? "(empty)"
                                                    : r.result.str();
   if (is_arg_op(r.op) && r.kind != "ceiling") res += " @" + std::to_string(r.result.index);
   std::string ratio;

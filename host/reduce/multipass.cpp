@@ -42,43 +42,109 @@ TailPath choose_tail(const Capabilities& caps, std::size_t wg) {
   return TailPath::kBarrier;
 }
 
-std::size_t MultiPassVariant::preferred_wg(Context&) const { return 256; }
+namespace {
 
-std::string MultiPassVariant::kernel_name() const {
-  std::string k = "reduce_" + shape_.name;
+constexpr std::size_t kPreferredWg = 256;
+
+std::string kernel_name(const LadderShape& shape) {
+  std::string k = "reduce_" + shape.name;
   std::replace(k.begin(), k.end(), '-', '_');
   return k;
 }
 
-std::string MultiPassVariant::build_options(const ReduceProblem& p, std::size_t wg, TailPath tail,
-                                            const Capabilities& caps) const {
+std::string build_options(const LadderShape& shape, const ReduceProblem& p, std::size_t wg,
+                          TailPath tail, const Capabilities& caps) {
   std::string o = p.cl_options();
-  if (shape_.fixed_wg) o += " -DWG_SIZE=" + std::to_string(wg);
-  if (shape_.tail) o += " -DCLR_TAIL=" + std::to_string(static_cast<int>(tail));
+  if (shape.fixed_wg) o += " -DWG_SIZE=" + std::to_string(wg);
+  if (shape.tail) o += " -DCLR_TAIL=" + std::to_string(static_cast<int>(tail));
   if (tail == TailPath::kSubGroup) o += " " + caps.subgroups_options;
   return o;
 }
 
-TailPath MultiPassVariant::tail_of(const LaunchPolicy& pol) const {
-  for (TailPath t : {TailPath::kShfl, TailPath::kSubGroup})
-    if (pol.path.rfind(tail_path_name(t), 0) == 0) return t;
-  return TailPath::kBarrier;
-}
-
-std::size_t MultiPassVariant::groups_for(std::size_t m, const LaunchPolicy& pol) const {
-  const std::size_t wg = pol.wg_size;
+// Work-groups of the pass over m inputs with groups of wg. Kernel 7 (loads 0) caps them at
+// cap (its first pass's grid, sized from the compute units) and at p = m / log2 m work-items.
+std::size_t groups_for(const LadderShape& shape, std::size_t m, std::size_t wg, std::size_t cap) {
   if (m == 0) return 1;
-  if (shape_.loads > 0) return div_up(m, shape_.loads * wg);
+  if (shape.loads > 0) return div_up(m, shape.loads * wg);
   const std::size_t log2m = std::max<std::size_t>(1, ceil_log2(m));
   const std::size_t cost_optimal = div_up(m, log2m * wg);  // p = m / log2 m work-items
-  return std::max<std::size_t>(1, std::min({pol.groups, cost_optimal, div_up(m, 2 * wg)}));
+  return std::max<std::size_t>(1, std::min({cap, cost_optimal, div_up(m, 2 * wg)}));
 }
 
-LaunchPolicy MultiPassVariant::policy(Context& ctx, const ReduceProblem& p,
-                                      std::size_t local_size) {
+// Passes until one value remains; the schedule is recomputed from the length at each launch
+// (arithmetic only), so a plan runs any length up to its problem's n.
+class MultiPassPlan : public ReducePlan {
+ public:
+  MultiPassPlan(Context& ctx, const LadderShape& shape, const ReduceProblem& p, LaunchPolicy pol,
+                TailPath tail, std::size_t cap, const cl::Kernel& first)
+      : ReducePlan(ctx, shape.name, p, pol, depth_of(shape, p.n, pol.wg_size, cap)),
+        shape_(shape), tail_(tail), cap_(cap),
+        first_(first) {
+    static const Capabilities kNone;
+    const std::size_t wg = policy().wg_size;
+    rest_ = ctx.kernel(kernel_name(shape) + ".cl", kernel_name(shape),
+                       build_options(shape, p, wg, tail, tail == TailPath::kBarrier ? kNone : ctx.caps()));
+    const std::size_t g1 = groups_for(shape, p.n, wg, cap);
+    const std::size_t g2 = groups_for(shape, g1, wg, cap);
+    // Pass k writes ping, pong, ping, ...; pass 3 onwards fits in buffers sized for passes 1-2.
+    ping_ = ctx.zeroed_buffer(g1 * p.acc_bytes());
+    pong_ = ctx.zeroed_buffer(g2 * p.acc_bytes());
+  }
+
+  TailPath tail() const { return tail_; }
+
+ private:
+  // Sum over passes of the per-work-item chain plus the tree depth.
+  static std::uint64_t depth_of(const LadderShape& shape, std::size_t n, std::size_t wg,
+                                std::size_t cap) {
+    std::uint64_t d = 0;
+    for (std::size_t m = n;;) {
+      const std::size_t g = groups_for(shape, m, wg, cap);
+      d += div_up(std::max<std::size_t>(m, 1), g * wg) + ceil_log2(wg);
+      if (g == 1) break;
+      m = g;
+    }
+    return d;
+  }
+
+  void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+              std::vector<cl::Event>& events) override {
+    const std::size_t wg = policy().wg_size, acc = problem().acc_bytes();
+    cl::Buffer src = in;
+    std::size_t m = n;
+    bool from_input = true;
+    while (true) {
+      const std::size_t g = groups_for(shape_, m, wg, cap_);
+      const cl::Buffer dst = g == 1 ? out : (src() == ping_() ? pong_ : ping_);
+      cl::Kernel& k = from_input ? first_ : rest_;
+      k.setArg(0, src);
+      k.setArg(1, static_cast<cl_ulong>(m));
+      k.setArg(2, dst);
+      if (!shape_.fixed_wg) k.setArg(3, cl::Local(wg * acc));
+      events.emplace_back();
+      ctx_.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(g * wg), cl::NDRange(wg),
+                                        nullptr, &events.back());
+      if (g == 1) break;
+      src = dst;
+      m = g;
+      from_input = false;
+    }
+  }
+
+  LadderShape shape_;
+  TailPath tail_;
+  std::size_t cap_;  // kernel 7's most groups per pass
+  cl::Kernel first_, rest_;
+  cl::Buffer ping_, pong_;
+};
+
+}  // namespace
+
+std::unique_ptr<ReducePlan> MultiPassVariant::make_plan(Context& ctx, const ReduceProblem& p,
+                                                        std::size_t local_size) const {
   const DeviceInfo& d = ctx.info();
-  const std::string file = kernel_name() + ".cl";
-  const std::string first = kernel_name() + "_first";
+  const std::string file = kernel_name(shape_) + ".cl";
+  const std::string first = kernel_name(shape_) + "_first";
   const std::string ls = "work-group size " + std::to_string(local_size);
   static const Capabilities kNone;
   if (local_size == 1 && shape_.loads == 1)
@@ -92,12 +158,12 @@ LaunchPolicy MultiPassVariant::policy(Context& ctx, const ReduceProblem& p,
   check_local_size(ctx, local_size, local_bytes(local_size));
   auto build = [&](std::size_t wg, TailPath t) {
     const Capabilities& caps = t == TailPath::kBarrier ? kNone : ctx.caps();
-    return ctx.kernel(file, first, build_options(p, wg, t, caps));
+    return ctx.kernel(file, first, build_options(shape_, p, wg, t, caps));
   };
 
   // The group size: the override or the preferred size, within what the device, the kernel
   // (as built for that size) and the local memory allow.
-  std::size_t wg = local_size ? local_size : preferred_wg(ctx);
+  std::size_t wg = local_size ? local_size : kPreferredWg;
   wg = choose_wg(ctx, build(wg, TailPath::kBarrier), local_size, wg);
   while (wg > 1 && local_bytes(wg) > d.local_mem) wg /= 2;  // only without an override
   if (shape_.fixed_wg) {
@@ -113,9 +179,10 @@ LaunchPolicy MultiPassVariant::policy(Context& ctx, const ReduceProblem& p,
 
   LaunchPolicy pol;
   pol.wg_size = wg;
+  TailPath tail = TailPath::kBarrier;
   if (shape_.tail) {
     // The fast tail the probes allow; should its build fail here, the portable one, and say so.
-    TailPath tail = choose_tail(ctx.caps(), wg);
+    tail = choose_tail(ctx.caps(), wg);
     std::string note;
     if (tail != TailPath::kBarrier) {
       try {
@@ -128,74 +195,27 @@ LaunchPolicy MultiPassVariant::policy(Context& ctx, const ReduceProblem& p,
     }
     pol.path = tail_path_name(tail) + note;
   }
+  std::size_t cap = 0;  // no cap but the loads' for kernels 1-6
   if (shape_.loads == 0) {
     // Kernel 7: enough groups to fill a GPU, and no more work-items than p = n / log2 n. PoCL
     // runs a group's work-items one after another, so a long grid-strided walk per work-item
     // sweeps the array once per work-item: on a CPU the p = n / log2 n cap alone decides.
     const std::size_t per_cu = d.is_gpu ? std::max<std::size_t>(1, 2048 / wg) : 256;
-    pol.groups = std::max<std::size_t>(1, d.compute_units * per_cu);
-    pol.groups = groups_for(p.n, pol);
-  } else {
-    pol.groups = groups_for(p.n, pol);
+    cap = std::max<std::size_t>(1, d.compute_units * per_cu);
+    cap = groups_for(shape_, p.n, wg, cap);
   }
+  pol.groups = groups_for(shape_, p.n, wg, cap);
   pol.items_per_thread =
       static_cast<unsigned>(div_up(std::max<std::size_t>(p.n, 1), pol.groups * wg));
   if (pol.groups * p.acc_bytes() > d.max_alloc)
     throw Error(Errc::kUnsupported, name() + ": " + std::to_string(pol.groups) + " partials exceed " +
-                                      d.name + "'s largest allocation; use a larger --local-size");
-  return pol;
-}
-
-void MultiPassVariant::enqueue(Context& ctx, const ReduceProblem& p, const LaunchPolicy& pol,
-                               const cl::Buffer& in, const cl::Buffer& out,
-                               std::vector<cl::Event>& events) {
-  static const Capabilities kNone;
-  const TailPath tail = tail_of(pol);
-  const std::string opts =
-      build_options(p, pol.wg_size, tail, tail == TailPath::kBarrier ? kNone : ctx.caps());
-  const std::string file = kernel_name() + ".cl";
-  cl::Kernel first = ctx.kernel(file, kernel_name() + "_first", opts);
-  cl::Kernel rest = ctx.kernel(file, kernel_name(), opts);
-  const std::size_t g1 = groups_for(p.n, pol);
-  const std::size_t g2 = groups_for(g1, pol);
-  // Pass k writes ping, pong, ping, ...; pass 3 onwards fits in buffers sized for passes 1-2.
-  const cl::Buffer ping = g1 > 1 ? ctx.scratch("ladder.ping", g1 * p.acc_bytes()) : out;
-  const cl::Buffer pong = g2 > 1 ? ctx.scratch("ladder.pong", g2 * p.acc_bytes()) : out;
-  cl::Buffer src = in;
-  std::size_t m = p.n;
-  bool from_input = true;
-  while (true) {
-    const std::size_t g = groups_for(m, pol);
-    const cl::Buffer dst = g == 1 ? out : (src() == ping() ? pong : ping);
-    cl::Kernel& k = from_input ? first : rest;
-    k.setArg(0, src);
-    k.setArg(1, static_cast<cl_ulong>(m));
-    k.setArg(2, dst);
-    if (!shape_.fixed_wg) k.setArg(3, cl::Local(pol.wg_size * p.acc_bytes()));
-    events.emplace_back();
-    ctx.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(g * pol.wg_size),
-                                     cl::NDRange(pol.wg_size), nullptr, &events.back());
-    if (g == 1) break;
-    src = dst;
-    m = g;
-    from_input = false;
-  }
-}
-
-std::uint64_t MultiPassVariant::depth(const ReduceProblem& p, const LaunchPolicy& pol) const {
-  std::uint64_t d = 0;
-  for (std::size_t m = p.n;;) {
-    const std::size_t g = groups_for(m, pol);
-    d += div_up(std::max<std::size_t>(m, 1), g * pol.wg_size) + ceil_log2(pol.wg_size);
-    if (g == 1) break;
-    m = g;
-  }
-  return d;
+                                      d.name + "'s largest allocation; use larger work-groups");
+  return std::make_unique<MultiPassPlan>(ctx, shape_, p, pol, tail, cap, build(wg, tail));
 }
 
 std::string MultiPassVariant::device_path(Context& ctx) const {
   if (!shape_.tail) return "";
-  return tail_path_name(choose_tail(ctx.caps(), preferred_wg(ctx)));
+  return tail_path_name(choose_tail(ctx.caps(), kPreferredWg));
 }
 
 }  // namespace clreduce

@@ -36,24 +36,16 @@ class MultiPassVariant : public ReduceVariant {
 
   std::string name() const override { return shape_.name; }
   std::string description() const override { return shape_.description; }
-  LaunchPolicy policy(Context& ctx, const ReduceProblem& p, std::size_t local_size) override;
-  void enqueue(Context& ctx, const ReduceProblem& p, const LaunchPolicy& pol, const cl::Buffer& in,
-               const cl::Buffer& out, std::vector<cl::Event>& events) override;
-  // Sum over passes of the per-work-item chain plus the tree depth.
-  std::uint64_t depth(const ReduceProblem& p, const LaunchPolicy& pol) const override;
   std::string device_path(Context& ctx) const override;
 
-  // Work-groups of the pass over m inputs. Kernel 7 caps them at pol.groups (its first pass's
-  // grid, sized from the compute units) and at p = m / log2 m work-items.
-  std::size_t groups_for(std::size_t m, const LaunchPolicy& pol) const;
+ protected:
+  // Settles the group size, the tail path (TailPath, from the probes) and the local memory
+  // against the device, builds both kernels and allocates the two partials buffers. The plan's
+  // depth is the sum over passes of the per-work-item chain plus the tree depth.
+  std::unique_ptr<ReducePlan> make_plan(Context& ctx, const ReduceProblem& p,
+                                        std::size_t local_size) const override;
 
  private:
-  std::size_t preferred_wg(Context& ctx) const;
-  std::string kernel_name() const;
-  std::string build_options(const ReduceProblem& p, std::size_t wg, TailPath tail,
-                            const Capabilities& caps) const;
-  TailPath tail_of(const LaunchPolicy& pol) const;
-
   LadderShape shape_;
 };
 

@@ -6,6 +6,45 @@
 namespace clreduce {
 namespace {
 
+class BottomUpPlan : public ReducePlan {
+ public:
+  BottomUpPlan(Context& ctx, const ReduceProblem& p, LaunchPolicy pol)
+      : ReducePlan(ctx, "bottomup", p, std::move(pol), ceil_log2(p.n) + 1),
+        first_(ctx.kernel("reduce_bottomup.cl", "reduce_bottomup_first", p.cl_options())),
+        rest_(ctx.kernel("reduce_bottomup.cl", "reduce_bottomup", p.cl_options())) {
+    const std::size_t half = (p.n + 1) / 2;
+    ping_ = ctx.zeroed_buffer(half * p.acc_bytes());
+    pong_ = ctx.zeroed_buffer((half + 1) / 2 * p.acc_bytes());
+  }
+
+ private:
+  void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+              std::vector<cl::Event>& events) override {
+    const std::size_t wg = policy().wg_size;
+    std::size_t m = n;
+    bool from_input = true;
+    cl::Buffer src = in;
+    while (true) {
+      const std::size_t h = (m + 1) / 2;
+      const cl::Buffer dst = h == 1 ? out : (src() == ping_() ? pong_ : ping_);
+      cl::Kernel& k = from_input ? first_ : rest_;
+      k.setArg(0, src);
+      k.setArg(1, static_cast<cl_ulong>(m));
+      k.setArg(2, dst);
+      events.emplace_back();
+      ctx_.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(round_up(h, wg)),
+                                        cl::NDRange(wg), nullptr, &events.back());
+      if (h == 1) break;
+      src = dst;
+      m = h;
+      from_input = false;
+    }
+  }
+
+  cl::Kernel first_, rest_;
+  cl::Buffer ping_, pong_;  // pass k writes ping, pong, ping, ...
+};
+
 class BottomUp : public ReduceVariant {
  public:
   std::string name() const override { return "bottomup"; }
@@ -17,43 +56,16 @@ class BottomUp : public ReduceVariant {
       return "its half-size scratch buffer exceeds the device's largest allocation";
     return "";
   }
-  LaunchPolicy policy(Context& ctx, const ReduceProblem& p, std::size_t local_size) override {
+
+ protected:
+  std::unique_ptr<ReducePlan> make_plan(Context& ctx, const ReduceProblem& p,
+                                        std::size_t local_size) const override {
     cl::Kernel k = ctx.kernel("reduce_bottomup.cl", "reduce_bottomup", p.cl_options());
     LaunchPolicy pol;
     pol.wg_size = choose_wg(ctx, k, local_size, 256);
     pol.groups = (std::max<std::size_t>((p.n + 1) / 2, 1) + pol.wg_size - 1) / pol.wg_size;
     pol.path = std::to_string(ceil_log2(p.n)) + " launches";
-    return pol;
-  }
-  void enqueue(Context& ctx, const ReduceProblem& p, const LaunchPolicy& pol, const cl::Buffer& in,
-               const cl::Buffer& out, std::vector<cl::Event>& events) override {
-    const std::string opts = p.cl_options();
-    cl::Kernel first = ctx.kernel("reduce_bottomup.cl", "reduce_bottomup_first", opts);
-    cl::Kernel rest = ctx.kernel("reduce_bottomup.cl", "reduce_bottomup", opts);
-    const std::size_t half = (p.n + 1) / 2;
-    cl::Buffer ping = ctx.scratch("bottomup.ping", half * p.acc_bytes());
-    cl::Buffer pong = ctx.scratch("bottomup.pong", (half + 1) / 2 * p.acc_bytes());
-    std::size_t m = p.n;
-    bool from_input = true;
-    cl::Buffer src = in;
-    while (true) {
-      const std::size_t h = (m + 1) / 2;
-      cl::Buffer dst = h == 1 ? out : (src() == ping() ? pong : ping);
-      cl::Kernel& k = from_input ? first : rest;
-      k.setArg(0, src);
-      k.setArg(1, static_cast<cl_ulong>(m));
-      k.setArg(2, dst);
-      events.emplace_back();
-      ctx.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(round_up(h, pol.wg_size)),
-                                       cl::NDRange(pol.wg_size), nullptr, &events.back());
-      if (h == 1) break;
-      src = dst;
-      m = h;
-      from_input = false;
-    }
-  }
-  std::uint64_t depth(const ReduceProblem& p, const LaunchPolicy&) const override {
-    return ceil_log2(p.n) + 1;
+    return std::make_unique<BottomUpPlan>(ctx, p, pol);
   }
 };
 

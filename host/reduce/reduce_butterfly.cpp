@@ -22,8 +22,8 @@ std::string ButterflyVariant::description() const {
   return "XOR all-reduce: every work-item ends holding the total; power-of-two groups";
 }
 
-LaunchPolicy ButterflyVariant::policy(Context& ctx, const ReduceProblem& p,
-                                      std::size_t local_size) {
+LaunchPolicy ButterflyVariant::choose(Context& ctx, const ReduceProblem& p,
+                                      std::size_t local_size) const {
   const DeviceInfo& d = ctx.info();
   const std::string ls = "work-group size " + std::to_string(local_size);
   if (local_size && !is_pow2(local_size))
@@ -58,54 +58,64 @@ LaunchPolicy ButterflyVariant::policy(Context& ctx, const ReduceProblem& p,
   return pol;
 }
 
-void ButterflyVariant::enqueue(Context& ctx, const ReduceProblem& p, const LaunchPolicy& pol,
-                               const cl::Buffer& in, const cl::Buffer& out,
-                               std::vector<cl::Event>& events) {
-  const std::size_t wg = pol.wg_size, g = pol.groups;
-  cl::Kernel first = kernel(ctx, p, wg, "reduce_butterfly");
-  const cl::Buffer partials = ctx.scratch("butterfly.partials", g * p.acc_bytes());
-  const cl::Buffer copies =
-      ctx.scratch("butterfly.copies", keep_copies_ ? g * wg * p.acc_bytes() : 16);
+std::unique_ptr<ReducePlan> ButterflyVariant::make_plan(Context& ctx, const ReduceProblem& p,
+                                                        std::size_t local_size) const {
+  return std::make_unique<ButterflyPlan>(ctx, p, choose(ctx, p, local_size), false);
+}
+
+std::unique_ptr<ButterflyPlan> ButterflyVariant::plan_keeping_copies(
+    Context& ctx, const ReduceProblem& p, std::size_t local_size) const {
+  if (p.n == 0) throw Error(Errc::kUsage, name() + ": an empty array needs no plan");
+  return std::make_unique<ButterflyPlan>(ctx, p, choose(ctx, p, local_size), true);
+}
+
+ButterflyPlan::ButterflyPlan(Context& ctx, const ReduceProblem& p, LaunchPolicy pol,
+                             bool keep_copies)
+    : ReducePlan(ctx, "butterfly", p, pol,
+                 pol.items_per_thread + 2 * ceil_log2(pol.wg_size) +
+                     (pol.groups + pol.wg_size - 1) / pol.wg_size),
+      keep_copies_(keep_copies) {
+  const std::size_t wg = policy().wg_size, g = policy().groups;
+  first_ = kernel(ctx, p, wg, "reduce_butterfly");
+  if (g > 1) all_ = kernel(ctx, p, wg, "reduce_butterfly_all");
+  partials_ = ctx.zeroed_buffer(g * p.acc_bytes());
+  copies_ = ctx.zeroed_buffer(keep_copies_ ? g * wg * p.acc_bytes() : 16);
+}
+
+void ButterflyPlan::launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+                           std::vector<cl::Event>& events) {
+  const std::size_t wg = policy().wg_size, g = policy().groups, acc = problem().acc_bytes();
   const cl_uint keep = keep_copies_ ? 1 : 0;
   if (keep_copies_) {  // a sentinel, so a copy no work-item wrote cannot pass for the total
-    const std::vector<unsigned char> sentinel(g * wg * p.acc_bytes(), 0xA5);
-    ctx.queue().enqueueWriteBuffer(copies, CL_TRUE, 0, sentinel.size(), sentinel.data());
+    const std::vector<unsigned char> sentinel(g * wg * acc, 0xA5);
+    ctx_.queue().enqueueWriteBuffer(copies_, CL_TRUE, 0, sentinel.size(), sentinel.data());
   }
-  first.setArg(0, in);
-  first.setArg(1, static_cast<cl_ulong>(p.n));
-  first.setArg(2, partials);
-  first.setArg(3, out);
-  first.setArg(4, copies);
-  first.setArg(5, keep);
+  first_.setArg(0, in);
+  first_.setArg(1, static_cast<cl_ulong>(n));
+  first_.setArg(2, partials_);
+  first_.setArg(3, out);
+  first_.setArg(4, copies_);
+  first_.setArg(5, keep);
   events.emplace_back();
-  ctx.queue().enqueueNDRangeKernel(first, cl::NullRange, cl::NDRange(g * wg), cl::NDRange(wg),
-                                   nullptr, &events.back());
+  ctx_.queue().enqueueNDRangeKernel(first_, cl::NullRange, cl::NDRange(g * wg), cl::NDRange(wg),
+                                    nullptr, &events.back());
   if (g > 1) {
-    cl::Kernel all = kernel(ctx, p, wg, "reduce_butterfly_all");
-    all.setArg(0, partials);
-    all.setArg(1, static_cast<cl_uint>(g));
-    all.setArg(2, out);
-    all.setArg(3, copies);
-    all.setArg(4, keep);
+    all_.setArg(0, partials_);
+    all_.setArg(1, static_cast<cl_uint>(g));
+    all_.setArg(2, out);
+    all_.setArg(3, copies_);
+    all_.setArg(4, keep);
     events.emplace_back();
-    ctx.queue().enqueueNDRangeKernel(all, cl::NullRange, cl::NDRange(g * wg), cl::NDRange(wg),
-                                     nullptr, &events.back());
+    ctx_.queue().enqueueNDRangeKernel(all_, cl::NullRange, cl::NDRange(g * wg), cl::NDRange(wg),
+                                      nullptr, &events.back());
   }
-  copies_ = keep_copies_ ? g * wg : 0;
+  copies_written_ = keep_copies_ ? g * wg : 0;
 }
 
-std::vector<unsigned char> ButterflyVariant::read_copies(Context& ctx,
-                                                         const ReduceProblem& p) const {
-  std::vector<unsigned char> v(copies_ * p.acc_bytes());
-  if (!v.empty())
-    ctx.queue().enqueueReadBuffer(ctx.scratch("butterfly.copies", v.size()), CL_TRUE, 0, v.size(),
-                                  v.data());
+std::vector<unsigned char> ButterflyPlan::read_copies() {
+  std::vector<unsigned char> v(copies_written_ * problem().acc_bytes());
+  if (!v.empty()) ctx_.queue().enqueueReadBuffer(copies_, CL_TRUE, 0, v.size(), v.data());
   return v;
-}
-
-std::uint64_t ButterflyVariant::depth(const ReduceProblem&, const LaunchPolicy& pol) const {
-  return pol.items_per_thread + 2 * ceil_log2(pol.wg_size) +
-         (pol.groups + pol.wg_size - 1) / pol.wg_size;
 }
 
 std::unique_ptr<ReduceVariant> make_reduce_butterfly() {

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "clreduce/error.hpp"
@@ -84,30 +86,24 @@ cl::Kernel build(Context& ctx, const ReduceProblem& p, const ShapeParams& sp, st
                         " -DFPE_TERMS=" + std::to_string(terms));
 }
 
-// The expansion length a policy was made with ("... fpe2 ...").
-unsigned terms_of(const LaunchPolicy& pol) {
-  const std::size_t at = pol.path.find(" fpe");
-  return at == std::string::npos ? 2u : static_cast<unsigned>(pol.path[at + 4] - '0');
-}
-
-Shape shape_of(const LaunchPolicy& pol) {
-  return pol.path.rfind(shape_name(Shape::kCpu), 0) == 0 ? Shape::kCpu : Shape::kGpu;
-}
-
 // The launch for shape s on p: group size, group count (forced_groups > 0 fixes it, raised to
-// the n / 2^29 the limbs need), elements per work-item, vector width.
+// the n / 2^29 the limbs need), elements per work-item, vector width. *kernel receives the
+// kernel built for the group size chosen.
 LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::size_t local_size,
-                          std::size_t forced_groups, unsigned terms) {
+                          std::size_t forced_groups, unsigned terms, cl::Kernel* kernel) {
   const ShapeParams sp = shape_params(s, p.type);
   const std::size_t least = std::max<std::size_t>(1, (p.n + kMaxPerGroup - 1) / kMaxPerGroup);
   const std::size_t cap = std::max(least, ctx.info().compute_units * sp.groups_per_cu);
   const std::size_t nv = std::max<std::size_t>(p.n / sp.vec, 1);
   LaunchPolicy pol;
-  pol.wg_size = choose_wg(ctx, build(ctx, p, sp, sp.wg, terms), local_size, sp.wg);
+  *kernel = build(ctx, p, sp, sp.wg, terms);
+  pol.wg_size = choose_wg(ctx, *kernel, local_size, sp.wg);
   // The kernel is built for its group size: check the one actually used, so a size the device
   // cannot take is refused here (exit 2) rather than at launch.
-  if (pol.wg_size != sp.wg)
-    choose_wg(ctx, build(ctx, p, sp, pol.wg_size, terms), pol.wg_size, pol.wg_size);
+  if (pol.wg_size != sp.wg) {
+    *kernel = build(ctx, p, sp, pol.wg_size, terms);
+    choose_wg(ctx, *kernel, pol.wg_size, pol.wg_size);
+  }
   const std::size_t per_group = pol.wg_size * sp.min_vectors;
   pol.groups = forced_groups > 0 ? std::max(forced_groups, least)
                                  : std::clamp<std::size_t>((nv + per_group - 1) / per_group, least, cap);
@@ -121,25 +117,45 @@ LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::si
   return pol;
 }
 
-void shape_enqueue(Context& ctx, const ReduceProblem& p, const LaunchPolicy& pol, Shape s,
-                   const cl::Buffer& in, const cl::Buffer& out, std::vector<cl::Event>& events) {
-  const ShapeParams sp = shape_params(s, p.type);
-  cl::Kernel k = build(ctx, p, sp, pol.wg_size, terms_of(pol));
-  // The global superaccumulator (68 limbs covers double's) and {flags, ticket}: zeroed when
-  // allocated, cleared by each launch's last group; one set per shape, so a shape that failed its
-  // check cannot leave state behind for the other.
-  const std::string key = std::string("exact.") + shape_name(s);
-  cl::Buffer& acc = ctx.scratch(key + ".acc", 68 * sizeof(cl_long));
-  cl::Buffer& state = ctx.scratch(key + ".state", 2 * sizeof(cl_uint));
-  k.setArg(0, in);
-  k.setArg(1, static_cast<cl_ulong>(p.n));
-  k.setArg(2, acc);
-  k.setArg(3, state);
-  k.setArg(4, out);
-  k.setArg(5, cl_double{1.0});  // EX_ADD's one: not a constant the compiler could fold
-  events.emplace_back();
-  ctx.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(pol.groups * pol.wg_size),
-                                   cl::NDRange(pol.wg_size), nullptr, &events.back());
+// One launch of cl/reduce_exact.cl. The plan owns the global superaccumulator (68 limbs cover
+// double's) and {flags, ticket}: zeroed here, cleared again by each launch's last group. A
+// launch on fewer elements than the plan was made for keeps its groups (each then takes fewer
+// than the 2^29 a group may).
+class ExactPlan : public ReducePlan {
+ public:
+  ExactPlan(Context& ctx, const ReduceProblem& p, LaunchPolicy pol, const cl::Kernel& kernel)
+      : ReducePlan(ctx, "exact", p, std::move(pol), 0),  // verified bit for bit, not by a depth
+        kernel_(kernel),
+        acc_(ctx.zeroed_buffer(68 * sizeof(cl_long))),
+        state_(ctx.zeroed_buffer(2 * sizeof(cl_uint))) {}
+
+ private:
+  void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+              std::vector<cl::Event>& events) override {
+    kernel_.setArg(0, in);
+    kernel_.setArg(1, static_cast<cl_ulong>(n));
+    kernel_.setArg(2, acc_);
+    kernel_.setArg(3, state_);
+    kernel_.setArg(4, out);
+    kernel_.setArg(5, cl_double{1.0});  // EX_ADD's one: not a constant the compiler could fold
+    events.emplace_back();
+    ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange,
+                                      cl::NDRange(policy().groups * policy().wg_size),
+                                      cl::NDRange(policy().wg_size), nullptr, &events.back());
+  }
+
+  cl::Kernel kernel_;
+  cl::Buffer acc_, state_;
+};
+
+// The plan for shape s; `note` is appended to its path (why the device's own shape was not taken).
+std::unique_ptr<ExactPlan> shape_plan(Context& ctx, const ReduceProblem& p, Shape s,
+                                      std::size_t local_size, std::size_t forced_groups,
+                                      unsigned terms, const std::string& note = "") {
+  cl::Kernel k;
+  LaunchPolicy pol = shape_policy(ctx, p, s, local_size, forced_groups, terms, &k);
+  pol.path += note;
+  return std::make_unique<ExactPlan>(ctx, p, std::move(pol), k);
 }
 
 // Check data: the first half within 8 binades (the CPU shape's fast blocks), the second over 60,
@@ -185,7 +201,7 @@ std::string check_shape(Context& ctx, Shape s, DType t, unsigned terms) {
       std::memcpy(a.bytes.data(), x.data(), a.bytes.size());
     }
     const Value want = exact_sum(a);
-    const LaunchPolicy pol = shape_policy(ctx, p, s, 0, 3, terms);
+    const std::unique_ptr<ExactPlan> plan = shape_plan(ctx, p, s, 0, 3, terms);
     cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, a.bytes.size(), a.bytes.data());
     cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, 8);
     for (int run = 0; run < 2; ++run) {
@@ -193,7 +209,7 @@ std::string check_shape(Context& ctx, Shape s, DType t, unsigned terms) {
       std::memset(got, 0xA5, sizeof got);
       ctx.queue().enqueueWriteBuffer(out, CL_TRUE, 0, sizeof got, got);
       std::vector<cl::Event> events;
-      shape_enqueue(ctx, p, pol, s, in, out, events);
+      plan->enqueue(in, out, events);
       ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, dtype_size(t), got);
       const Value v = Value::from_bytes(t, got);
       if (!same_bits(v, want)) return what + " check gave " + v.str() + ", expected " + want.str();
@@ -208,7 +224,9 @@ std::string check_shape(Context& ctx, Shape s, DType t, unsigned terms) {
 }
 
 // The shape for this context and type: the exact-shape knob's or the device type's, confirmed
-// by check_shape, else the other. False (and *why the failed checks) when neither passes.
+// by check_shape, else the other. Each check's answer is kept in the context, keyed by the
+// shape, the type, the expansion length, the kernel's source and the build options. False (and
+// *why the failed checks) when neither passes.
 bool chosen_shape(Context& ctx, DType t, Shape* shape, std::string* why) {
   const std::string& forced = ctx.tuning().exact_shape;
   const unsigned terms = ctx.tuning().exact_terms;
@@ -219,19 +237,21 @@ bool chosen_shape(Context& ctx, DType t, Shape* shape, std::string* why) {
   why->clear();
   for (Shape s : {first, second}) {
     const std::string key = std::string("reduce_exact.") + shape_name(s) + "." + dtype_name(t) +
-                            ".fpe" + std::to_string(terms);
-    auto it = ctx.probes().find(key);
-    if (it == ctx.probes().end()) {
-      it = ctx.probes().emplace(key, check_shape(ctx, s, t, terms)).first;
+                            ".fpe" + std::to_string(terms) + " " +
+                            std::to_string(ctx.source_hash("reduce_exact.cl")) + " " +
+                            ctx.tuning().build_options;
+    const std::string& answer = ctx.probe(key, [&] {
+      std::string a = check_shape(ctx, s, t, terms);
       if (ctx.verbose())
         std::cerr << "exact: " << shape_name(s) << " " << dtype_name(t) << " "
-                  << (it->second.empty() ? "passed its check" : it->second) << "\n";
-    }
-    if (it->second.empty()) {
+                  << (a.empty() ? "passed its check" : a) << "\n";
+      return a;
+    });
+    if (answer.empty()) {
       *shape = s;
       return true;
     }
-    *why += (why->empty() ? "" : "; ") + it->second;
+    *why += (why->empty() ? "" : "; ") + answer;
   }
   return false;
 }
@@ -250,22 +270,18 @@ class Exact : public ReduceVariant {
     if (!chosen_shape(ctx, p.type, &s, &why)) return "no shape of exact passed its check: " + why;
     return "";
   }
-  LaunchPolicy policy(Context& ctx, const ReduceProblem& p, std::size_t local_size) override {
+
+ protected:
+  std::unique_ptr<ReducePlan> make_plan(Context& ctx, const ReduceProblem& p,
+                                        std::size_t local_size) const override {
+    if (std::string why = exact_refusal(p.op, p.type); !why.empty()) throw Error(Errc::kUsage, "exact: " + why);
     Shape s;
     std::string why;
     if (!chosen_shape(ctx, p.type, &s, &why))
       throw Error(Errc::kUnsupported, "no shape of exact passed its check: " + why);
-    LaunchPolicy pol = shape_policy(ctx, p, s, local_size, ctx.tuning().exact_groups,
-                                    ctx.tuning().exact_terms);
-    if (!why.empty()) pol.path += " (" + why + ")";
-    return pol;
+    return shape_plan(ctx, p, s, local_size, ctx.tuning().exact_groups, ctx.tuning().exact_terms,
+                      why.empty() ? "" : " (" + why + ")");
   }
-  void enqueue(Context& ctx, const ReduceProblem& p, const LaunchPolicy& pol, const cl::Buffer& in,
-               const cl::Buffer& out, std::vector<cl::Event>& events) override {
-    shape_enqueue(ctx, p, pol, shape_of(pol), in, out, events);
-  }
-  // Verified bit for bit (LaunchPolicy::correctly_rounded), not by a bound.
-  std::uint64_t depth(const ReduceProblem&, const LaunchPolicy&) const override { return 0; }
 };
 
 }  // namespace

@@ -80,8 +80,9 @@ bool fits_idx32(std::size_t n, std::size_t items, unsigned unroll) {
 
 // The launch for shape sp on p: group size, group count, elements per work-item, vector width.
 // forced_groups > 0 fixes the number of groups (the fast-groups knob, or the start-up check).
+// *kernel receives the kernel built for the group size chosen.
 LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::size_t local_size,
-                          std::size_t forced_groups) {
+                          std::size_t forced_groups, cl::Kernel* kernel) {
   const ShapeParams sp = shape_params(s, p.type);
   const std::size_t cap = std::max<std::size_t>(1, ctx.info().compute_units * sp.groups_per_cu);
   const std::size_t nv = std::max<std::size_t>(p.n / sp.vec, 1);
@@ -92,12 +93,15 @@ LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::si
   auto idx32_for = [&](std::size_t wg) { return fits_idx32(p.n, groups_for(wg) * wg, sp.unroll); };
   if (forced_groups > 0) groups_for = [forced_groups](std::size_t) { return forced_groups; };
   LaunchPolicy pol;
-  pol.wg_size = choose_wg(ctx, build(ctx, p, sp, sp.wg, idx32_for(sp.wg)), local_size, sp.wg);
+  *kernel = build(ctx, p, sp, sp.wg, idx32_for(sp.wg));
+  pol.wg_size = choose_wg(ctx, *kernel, local_size, sp.wg);
   pol.groups = groups_for(pol.wg_size);
   // The kernel is built for its group size: check the one actually used, so a size the
   // device cannot take is refused here (exit 2) rather than at launch.
-  if (pol.wg_size != sp.wg)
-    choose_wg(ctx, build(ctx, p, sp, pol.wg_size, idx32_for(pol.wg_size)), pol.wg_size, pol.wg_size);
+  if (pol.wg_size != sp.wg) {
+    *kernel = build(ctx, p, sp, pol.wg_size, idx32_for(pol.wg_size));
+    choose_wg(ctx, *kernel, pol.wg_size, pol.wg_size);
+  }
   const std::size_t items = pol.groups * pol.wg_size;
   pol.items_per_thread = static_cast<unsigned>((p.n + items - 1) / items);
   pol.vec_width = sp.vec;
@@ -106,30 +110,72 @@ LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::si
   return pol;
 }
 
-Shape shape_of(const LaunchPolicy& pol) {
-  if (pol.path.rfind(shape_name(Shape::kGpu), 0) == 0) return Shape::kGpu;
-  if (pol.path.rfind(shape_name(Shape::kCpu), 0) == 0) return Shape::kCpu;
-  return Shape::kTopdown;
+// A float sum's longest chain: a work-item's vectors into one lane (at most ceil(vectors per
+// work-item)), the unrolled accumulators (unroll), the lanes (vec), its head and tail
+// elements (2 vec), the group's tree (log2 wg), the last group's loop over partials
+// (groups / wg) and its tree (log2 wg).
+std::uint64_t shape_depth(const ReduceProblem& p, const LaunchPolicy& pol, Shape s) {
+  const ShapeParams sp = shape_params(s, p.type);
+  const std::uint64_t items = pol.groups * pol.wg_size;
+  const std::uint64_t per_item = (p.n / sp.vec + items - 1) / items;
+  return per_item + sp.unroll + 3 * sp.vec + 2 * ceil_log2(pol.wg_size) +
+         (pol.groups + pol.wg_size - 1) / pol.wg_size;
 }
 
-void shape_enqueue(Context& ctx, const ReduceProblem& p, const LaunchPolicy& pol, Shape s,
-                   const cl::Buffer& in, const cl::Buffer& out, std::vector<cl::Event>& events) {
-  const ShapeParams sp = shape_params(s, p.type);
-  const std::size_t items = pol.groups * pol.wg_size;
-  cl::Kernel k = build(ctx, p, sp, pol.wg_size, fits_idx32(p.n, items, sp.unroll));
-  cl::Buffer& partials = ctx.scratch("fast.partials", pol.groups * p.acc_bytes());
-  // The ticket starts zeroed (scratch buffers are) and each launch's last group resets it;
-  // one per shape, so a shape that failed its check cannot leave a ticket for the other.
-  cl::Buffer& ticket = ctx.scratch(std::string("fast.ticket.") + shape_name(s), sizeof(cl_uint));
-  k.setArg(0, in);
-  k.setArg(1, static_cast<cl_ulong>(p.n));
-  k.setArg(2, partials);
-  k.setArg(3, ticket);
-  k.setArg(4, out);
-  events.emplace_back();
-  ctx.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(items), cl::NDRange(pol.wg_size),
-                                   nullptr, &events.back());
+// One launch of cl/reduce_fast.cl in the GPU or the CPU shape.
+class ShapePlan : public ReducePlan {
+ public:
+  ShapePlan(Context& ctx, const ReduceProblem& p, Shape shape, LaunchPolicy pol,
+            const cl::Kernel& kernel)
+      : ReducePlan(ctx, "fast", p, pol, shape_depth(p, pol, shape)), shape_(shape),
+        kernel_(kernel),
+        partials_(ctx.zeroed_buffer(policy().groups * p.acc_bytes())),
+        // Zeroed here; each launch's last group resets it.
+        ticket_(ctx.zeroed_buffer(sizeof(cl_uint))) {}
+
+  Shape shape() const { return shape_; }
+
+ private:
+  void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+              std::vector<cl::Event>& events) override {
+    kernel_.setArg(0, in);
+    kernel_.setArg(1, static_cast<cl_ulong>(n));
+    kernel_.setArg(2, partials_);
+    kernel_.setArg(3, ticket_);
+    kernel_.setArg(4, out);
+    events.emplace_back();
+    ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange,
+                                      cl::NDRange(policy().groups * policy().wg_size),
+                                      cl::NDRange(policy().wg_size), nullptr, &events.back());
+  }
+
+  Shape shape_;
+  cl::Kernel kernel_;
+  cl::Buffer partials_, ticket_;
+};
+
+std::unique_ptr<ShapePlan> shape_plan(Context& ctx, const ReduceProblem& p, Shape s,
+                                      std::size_t local_size, std::size_t forced_groups) {
+  cl::Kernel k;
+  const LaunchPolicy pol = shape_policy(ctx, p, s, local_size, forced_groups, &k);
+  return std::make_unique<ShapePlan>(ctx, p, s, pol, k);
 }
+
+// topdown's plan, launched as fast's with its own policy (the shape and why named in its path).
+class TopdownSchemePlan : public ReducePlan {
+ public:
+  TopdownSchemePlan(std::unique_ptr<ReducePlan> inner, LaunchPolicy pol, Context& ctx)
+      : ReducePlan(ctx, "fast", inner->problem(), std::move(pol), inner->depth()),
+        inner_(std::move(inner)) {}
+
+ private:
+  void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+              std::vector<cl::Event>& events) override {
+    inner_->enqueue(in, 0, n, out, events);
+  }
+
+  std::unique_ptr<ReducePlan> inner_;
+};
 
 // Trial build and numeric check of shape s: an int32 sum (int64 accumulator) on three groups,
 // about 2 x unroll + 1 vectors per work-item (the unrolled loop and its remainder), dealt out
@@ -151,7 +197,7 @@ std::string check_shape(Context& ctx, Shape s) {
                          : static_cast<std::int32_t>((i * 2654435761u) % 2001) - 1000;
       want += x[i];
     }
-    const LaunchPolicy pol = shape_policy(ctx, p, s, 0, 3);
+    const std::unique_ptr<ShapePlan> plan = shape_plan(ctx, p, s, 0, 3);
     cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, p.n * sizeof(std::int32_t),
                   x.data());
     std::int64_t got = 0x5A5A5A5A5A5A5A5A;
@@ -160,7 +206,7 @@ std::string check_shape(Context& ctx, Shape s) {
     for (int run = 0; run < 2; ++run) {
       got = 0x5A5A5A5A5A5A5A5A;
       ctx.queue().enqueueWriteBuffer(out, CL_TRUE, 0, sizeof got, &got);
-      shape_enqueue(ctx, p, pol, s, in, out, events);
+      plan->enqueue(in, out, events);
       ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, sizeof got, &got);
       if (got != want)
         return std::string(shape_name(s)) + " check gave " + std::to_string(got) + ", expected " +
@@ -177,8 +223,9 @@ std::string check_shape(Context& ctx, Shape s) {
 }
 
 // The shape for this context: the fast-shape knob (gpu, cpu, topdown) or the device type's,
-// confirmed by check_shape, else the other shape, else topdown's scheme. Cached per context;
-// *why receives the failed checks, if any.
+// confirmed by check_shape, else the other shape, else topdown's scheme. Each check's answer is
+// kept in the context, keyed by the shape, the kernel's source and the build options; *why
+// receives the failed checks, if any.
 Shape chosen_shape(Context& ctx, std::string* why) {
   const std::string& forced = ctx.tuning().fast_shape;
   if (forced == "topdown") return Shape::kTopdown;
@@ -188,15 +235,17 @@ Shape chosen_shape(Context& ctx, std::string* why) {
   const Shape second = first == Shape::kGpu ? Shape::kCpu : Shape::kGpu;
   why->clear();
   for (Shape s : {first, second}) {
-    const std::string key = std::string("reduce_fast.") + shape_name(s);
-    auto it = ctx.probes().find(key);
-    if (it == ctx.probes().end()) {
-      it = ctx.probes().emplace(key, check_shape(ctx, s)).first;
+    const std::string key = std::string("reduce_fast.") + shape_name(s) + " " +
+                            std::to_string(ctx.source_hash("reduce_fast.cl")) + " " +
+                            ctx.tuning().build_options;
+    const std::string& answer = ctx.probe(key, [&] {
+      std::string a = check_shape(ctx, s);
       if (ctx.verbose())
-        std::cerr << "fast: " << shape_name(s) << " " << (it->second.empty() ? "passed its check" : it->second) << "\n";
-    }
-    if (it->second.empty()) return s;
-    *why += (why->empty() ? "" : "; ") + it->second;
+        std::cerr << "fast: " << shape_name(s) << " " << (a.empty() ? "passed its check" : a) << "\n";
+      return a;
+    });
+    if (answer.empty()) return s;
+    *why += (why->empty() ? "" : "; ") + answer;
   }
   return Shape::kTopdown;
 }
@@ -207,38 +256,24 @@ class Fast : public ReduceVariant {
   std::string description() const override {
     return "the default: one launch, wide loads, GPU- or CPU-shaped as the device's check decides";
   }
-  LaunchPolicy policy(Context& ctx, const ReduceProblem& p, std::size_t local_size) override {
+
+ protected:
+  std::unique_ptr<ReducePlan> make_plan(Context& ctx, const ReduceProblem& p,
+                                        std::size_t local_size) const override {
     std::string why;
     const Shape s = chosen_shape(ctx, &why);
-    LaunchPolicy pol = s == Shape::kTopdown ? topdown().policy(ctx, p, local_size)
-                                            : shape_policy(ctx, p, s, local_size,
-                                                           ctx.tuning().fast_groups);
-    if (s == Shape::kTopdown) pol.path = std::string(shape_name(s)) + " " + pol.path;
-    if (!why.empty()) pol.path += " (" + why + ")";
-    return pol;
+    const std::string note = why.empty() ? "" : " (" + why + ")";
+    if (s == Shape::kTopdown) {
+      std::unique_ptr<ReducePlan> inner = find_reduce_variant("topdown")->plan(ctx, p, local_size);
+      LaunchPolicy pol = inner->policy();
+      pol.path = std::string(shape_name(s)) + " " + pol.path + note;
+      return std::make_unique<TopdownSchemePlan>(std::move(inner), pol, ctx);
+    }
+    cl::Kernel k;
+    LaunchPolicy pol = shape_policy(ctx, p, s, local_size, ctx.tuning().fast_groups, &k);
+    pol.path += note;
+    return std::make_unique<ShapePlan>(ctx, p, s, pol, k);
   }
-  void enqueue(Context& ctx, const ReduceProblem& p, const LaunchPolicy& pol, const cl::Buffer& in,
-               const cl::Buffer& out, std::vector<cl::Event>& events) override {
-    const Shape s = shape_of(pol);
-    if (s == Shape::kTopdown) return topdown().enqueue(ctx, p, pol, in, out, events);
-    shape_enqueue(ctx, p, pol, s, in, out, events);
-  }
-  // A float sum's longest chain: a work-item's vectors into one lane (at most ceil(vectors per
-  // work-item)), the unrolled accumulators (unroll), the lanes (vec), its head and tail
-  // elements (2 vec), the group's tree (log2 wg), the last group's loop over partials
-  // (groups / wg) and its tree (log2 wg).
-  std::uint64_t depth(const ReduceProblem& p, const LaunchPolicy& pol) const override {
-    const Shape s = shape_of(pol);
-    if (s == Shape::kTopdown) return topdown().depth(p, pol);
-    const ShapeParams sp = shape_params(s, p.type);
-    const std::uint64_t items = pol.groups * pol.wg_size;
-    const std::uint64_t per_item = (p.n / sp.vec + items - 1) / items;
-    return per_item + sp.unroll + 3 * sp.vec + 2 * ceil_log2(pol.wg_size) +
-           (pol.groups + pol.wg_size - 1) / pol.wg_size;
-  }
-
- private:
-  static ReduceVariant& topdown() { return *find_reduce_variant("topdown"); }
 };
 
 }  // namespace

@@ -7,6 +7,27 @@ namespace {
 // Above this n the one-work-item loop takes seconds on a GPU; the variant is skipped.
 constexpr std::size_t kMaxN = std::size_t{1} << 22;
 
+class SequentialDevicePlan : public ReducePlan {
+ public:
+  SequentialDevicePlan(Context& ctx, const ReduceProblem& p, LaunchPolicy pol)
+      : ReducePlan(ctx, "sequential-device", p, std::move(pol), p.n),
+        kernel_(ctx.kernel("reduce_sequential_device.cl", "reduce_sequential_device",
+                           p.cl_options())) {}
+
+ private:
+  void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+              std::vector<cl::Event>& events) override {
+    kernel_.setArg(0, in);
+    kernel_.setArg(1, static_cast<cl_ulong>(n));
+    kernel_.setArg(2, out);
+    events.emplace_back();
+    ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(1), cl::NDRange(1),
+                                      nullptr, &events.back());
+  }
+
+  cl::Kernel kernel_;
+};
+
 class SequentialDevice : public ReduceVariant {
  public:
   std::string name() const override { return "sequential-device"; }
@@ -17,22 +38,14 @@ class SequentialDevice : public ReduceVariant {
     if (p.n > kMaxN) return "n > 2^22: one work-item would take too long";
     return "";
   }
-  LaunchPolicy policy(Context&, const ReduceProblem&, std::size_t) override {
+
+ protected:
+  std::unique_ptr<ReducePlan> make_plan(Context& ctx, const ReduceProblem& p,
+                                        std::size_t) const override {
     LaunchPolicy pol;
     pol.path = "single work-item";
-    return pol;
+    return std::make_unique<SequentialDevicePlan>(ctx, p, pol);
   }
-  void enqueue(Context& ctx, const ReduceProblem& p, const LaunchPolicy&, const cl::Buffer& in,
-               const cl::Buffer& out, std::vector<cl::Event>& events) override {
-    cl::Kernel k = ctx.kernel("reduce_sequential_device.cl", "reduce_sequential_device", p.cl_options());
-    k.setArg(0, in);
-    k.setArg(1, static_cast<cl_ulong>(p.n));
-    k.setArg(2, out);
-    events.emplace_back();
-    ctx.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(1), cl::NDRange(1), nullptr,
-                                     &events.back());
-  }
-  std::uint64_t depth(const ReduceProblem& p, const LaunchPolicy&) const override { return p.n; }
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "reduce/variant.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "clreduce/error.hpp"
 
@@ -20,6 +21,27 @@ std::string ReduceProblem::cl_options() const {
   return "-DCLR_TYPE=" + std::to_string(type_code(type)) +
          " -DCLR_ACC=" + std::to_string(type_code(acc())) +
          " -DCLR_OP=" + std::to_string(static_cast<int>(op));
+}
+
+ReducePlan::ReducePlan(Context& ctx, std::string variant, const ReduceProblem& p,
+                       LaunchPolicy policy, std::uint64_t depth)
+    : ctx_(ctx), variant_(std::move(variant)), problem_(p), policy_(std::move(policy)),
+      depth_(depth) {}
+
+void ReducePlan::enqueue(const cl::Buffer& in, std::size_t offset, std::size_t length,
+                         const cl::Buffer& out, std::vector<cl::Event>& events) {
+  if (length == 0 || length > problem_.n)
+    throw Error(Errc::kUsage, variant_ + ": a plan for " + std::to_string(problem_.n) +
+                                " elements cannot reduce " + std::to_string(length));
+  const std::size_t size = dtype_size(problem_.type);
+  launch(ctx_.view(in, offset * size, length * size), length, out, events);
+}
+
+std::unique_ptr<ReducePlan> ReduceVariant::plan(Context& ctx, const ReduceProblem& p,
+                                                std::size_t local_size) const {
+  if (p.n == 0)
+    throw Error(Errc::kUsage, name() + ": an empty array needs no plan (its reduction is the identity)");
+  return make_plan(ctx, p, local_size);
 }
 
 std::string ReduceVariant::unsupported(Context&, const ReduceProblem&) const { return ""; }

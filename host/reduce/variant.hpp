@@ -1,5 +1,6 @@
-// variant.hpp: what a reduction variant is to the rest of clreduce. One variant = one .cl file
-// + one host file that knows its launch schedule + one row in variants/registry.cpp.
+// variant.hpp: what a reduction variant is to the rest of clreduce: a stateless description that
+// makes plans, and the plan, a typed ready-to-launch object. One variant = one .cl file + one host
+// file that knows its launch schedule + one row in reduce/registry.cpp.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,56 @@ struct ReduceProblem {
   std::string cl_options() const;
 };
 
+// A reduction ready to launch on one device, made by ReduceVariant::plan(): its kernels built,
+// the scratch it owns allocated and zeroed, its schedule fixed. Launch it any number of times,
+// on the whole array or any sub-range of at most problem().n elements; two plans never share
+// scratch, so plans may be in flight together. A plan refers to its Context, which must outlive
+// it, and sets kernel arguments when it launches: one thread at a time per plan.
+class ReducePlan {
+ public:
+  virtual ~ReducePlan() = default;
+  ReducePlan(const ReducePlan&) = delete;
+  ReducePlan& operator=(const ReducePlan&) = delete;
+
+  // The variant that made the plan.
+  const std::string& variant() const { return variant_; }
+  const ReduceProblem& problem() const { return problem_; }
+  // The launch as printable data (--verbose, JSON "policy").
+  const LaunchPolicy& policy() const { return policy_; }
+  // The longest chain of operations any element passes through in a launch on up to
+  // problem().n elements (sets the float error bound).
+  std::uint64_t depth() const { return depth_; }
+
+  // Enqueues the reduction of in's elements [offset, offset + length), 1 <= length <=
+  // problem().n, leaving the accumulator at out[0] (problem().acc_bytes() bytes); arg ops'
+  // indices count from offset. A range that does not start at element 0 is a sub-buffer: its
+  // first byte must be a multiple of Context::base_align(). Appends one event per launch.
+  // Throws Error(Errc::kUsage) for a range out of bounds, empty or not aligned.
+  void enqueue(const cl::Buffer& in, std::size_t offset, std::size_t length, const cl::Buffer& out,
+               std::vector<cl::Event>& events);
+  // The whole problem: in[0, problem().n).
+  void enqueue(const cl::Buffer& in, const cl::Buffer& out, std::vector<cl::Event>& events) {
+    enqueue(in, 0, problem_.n, out, events);
+  }
+
+ protected:
+  ReducePlan(Context& ctx, std::string variant, const ReduceProblem& p, LaunchPolicy policy,
+             std::uint64_t depth);
+  // Launches on in[0, n), 1 <= n <= problem().n: sets arguments and enqueues, nothing else.
+  virtual void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+                      std::vector<cl::Event>& events) = 0;
+
+  Context& ctx_;
+
+ private:
+  std::string variant_;
+  ReduceProblem problem_;
+  LaunchPolicy policy_;
+  std::uint64_t depth_;
+};
+
+// A reduction variant: a name, a description and const functions of (context, problem). It
+// holds no state; what a device needs (probe answers, chosen shapes) lives in its Context.
 class ReduceVariant {
  public:
   virtual ~ReduceVariant() = default;
@@ -44,19 +95,18 @@ class ReduceVariant {
   virtual std::string description() const = 0;
   // Empty when the variant can run the problem on this device; else why not (it is skipped).
   virtual std::string unsupported(Context& ctx, const ReduceProblem& p) const;
-  // The launch policy for this device and problem; local_size > 0 overrides the group size
-  // (Error(Errc::kUsage) if the device or kernel cannot take it).
-  virtual LaunchPolicy policy(Context& ctx, const ReduceProblem& p, std::size_t local_size) = 0;
-  // Enqueues the reduction of in[0..n), n >= 1, leaving the accumulator at out[0]. Appends one
-  // event per launch to events.
-  virtual void enqueue(Context& ctx, const ReduceProblem& p, const LaunchPolicy& pol,
-                       const cl::Buffer& in, const cl::Buffer& out,
-                       std::vector<cl::Event>& events) = 0;
-  // The longest chain of operations any element passes through (sets the float error bound).
-  virtual std::uint64_t depth(const ReduceProblem& p, const LaunchPolicy& pol) const = 0;
+  // The plan for this device and problem (p.n >= 1): kernels built, scratch allocated, nothing
+  // launched. local_size > 0 overrides the group size (Error(Errc::kUsage) if the device or
+  // kernel cannot take it). Throws Error(Errc::kUsage) for p.n = 0, which needs no launch.
+  std::unique_ptr<ReducePlan> plan(Context& ctx, const ReduceProblem& p,
+                                   std::size_t local_size) const;
   // The implementation path this device gets at the default group size (what LaunchPolicy::path
   // will say, e.g. "shfl.sync"), for --list-variants; empty when the variant has only one.
   virtual std::string device_path(Context& ctx) const;
+
+ protected:
+  virtual std::unique_ptr<ReducePlan> make_plan(Context& ctx, const ReduceProblem& p,
+                                                std::size_t local_size) const = 0;
 };
 
 // Every reduction variant, in the order --variant all runs them.
@@ -74,9 +124,9 @@ inline std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) /
 // Picks the group size: `wanted` (user override) or `preferred`, clamped to the device and kernel
 // limits. An override the device cannot take throws Error(Errc::kUsage).
 std::size_t choose_wg(Context& ctx, const cl::Kernel& k, std::size_t wanted, std::size_t preferred);
-// Checks a --local-size before a kernel is built for it (a build with a group-sized static local
-// array may fail to build, not merely refuse the size): throws Error(Errc::kUsage) when it exceeds
-// the device's largest group or local_bytes exceeds its local memory. 0 passes.
+// Checks a work-group size override before a kernel is built for it (a build with a group-sized
+// static local array may fail to build, not merely refuse the size): throws Error(Errc::kUsage)
+// when it exceeds the device's largest group or local_bytes exceeds its local memory. 0 passes.
 void check_local_size(Context& ctx, std::size_t local_size, std::size_t local_bytes);
 // The device's largest work-group size for `k` (CL_KERNEL_WORK_GROUP_SIZE, capped by the device).
 std::size_t kernel_max_wg(Context& ctx, const cl::Kernel& k);

@@ -4,7 +4,6 @@
 #include "run/omp_peer.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <vector>
 
 #ifdef _OPENMP
@@ -34,25 +33,6 @@ struct AsU32 {
 struct AsFloat {
   float operator()(float v) const { return v; }
 };
-
-// Runs fn() warmup times untimed, then repeat times timed; fn returns the threads it used.
-template <class Fn>
-PeerTiming time_runs(int warmup, int repeat, Fn&& fn) {
-  int threads = 1;
-  for (int i = 0; i < warmup; ++i) threads = fn();
-  const int runs = std::max(repeat, 1);
-  std::vector<double> ms(static_cast<std::size_t>(runs));
-  for (double& m : ms) {
-    const auto t0 = std::chrono::steady_clock::now();
-    threads = fn();
-    const auto t1 = std::chrono::steady_clock::now();
-    m = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  }
-  std::sort(ms.begin(), ms.end());
-  const std::size_t mid = ms.size() / 2;
-  const double median = ms.size() % 2 ? ms[mid] : 0.5 * (ms[mid - 1] + ms[mid]);
-  return PeerTiming{median, ms.front(), ms.back(), threads};
-}
 
 // First element of part `t` of `parts` contiguous parts of [0, n); inner edges are multiples
 // of kAlign and the last part takes the remainder.
@@ -193,34 +173,34 @@ int scan_inclusive(const In* x, std::size_t n, Out* y, Conv conv) {
 
 }  // namespace
 
-PeerTiming omp_reduce_sum_i32(const std::int32_t* x, std::size_t n, std::int64_t* out, int warmup,
-                              int repeat) {
+PeerTiming omp_reduce_sum_i32(const std::int32_t* x, std::size_t n, std::int64_t* out, std::uint64_t warmup,
+                              std::uint64_t repeat) {
   std::uint64_t acc = 0;
-  PeerTiming timing = time_runs(warmup, repeat, [&] { return reduce_sum(x, n, &acc, WidenU64{}); });
+  PeerTiming timing = time_peer(warmup, repeat, [&] { return reduce_sum(x, n, &acc, WidenU64{}); });
   *out = static_cast<std::int64_t>(acc);
   return timing;
 }
 
-PeerTiming omp_reduce_sum_f32(const float* x, std::size_t n, float* out, int warmup, int repeat) {
-  return time_runs(warmup, repeat, [&] { return reduce_sum(x, n, out, AsFloat{}); });
+PeerTiming omp_reduce_sum_f32(const float* x, std::size_t n, float* out, std::uint64_t warmup, std::uint64_t repeat) {
+  return time_peer(warmup, repeat, [&] { return reduce_sum(x, n, out, AsFloat{}); });
 }
 
-PeerTiming omp_scan_i32_i64(const std::int32_t* x, std::size_t n, std::int64_t* y, int warmup,
-                            int repeat) {
-  return time_runs(warmup, repeat, [&] {
+PeerTiming omp_scan_i32_i64(const std::int32_t* x, std::size_t n, std::int64_t* y, std::uint64_t warmup,
+                            std::uint64_t repeat) {
+  return time_peer(warmup, repeat, [&] {
     return scan_inclusive<std::int32_t, std::uint64_t>(x, n, y, WidenU64{});
   });
 }
 
-PeerTiming omp_scan_i32_i32(const std::int32_t* x, std::size_t n, std::int32_t* y, int warmup,
-                            int repeat) {
-  return time_runs(warmup, repeat, [&] {
+PeerTiming omp_scan_i32_i32(const std::int32_t* x, std::size_t n, std::int32_t* y, std::uint64_t warmup,
+                            std::uint64_t repeat) {
+  return time_peer(warmup, repeat, [&] {
     return scan_inclusive<std::int32_t, std::uint32_t>(x, n, y, AsU32{});
   });
 }
 
-PeerTiming omp_scan_f32(const float* x, std::size_t n, float* y, int warmup, int repeat) {
-  return time_runs(warmup, repeat, [&] {
+PeerTiming omp_scan_f32(const float* x, std::size_t n, float* y, std::uint64_t warmup, std::uint64_t repeat) {
+  return time_peer(warmup, repeat, [&] {
     return scan_inclusive<float, float>(x, n, y, AsFloat{});
   });
 }

@@ -4,7 +4,6 @@
 #include "run/omp_reduce.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -26,23 +25,6 @@ int max_threads() {
 #else
   return 1;
 #endif
-}
-
-// Runs fn() warmup times untimed, then repeat times timed; fn returns the threads it used.
-template <class Fn>
-PeerTiming time_runs(int warmup, int repeat, Fn&& fn) {
-  int threads = 1;
-  for (int i = 0; i < warmup; ++i) threads = fn();
-  std::vector<double> ms(static_cast<std::size_t>(std::max(repeat, 1)));
-  for (double& m : ms) {
-    const auto t0 = std::chrono::steady_clock::now();
-    threads = fn();
-    m = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  }
-  std::sort(ms.begin(), ms.end());
-  const std::size_t mid = ms.size() / 2;
-  const double median = ms.size() % 2 ? ms[mid] : 0.5 * (ms[mid - 1] + ms[mid]);
-  return PeerTiming{median, ms.front(), ms.back(), threads};
 }
 
 template <class T> bool is_nan(T x) {
@@ -196,7 +178,7 @@ template <class T, class A> Value run(const T* x, std::size_t n, Op op, DType ac
 
 }  // namespace
 
-OmpResult omp_reduce(const HostArray& a, Op op, DType acc, int warmup, int repeat) {
+OmpResult omp_reduce(const HostArray& a, Op op, DType acc, std::uint64_t warmup, std::uint64_t repeat) {
   OmpResult res;
   const std::size_t n = a.n;
   const std::uint64_t threads = static_cast<std::uint64_t>(std::max(max_threads(), 1));
@@ -222,7 +204,7 @@ OmpResult omp_reduce(const HostArray& a, Op op, DType acc, int warmup, int repea
     int used = 1;
     auto body = [&](auto acc_tag) {
       using A = decltype(acc_tag);
-      res.timing = time_runs(warmup, repeat, [&] {
+      res.timing = time_peer(warmup, repeat, [&] {
         res.value = run<T, A>(a.as<T>(), n, op, acc, &used);
         return used;
       });

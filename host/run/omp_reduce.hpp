@@ -18,6 +18,6 @@ struct OmpResult {
 
 // Reduces a with op into accumulator type acc (resolve_acc()) on all cores, `warmup` untimed
 // and `repeat` timed runs. a.n must be > 0 unless op has an identity.
-OmpResult omp_reduce(const HostArray& a, Op op, DType acc, int warmup, int repeat);
+OmpResult omp_reduce(const HostArray& a, Op op, DType acc, std::uint64_t warmup, std::uint64_t repeat);
 
 }  // namespace clreduce

@@ -1,9 +1,11 @@
-// runner.cpp: timing with profiling events (kernel time) and the host clock (wall time).
+// runner.cpp: the harness's one timed loop (profiling events for kernel time, the host clock for
+// wall time), its verify-and-rate step, and the reduction session: plans, the OpenMP peer and
+// the copy ceiling, all through them.
 #include "run/runner.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
+#include <memory>
 
 #include "clreduce/error.hpp"
 #include "run/omp_reduce.hpp"
@@ -11,38 +13,18 @@
 
 namespace clreduce {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
-// The depth verify() needs: a sum's error follows the longest chain of additions (`chain`), but
-// a product's relative error grows with every one of its n - 1 multiplications, whatever the
-// order, so a tree is no tighter than the loop.
-double events_ms(std::vector<cl::Event>& events) {
-  double ms = 0.0;
-  for (auto& e : events)
-    ms += static_cast<double>(e.getProfilingInfo<CL_PROFILING_COMMAND_END>() -
-                              e.getProfilingInfo<CL_PROFILING_COMMAND_START>()) * 1e-6;
-  return ms;
-}
-
-void set_timings(RunRecord& rec, const std::vector<double>& kernel_ms,
-                 const std::vector<double>& wall_ms) {
-  rec.kernel_ms = median(kernel_ms);
-  rec.kernel_ms_min = *std::min_element(kernel_ms.begin(), kernel_ms.end());
-  rec.kernel_ms_max = *std::max_element(kernel_ms.begin(), kernel_ms.end());
-  rec.wall_ms = median(wall_ms);
-}
-
-static std::uint64_t error_depth(const ReduceProblem& p, std::uint64_t chain) {
-  return p.op == Op::kProd ? p.n : chain;
-}
-
-static double now_ms() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+void set_timings(RunRecord& rec, const std::vector<Sample>& samples) {
+  std::vector<double> kernel, wall;
+  for (const Sample& s : samples) {
+    kernel.push_back(s.kernel_ms);
+    wall.push_back(s.wall_ms);
+  }
+  const Spread k = spread(kernel);
+  rec.kernel_ms = k.median;
+  rec.kernel_ms_min = k.min;
+  rec.kernel_ms_max = k.max;
+  rec.wall_ms = median(wall);
+  rec.launches = samples.back().launches;
 }
 
 void check_fits(const DeviceInfo& d, DType t, std::size_t n) {
@@ -52,77 +34,106 @@ void check_fits(const DeviceInfo& d, DType t, std::size_t n) {
                                       std::to_string(d.max_alloc) + " bytes)");
 }
 
-ReduceSession::ReduceSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg)
-    : ctx_(ctx), data_(data), cfg_(cfg) {
-  problem_.op = op;
-  problem_.type = data.type;
-  problem_.n = data.n;
-  problem_.acc_type = resolve_acc(op, data.type, cfg.acc);
-  cfg_.repeat = std::max(cfg_.repeat, 1);
-  cfg_.warmup = std::max(cfg_.warmup, 0);
-  const DeviceInfo& d = ctx.info();
-  if ((data.type == DType::kDouble || problem_.acc() == DType::kDouble) && !d.fp64)
-    throw Error(Errc::kUnsupported, d.name + " has no double precision (cl_khr_fp64); try float");
-  check_fits(d, data.type, data.n);
-  expected_ = reference_reduce(data, op, problem_.acc_type);  // throws for n = 0 without identity
-  abs_sum_ = abs_sum(data);
-  std::vector<double> t;
-  for (int r = 0; r < cfg_.repeat; ++r) {
-    const double t0 = now_ms();
-    const Value v = sequential_reduce(data, op, problem_.acc_type);
-    t.push_back(now_ms() - t0);
-    if (r == 0 && !is_float(v.type) && !(v.i == expected_.i && v.u == expected_.u))
-      throw Error(Errc::kInternal, "internal: sequential loop disagrees with the reference");
-  }
-  seq_ms_ = median(t);
+Session::Session(Context& ctx, const HostArray& data, RunConfig cfg)
+    : ctx_(ctx), data_(data), cfg_(std::move(cfg)) {
+  cfg_.repeat = std::max<std::uint64_t>(cfg_.repeat, 1);
 }
 
-RunRecord ReduceSession::base_record(const std::string& name) const {
+void Session::check_fp64(DType acc) const {
+  const DeviceInfo& d = ctx_.info();
+  if ((data_.type == DType::kDouble || acc == DType::kDouble) && !d.fp64)
+    throw Error(Errc::kUnsupported, d.name + " has no double precision (cl_khr_fp64); try float");
+}
+
+RunRecord Session::record(const std::string& variant, Op op, DType acc) const {
   RunRecord rec;
-  rec.variant = name;
-  rec.op = problem_.op;
-  rec.type = problem_.type;
-  rec.acc = problem_.acc_type;
-  rec.n = problem_.n;
+  rec.variant = variant;
+  rec.op = op;
+  rec.type = data_.type;
+  rec.acc = acc;
+  rec.n = data_.n;
   rec.device = ctx_.info().name;
-  rec.expected = expected_;
   rec.seq_ms = seq_ms_;
   return rec;
 }
 
-RunRecord ReduceSession::run(ReduceVariant& v) {
-  RunRecord rec = base_record(v.name());
+void Session::time_sequential(const std::function<void()>& fn) {
+  std::vector<double> ms;
+  for (const Sample& s : repeat_runs(0, cfg_.repeat, [&] { return time_call(fn); }))
+    ms.push_back(s.wall_ms);
+  seq_ms_ = median(ms);
+}
+
+void Session::time_device(RunRecord& rec, const std::function<void()>& prepare,
+                          const std::function<void(std::vector<cl::Event>&)>& body) const {
+  set_timings(rec, repeat_runs(cfg_.warmup, cfg_.repeat, [&] {
+                prepare();
+                std::vector<cl::Event> events;
+                const double t0 = now_ms();
+                body(events);
+                const double t1 = now_ms();
+                return Sample{events_ms(events), t1 - t0, events.size()};
+              }));
+}
+
+void Session::finish(RunRecord& rec, bool ok, const std::string& why, double bound,
+                     double bytes_moved) {
+  rec.verified = ok;
+  rec.verify_note = why;
+  rec.bound = bound;
+  if (rec.kernel_ms > 0) {
+    rec.gbps = bytes_moved / (rec.kernel_ms * 1e6);
+    if (rec.kind != "ceiling") rec.speedup = rec.seq_ms / rec.kernel_ms;
+  }
+}
+
+ReduceSession::ReduceSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg)
+    : Session(ctx, data, std::move(cfg)) {
+  problem_.op = op;
+  problem_.type = data.type;
+  problem_.n = data.n;
+  problem_.acc_type = resolve_acc(op, data.type, cfg_.acc);
+  check_fp64(problem_.acc());
+  check_fits(ctx.info(), data.type, data.n);
+  expected_ = reference_reduce(data, op, problem_.acc_type);  // throws for n = 0 without identity
+  abs_sum_ = abs_sum(data);
+  bool checked = false;
+  time_sequential([&] {
+    const Value v = sequential_reduce(data, op, problem_.acc_type);
+    if (!checked && !is_float(v.type) && !(v.i == expected_.i && v.u == expected_.u))
+      throw Error(Errc::kInternal, "internal: sequential loop disagrees with the reference");
+    checked = true;
+  });
+}
+
+RunRecord ReduceSession::run(const ReduceVariant& v) {
+  RunRecord rec = record(v.name(), problem_.op, problem_.acc_type);
+  rec.expected = expected_;
   rec.skip_reason = v.unsupported(ctx_, problem_);
   if (!rec.skip_reason.empty()) {
     rec.skipped = true;
     return rec;
   }
+  std::unique_ptr<ReducePlan> plan;
   if (problem_.n == 0) {  // sum and prod: the identity, with no launch
     rec.result = identity_value(problem_.op, problem_.acc_type);
   } else {
-    rec.policy = v.policy(ctx_, problem_, cfg_.local_size);
+    plan = v.plan(ctx_, problem_, cfg_.local_size);
+    rec.policy = plan->policy();
     cl::Buffer in = ctx_.scratch("input", data_.bytes.size());
     cl::Buffer out = ctx_.scratch("result", 16);
     std::vector<unsigned char> result(16, 0);
-    std::vector<double> kernel_ms, wall_ms;
-    for (int r = 0; r < cfg_.warmup + cfg_.repeat; ++r) {
-      // Pre-fill the result with a sentinel so an unwritten result cannot pass.
-      std::fill(result.begin(), result.end(), 0xA5);
-      ctx_.queue().enqueueWriteBuffer(out, CL_TRUE, 0, 16, result.data());
-      std::vector<cl::Event> events;
-      const double t0 = now_ms();
-      ctx_.queue().enqueueWriteBuffer(in, CL_FALSE, 0, data_.bytes.size(), data_.bytes.data());
-      v.enqueue(ctx_, problem_, rec.policy, in, out, events);
-      ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, problem_.acc_bytes(), result.data());
-      const double t1 = now_ms();
-      const double k = events_ms(events);
-      rec.launches = events.size();
-      if (r >= cfg_.warmup) {
-        kernel_ms.push_back(k);
-        wall_ms.push_back(t1 - t0);
-      }
-    }
-    set_timings(rec, kernel_ms, wall_ms);
+    time_device(
+        rec,
+        [&] {  // a sentinel, so an unwritten result cannot pass
+          std::fill(result.begin(), result.end(), 0xA5);
+          ctx_.queue().enqueueWriteBuffer(out, CL_TRUE, 0, 16, result.data());
+        },
+        [&](std::vector<cl::Event>& events) {
+          ctx_.queue().enqueueWriteBuffer(in, CL_FALSE, 0, data_.bytes.size(), data_.bytes.data());
+          plan->enqueue(in, out, events);
+          ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, problem_.acc_bytes(), result.data());
+        });
     rec.result = Value::from_bytes(problem_.acc(), result.data());
     if (is_arg_op(problem_.op)) {
       std::int64_t idx;
@@ -130,46 +141,46 @@ RunRecord ReduceSession::run(ReduceVariant& v) {
       rec.result.index = idx;
     }
   }
-  finish(rec, problem_.n ? v.depth(problem_, rec.policy) : 0);
+  finish_reduce(rec, plan ? plan->depth() : 0);
   return rec;
 }
 
 RunRecord ReduceSession::run_omp() {
-  RunRecord rec = base_record("omp");
+  RunRecord rec = record("omp", problem_.op, problem_.acc_type);
   rec.kind = "peer";
+  rec.expected = expected_;
   const OmpResult r = omp_reduce(data_, problem_.op, problem_.acc_type, cfg_.warmup, cfg_.repeat);
   rec.result = r.value;
   rec.kernel_ms = rec.wall_ms = r.timing.ms_median;
   rec.kernel_ms_min = r.timing.ms_min;
   rec.kernel_ms_max = r.timing.ms_max;
   rec.policy.path = "openmp threads=" + std::to_string(r.timing.threads);
-  finish(rec, r.depth);
+  finish_reduce(rec, r.depth);
   return rec;
 }
 
-void ReduceSession::finish(RunRecord& rec, std::uint64_t chain) const {
-  const std::uint64_t depth = problem_.n ? error_depth(problem_, chain) : 0;
+// The depth verify() needs: a sum's error follows the longest chain of additions (`chain`), but
+// a product's relative error grows with every one of its n - 1 multiplications, whatever the
+// order, so a tree is no tighter than the loop. A correctly rounded plan (`exact`) is held to the
+// bits of the reference, and every float sum's distance from it is recorded.
+void ReduceSession::finish_reduce(RunRecord& rec, std::uint64_t chain) const {
+  const std::uint64_t depth = problem_.n ? (problem_.op == Op::kProd ? problem_.n : chain) : 0;
   const Verdict verdict = rec.policy.correctly_rounded
                               ? verify_bitwise(rec.result, expected_)
                               : verify(rec.result, expected_, problem_.op, depth, abs_sum_);
-  rec.verified = verdict.ok;
-  rec.verify_note = verdict.why;
-  rec.bound = verdict.bound;
   if (problem_.op == Op::kSum && is_float(expected_.type)) {  // expected_ is the exact sum
     const FloatError err = float_error(rec.result, expected_);
     rec.has_error = true;
     rec.err_ulp = err.ulps;
     rec.err_rel = err.rel;
   }
-  if (rec.kernel_ms > 0) {
-    rec.gbps = static_cast<double>(data_.bytes.size()) / (rec.kernel_ms * 1e6);
-    rec.speedup = rec.seq_ms / rec.kernel_ms;
-  }
+  finish(rec, verdict.ok, verdict.why, verdict.bound, static_cast<double>(data_.bytes.size()));
 }
 
 RunRecord ReduceSession::run_copy() {
-  RunRecord rec = base_record("copy");
+  RunRecord rec = record("copy", problem_.op, problem_.acc_type);
   rec.kind = "ceiling";
+  rec.expected = expected_;
   const std::size_t bytes = data_.bytes.size();
   if (bytes == 0) {
     rec.skipped = true;
@@ -180,25 +191,19 @@ RunRecord ReduceSession::run_copy() {
     cl::Buffer in = ctx_.scratch("input", bytes);
     cl::Buffer dst = ctx_.scratch("copy", bytes);
     ctx_.queue().enqueueWriteBuffer(in, CL_TRUE, 0, bytes, data_.bytes.data());
-    std::vector<double> kernel_ms;
-    for (int r = 0; r < cfg_.warmup + cfg_.repeat; ++r) {
-      cl::Event e;
-      ctx_.queue().enqueueCopyBuffer(in, dst, 0, 0, bytes, nullptr, &e);
-      e.wait();
-      if (r >= cfg_.warmup)
-        kernel_ms.push_back(static_cast<double>(e.getProfilingInfo<CL_PROFILING_COMMAND_END>() -
-                                                e.getProfilingInfo<CL_PROFILING_COMMAND_START>()) * 1e-6);
-    }
+    time_device(
+        rec, [] {},
+        [&](std::vector<cl::Event>& events) {
+          events.emplace_back();
+          ctx_.queue().enqueueCopyBuffer(in, dst, 0, 0, bytes, nullptr, &events.back());
+          events.back().wait();
+        });
+    rec.wall_ms = rec.kernel_ms;  // the copy alone: no upload, no read-back
     std::vector<unsigned char> back(bytes);
     ctx_.queue().enqueueReadBuffer(dst, CL_TRUE, 0, bytes, back.data());
-    rec.verified = back == data_.bytes;
-    if (!rec.verified) rec.verify_note = "the copy differs from the input";
-    rec.kernel_ms = rec.wall_ms = median(kernel_ms);
-    rec.kernel_ms_min = *std::min_element(kernel_ms.begin(), kernel_ms.end());
-    rec.kernel_ms_max = *std::max_element(kernel_ms.begin(), kernel_ms.end());
-    rec.launches = 1;
+    const bool same = back == data_.bytes;
     rec.policy.path = "clEnqueueCopyBuffer";
-    if (rec.kernel_ms > 0) rec.gbps = 2.0 * static_cast<double>(bytes) / (rec.kernel_ms * 1e6);
+    finish(rec, same, same ? "" : "the copy differs from the input", 0.0, 2.0 * static_cast<double>(bytes));
   } catch (const cl::Error& e) {
     rec.skipped = true;
     rec.skip_reason = std::string("copy failed: ") + e.what() + " " + cl_error_name(e.err());

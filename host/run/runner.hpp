@@ -1,30 +1,41 @@
-// runner.hpp: runs a variant on one array: upload, warm-up, timed repetitions, verification
-// against the sequential reference, and the timing of the seeds' sequential loop beside it.
+// runner.hpp: the run harness: one array on one device, and every run made on it (a reduction or
+// scan plan, the OpenMP peer, the copy ceiling) timed by one loop (run/timing.hpp), verified
+// against the sequential reference and rated by one step, into one record type.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "reduce/variant.hpp"
+#include "run/timing.hpp"
 #include "runtime/context.hpp"
 #include "verify/reference.hpp"
-#include "reduce/variant.hpp"
 
 namespace clreduce {
 
 struct RunConfig {
-  int warmup = 1;              // untimed runs before the timed ones
-  int repeat = 5;              // timed runs; medians are reported
-  std::size_t local_size = 0;  // 0: the variant's choice
-  std::string acc;             // --acc: accumulator type name; empty for NumPy's
+  std::uint64_t warmup = 1;    // untimed runs before the timed ones
+  std::uint64_t repeat = 5;    // timed runs (at least one); medians are reported
+  std::size_t local_size = 0;  // work-group size; 0: the variant's choice
+  std::string acc;             // accumulator type name (resolve_acc()); empty for NumPy's
 };
 
-// One variant's outcome on one array: what --format json prints. A scan's result and expected
-// are the last elements of its output and of the reference.
+// What a scan's record adds to a reduction's.
+struct ScanRunInfo {
+  bool exclusive = false;
+  bool segmented = false;
+  std::int64_t first_wrong = -1;  // index of the first wrong element, -1 when none
+  std::uint64_t wrong_count = 0;  // how many elements are wrong
+};
+
+// One run's outcome on one array: what --format json prints. A scan's result and expected are
+// the last elements of its output and of the reference.
 struct RunRecord {
   std::string variant;
   std::string kind = "clreduce";  // "clreduce", "peer" (omp) or "ceiling" (copy)
-  std::string mode = "reduce";    // "reduce" or "scan"
   Op op = Op::kSum;
   DType type = DType::kInt32;
   DType acc = DType::kInt64;  // accumulator (result) type
@@ -45,16 +56,12 @@ struct RunRecord {
   double kernel_ms_min = 0.0;  // fastest and slowest repetition (the spread)
   double kernel_ms_max = 0.0;
   double wall_ms = 0.0;     // median of upload + launches + read-back, host clock
-  double gbps = 0.0;        // input bytes / kernel time (copy: bytes read + written)
+  double gbps = 0.0;        // bytes moved / kernel time (reductions: input; scans: input, flags
+                            // and output; copy: bytes read + written)
   double seq_ms = 0.0;      // the seeds' sequential loop on the host, median
   double speedup = 0.0;     // seq_ms / kernel_ms
   std::size_t launches = 0;
   LaunchPolicy policy;
-  // Scans only.
-  bool exclusive = false;
-  bool segmented = false;
-  std::int64_t first_wrong = -1;  // index of the first wrong element, -1 when none
-  std::uint64_t wrong_count = 0;  // how many elements are wrong
   // Peer time / this kernel time, by key ("vs_omp"): above 1, clreduce is faster. NaN: not
   // quoted, because one of the two timings is noisy.
   std::vector<std::pair<std::string, double>> ratios;
@@ -67,48 +74,74 @@ struct RunRecord {
   std::uint64_t seed = 0;
   int warmup = 0;  // as run
   int repeat = 0;
+  // The mode-specific part: set for scans, empty for reductions.
+  std::optional<ScanRunInfo> scan;
+
+  // "reduce" or "scan".
+  const char* mode() const { return scan ? "scan" : "reduce"; }
 };
 
-// Holds the array, its reference and the baseline time, shared by every variant run on it.
-class ReduceSession {
+// What every session shares: the device, the array, the configuration, the sequential loop's
+// time and the reference's answer, the timed loop and the verify-and-rate step.
+class Session {
+ public:
+  const RunConfig& config() const { return cfg_; }
+
+ protected:
+  Session(Context& ctx, const HostArray& data, RunConfig cfg);
+  // Throws Error(Errc::kUnsupported) for double (input or accumulator) on a device without fp64.
+  void check_fp64(DType acc) const;
+  // A record of this array and device for `variant`, with the sequential loop's time.
+  RunRecord record(const std::string& variant, Op op, DType acc) const;
+  // Times the seeds' sequential loop: fn() config().repeat times (no warm-up); sets seq_ms.
+  void time_sequential(const std::function<void()>& fn);
+  // The timed loop of a device run, warmup + repeat times: prepare() untimed (e.g. a sentinel
+  // write), then body(events) between two reads of the host clock (uploads, launches, read-back);
+  // sets rec's kernel and wall times, their spread and its launches.
+  void time_device(RunRecord& rec, const std::function<void()>& prepare,
+                   const std::function<void(std::vector<cl::Event>&)>& body) const;
+  // The verify-and-rate step: the verdict (ok, why, the float bound used), then gbps from the
+  // bytes moved per run and, for variants and peers, the speedup over the sequential loop.
+  static void finish(RunRecord& rec, bool ok, const std::string& why, double bound,
+                     double bytes_moved);
+
+  Context& ctx_;
+  const HostArray& data_;
+  RunConfig cfg_;
+  double seq_ms_ = 0.0;
+};
+
+// Sets rec's kernel_ms (median), kernel_ms_min, kernel_ms_max, wall_ms (median) and launches
+// (the last run's) from the timed samples (non-empty).
+void set_timings(RunRecord& rec, const std::vector<Sample>& samples);
+
+// A reduction session: the array, its reference and the baseline time, shared by every variant
+// run on it.
+class ReduceSession : public Session {
  public:
   // Throws Error for n = 0 with an op that has no identity, for double on a device without
   // fp64, and for arrays larger than the device's largest allocation.
   ReduceSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg);
-  RunRecord run(ReduceVariant& v);
+  // Plans v for this array and runs the plan: a record, skipped (with the reason) where v cannot.
+  RunRecord run(const ReduceVariant& v);
   // The OpenMP peer on the same array: variant "omp", kind "peer", verified like a variant.
   RunRecord run_omp();
   // Device-to-device copy of the array (clEnqueueCopyBuffer): variant "copy", kind "ceiling",
   // gbps counting bytes read and written; verified by reading the copy back.
   RunRecord run_copy();
+  const ReduceProblem& problem() const { return problem_; }
 
  private:
-  RunRecord base_record(const std::string& name) const;
   // Verifies rec.result against the reference (chain: the run's longest chain of operations,
-  // the float bound's depth) and sets gbps and speedup from kernel_ms.
-  void finish(RunRecord& rec, std::uint64_t chain) const;
+  // the float bound's depth) and rates it.
+  void finish_reduce(RunRecord& rec, std::uint64_t chain) const;
 
-  Context& ctx_;
-  const HostArray& data_;
   ReduceProblem problem_;
-  RunConfig cfg_;
   Value expected_;
   long double abs_sum_ = 0.0L;
-  double seq_ms_ = 0.0;
 };
 
 // Throws Error(Errc::kUnsupported) when n elements of t exceed the device's largest allocation.
 void check_fits(const DeviceInfo& d, DType t, std::size_t n);
-
-// Median of a non-empty vector.
-double median(std::vector<double> v);
-
-// Kernel time of one run in ms: the sum of the profiling-event durations of its launches.
-double events_ms(std::vector<cl::Event>& events);
-
-// Sets kernel_ms (median), kernel_ms_min and kernel_ms_max from the timed runs' kernel times,
-// and wall_ms (median) from their wall times. Both vectors non-empty.
-void set_timings(RunRecord& rec, const std::vector<double>& kernel_ms,
-                 const std::vector<double>& wall_ms);
 
 }  // namespace clreduce

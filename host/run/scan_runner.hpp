@@ -1,6 +1,6 @@
-// scan_runner.hpp: runs a scan variant on one array: upload, warm-up, timed repetitions, the
-// check of every element against the sequential scan, and the seeds' loop timed beside it.
-// Outputs are pre-filled with a sentinel each run, so an element no kernel wrote fails.
+// scan_runner.hpp: the scan session of the run harness (runner.hpp): upload, warm-up, timed
+// repetitions, the check of every element against the sequential scan, and the seeds' loop timed
+// beside it. Outputs are pre-filled with a sentinel each run, so an element no kernel wrote fails.
 #pragma once
 
 #include <cstdint>
@@ -25,30 +25,28 @@ struct ScanOptions {
 // not n throws Error(Errc::kUsage).
 std::vector<std::uint8_t> segment_flags(std::size_t n, const std::string& file, std::size_t length);
 
-// Holds the array, the flags, the baseline time and the reference's last element, shared by
-// every scan variant run on it.
-class ScanSession {
+// A scan session: the array, the flags, the baseline time and the reference's last element,
+// shared by every scan variant run on it; timed, verified and rated by the Session's one loop
+// and step.
+class ScanSession : public Session {
  public:
   // Throws Error for double on a device without fp64, arrays (input or output) larger than the
   // device's largest allocation, and flags whose length is not data.n. An arg op is accepted:
   // every run is then skipped with the reason.
   ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg, ScanOptions opts);
-  // Runs v; with output, the device's last result is stored there (type acc, data.n elements).
-  RunRecord run(ScanVariant& v, HostArray* output = nullptr);
+  // Plans v for this array and runs the plan; with output, the device's last result is stored
+  // there (type acc, data.n elements).
+  RunRecord run(const ScanVariant& v, HostArray* output = nullptr);
   // The OpenMP scan peer on the same array (omp_scan.hpp): variant "omp", kind "peer", verified
   // like a variant; skipped, with the reason, for a scan the peer does not have.
   RunRecord run_omp();
   const ScanProblem& problem() const { return problem_; }
 
  private:
-  Context& ctx_;
-  const HostArray& data_;
   ScanProblem problem_;
-  RunConfig cfg_;
   ScanOptions opts_;
   std::string refused_;  // why no scan variant can run this (arg ops)
   Value expected_;
-  double seq_ms_ = 0.0;
   std::vector<unsigned char> host_out_;  // the sequential loop's output, then each device result
 };
 

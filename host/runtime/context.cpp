@@ -1,4 +1,5 @@
-// context.cpp: program building with spliced headers, readable build failures, buffer reuse.
+// context.cpp: kernel sources read once and revalidated by size and time, programs built once
+// per (source hash, options), readable build failures, probe answers, zeroed buffers and views.
 #include "runtime/context.hpp"
 
 #include <algorithm>
@@ -26,6 +27,7 @@ Context::Context(const DeviceInfo& info, std::string kernel_dir, bool verbose, T
     : info_(info), kernel_dir_(std::move(kernel_dir)), verbose_(verbose), tuning_(std::move(tuning)) {
   context_ = cl::Context(info_.device);
   queue_ = cl::CommandQueue(context_, info_.device, CL_QUEUE_PROFILING_ENABLE);
+  base_align_ = std::max<std::size_t>(1, info_.device.getInfo<CL_DEVICE_MEM_BASE_ADDR_ALIGN>() / 8);
 }
 
 // Compilers that ignore #line (NVIDIA's reports "<kernel>:239:29") get their positions mapped
@@ -53,9 +55,37 @@ std::string remap_log(const std::string& log, const std::string& file,
   return out;
 }
 
-std::string Context::read_source(const std::string& file) const {
-  const std::string header = read_text_file(kernel_dir_ + "/clreduce.h");
-  const std::string body = read_text_file(kernel_dir_ + "/" + file);
+std::uint64_t fnv1a64(const std::string& s) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+namespace {
+
+std::size_t count_lines(const std::string& s) {
+  return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
+}
+
+}  // namespace
+
+Context::Source Context::read_source(const std::string& file) const {
+  Source src;
+  const auto stamp = [&](const std::string& path) {
+    // Stamped before reading: an edit racing the read is seen as a change next time.
+    FileStamp st;
+    st.path = path;
+    std::error_code ec;
+    st.size = std::filesystem::file_size(path, ec);
+    st.mtime = std::filesystem::last_write_time(path, ec);
+    src.files.push_back(st);
+    return read_text_file(path);
+  };
+  const std::string header = stamp(kernel_dir_ + "/clreduce.h");
+  const std::string body = stamp(kernel_dir_ + "/" + file);
   // A line `#include "clr_NAME.h"` is replaced by that header from the kernel dir, under #line
   // directives, so shared kernel helpers need no -I (whose path could hold spaces).
   std::string out = "#line 1 \"clreduce.h\"\n" + header + "\n#line 1 \"" + file + "\"\n";
@@ -68,7 +98,7 @@ std::string Context::read_source(const std::string& file) const {
     const std::size_t close = text.find('"', prefix.size());
     if (text.compare(0, prefix.size(), prefix) == 0 && close != std::string::npos) {
       const std::string name = text.substr(prefix.size() - 4, close - (prefix.size() - 4));
-      out += "#line 1 \"" + name + "\"\n" + read_text_file(kernel_dir_ + "/" + name) + "\n#line " +
+      out += "#line 1 \"" + name + "\"\n" + stamp(kernel_dir_ + "/" + name) + "\n#line " +
              std::to_string(line + 1) + " \"" + file + "\"\n";
     } else {
       out += text;
@@ -76,19 +106,46 @@ std::string Context::read_source(const std::string& file) const {
     pos = end;
     ++line;
   }
-  return out;
+  src.header_lines = count_lines(header) + (header.empty() || header.back() == '\n' ? 0 : 1);
+  src.prefix_lines = count_lines(out) - count_lines(body);
+  src.hash = fnv1a64(out);
+  src.text = std::move(out);
+  return src;
 }
+
+const Context::Source& Context::source(const std::string& file) {
+  auto it = sources_.find(file);
+  if (it != sources_.end()) {
+    bool same = true;
+    for (const FileStamp& st : it->second.files) {
+      std::error_code e1, e2;
+      const std::uintmax_t size = std::filesystem::file_size(st.path, e1);
+      const auto mtime = std::filesystem::last_write_time(st.path, e2);
+      if (e1 || e2 || size != st.size || mtime != st.mtime) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return it->second;
+  }
+  Source src = read_source(file);
+  if (it == sources_.end()) return sources_.emplace(file, std::move(src)).first->second;
+  it->second = std::move(src);
+  return it->second;
+}
+
+std::uint64_t Context::source_hash(const std::string& file) { return source(file).hash; }
 
 cl::Kernel Context::kernel(const std::string& file, const std::string& name,
                            const std::string& base_options) {
   std::string options = base_options;
   if (!tuning_.build_options.empty()) options += " " + tuning_.build_options;
-  const std::string source = read_source(file);
-  const std::string key = options + '\0' + source;
+  const Source& src = source(file);
+  const auto key = std::make_pair(src.hash, options);
   auto it = programs_.find(key);
   if (it == programs_.end()) {
     if (verbose_) std::cerr << "build " << file << " " << options << "\n";
-    cl::Program program(context_, source);
+    cl::Program program(context_, src.text);
     try {
       build_program(program, info_.device, options, verbose_, file);
     } catch (const cl::Error&) {
@@ -98,16 +155,9 @@ cl::Kernel Context::kernel(const std::string& file, const std::string& name,
       } catch (const cl::Error&) {
         log = "(no build log)";
       }
-      const std::string header = read_text_file(kernel_dir_ + "/clreduce.h");
-      const std::string body = read_text_file(kernel_dir_ + "/" + file);
-      const auto lines = [](const std::string& s) {
-        return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
-      };
-      const std::size_t header_lines = lines(header) + (header.empty() || header.back() == '\n' ? 0 : 1);
-      const std::size_t prefix_lines = lines(source) - lines(body);
       throw Error(Errc::kBuild, "kernel build failed on " + info_.name + ": " + kernel_dir_ + "/" +
                                   file + " with options '" + options + "'\n" +
-                                  remap_log(log, file, header_lines, prefix_lines));
+                                  remap_log(log, file, src.header_lines, src.prefix_lines));
     }
     it = programs_.emplace(key, program).first;
   }
@@ -135,22 +185,66 @@ const Capabilities& Context::caps() {
   return *caps_;
 }
 
+const std::string& Context::probe(const std::string& key,
+                                  const std::function<std::string()>& run) {
+  if (auto it = probes_.find(key); it != probes_.end()) return it->second;
+  if (!probing_.insert(key).second)
+    throw Error(Errc::kInternal, "internal: probe '" + key + "' depends on its own answer");
+  std::string answer;
+  try {
+    answer = run();
+  } catch (...) {
+    probing_.erase(key);
+    throw;
+  }
+  probing_.erase(key);
+  return probes_.emplace(key, std::move(answer)).first->second;
+}
+
+cl::Buffer Context::zeroed_buffer(std::size_t bytes) {
+  bytes = bytes ? bytes : 1;
+  cl::Buffer b(context_, CL_MEM_READ_WRITE, bytes);
+  // Zeroed, so no kernel ever reads (or atomically exchanges) uninitialised memory. Small
+  // buffers by a host write (Oclgrind does not count a fill as initialising them).
+  if (bytes <= (std::size_t{16} << 20)) {
+    const std::vector<unsigned char> zeros(bytes, 0);
+    queue_.enqueueWriteBuffer(b, CL_TRUE, 0, bytes, zeros.data());
+  } else {
+    enqueue_zero(queue_, b, 0, bytes, tuning_.transfer_piece);
+  }
+  return b;
+}
+
 cl::Buffer& Context::scratch(const std::string& key, std::size_t bytes) {
   bytes = bytes ? bytes : 1;
   auto it = scratch_.find(key);
   if (it == scratch_.end() || it->second.first < bytes) {
-    scratch_[key] = {bytes, cl::Buffer(context_, CL_MEM_READ_WRITE, bytes)};
+    scratch_[key] = {bytes, zeroed_buffer(bytes)};
     it = scratch_.find(key);
-    // Zeroed once, so no kernel ever reads (or atomically exchanges) uninitialised memory.
-    // Small buffers by a host write (Oclgrind does not count a fill as initialising them).
-    if (bytes <= (std::size_t{16} << 20)) {
-      const std::vector<unsigned char> zeros(bytes, 0);
-      queue_.enqueueWriteBuffer(it->second.second, CL_TRUE, 0, bytes, zeros.data());
-    } else {
-      enqueue_zero(queue_, it->second.second, 0, bytes, tuning_.transfer_piece);
-    }
   }
   return it->second.second;
+}
+
+cl::Buffer Context::view(const cl::Buffer& buf, std::size_t offset, std::size_t bytes) {
+  const std::size_t size = buf.getInfo<CL_MEM_SIZE>();
+  if (offset > size || bytes > size - offset)
+    throw Error(Errc::kUsage, "bytes [" + std::to_string(offset) + ", " +
+                                std::to_string(offset + bytes) + ") pass the end of a buffer of " +
+                                std::to_string(size) + " bytes");
+  if (offset == 0) return buf;
+  if (offset % base_align_ != 0)
+    throw Error(Errc::kUsage, "a range starting at byte " + std::to_string(offset) +
+                                " is not aligned: ranges are sub-buffers, which must start at a "
+                                "multiple of " + info_.name + "'s base address alignment (" +
+                                std::to_string(base_align_) + " bytes)");
+  cl_buffer_region region{offset, bytes ? bytes : 1};
+  try {
+    cl::Buffer parent = buf;
+    return parent.createSubBuffer(0, CL_BUFFER_CREATE_TYPE_REGION, &region);
+  } catch (const cl::Error& e) {
+    throw Error(Errc::kRuntime, std::string("clCreateSubBuffer: ") + cl_error_name(e.err()) + " (" +
+                                  std::to_string(e.err()) + ")");
+  }
 }
 
 }  // namespace clreduce

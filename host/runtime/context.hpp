@@ -1,11 +1,18 @@
-// context.hpp: one device's OpenCL context, profiling queue and program cache. Programs are
-// cached in memory by (file contents, options): an edited .cl file is rebuilt, never served stale.
+// context.hpp: one device's OpenCL context, profiling queue, program cache and per-device answers.
+// Kernel sources are read once and kept (spliced); each build request checks the files' sizes
+// and modification times and rereads only what changed, so an edited .cl file is rebuilt, never
+// served stale. Programs are cached by (hash of the spliced source, options).
 #pragma once
 
+#include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/capabilities.hpp"
@@ -31,13 +38,19 @@ class Context {
   Tuning& tuning() { return tuning_; }
 
   // Builds `file` (relative to the kernel dir) with clreduce.h spliced in front, and each line
-  // `#include "clr_NAME.h"` replaced by that kernel-dir header, and returns kernel `name`.
-  // `#line` directives keep compiler messages pointing into the user's files.
+  // `#include "clr_NAME.h"` replaced by that kernel-dir header, and returns a new kernel object
+  // `name` of it. `#line` directives keep compiler messages pointing into the user's files.
+  // The spliced text is kept per file and revalidated by the files' sizes and modification
+  // times (no read unless one changed); the program is built once per (text, options).
+  // For making plans: a plan holds its kernels, so nothing here runs inside a timed loop.
   // Throws Error(Errc::kBuild) with the device, file, options and log on failure.
   cl::Kernel kernel(const std::string& file, const std::string& name, const std::string& options);
 
   // Programs built by kernel() so far (each is kept for the context's life).
   std::size_t programs_built() const { return programs_.size(); }
+  // The 64-bit FNV-1a hash of `file`'s spliced source as kernel() would build it now
+  // (revalidated the same way), to key answers that depend on a kernel's text.
+  std::uint64_t source_hash(const std::string& file);
 
   // Tries to build `source` (a complete program) with options; returns false on any failure.
   // For start-up capability probes.
@@ -47,16 +60,47 @@ class Context {
   // first call by trial builds and numeric checks (capabilities.hpp), then cached.
   const Capabilities& caps();
 
+  // The answer of a start-up probe (trial build, numeric check, choice of a path), computed by
+  // `run` on the first call with `key` and kept for this context's life. The key names the
+  // probe and everything its answer depends on (a kernel's source_hash(), the knobs it reads).
+  // An exception from `run` propagates and stores nothing. Error(Errc::kInternal) if `run`
+  // asks for its own key.
+  const std::string& probe(const std::string& key, const std::function<std::string()>& run);
+  // Every probe answer so far, by key.
+  const std::map<std::string, std::string>& probes() const { return probes_; }
+
+  // A new device buffer of `bytes` (at least 1), zero-filled before it is returned: small ones
+  // by a host write (Oclgrind does not count a fill as initialising memory), large ones by a fill.
+  cl::Buffer zeroed_buffer(std::size_t bytes);
+
   // A device buffer cached by key, at least `bytes` large, zero-filled when (re)allocated;
-  // reused across repetitions and variants.
+  // for the run harness's uploads, shared by every run on one array. Plans own their scratch.
   cl::Buffer& scratch(const std::string& key, std::size_t bytes);
 
-  // Results of start-up probes (trial build plus numeric check), kept for this context's life
-  // so each probe runs once per context. Keys and values belong to the probing code.
-  std::map<std::string, std::string>& probes() { return probes_; }
+  // The device's CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bytes: where a sub-buffer may start.
+  std::size_t base_align() const { return base_align_; }
+  // Bytes [offset, offset + bytes) of buf as a buffer of their own: buf itself when offset is 0,
+  // else a sub-buffer. Throws Error(Errc::kUsage) when the range passes the end of buf or
+  // offset is not a multiple of base_align(), Error(Errc::kRuntime) when the runtime refuses.
+  cl::Buffer view(const cl::Buffer& buf, std::size_t offset, std::size_t bytes);
 
  private:
-  std::string read_source(const std::string& file) const;
+  struct FileStamp {
+    std::string path;
+    std::uintmax_t size = 0;
+    std::filesystem::file_time_type mtime;
+  };
+  // One kernel file as kernel() builds it, and what it was read from.
+  struct Source {
+    std::string text;
+    std::uint64_t hash = 0;
+    std::size_t header_lines = 0;  // lines of clreduce.h
+    std::size_t prefix_lines = 0;  // lines spliced in front of the kernel file's own
+    std::vector<FileStamp> files;  // clreduce.h, the file, each spliced clr_*.h
+  };
+  // The spliced source of `file`, reread when any of its files changed size or time.
+  const Source& source(const std::string& file);
+  Source read_source(const std::string& file) const;
 
   DeviceInfo info_;
   std::string kernel_dir_;
@@ -64,10 +108,13 @@ class Context {
   Tuning tuning_;
   cl::Context context_;
   cl::CommandQueue queue_;
-  std::map<std::string, cl::Program> programs_;  // key: options + '\0' + full source
+  std::size_t base_align_ = 1;
+  std::map<std::string, Source> sources_;                                 // key: file
+  std::map<std::pair<std::uint64_t, std::string>, cl::Program> programs_;  // (hash, options)
   std::map<std::string, std::pair<std::size_t, cl::Buffer>> scratch_;
   std::optional<Capabilities> caps_;
   std::map<std::string, std::string> probes_;
+  std::set<std::string> probing_;  // keys whose probe is running
 };
 
 // Rewrites "<kernel>:L:" / "<source>:L:" positions (compilers that ignore #line) in a build log
@@ -78,5 +125,8 @@ std::string remap_log(const std::string& log, const std::string& file, std::size
 
 // Reads a whole text file; throws Error(Errc::kBuild) if it cannot.
 std::string read_text_file(const std::string& path);
+
+// The 64-bit FNV-1a hash of s.
+std::uint64_t fnv1a64(const std::string& s);
 
 }  // namespace clreduce

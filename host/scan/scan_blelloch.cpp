@@ -20,7 +20,10 @@ class Blelloch : public ScanVariant {
   std::string description() const override {
     return "work-efficient up-sweep/down-sweep tile scan (Blelloch), bank-conflict padding";
   }
-  LaunchPolicy policy(Context& ctx, const ScanProblem& p, std::size_t local_size) override {
+
+ protected:
+  std::unique_ptr<ScanPlan> make_plan(Context& ctx, const ScanProblem& p,
+                                      std::size_t local_size) const override {
     const auto bytes = [&](std::size_t wg) {
       const std::size_t t = tile_of(wg);
       return (t + (t >> kLogBanks)) * p.acc_bytes() + (p.segmented ? t : 0);
@@ -31,19 +34,14 @@ class Blelloch : public ScanVariant {
     pol.items_per_thread = static_cast<unsigned>(tile / pol.wg_size);
     pol.groups = (p.n + tile - 1) / tile;
     pol.path = scan_levels_text(p.n, tile);
-    prepare_tiled_scan(ctx, p, tiled(ctx, pol));
-    return pol;
-  }
-  void enqueue(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, const cl::Buffer& in,
-               const cl::Buffer& flags, const cl::Buffer& out, std::vector<cl::Event>& events) override {
-    enqueue_tiled_scan(ctx, p, tiled(ctx, pol), in, flags, out, events);
-  }
-  std::uint64_t depth(const ScanProblem& p, const LaunchPolicy& pol) const override {
-    const std::size_t tile = tile_of(pol.wg_size);
-    return tiled_scan_depth(p.n, tile, 2 * ceil_log2(tile) + 1);
+    return make_tiled_plan(ctx, name(), p, pol, tiled(ctx, pol), depth(p, pol));
   }
 
  private:
+  static std::uint64_t depth(const ScanProblem& p, const LaunchPolicy& pol) {
+    const std::size_t tile = tile_of(pol.wg_size);
+    return tiled_scan_depth(p.n, tile, 2 * ceil_log2(tile) + 1);
+  }
   static TiledScan tiled(Context& ctx, const LaunchPolicy& pol) {
     TiledScan ts;
     ts.wg_size = pol.wg_size;

@@ -1,10 +1,11 @@
 // scan_fast.cpp: the default scan: picks per device, once, from a trial build and a small exact
 // check: NVIDIA GPUs scan-lookback (one pass, 16-byte loads); CPUs the CPU-shaped two-pass scan of
 // cl/scan_fast.cl (OpenMP's scheme, run per cache-sized superblock); anything else, or a path that
-// fails its check, scan-hierarchical. The choice is recorded in LaunchPolicy::path.
+// fails its check, scan-hierarchical. The choice is kept in the Context, typed in the plan and
+// recorded in LaunchPolicy::path.
 #include <algorithm>
 #include <cstdlib>
-#include <map>
+#include <functional>
 #include <utility>
 
 #include "io/data.hpp"
@@ -14,20 +15,19 @@
 namespace clreduce {
 namespace {
 
-constexpr std::size_t kCpuWg = 4;          // work-items per group on the CPU path
-constexpr std::size_t kChunkElems = 1u << 20;  // elements per work-item per superblock (CPU path)
+constexpr std::size_t kCpuWg = 4;  // work-items per group on the CPU path
 
 enum class Path { kLookback, kCpu, kHierarchical };
 
 // The CPU path's geometry: work-items per group, groups (one per compute unit) and elements per
 // work-item per superblock. Tuning and test knobs: scan-chunk, scan-groups (options.hpp).
 struct CpuShape {
-  std::size_t wg = kCpuWg, groups = 1, chunk = kChunkElems;
+  std::size_t wg = kCpuWg, groups = 1, chunk = 1;
   std::size_t chunks() const { return wg * groups; }
   std::size_t superblock() const { return chunks() * chunk; }
 };
 
-CpuShape cpu_shape(Context& ctx, std::size_t local_size) {
+CpuShape cpu_shape(const Context& ctx, std::size_t local_size) {
   CpuShape s;
   s.wg = local_size ? local_size : std::min(kCpuWg, ctx.info().max_wg_size);
   s.groups = std::max<std::size_t>(ctx.info().compute_units, 1);
@@ -37,22 +37,159 @@ CpuShape cpu_shape(Context& ctx, std::size_t local_size) {
 }
 
 // Whether the compiler has clang's __builtin_nontemporal_store and x86's store fence, which
-// orders those weakly-ordered stores before the kernel ends (a trial build, cached per device):
-// then the CPU path streams its output past the caches.
+// orders those weakly-ordered stores before the kernel ends (a trial build, kept in the
+// context): then the CPU path streams its output past the caches.
 bool has_nt_stores(Context& ctx) {
-  static std::map<cl_device_id, bool> cache;
-  const cl_device_id id = ctx.info().device();
-  if (auto it = cache.find(id); it != cache.end()) return it->second;
-  const std::string src =
-      "__kernel void probe(__global long* y) {\n"
-      "  __builtin_nontemporal_store((long)get_global_id(0), y);\n"
-      "  __builtin_ia32_sfence();\n"
-      "}\n";
-  return cache[id] = ctx.try_build(src, "", nullptr);
+  return ctx.probe("trial build: nontemporal stores", [&] {
+    const std::string src =
+        "__kernel void probe(__global long* y) {\n"
+        "  __builtin_nontemporal_store((long)get_global_id(0), y);\n"
+        "  __builtin_ia32_sfence();\n"
+        "}\n";
+    return std::string(ctx.try_build(src, "", nullptr) ? "yes" : "no");
+  }) == "yes";
 }
 
 std::string cpu_options(Context& ctx, const ScanProblem& p, std::size_t wg) {
   return p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) + (has_nt_stores(ctx) ? " -DCLR_NT_STORES=1" : "");
+}
+
+// The CPU-shaped two-pass scan: per superblock, scan_fast_reduce folds each work-item's chunk,
+// scan_fast scans it from the carry; superblocks are counted from the length at each launch.
+class CpuScanPlan : public ScanPlan {
+ public:
+  CpuScanPlan(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, std::uint64_t depth,
+              const cl::Kernel& reduce, const cl::Kernel& scan)
+      : ScanPlan(ctx, "scan-fast", p, pol, depth), reduce_(reduce), scan_(scan) {
+    const std::size_t chunks = pol.wg_size * pol.groups;
+    const std::size_t superblock = chunks * pol.items_per_thread;
+    const std::size_t superblocks = (p.n + superblock - 1) / superblock;
+    totals_ = ctx.zeroed_buffer(chunks * p.acc_bytes());
+    tile_flags_ = ctx.zeroed_buffer(chunks);
+    carry_ = ctx.zeroed_buffer((superblocks + 1) * p.acc_bytes());
+  }
+
+ private:
+  void launch(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
+              std::vector<cl::Event>& events) override {
+    const std::size_t wg = policy().wg_size, chunks = wg * policy().groups;
+    const std::size_t superblock = chunks * policy().items_per_thread;
+    const std::size_t superblocks = (n + superblock - 1) / superblock;
+    reduce_.setArg(0, in);
+    reduce_.setArg(1, flags);
+    reduce_.setArg(4, totals_);
+    reduce_.setArg(5, tile_flags_);
+    scan_.setArg(0, in);
+    scan_.setArg(1, flags);
+    scan_.setArg(4, out);
+    scan_.setArg(5, totals_);
+    scan_.setArg(6, tile_flags_);
+    scan_.setArg(7, carry_);
+    for (std::size_t sb = 0; sb < superblocks; ++sb) {
+      const cl_ulong lo = sb * superblock, len = std::min(superblock, n - sb * superblock);
+      reduce_.setArg(2, lo);
+      reduce_.setArg(3, len);
+      scan_.setArg(2, lo);
+      scan_.setArg(3, len);
+      scan_.setArg(8, static_cast<cl_ulong>(sb));
+      events.emplace_back();
+      ctx_.queue().enqueueNDRangeKernel(reduce_, cl::NullRange, cl::NDRange(chunks), cl::NDRange(wg),
+                                        nullptr, &events.back());
+      events.emplace_back();
+      ctx_.queue().enqueueNDRangeKernel(scan_, cl::NullRange, cl::NDRange(chunks), cl::NDRange(wg),
+                                        nullptr, &events.back());
+    }
+  }
+
+  cl::Kernel reduce_, scan_;
+  cl::Buffer totals_, tile_flags_, carry_;
+};
+
+// scan-fast's plan: the path taken, as a type, and the plan of that path (the CPU plan, or the
+// delegate variant's under scan-fast's name, its path prefixed with the delegate's name).
+class FastPlan : public ScanPlan {
+ public:
+  FastPlan(Context& ctx, const ScanProblem& p, Path path, std::unique_ptr<ScanPlan> inner,
+           const LaunchPolicy& pol)
+      : ScanPlan(ctx, "scan-fast", p, pol, inner->depth()), path_(path), inner_(std::move(inner)) {}
+
+  Path path() const { return path_; }
+  std::string run_note() const override { return inner_->run_note(); }
+
+ private:
+  void launch(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
+              std::vector<cl::Event>& events) override {
+    inner_->enqueue(in, flags, out, 0, n, nullptr, events);
+  }
+
+  Path path_;
+  std::unique_ptr<ScanPlan> inner_;
+};
+
+// Runs one small inclusive int32 -> int64 sum (several tiles or superblocks, a partial last
+// one) on the plan `make` gives, and compares every element exactly with the host's; any
+// exception is a failed check, and so is a run note (a look-back that had to be redone).
+bool checks_out(Context& ctx, const std::function<std::unique_ptr<ScanPlan>(const ScanProblem&)>& make) {
+  try {
+    ScanProblem p;
+    p.type = DType::kInt32;
+    p.acc_type = DType::kInt64;
+    p.n = 3 * 4096 + 1234;  // four look-back tiles of 4096 (the NVIDIA policy), a partial last
+    const HostArray a = generate(DType::kInt32, p.n, 12345);
+    std::vector<cl_long> want(p.n), got(p.n, 0);
+    cl_long acc = 0;
+    const auto* x = reinterpret_cast<const cl_int*>(a.bytes.data());
+    for (std::size_t i = 0; i < p.n; ++i) want[i] = acc += x[i];
+    const std::unique_ptr<ScanPlan> plan = make(p);
+    cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY, a.bytes.size());
+    cl::Buffer flags(ctx.context(), CL_MEM_READ_ONLY, 1);
+    cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, p.n * sizeof(cl_long));
+    ctx.queue().enqueueWriteBuffer(in, CL_TRUE, 0, a.bytes.size(), a.bytes.data());
+    const cl_uchar zero = 0;
+    ctx.queue().enqueueWriteBuffer(flags, CL_TRUE, 0, 1, &zero);
+    std::vector<cl::Event> events;
+    plan->enqueue(in, flags, out, events);
+    if (!plan->run_note().empty()) return false;  // the bound must not be hit
+    ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, p.n * sizeof(cl_long), got.data());
+    return got == want;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// Whether scan-lookback passes the check here (kept in the context, keyed by its kernel's text
+// and the knobs that shape it).
+bool lookback_checks_out(Context& ctx) {
+  const Tuning& t = ctx.tuning();
+  const std::string key = "scan-fast check: lookback " + std::to_string(ctx.source_hash("scan_lookback.cl")) +
+                          " limit=" + std::to_string(t.lookback_limit) + " rows=" +
+                          std::to_string(t.lookback_rows) + " " + t.build_options;
+  return ctx.probe(key, [&] {
+    const ScanVariant* lb = find_scan_variant("scan-lookback");
+    const bool ok = checks_out(ctx, [&](const ScanProblem& p) -> std::unique_ptr<ScanPlan> {
+      if (!lb->unsupported(ctx, p).empty()) throw Error(Errc::kUnsupported, "unsupported");
+      return lb->plan(ctx, p, 0);
+    });
+    return std::string(ok ? "yes" : "no");
+  }) == "yes";
+}
+
+// The path for this device: the fastest whose trial build and small exact check pass (answers
+// kept in the context), never from extension strings alone. The scan-fast-path knob =
+// lookback, cpu or hierarchical forces one, unchecked (for tests and comparisons).
+Path choose(Context& ctx) {
+  const std::string& f = ctx.tuning().scan_fast_path;
+  if (f == "lookback") return Path::kLookback;
+  if (f == "cpu") return Path::kCpu;
+  if (f == "hierarchical") return Path::kHierarchical;
+  const DeviceInfo& d = ctx.info();
+  if (d.is_gpu && d.is_nvidia && lookback_checks_out(ctx)) return Path::kLookback;
+  if (!d.is_gpu && scan_cpu_path_checks_out(ctx)) return Path::kCpu;
+  return Path::kHierarchical;
+}
+
+const ScanVariant& delegate(Path path) {
+  return *find_scan_variant(path == Path::kLookback ? "scan-lookback" : "scan-hierarchical");
 }
 
 class Fast : public ScanVariant {
@@ -66,178 +203,69 @@ class Fast : public ScanVariant {
     if (why.empty()) {
       // Delegated paths say for themselves (scan-lookback needs 64-bit atomics).
       const Path path = choose(ctx);
-      if (path != Path::kCpu) why = delegate(path)->unsupported(ctx, p);
+      if (path != Path::kCpu) why = delegate(path).unsupported(ctx, p);
     }
     return why;
   }
-  LaunchPolicy policy(Context& ctx, const ScanProblem& p, std::size_t local_size) override {
+
+ protected:
+  std::unique_ptr<ScanPlan> make_plan(Context& ctx, const ScanProblem& p,
+                                      std::size_t local_size) const override {
     const Path path = choose(ctx);
-    if (path != Path::kCpu) {
-      last_delegate_ = delegate(path);
-      LaunchPolicy pol = last_delegate_->policy(ctx, p, local_size);
-      pol.path = delegate(path)->name() + ": " + pol.path;
-      return pol;
+    ScanProblem q = p;
+    q.carry_in = false;  // applied once, by this plan
+    if (path == Path::kCpu) {
+      std::unique_ptr<ScanPlan> inner = make_scan_cpu_plan(ctx, q, local_size);
+      const LaunchPolicy pol = inner->policy();
+      return std::make_unique<FastPlan>(ctx, p, path, std::move(inner), pol);
     }
-    return cpu_policy(ctx, p, local_size);
+    std::unique_ptr<ScanPlan> inner = delegate(path).plan(ctx, q, local_size);
+    LaunchPolicy pol = inner->policy();
+    pol.path = delegate(path).name() + ": " + pol.path;
+    return std::make_unique<FastPlan>(ctx, p, path, std::move(inner), pol);
   }
-  void enqueue(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, const cl::Buffer& in,
-               const cl::Buffer& flags, const cl::Buffer& out, std::vector<cl::Event>& events) override {
-    const Path path = choose(ctx);
-    if (path != Path::kCpu) return delegate(path)->enqueue(ctx, p, pol, in, flags, out, events);
-    cpu_enqueue(ctx, p, pol, in, flags, out, events);
-  }
-  std::uint64_t depth(const ScanProblem& p, const LaunchPolicy& pol) const override {
-    if (pol.path.rfind("cpu", 0) != 0) {
-      for (const Path path : {Path::kLookback, Path::kHierarchical})
-        if (pol.path.rfind(delegate(path)->name(), 0) == 0) return delegate(path)->depth(p, pol);
-    }
-    // A chunk is scanned sequentially from a carry that has passed, per superblock before it,
-    // through the chunk pairs and one whole chunk: about n / chunks + chunks per superblock.
-    const std::size_t chunks = pol.wg_size * pol.groups, chunk = pol.items_per_thread;
-    const std::size_t superblocks = (p.n + chunks * chunk - 1) / (chunks * chunk);
-    const std::size_t longest = chunk + 16 * chunks;  // the last chunk takes the remainder
-    return static_cast<std::uint64_t>(superblocks) * (chunks + longest + 1) + longest + chunks + 8;
-  }
-  std::string run_note() const override { return last_delegate_ ? last_delegate_->run_note() : ""; }
-
- private:
-  static ScanVariant* delegate(Path path) {
-    return find_scan_variant(path == Path::kLookback ? "scan-lookback" : "scan-hierarchical");
-  }
-
-  // The path for this device, decided once per device and kernel directory: the fastest whose
-  // trial build and small exact check pass. Never from extension strings alone. The scan-fast-path knob = lookback,
-  // cpu or hierarchical forces one, unchecked (for tests and comparisons).
-  Path choose(Context& ctx) const {
-    const std::string& f = ctx.tuning().scan_fast_path;
-    if (f == "lookback") return Path::kLookback;
-    if (f == "cpu") return Path::kCpu;
-    if (f == "hierarchical") return Path::kHierarchical;
-    static std::map<std::pair<cl_device_id, std::string>, Path> cache;
-    const auto id = std::make_pair(ctx.info().device(), ctx.kernel_dir());
-    if (auto it = cache.find(id); it != cache.end()) return it->second;
-    Path path = Path::kHierarchical;
-    const DeviceInfo& d = ctx.info();
-    cache[id] = path;  // while checking (the look-back's fallback may ask)
-    if (d.is_gpu && d.is_nvidia) {
-      ScanVariant* lb = delegate(Path::kLookback);
-      if (checks_out(ctx, [&](const ScanProblem& p) { return lb->unsupported(ctx, p).empty(); },
-                     [&](const ScanProblem& p) { return lb->policy(ctx, p, 0); },
-                     [&](const ScanProblem& p, const LaunchPolicy& pol, const cl::Buffer& in,
-                         const cl::Buffer& flags, const cl::Buffer& out, std::vector<cl::Event>& ev) {
-                       lb->enqueue(ctx, p, pol, in, flags, out, ev);
-                       return lb->run_note().empty();  // the bound must not be hit
-                     }))
-        path = Path::kLookback;
-    } else if (!d.is_gpu) {
-      Fast* self = const_cast<Fast*>(this);
-      if (checks_out(ctx, [](const ScanProblem&) { return true; },
-                     [&](const ScanProblem& p) { return self->cpu_policy(ctx, p, 0); },
-                     [&](const ScanProblem& p, const LaunchPolicy& pol, const cl::Buffer& in,
-                         const cl::Buffer& flags, const cl::Buffer& out, std::vector<cl::Event>& ev) {
-                       self->cpu_enqueue(ctx, p, pol, in, flags, out, ev);
-                       return true;
-                     }))
-        path = Path::kCpu;
-    }
-    cache[id] = path;
-    return path;
-  }
-
-  // Runs one small inclusive int32 -> int64 sum (several tiles or superblocks, a partial last
-  // one) and compares every element exactly with the host's; any exception is a failed check.
-  template <class Supported, class Policy, class Run>
-  static bool checks_out(Context& ctx, Supported supported, Policy policy, Run run) {
-    try {
-      ScanProblem p;
-      p.type = DType::kInt32;
-      p.acc_type = DType::kInt64;
-      p.n = 3 * 4096 + 1234;  // four look-back tiles of 4096 (the NVIDIA policy), a partial last
-      if (!supported(p)) return false;
-      const HostArray a = generate(DType::kInt32, p.n, 12345);
-      std::vector<cl_long> want(p.n), got(p.n, 0);
-      cl_long acc = 0;
-      const auto* x = reinterpret_cast<const cl_int*>(a.bytes.data());
-      for (std::size_t i = 0; i < p.n; ++i) want[i] = acc += x[i];
-      const LaunchPolicy pol = policy(p);
-      cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY, a.bytes.size());
-      cl::Buffer flags(ctx.context(), CL_MEM_READ_ONLY, 1);
-      cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, p.n * sizeof(cl_long));
-      ctx.queue().enqueueWriteBuffer(in, CL_TRUE, 0, a.bytes.size(), a.bytes.data());
-      const cl_uchar zero = 0;
-      ctx.queue().enqueueWriteBuffer(flags, CL_TRUE, 0, 1, &zero);
-      std::vector<cl::Event> events;
-      if (!run(p, pol, in, flags, out, events)) return false;
-      ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, p.n * sizeof(cl_long), got.data());
-      return got == want;
-    } catch (const std::exception&) {
-      return false;
-    }
-  }
-
-  LaunchPolicy cpu_policy(Context& ctx, const ScanProblem& p, std::size_t local_size) {
-    const CpuShape s = cpu_shape(ctx, local_size);
-    if (local_size > ctx.info().max_wg_size)
-      throw Error(Errc::kUsage, "work-group size " + std::to_string(local_size) + " is larger than " +
-                                  ctx.info().name + " allows (" + std::to_string(ctx.info().max_wg_size) + ")");
-    cl::Kernel k = ctx.kernel("scan_fast.cl", "scan_fast", cpu_options(ctx, p, s.wg));
-    ctx.kernel("scan_fast.cl", "scan_fast_reduce", cpu_options(ctx, p, s.wg));
-    if (s.wg > kernel_max_wg(ctx, k))
-      throw Error(Errc::kUsage, "work-group size " + std::to_string(s.wg) + " is larger than " + ctx.info().name +
-                                  " allows for this kernel (" + std::to_string(kernel_max_wg(ctx, k)) + ")");
-    LaunchPolicy pol;
-    pol.wg_size = s.wg;
-    pol.groups = s.groups;
-    pol.items_per_thread = static_cast<unsigned>(s.chunk);
-    const std::size_t superblocks = (p.n + s.superblock() - 1) / s.superblock();
-    pol.path = "cpu two-pass: " + std::to_string(s.chunks()) + " chunks of " + std::to_string(s.chunk) + ", " +
-               (has_nt_stores(ctx) ? "streaming stores, " : "") +
-               std::to_string(superblocks) + (superblocks == 1 ? " superblock, " : " superblocks, ") +
-               std::to_string(2 * superblocks) + " launches";
-    last_delegate_ = nullptr;
-    return pol;
-  }
-
-  void cpu_enqueue(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, const cl::Buffer& in,
-                   const cl::Buffer& flags, const cl::Buffer& out, std::vector<cl::Event>& events) {
-    const std::size_t chunks = pol.wg_size * pol.groups;
-    const std::size_t superblock = chunks * pol.items_per_thread;
-    const std::size_t superblocks = (p.n + superblock - 1) / superblock;
-    cl::Buffer& totals = ctx.scratch("scan.fast.totals", chunks * p.acc_bytes());
-    cl::Buffer& tile_flags = ctx.scratch("scan.fast.tile_flags", chunks);
-    cl::Buffer& carry = ctx.scratch("scan.fast.carry", (superblocks + 1) * p.acc_bytes());
-    cl::Kernel reduce = ctx.kernel("scan_fast.cl", "scan_fast_reduce", cpu_options(ctx, p, pol.wg_size));
-    cl::Kernel scan = ctx.kernel("scan_fast.cl", "scan_fast", cpu_options(ctx, p, pol.wg_size));
-    reduce.setArg(0, in);
-    reduce.setArg(1, flags);
-    reduce.setArg(4, totals);
-    reduce.setArg(5, tile_flags);
-    scan.setArg(0, in);
-    scan.setArg(1, flags);
-    scan.setArg(4, out);
-    scan.setArg(5, totals);
-    scan.setArg(6, tile_flags);
-    scan.setArg(7, carry);
-    for (std::size_t sb = 0; sb < superblocks; ++sb) {
-      const cl_ulong lo = sb * superblock, len = std::min(superblock, p.n - sb * superblock);
-      reduce.setArg(2, lo);
-      reduce.setArg(3, len);
-      scan.setArg(2, lo);
-      scan.setArg(3, len);
-      scan.setArg(8, static_cast<cl_ulong>(sb));
-      events.emplace_back();
-      ctx.queue().enqueueNDRangeKernel(reduce, cl::NullRange, cl::NDRange(chunks), cl::NDRange(pol.wg_size),
-                                       nullptr, &events.back());
-      events.emplace_back();
-      ctx.queue().enqueueNDRangeKernel(scan, cl::NullRange, cl::NDRange(chunks), cl::NDRange(pol.wg_size),
-                                       nullptr, &events.back());
-    }
-  }
-
-  ScanVariant* last_delegate_ = nullptr;
 };
 
 }  // namespace
+
+std::unique_ptr<ScanPlan> make_scan_cpu_plan(Context& ctx, const ScanProblem& p, std::size_t local_size) {
+  const CpuShape s = cpu_shape(ctx, local_size);
+  if (local_size > ctx.info().max_wg_size)
+    throw Error(Errc::kUsage, "work-group size " + std::to_string(local_size) + " is larger than " +
+                                ctx.info().name + " allows (" + std::to_string(ctx.info().max_wg_size) + ")");
+  cl::Kernel scan = ctx.kernel("scan_fast.cl", "scan_fast", cpu_options(ctx, p, s.wg));
+  cl::Kernel reduce = ctx.kernel("scan_fast.cl", "scan_fast_reduce", cpu_options(ctx, p, s.wg));
+  if (s.wg > kernel_max_wg(ctx, scan))
+    throw Error(Errc::kUsage, "work-group size " + std::to_string(s.wg) + " is larger than " + ctx.info().name +
+                                " allows for this kernel (" + std::to_string(kernel_max_wg(ctx, scan)) + ")");
+  LaunchPolicy pol;
+  pol.wg_size = s.wg;
+  pol.groups = s.groups;
+  pol.items_per_thread = static_cast<unsigned>(s.chunk);
+  const std::size_t superblocks = (p.n + s.superblock() - 1) / s.superblock();
+  pol.path = "cpu two-pass: " + std::to_string(s.chunks()) + " chunks of " + std::to_string(s.chunk) + ", " +
+             (has_nt_stores(ctx) ? "streaming stores, " : "") +
+             std::to_string(superblocks) + (superblocks == 1 ? " superblock, " : " superblocks, ") +
+             std::to_string(2 * superblocks) + " launches";
+  // A chunk is scanned sequentially from a carry that has passed, per superblock before it,
+  // through the chunk pairs and one whole chunk: about n / chunks + chunks per superblock.
+  const std::size_t chunks = s.chunks();
+  const std::size_t longest = s.chunk + 16 * chunks;  // the last chunk takes the remainder
+  const std::uint64_t depth =
+      static_cast<std::uint64_t>(superblocks) * (chunks + longest + 1) + longest + chunks + 8;
+  return std::make_unique<CpuScanPlan>(ctx, p, pol, depth, reduce, scan);
+}
+
+bool scan_cpu_path_checks_out(Context& ctx) {
+  const Tuning& t = ctx.tuning();
+  const std::string key = "scan-fast check: cpu " + std::to_string(ctx.source_hash("scan_fast.cl")) +
+                          " chunk=" + std::to_string(t.scan_chunk) + " groups=" +
+                          std::to_string(t.scan_groups) + " " + t.build_options;
+  return ctx.probe(key, [&] {
+    const bool ok = checks_out(ctx, [&](const ScanProblem& p) { return make_scan_cpu_plan(ctx, p, 0); });
+    return std::string(ok ? "yes" : "no");
+  }) == "yes";
+}
 
 std::unique_ptr<ScanVariant> make_scan_fast() { return std::make_unique<Fast>(); }
 

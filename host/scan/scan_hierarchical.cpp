@@ -21,7 +21,10 @@ class Hierarchical : public ScanVariant {
   std::string description() const override {
     return "the lecture's warp -> block -> grid scan: per-item blocks, lane groups, work-group";
   }
-  LaunchPolicy policy(Context& ctx, const ScanProblem& p, std::size_t local_size) override {
+
+ protected:
+  std::unique_ptr<ScanPlan> make_plan(Context& ctx, const ScanProblem& p,
+                                      std::size_t local_size) const override {
     const auto bytes = [&](std::size_t wg) {
       const std::size_t tile = wg * kItems;
       const std::size_t slots = tile + (kItems > 1 ? wg : 0) + 2 * wg;
@@ -35,20 +38,15 @@ class Hierarchical : public ScanVariant {
     const std::string lanes = subgroup_options(ctx).empty() ? "lanes=" + std::to_string(kLanes) + " barriers"
                                                             : "sub-groups";
     pol.path = lanes + ", " + scan_levels_text(p.n, tile);
-    prepare_tiled_scan(ctx, p, tiled(ctx, pol));
-    return pol;
+    return make_tiled_plan(ctx, name(), p, pol, tiled(ctx, pol), depth(p, pol));
   }
-  void enqueue(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, const cl::Buffer& in,
-               const cl::Buffer& flags, const cl::Buffer& out, std::vector<cl::Event>& events) override {
-    enqueue_tiled_scan(ctx, p, tiled(ctx, pol), in, flags, out, events);
-  }
-  std::uint64_t depth(const ScanProblem& p, const LaunchPolicy& pol) const override {
+
+ private:
+  static std::uint64_t depth(const ScanProblem& p, const LaunchPolicy& pol) {
     // ITEMS in the work-item's block, log2(lane width) + log2(lane groups) <= log2(wg) + 1 in the
     // two Hillis-Steele levels, and two combinations adding the prefix back.
     return tiled_scan_depth(p.n, pol.wg_size * kItems, kItems + ceil_log2(pol.wg_size) + 3);
   }
-
- private:
   static TiledScan tiled(Context& ctx, const LaunchPolicy& pol) {
     TiledScan ts;
     ts.wg_size = pol.wg_size;

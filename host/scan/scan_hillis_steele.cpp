@@ -11,25 +11,23 @@ class HillisSteele : public ScanVariant {
   std::string description() const override {
     return "the seeds' naive scan, double-buffered (Algorithm 2): log2(wg) steps, wg*log2(wg) work per tile";
   }
-  LaunchPolicy policy(Context& ctx, const ScanProblem& p, std::size_t local_size) override {
+
+ protected:
+  std::unique_ptr<ScanPlan> make_plan(Context& ctx, const ScanProblem& p,
+                                      std::size_t local_size) const override {
     const auto bytes = [&](std::size_t wg) { return 2 * wg * p.acc_bytes() + (p.segmented ? 2 * wg : 0); };
     LaunchPolicy pol;
     // One element per work-item: a tile of one would never shrink the recursion.
     pol.wg_size = choose_scan_wg(ctx, local_size, 256, bytes, [&](std::size_t wg) { return kernel(ctx, p, wg); }, 2);
     pol.groups = (p.n + pol.wg_size - 1) / pol.wg_size;
     pol.path = scan_levels_text(p.n, pol.wg_size);
-    prepare_tiled_scan(ctx, p, tiled(ctx, pol));
-    return pol;
-  }
-  void enqueue(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, const cl::Buffer& in,
-               const cl::Buffer& flags, const cl::Buffer& out, std::vector<cl::Event>& events) override {
-    enqueue_tiled_scan(ctx, p, tiled(ctx, pol), in, flags, out, events);
-  }
-  std::uint64_t depth(const ScanProblem& p, const LaunchPolicy& pol) const override {
-    return tiled_scan_depth(p.n, pol.wg_size, ceil_log2(pol.wg_size));
+    return make_tiled_plan(ctx, name(), p, pol, tiled(ctx, pol), depth(p, pol));
   }
 
  private:
+  static std::uint64_t depth(const ScanProblem& p, const LaunchPolicy& pol) {
+    return tiled_scan_depth(p.n, pol.wg_size, ceil_log2(pol.wg_size));
+  }
   static TiledScan tiled(Context& ctx, const LaunchPolicy& pol) {
     TiledScan ts;
     ts.wg_size = pol.wg_size;

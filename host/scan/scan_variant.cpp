@@ -1,8 +1,11 @@
-// scan_variant.cpp: scan -D options, the recursion over tile totals shared by every tiled scan
-// (scratch buffers keyed by level, so repetitions and variants reuse them), group-size choice.
+// scan_variant.cpp: scan -D options, the plan's sub-ranges and carry-in pass, the recursion over
+// tile totals shared by every tiled scan (each plan owns its levels' scratch), group-size choice.
 #include "scan/scan_variant.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include "clreduce/error.hpp"
 
@@ -18,6 +21,103 @@ std::string ScanProblem::cl_options() const {
 std::string ScanVariant::unsupported(Context&, const ScanProblem& p) const {
   if (is_arg_op(p.op)) return op_name(p.op) + " has no prefix scan (scans take sum, prod, min, max)";
   return "";
+}
+
+std::unique_ptr<ScanPlan> ScanVariant::plan(Context& ctx, const ScanProblem& p,
+                                            std::size_t local_size) const {
+  if (p.n == 0) throw Error(Errc::kUsage, name() + ": an empty array needs no plan (its scan is empty)");
+  if (is_arg_op(p.op))
+    throw Error(Errc::kUsage, name() + ": " + op_name(p.op) + " has no prefix scan (scans take sum, prod, min, max)");
+  return make_plan(ctx, p, local_size);
+}
+
+namespace {
+
+// The carry-in pass's problem: the output type, no exclusive (the pass reads y only).
+std::string carry_options(const ScanProblem& p, std::size_t wg) {
+  ScanProblem q = p;
+  q.type = p.acc_type;
+  q.exclusive = false;
+  return q.cl_options() + " -DWG_SIZE=" + std::to_string(wg);
+}
+
+// The acc_type bytes of a carry value; Error(Errc::kUsage) for a value of another type.
+std::vector<unsigned char> carry_bytes(const Value& v, DType acc) {
+  if (v.type != acc)
+    throw Error(Errc::kUsage, "a carry of type " + dtype_name(v.type) + " for a scan into " + dtype_name(acc));
+  std::vector<unsigned char> b(dtype_size(acc));
+  dispatch_dtype(acc, [&](auto zero) {
+    using A = decltype(zero);
+    A a;
+    if constexpr (std::is_floating_point_v<A>) {
+      a = static_cast<A>(v.f);
+    } else if constexpr (std::is_signed_v<A>) {
+      a = static_cast<A>(v.i);
+    } else {
+      a = static_cast<A>(v.u);
+    }
+    std::memcpy(b.data(), &a, sizeof a);
+  });
+  return b;
+}
+
+}  // namespace
+
+ScanPlan::ScanPlan(Context& ctx, std::string variant, const ScanProblem& p, LaunchPolicy policy,
+                   std::uint64_t depth)
+    : ctx_(ctx), variant_(std::move(variant)), problem_(p), policy_(std::move(policy)),
+      depth_(depth) {
+  if (!p.carry_in) return;
+  const auto build = [&](std::size_t wg) {
+    return ctx.kernel("scan_carry.cl", "scan_carry", carry_options(p, wg));
+  };
+  carry_wg_ = choose_scan_wg(ctx, 0, 64, [](std::size_t) { return std::size_t{0}; }, build);
+  carry_apply_ = build(carry_wg_);
+  // A few groups per compute unit, no more than the elements need.
+  carry_max_groups_ = std::max<std::size_t>(1, 4 * ctx.info().compute_units);
+  if (p.segmented) {
+    carry_heads_ = ctx.kernel("scan_carry.cl", "scan_carry_heads", carry_options(p, carry_wg_));
+    if (kernel_max_wg(ctx, carry_heads_) < carry_wg_)
+      throw Error(Errc::kUsage, ctx.info().name + " cannot run the carry-in pass in groups of " +
+                                  std::to_string(carry_wg_));
+  }
+  carry_groups_ = ctx.zeroed_buffer(carry_max_groups_ * sizeof(cl_ulong));
+}
+
+void ScanPlan::enqueue(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
+                       std::size_t offset, std::size_t length, const Value* carry,
+                       std::vector<cl::Event>& events) {
+  if (length == 0 || length > problem_.n)
+    throw Error(Errc::kUsage, variant_ + ": a plan for " + std::to_string(problem_.n) +
+                                " elements cannot scan " + std::to_string(length));
+  if (carry && !problem_.carry_in)
+    throw Error(Errc::kUsage, variant_ + ": a carry-in for a plan made without one");
+  const std::size_t in_size = dtype_size(problem_.type), out_size = problem_.acc_bytes();
+  std::vector<unsigned char> c;
+  if (carry) c = carry_bytes(*carry, problem_.acc_type);
+  const cl::Buffer x = ctx_.view(in, offset * in_size, length * in_size);
+  const cl::Buffer f = problem_.segmented ? ctx_.view(flags, offset, length) : flags;
+  const cl::Buffer y = ctx_.view(out, offset * out_size, length * out_size);
+  launch(x, f, y, length, events);
+  if (!carry) return;
+  const std::size_t groups =
+      std::clamp<std::size_t>((length + carry_wg_ - 1) / carry_wg_, 1, carry_max_groups_);
+  if (problem_.segmented) {
+    carry_heads_.setArg(0, f);
+    carry_heads_.setArg(1, static_cast<cl_ulong>(length));
+    carry_heads_.setArg(2, carry_groups_);
+    events.emplace_back();
+    ctx_.queue().enqueueNDRangeKernel(carry_heads_, cl::NullRange, cl::NDRange(groups * carry_wg_),
+                                      cl::NDRange(carry_wg_), nullptr, &events.back());
+  }
+  carry_apply_.setArg(0, y);
+  carry_apply_.setArg(1, static_cast<cl_ulong>(length));
+  carry_apply_.setArg(2, c.size(), c.data());
+  carry_apply_.setArg(3, carry_groups_);
+  carry_apply_.setArg(4, static_cast<cl_uint>(groups));
+  events.emplace_back();
+  ctx_.queue().enqueueNDRangeKernel(carry_apply_, cl::NullRange, cl::NDRange(groups * carry_wg_),
+                                    cl::NDRange(carry_wg_), nullptr, &events.back());
 }
 
 std::size_t scan_levels(std::size_t n, std::size_t tile) {
@@ -48,89 +148,97 @@ ScanProblem totals_problem(const ScanProblem& p, std::size_t groups) {
   q.type = p.acc_type;
   q.n = groups;
   q.exclusive = false;
+  q.carry_in = false;
   return q;
 }
 
-// scan_add for the level whose totals problem is q, and its work-group size.
-cl::Kernel add_kernel(Context& ctx, const ScanProblem& q, std::size_t* wg) {
-  const auto build = [&](std::size_t w) {
-    return ctx.kernel("scan_add.cl", "scan_add", q.cl_options() + " -DWG_SIZE=" + std::to_string(w));
-  };
-  *wg = choose_scan_wg(ctx, 0, 256, [](std::size_t) { return std::size_t{0}; }, build);
-  return build(*wg);
-}
-
-// One level's scratch buffers: tile totals, tile flags, first segment starts, scanned totals.
-struct LevelBuffers {
+// One level of the recursion, as built for the plan's n: its tile kernel, and above level 0 the
+// scan_add that adds this level's scanned totals into the level below.
+struct Level {
+  cl::Kernel tile;
+  cl::Kernel add;          // adds the scanned totals of this level's tiles into them (groups > 1)
+  std::size_t add_wg = 0;  // scan_add's work-group size
+  // Scratch for up to the plan's n: tile totals, tile flags, first segment starts, scanned totals.
   cl::Buffer totals, tile_flags, heads, scanned;
 };
 
-LevelBuffers level_buffers(Context& ctx, const ScanProblem& p, std::size_t level, std::size_t groups) {
-  const std::string key = "scan.L" + std::to_string(level) + ".";
-  LevelBuffers b;
-  b.totals = ctx.scratch(key + "totals", groups * p.acc_bytes());
-  b.tile_flags = ctx.scratch(key + "tile_flags", groups);
-  b.heads = ctx.scratch(key + "heads", groups * sizeof(cl_uint));
-  b.scanned = ctx.scratch(key + "scanned", groups * p.acc_bytes());
-  return b;
-}
+class TiledScanPlan : public ScanPlan {
+ public:
+  TiledScanPlan(Context& ctx, const std::string& variant, const ScanProblem& p,
+                const LaunchPolicy& pol, const TiledScan& ts, std::uint64_t depth)
+      : ScanPlan(ctx, variant, p, pol, depth), wg_(ts.wg_size), tile_(ts.tile) {
+    if (tile_ < 2)
+      throw Error(Errc::kInternal, "internal: a scan tile of fewer than 2 elements never ends the recursion");
+    ScanProblem level = p;
+    level.carry_in = false;
+    while (true) {
+      Level l;
+      l.tile = ts.kernel(level);
+      const std::size_t groups = (level.n + tile_ - 1) / tile_;
+      l.totals = ctx.zeroed_buffer(groups * level.acc_bytes());
+      l.tile_flags = ctx.zeroed_buffer(groups);
+      l.heads = ctx.zeroed_buffer(groups * sizeof(cl_uint));
+      l.scanned = ctx.zeroed_buffer(groups * level.acc_bytes());
+      if (groups > 1) {
+        // scan_add for the level whose totals problem is q.
+        const ScanProblem q = totals_problem(level, groups);
+        const auto build = [&](std::size_t w) {
+          return ctx.kernel("scan_add.cl", "scan_add", q.cl_options() + " -DWG_SIZE=" + std::to_string(w));
+        };
+        l.add_wg = choose_scan_wg(ctx, 0, 256, [](std::size_t) { return std::size_t{0}; }, build);
+        l.add = build(l.add_wg);
+      }
+      levels_.push_back(l);
+      if (groups == 1) break;
+      level = totals_problem(level, groups);
+    }
+  }
 
-void enqueue_level(Context& ctx, const ScanProblem& p, const TiledScan& ts, std::size_t level,
-                   const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
-                   std::vector<cl::Event>& events) {
-  const std::size_t groups = (p.n + ts.tile - 1) / ts.tile;
-  const LevelBuffers b = level_buffers(ctx, p, level, groups);
-  const cl::Buffer &totals = b.totals, &tile_flags = b.tile_flags, &heads = b.heads, &scanned = b.scanned;
-  cl::Kernel k = ts.kernel(p);
-  k.setArg(0, in);
-  k.setArg(1, flags);
-  k.setArg(2, static_cast<cl_ulong>(p.n));
-  k.setArg(3, out);
-  k.setArg(4, totals);
-  k.setArg(5, tile_flags);
-  k.setArg(6, heads);
-  events.emplace_back();
-  ctx.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(groups * ts.wg_size),
-                                   cl::NDRange(ts.wg_size), nullptr, &events.back());
-  if (groups == 1) return;
+ private:
+  void launch(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
+              std::vector<cl::Event>& events) override {
+    launch_level(0, in, flags, out, n, events);
+  }
 
-  // The totals are scanned inclusively in the accumulator type by the same recursion.
-  const ScanProblem q = totals_problem(p, groups);
-  enqueue_level(ctx, q, ts, level + 1, totals, tile_flags, scanned, events);
+  void launch_level(std::size_t level, const cl::Buffer& in, const cl::Buffer& flags,
+                    const cl::Buffer& out, std::size_t n, std::vector<cl::Event>& events) {
+    Level& l = levels_[level];
+    const std::size_t groups = (n + tile_ - 1) / tile_;
+    l.tile.setArg(0, in);
+    l.tile.setArg(1, flags);
+    l.tile.setArg(2, static_cast<cl_ulong>(n));
+    l.tile.setArg(3, out);
+    l.tile.setArg(4, l.totals);
+    l.tile.setArg(5, l.tile_flags);
+    l.tile.setArg(6, l.heads);
+    events.emplace_back();
+    ctx_.queue().enqueueNDRangeKernel(l.tile, cl::NullRange, cl::NDRange(groups * wg_),
+                                      cl::NDRange(wg_), nullptr, &events.back());
+    if (groups == 1) return;
 
-  std::size_t wg = 0;
-  cl::Kernel add = add_kernel(ctx, q, &wg);
-  add.setArg(0, out);
-  add.setArg(1, static_cast<cl_ulong>(p.n));
-  add.setArg(2, static_cast<cl_ulong>(ts.tile));
-  add.setArg(3, scanned);
-  add.setArg(4, heads);
-  events.emplace_back();
-  ctx.queue().enqueueNDRangeKernel(add, cl::NullRange, cl::NDRange((groups - 1) * wg),
-                                   cl::NDRange(wg), nullptr, &events.back());
-}
+    // The totals are scanned inclusively in the accumulator type by the same recursion.
+    launch_level(level + 1, l.totals, l.tile_flags, l.scanned, groups, events);
+
+    l.add.setArg(0, out);
+    l.add.setArg(1, static_cast<cl_ulong>(n));
+    l.add.setArg(2, static_cast<cl_ulong>(tile_));
+    l.add.setArg(3, l.scanned);
+    l.add.setArg(4, l.heads);
+    events.emplace_back();
+    ctx_.queue().enqueueNDRangeKernel(l.add, cl::NullRange, cl::NDRange((groups - 1) * l.add_wg),
+                                      cl::NDRange(l.add_wg), nullptr, &events.back());
+  }
+
+  std::size_t wg_, tile_;
+  std::vector<Level> levels_;  // level 0: the user's problem; above: the tile totals
+};
 
 }  // namespace
 
-void prepare_tiled_scan(Context& ctx, const ScanProblem& p, const TiledScan& ts) {
-  if (ts.tile < 2) return;  // enqueue_tiled_scan refuses it
-  ScanProblem level = p;
-  for (std::size_t l = 0;; ++l) {
-    ts.kernel(level);
-    const std::size_t groups = (level.n + ts.tile - 1) / ts.tile;
-    level_buffers(ctx, level, l, groups);
-    if (groups == 1) break;
-    level = totals_problem(level, groups);
-    std::size_t wg = 0;
-    add_kernel(ctx, level, &wg);
-  }
-}
-
-void enqueue_tiled_scan(Context& ctx, const ScanProblem& p, const TiledScan& ts,
-                        const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
-                        std::vector<cl::Event>& events) {
-  if (ts.tile < 2) throw Error(Errc::kUsage, "internal: a scan tile of fewer than 2 elements never ends the recursion");
-  enqueue_level(ctx, p, ts, 0, in, flags, out, events);
+std::unique_ptr<ScanPlan> make_tiled_plan(Context& ctx, const std::string& variant,
+                                          const ScanProblem& p, const LaunchPolicy& pol,
+                                          const TiledScan& ts, std::uint64_t depth) {
+  return std::make_unique<TiledScanPlan>(ctx, variant, p, pol, ts, depth);
 }
 
 std::size_t choose_scan_wg(Context& ctx, std::size_t local_size, std::size_t preferred,

@@ -1,7 +1,8 @@
-// scan_variant.hpp: what a prefix-scan variant is to the rest of clreduce, and the recursion over
-// work-group totals every tiled scan shares: scan tiles, scan the tile totals (by the same
-// recursion, as many levels as it takes), add them back. One variant = one cl/scan_<name>.cl +
-// one host/variants/scan_<name>.cpp + one row in variants/scan_registry.cpp.
+// scan_variant.hpp: what a prefix-scan variant is to the rest of clreduce (a stateless description
+// that makes plans), the plan (a typed ready-to-launch object, with sub-ranges and a carry-in), and
+// the recursion over work-group totals every tiled scan shares: scan tiles, scan the tile totals
+// (by the same recursion, as many levels as it takes), add them back. One variant = one
+// cl/scan_<name>.cl + one host/scan/scan_<name>.cpp + one row in scan/scan_registry.cpp.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,7 @@ struct ScanProblem {
   std::size_t n = 0;
   bool exclusive = false;  // element i gets OP over the elements before it (identity first)
   bool segmented = false;  // a flag array marks segment starts; the scan restarts at each
+  bool carry_in = false;   // the plan takes a running value from before the range (ScanPlan)
 
   // Bytes of one output element.
   std::size_t acc_bytes() const { return dtype_size(acc_type); }
@@ -32,6 +34,72 @@ struct ScanProblem {
   std::string cl_options() const;
 };
 
+// A scan ready to launch on one device, made by ScanVariant::plan(): its kernels built, the
+// scratch it owns allocated and zeroed, its path fixed. Launch it any number of times, on the
+// whole array or any sub-range of at most problem().n elements, with a carry-in when the
+// problem asked for one; two plans never share scratch. A plan refers to its Context, which must
+// outlive it, and sets kernel arguments when it launches: one thread at a time per plan.
+class ScanPlan {
+ public:
+  virtual ~ScanPlan() = default;
+  ScanPlan(const ScanPlan&) = delete;
+  ScanPlan& operator=(const ScanPlan&) = delete;
+
+  // The variant that made the plan (for a path delegated to, the variant whose path it is).
+  const std::string& variant() const { return variant_; }
+  const ScanProblem& problem() const { return problem_; }
+  // The launch as printable data (--verbose, JSON "policy").
+  const LaunchPolicy& policy() const { return policy_; }
+  // The longest chain of operations any output element passes through in a launch on up to
+  // problem().n elements, the carry-in included (the float error bound).
+  std::uint64_t depth() const { return depth_ + (problem_.carry_in ? 1 : 0); }
+  // What happened in this plan's launches that the policy cannot say (e.g. "a look-back wait
+  // passed its limit in 1 of 3 runs, redone by scan-hierarchical"), or "".
+  virtual std::string run_note() const { return ""; }
+
+  // Enqueues the scan of in's elements [offset, offset + length) into out's (acc_type elements)
+  // [offset, offset + length), 1 <= length <= problem().n; when problem().segmented, flags
+  // holds one byte per element of in (nonzero: a segment starts there) and is read over the
+  // same range, else it is any buffer. Element offset starts a segment only where flagged.
+  // carry (problem().carry_in plans only; null: none) is the running value before the range,
+  // of type acc_type: every element before the range's first segment start becomes carry OP y.
+  // A range that does not start at element 0 is a sub-buffer of each array: its first byte
+  // must be a multiple of Context::base_align() in each. Appends one event per launch.
+  // Throws Error(Errc::kUsage) for a range out of bounds, empty or not aligned, and for a carry
+  // the plan was not made for or of the wrong type.
+  void enqueue(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
+               std::size_t offset, std::size_t length, const Value* carry,
+               std::vector<cl::Event>& events);
+  // The whole problem, no carry.
+  void enqueue(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
+               std::vector<cl::Event>& events) {
+    enqueue(in, flags, out, 0, problem_.n, nullptr, events);
+  }
+
+ protected:
+  // depth: without the carry-in's one operation.
+  ScanPlan(Context& ctx, std::string variant, const ScanProblem& p, LaunchPolicy policy,
+           std::uint64_t depth);
+  // Launches on in[0, n), flags[0, n), out[0, n), 1 <= n <= problem().n: sets arguments and
+  // enqueues (scan-lookback also reads back its error flag), nothing else.
+  virtual void launch(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
+                      std::size_t n, std::vector<cl::Event>& events) = 0;
+
+  Context& ctx_;
+
+ private:
+  std::string variant_;
+  ScanProblem problem_;
+  LaunchPolicy policy_;
+  std::uint64_t depth_;
+  // The carry-in pass (cl/scan_carry.cl), built when problem().carry_in.
+  cl::Kernel carry_heads_, carry_apply_;
+  cl::Buffer carry_groups_;  // each group's first segment start
+  std::size_t carry_wg_ = 0, carry_max_groups_ = 0;
+};
+
+// A scan variant: a name, a description and const functions of (context, problem). It holds no
+// state; what a device needs (probe answers, the path chosen) lives in its Context.
 class ScanVariant {
  public:
   virtual ~ScanVariant() = default;
@@ -40,20 +108,16 @@ class ScanVariant {
   // Empty when the variant can run the problem on this device; else why not (it is skipped).
   // The default refuses the arg ops, which have no scan.
   virtual std::string unsupported(Context& ctx, const ScanProblem& p) const;
-  // The launch policy for this device and problem; local_size > 0 overrides the group size
-  // (Error(Errc::kUsage) if the device or kernel cannot take it).
-  virtual LaunchPolicy policy(Context& ctx, const ScanProblem& p, std::size_t local_size) = 0;
-  // Enqueues the scan of in[0..n), n >= 1, into out[0..n) (acc_type elements). flags holds n
-  // bytes (nonzero: a segment starts there) when p.segmented, else is any buffer. Appends one
-  // event per launch to events.
-  virtual void enqueue(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol,
-                       const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
-                       std::vector<cl::Event>& events) = 0;
-  // The longest chain of operations any output element passes through (the float error bound).
-  virtual std::uint64_t depth(const ScanProblem& p, const LaunchPolicy& pol) const = 0;
-  // What happened in the runs since policy() that the policy cannot say (e.g. "bound hit in 1 of
-  // 3 runs, redone by scan-hierarchical"), or ""; the runner appends it to the run's path.
-  virtual std::string run_note() const { return ""; }
+  // The plan for this device and problem (p.n >= 1): kernels built, scratch allocated, nothing
+  // launched. local_size > 0 overrides the group size (Error(Errc::kUsage) if the device or
+  // kernel cannot take it). Throws Error(Errc::kUsage) for p.n = 0 (nothing to launch) and for
+  // an arg op.
+  std::unique_ptr<ScanPlan> plan(Context& ctx, const ScanProblem& p, std::size_t local_size) const;
+
+ protected:
+  // The plan (its ScanPlan part builds the carry-in pass when p.carry_in).
+  virtual std::unique_ptr<ScanPlan> make_plan(Context& ctx, const ScanProblem& p,
+                                              std::size_t local_size) const = 0;
 };
 
 // Every scan variant, in the order --variant all runs them.
@@ -77,15 +141,14 @@ struct TiledScan {
 std::size_t scan_levels(std::size_t n, std::size_t tile);
 // "L levels, K launches" for LaunchPolicy::path.
 std::string scan_levels_text(std::size_t n, std::size_t tile);
-// Enqueues the scan of in[0..p.n) into out: the tile kernel over ceil(n / tile) groups; with
-// more than one group, the same recursion on the group totals (scratch buffers per level), then
-// cl/scan_add.cl adds each scanned total into the next tile, up to its first segment start.
-void enqueue_tiled_scan(Context& ctx, const ScanProblem& p, const TiledScan& ts,
-                        const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
-                        std::vector<cl::Event>& events);
-// Builds every kernel enqueue_tiled_scan will use for p (each level's tile kernel, scan_add), so
-// that no build falls inside a timed run. Call from the variant's policy().
-void prepare_tiled_scan(Context& ctx, const ScanProblem& p, const TiledScan& ts);
+// The plan of a tiled scan: every level's tile kernel and scan_add built, every level's scratch
+// (tile totals, tile flags, first segment starts, scanned totals) allocated for p.n. A launch
+// runs the tile kernel over ceil(n / tile) groups; with more than one group, the same recursion
+// on the group totals, then cl/scan_add.cl adds each scanned total into the next tile, up to
+// its first segment start. depth: the whole recursion's (tiled_scan_depth()).
+std::unique_ptr<ScanPlan> make_tiled_plan(Context& ctx, const std::string& variant,
+                                          const ScanProblem& p, const LaunchPolicy& pol,
+                                          const TiledScan& ts, std::uint64_t depth);
 // The depth of the whole recursion when one tile adds at most tile_depth operations to an
 // element: each level adds tile_depth plus one for the carry.
 std::uint64_t tiled_scan_depth(std::size_t n, std::size_t tile, std::uint64_t tile_depth);
@@ -98,5 +161,13 @@ std::uint64_t tiled_scan_depth(std::size_t n, std::size_t tile, std::uint64_t ti
 std::size_t choose_scan_wg(Context& ctx, std::size_t local_size, std::size_t preferred,
                            const std::function<std::size_t(std::size_t)>& local_bytes,
                            const std::function<cl::Kernel(std::size_t)>& build, std::size_t min_wg = 1);
+
+// ---- Plans one variant makes for another (scan-fast delegates; scan-lookback falls back). ----
+// scan-fast's CPU-shaped two-pass scan (cl/scan_fast.cl), whatever path scan-fast would choose.
+std::unique_ptr<ScanPlan> make_scan_cpu_plan(Context& ctx, const ScanProblem& p,
+                                             std::size_t local_size);
+// Whether that CPU path passes its start-up check (a small exact scan) on this device; the
+// answer is kept in the context, keyed by the kernel's source and the knobs that shape it.
+bool scan_cpu_path_checks_out(Context& ctx);
 
 }  // namespace clreduce

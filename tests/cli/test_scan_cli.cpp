@@ -186,3 +186,21 @@ TEST_CASE("a wrong scan exits 1 and names the first wrong element and the count"
   CHECK_THAT(r.out, ContainsSubstring("\"wrong_count\":15"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("scan-fast forced onto the look-back path runs, and so does its redo", "[cli][scan]") {
+  // The look-back's fallback on a CPU is scan-fast's CPU path itself, never scan-fast's choice
+  // (which the knob has made the look-back): no plan asks for itself.
+  for (const char* env : {"CLREDUCE_SCAN_FAST_PATH=lookback",
+                          "CLREDUCE_SCAN_FAST_PATH=lookback CLREDUCE_LOOKBACK_LIMIT=0"}) {
+    CAPTURE(env);
+    const Result r = run_cli("--variant scan-fast --size 1000 --repeat 1 --format json", env);
+    CHECK(r.code == 0);
+    CHECK(lines(r.out) == 1);
+    if (r.out.find("\"skipped\":true") != std::string::npos) {
+      CHECK_THAT(r.out, ContainsSubstring("64-bit global atomics"));
+      continue;
+    }
+    CHECK_THAT(r.out, ContainsSubstring("\"verified\":true"));
+    CHECK_THAT(r.out, ContainsSubstring("path=scan-lookback: look-back"));
+  }
+}

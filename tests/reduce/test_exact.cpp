@@ -300,6 +300,124 @@ TEST_CASE("exact: generated data; its error from the correctly rounded sum is 0"
   }
 }
 
+namespace {
+
+// A device buffer holding bytes (a host write: Oclgrind counts it as initialising them).
+cl::Buffer upload(Context& ctx, const std::vector<unsigned char>& bytes) {
+  cl::Buffer b(ctx.context(), CL_MEM_READ_WRITE, bytes.size());
+  ctx.queue().enqueueWriteBuffer(b, CL_TRUE, 0, bytes.size(), bytes.data());
+  return b;
+}
+
+ReduceProblem sum_of(DType t, std::size_t n) {
+  ReduceProblem p;
+  p.op = Op::kSum;
+  p.type = p.acc_type = t;
+  p.n = n;
+  return p;
+}
+
+// Runs plan on in[offset, offset + length) and returns the result read back.
+Value run_range(Context& ctx, ReducePlan& plan, const cl::Buffer& in, std::size_t offset,
+                std::size_t length) {
+  std::vector<unsigned char> bytes(16, 0xA5);
+  const cl::Buffer out = upload(ctx, bytes);
+  std::vector<cl::Event> events;
+  plan.enqueue(in, offset, length, out, events);
+  ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, 16, bytes.data());
+  return Value::from_bytes(plan.problem().acc_type, bytes.data());
+}
+
+HostArray slice(const HostArray& a, std::size_t offset, std::size_t length) {
+  HostArray s;
+  s.type = a.type;
+  s.n = length;
+  const std::size_t size = dtype_size(a.type);
+  s.bytes.assign(a.bytes.begin() + static_cast<std::ptrdiff_t>(offset * size),
+                 a.bytes.begin() + static_cast<std::ptrdiff_t>((offset + length) * size));
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("exact: plans on sub-ranges at awkward offsets, each chunk correctly rounded", "[exact][plan]") {
+  Context& ctx = device_context();
+  if (!ctx.info().fp64) SKIP("no fp64");
+  const std::string shape = GENERATE(std::string("gpu"), std::string("cpu"));
+  const DType type = GENERATE(DType::kFloat, DType::kDouble);
+  const TuningGuard force(ctx, "exact-shape", shape);
+  const std::size_t size = dtype_size(type);
+  const std::size_t step = std::max<std::size_t>(1, ctx.base_align() / size);
+  const std::size_t longest = 70001, total = 13 * step + longest;
+  const std::uint64_t seed = std::random_device{}();
+  CAPTURE(shape, dtype_name(type), step, seed);
+  const HostArray a = type == DType::kFloat ? array_of(wide<float>(total, seed)) : array_of(wide<double>(total, seed));
+  const cl::Buffer in = upload(ctx, a.bytes);
+  const ReduceVariant& v = *find_reduce_variant("exact");
+  // One plan for the longest range, run on shorter ones too; and a plan made for each length.
+  const auto big = v.plan(ctx, sum_of(type, longest), 0);
+  CHECK(big->policy().correctly_rounded);
+  struct Range { std::size_t offset, length; };
+  for (const Range& r : {Range{0, 1}, Range{step, 1}, Range{step, 2}, Range{3 * step, 17},
+                         Range{5 * step, 255}, Range{7 * step, 257}, Range{11 * step, 1023},
+                         Range{2 * step, 7919}, Range{13 * step, 65537}, Range{step, longest},
+                         Range{13 * step, longest}}) {
+    CAPTURE(r.offset, r.length);
+    const Value want = exact_sum(slice(a, r.offset, r.length));
+    REQUIRE(bits(run_range(ctx, *big, in, r.offset, r.length)) == bits(want));
+    const auto own = v.plan(ctx, sum_of(type, r.length), 0);
+    REQUIRE(bits(run_range(ctx, *own, in, r.offset, r.length)) == bits(want));
+  }
+}
+
+TEST_CASE("exact: two plans interleaved on one queue keep their own superaccumulators", "[exact][plan]") {
+  Context& ctx = device_context();
+  if (!ctx.info().fp64) SKIP("no fp64");
+  const HostArray a = array_of(wide<float>(100003, 31)), b = array_of(wide<double>(5001, 32));
+  const cl::Buffer ina = upload(ctx, a.bytes), inb = upload(ctx, b.bytes);
+  const ReduceVariant& v = *find_reduce_variant("exact");
+  const auto pa = v.plan(ctx, sum_of(DType::kFloat, a.n), 0);
+  const auto pb = v.plan(ctx, sum_of(DType::kDouble, b.n), 0);
+  std::vector<unsigned char> ra(16, 0xA5), rb(16, 0xA5);
+  const cl::Buffer outa = upload(ctx, ra), outb = upload(ctx, rb);
+  std::vector<cl::Event> events;
+  for (int round = 0; round < 2; ++round) {
+    pa->enqueue(ina, outa, events);
+    pb->enqueue(inb, outb, events);
+  }
+  ctx.queue().enqueueReadBuffer(outa, CL_TRUE, 0, 16, ra.data());
+  ctx.queue().enqueueReadBuffer(outb, CL_TRUE, 0, 16, rb.data());
+  CHECK(bits(Value::from_bytes(DType::kFloat, ra.data())) == bits(exact_sum(a)));
+  CHECK(bits(Value::from_bytes(DType::kDouble, rb.data())) == bits(exact_sum(b)));
+  try {
+    v.plan(ctx, [] { ReduceProblem p; p.op = Op::kMax; p.type = p.acc_type = DType::kFloat; p.n = 10; return p; }(), 0);
+    FAIL("a plan for max");
+  } catch (const Error& e) {
+    CHECK(e.category() == Errc::kUsage);
+  }
+}
+
+// Small enough for Oclgrind (tests/oclgrind.sh runs it): exact's plans on a sub-buffer, in both
+// shapes, with groups of 16 and 4.
+TEST_CASE("exact: a plan on a sub-buffer, small", "[.oclgrind]") {
+  // A context of its own: the shared one lives until exit, past Oclgrind's own teardown.
+  Context ctx(select_device(list_devices(), clreduce::test::test_device_spec()), CLREDUCE_SOURCE_KERNEL_DIR,
+              false, tuning_from_env());
+  if (!ctx.info().fp64) SKIP("no fp64");
+  for (const char* shape : {"gpu", "cpu"}) {
+    const TuningGuard force(ctx, "exact-shape", shape);
+    const TuningGuard groups(ctx, "exact-groups", "3");
+    for (DType type : {DType::kFloat, DType::kDouble}) {
+      CAPTURE(shape, dtype_name(type));
+      const std::size_t step = std::max<std::size_t>(1, ctx.base_align() / dtype_size(type));
+      const HostArray a = type == DType::kFloat ? array_of(wide<float>(step + 300, 5)) : array_of(wide<double>(step + 300, 5));
+      const cl::Buffer in = upload(ctx, a.bytes);
+      const auto plan = find_reduce_variant("exact")->plan(ctx, sum_of(type, 300), std::string(shape) == "gpu" ? 16 : 4);
+      CHECK(bits(run_range(ctx, *plan, in, step, 300)) == bits(exact_sum(slice(a, step, 300))));
+    }
+  }
+}
+
 TEST_CASE("exact: other ops and types are skipped with a reason", "[exact]") {
   const HostArray ints = generate(DType::kInt32, 100, 1);
   RunConfig cfg;

@@ -46,7 +46,7 @@ const std::vector<OpType> kOpTypes = {{Op::kSum, DType::kInt32},    {Op::kArgMin
                                       {Op::kArgMax, DType::kInt64}, {Op::kMin, DType::kUInt32},
                                       {Op::kSum, DType::kFloat}};
 
-RunRecord run_on(Context& ctx, ReduceVariant& v, const HostArray& a, Op op, std::size_t local = 0) {
+RunRecord run_on(Context& ctx, const ReduceVariant& v, const HostArray& a, Op op, std::size_t local = 0) {
   RunConfig cfg;
   cfg.warmup = 0;
   cfg.repeat = 1;
@@ -310,13 +310,8 @@ TEST_CASE("ladder kernels and the butterfly verify at sizes around any group siz
 }
 
 TEST_CASE("every work-item of the butterfly holds the total", "[ladder][butterfly]") {
-  auto* b = dynamic_cast<ButterflyVariant*>(find_reduce_variant("butterfly"));
+  const auto* b = dynamic_cast<const ButterflyVariant*>(find_reduce_variant("butterfly"));
   REQUIRE(b != nullptr);
-  struct Keep {  // the variant is shared: switch the copies off again whatever happens
-    explicit Keep(ButterflyVariant* v) : v_(v) { v_->keep_copies(true); }
-    ~Keep() { v_->keep_copies(false); }
-    ButterflyVariant* v_;
-  } keep(b);
   Context& ctx = device_context();
   for (std::size_t k = 0; k < kOpTypes.size(); ++k) {
     const OpType& ot = kOpTypes[k];
@@ -328,11 +323,20 @@ TEST_CASE("every work-item of the butterfly holds the total", "[ladder][butterfl
       if (is_float(ot.type) && n > 10 && ot.op == Op::kArgMin) a.as<float>()[n / 3] = NAN;
       const RunRecord r = run_on(ctx, *b, a, ot.op, wg);
       require_exact(r, a, ot.op);
+      // The same launch again, from a plan that keeps every work-item's copy.
       ReduceProblem p;
       p.op = ot.op;
       p.type = ot.type;
+      p.n = n;
       p.acc_type = r.acc;
-      const std::vector<unsigned char> copies = b->read_copies(ctx, p);
+      const auto plan = b->plan_keeping_copies(ctx, p, wg);
+      REQUIRE(plan->policy().str() == r.policy.str());
+      cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, a.bytes.size(),
+                    a.bytes.data());
+      cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, 16);
+      std::vector<cl::Event> events;
+      plan->enqueue(in, out, events);
+      const std::vector<unsigned char> copies = plan->read_copies();
       const std::size_t count = r.policy.groups * r.policy.wg_size;
       REQUIRE(copies.size() == count * p.acc_bytes());
       for (std::size_t i = 0; i < count; ++i) {

@@ -74,8 +74,9 @@ void require_verified(const ScanRun& r) {
                      << r.rec.skip_reason);
   REQUIRE_FALSE(r.rec.skipped);
   REQUIRE(r.rec.verified);
-  REQUIRE(r.rec.wrong_count == 0);
-  REQUIRE(r.rec.first_wrong == -1);
+  REQUIRE(r.rec.scan.has_value());
+  REQUIRE(r.rec.scan->wrong_count == 0);
+  REQUIRE(r.rec.scan->first_wrong == -1);
   REQUIRE(r.out.n == r.rec.n);
 }
 
@@ -101,7 +102,7 @@ std::size_t tile_of(const std::string& variant, std::size_t local, Op op = Op::k
   p.type = type;
   p.acc_type = acc_dtype(op, type);
   p.n = 1;
-  const LaunchPolicy pol = find_scan_variant(variant)->policy(device_context(), p, local);
+  const LaunchPolicy pol = find_scan_variant(variant)->plan(device_context(), p, local)->policy();
   return pol.wg_size * pol.items_per_thread;
 }
 
@@ -349,8 +350,9 @@ TEST_CASE("an element no kernel writes keeps the sentinel and is reported", "[sc
     const HostArray a = generate(type, 1000, 8);
     const ScanRun r = run_scan(variant, a, Op::kSum, false, nullptr, 16, "", &ctx);
     CHECK_FALSE(r.rec.verified);
-    CHECK(r.rec.first_wrong == 77);
-    CHECK(r.rec.wrong_count == 1);
+    REQUIRE(r.rec.scan.has_value());
+    CHECK(r.rec.scan->first_wrong == 77);
+    CHECK(r.rec.scan->wrong_count == 1);
     CHECK_THAT(r.rec.verify_note, Catch::Matchers::ContainsSubstring("y[77]"));
     CHECK_THAT(r.rec.verify_note, Catch::Matchers::ContainsSubstring("1 of 1000 elements wrong"));
   }
@@ -455,7 +457,7 @@ TEST_CASE("scan-fast's CPU path with large chunks: superblock edges, segments, e
   CAPTURE(seed);
   ScanProblem p;
   p.n = 1;
-  const LaunchPolicy pol = find_scan_variant("scan-fast")->policy(device_context(), p, 0);
+  const LaunchPolicy pol = find_scan_variant("scan-fast")->plan(device_context(), p, 0)->policy();
   const std::size_t sb = pol.wg_size * pol.groups * pol.items_per_thread;  // one superblock
   CHECK(pol.items_per_thread == 65536);
   const std::size_t n = 2 * sb + 1001;
@@ -469,5 +471,22 @@ TEST_CASE("scan-fast's CPU path with large chunks: superblock edges, segments, e
       require_verified(r);
       CHECK(r.rec.launches == 6);  // three superblocks, two passes each
     }
+  }
+}
+
+TEST_CASE("scan-fast forced onto the look-back path plans without asking for itself", "[scan][fast][lookback]") {
+  // The look-back's fallback must not be scan-fast's choice of path, which the knob made the
+  // look-back: each would plan the other forever.
+  const test::TuningGuard force(device_context(), "scan-fast-path", "lookback");
+  const test::TuningGuard limit(device_context(), "lookback-limit", "0");
+  const HostArray a = generate(DType::kInt32, 5000, 12);
+  const auto flags = random_flags(5000, 0.01, 12);
+  for (const bool seg : {false, true}) {
+    CAPTURE(seg);
+    const ScanRun r = run_scan("scan-fast", a, Op::kSum, seg, seg ? &flags : nullptr, 16);
+    if (r.rec.skipped) SKIP(r.rec.skip_reason);
+    require_verified(r);
+    CHECK(r.rec.policy.path.rfind("scan-lookback: look-back", 0) == 0);
+    CHECK_THAT(r.rec.policy.path, Catch::Matchers::ContainsSubstring("passed its limit in 1 of 1 runs, redone by"));
   }
 }

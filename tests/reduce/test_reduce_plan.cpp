@@ -1,0 +1,172 @@
+// test_reduce_plan.cpp: reduction plans as a library user holds them: every variant run on
+// sub-ranges of one buffer at aligned but awkward offsets and lengths (arg indices counted from
+// the offset), a plan for n run on shorter ranges, two plans interleaved on one queue, and the
+// ranges a plan refuses. Integer results are compared exactly with the host reference.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/generators/catch_generators_range.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <cstring>
+#include <random>
+
+#include "clreduce/error.hpp"
+#include "io/data.hpp"
+#include "reduce/variant.hpp"
+#include "test_helpers.hpp"
+#include "verify/reference.hpp"
+
+using namespace clreduce;
+using Catch::Matchers::ContainsSubstring;
+using clreduce::test::device_context;
+
+namespace {
+
+// Every variant but `exact`, which sums float and double only: its plans are tested in
+// test_exact.cpp.
+std::vector<std::string> variant_names() {
+  std::vector<std::string> v;
+  for (const auto& r : reduce_variants())
+    if (r->name() != "exact") v.push_back(r->name());
+  return v;
+}
+
+// Elements [offset, offset + length) of a as an array of their own.
+HostArray slice(const HostArray& a, std::size_t offset, std::size_t length) {
+  HostArray s;
+  s.type = a.type;
+  s.n = length;
+  const std::size_t size = dtype_size(a.type);
+  s.bytes.assign(a.bytes.begin() + static_cast<std::ptrdiff_t>(offset * size),
+                 a.bytes.begin() + static_cast<std::ptrdiff_t>((offset + length) * size));
+  return s;
+}
+
+// A device buffer holding bytes (a host write: Oclgrind counts it as initialising them).
+cl::Buffer upload(const std::vector<unsigned char>& bytes) {
+  Context& ctx = device_context();
+  cl::Buffer b(ctx.context(), CL_MEM_READ_WRITE, bytes.size());
+  ctx.queue().enqueueWriteBuffer(b, CL_TRUE, 0, bytes.size(), bytes.data());
+  return b;
+}
+
+ReduceProblem problem_of(Op op, DType type, std::size_t n) {
+  ReduceProblem p;
+  p.op = op;
+  p.type = type;
+  p.n = n;
+  p.acc_type = acc_dtype(op, type);
+  return p;
+}
+
+// Runs plan on in[offset, offset + length) and returns the result read back.
+Value run_range(ReducePlan& plan, const cl::Buffer& in, std::size_t offset, std::size_t length) {
+  Context& ctx = device_context();
+  std::vector<unsigned char> bytes(16, 0xA5);
+  const cl::Buffer out = upload(bytes);
+  std::vector<cl::Event> events;
+  plan.enqueue(in, offset, length, out, events);
+  ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, 16, bytes.data());
+  Value v = Value::from_bytes(plan.problem().acc_type, bytes.data());
+  if (is_arg_op(plan.problem().op)) std::memcpy(&v.index, bytes.data() + 8, 8);
+  return v;
+}
+
+void require_same(const Value& got, const Value& want) {
+  INFO("got " << got.str() << " @" << got.index << ", expected " << want.str() << " @" << want.index);
+  REQUIRE(got.i == want.i);
+  REQUIRE(got.u == want.u);
+  REQUIRE(got.index == want.index);
+}
+
+}  // namespace
+
+TEST_CASE("every reduction plan runs on sub-ranges at awkward offsets", "[reduce][plan]") {
+  const std::string variant = GENERATE(from_range(variant_names()));
+  struct OpType { Op op; DType type; };
+  const OpType ot = GENERATE(OpType{Op::kSum, DType::kInt32}, OpType{Op::kArgMin, DType::kInt64},
+                             OpType{Op::kMax, DType::kUInt32});
+  Context& ctx = device_context();
+  const std::size_t size = dtype_size(ot.type);
+  // Sub-buffers start at multiples of the base address alignment: step is the smallest offset.
+  const std::size_t step = std::max<std::size_t>(1, ctx.base_align() / size);
+  const std::size_t total = 13 * step + 70001;
+  const std::uint64_t seed = std::random_device{}();
+  CAPTURE(variant, op_name(ot.op), dtype_name(ot.type), step, seed);
+  HostArray a = generate(ot.type, total, seed);
+  if (ot.op == Op::kArgMin) {  // ties and an extreme near each range's start
+    for (std::size_t i = 0; i < total; i += 997) a.as<std::int64_t>()[i] = -2000000000000LL;
+  }
+  const cl::Buffer in = upload(a.bytes);
+  const ReduceVariant& v = *find_reduce_variant(variant);
+  // One plan for the longest range, run on shorter ones too; and a plan made for each length.
+  const std::size_t longest = 70001;
+  const auto big = v.plan(ctx, problem_of(ot.op, ot.type, longest), 0);
+  struct Range { std::size_t offset, length; };
+  for (const Range& r : {Range{0, 1}, Range{step, 1}, Range{step, 2}, Range{3 * step, 17},
+                         Range{5 * step, 255}, Range{7 * step, 257}, Range{11 * step, 1023},
+                         Range{2 * step, 7919}, Range{13 * step, 65537}, Range{step, longest},
+                         Range{13 * step, longest}}) {
+    CAPTURE(r.offset, r.length);
+    const Value want = reference_reduce(slice(a, r.offset, r.length), ot.op);
+    require_same(run_range(*big, in, r.offset, r.length), want);
+    const auto exact = v.plan(ctx, problem_of(ot.op, ot.type, r.length), 0);
+    require_same(run_range(*exact, in, r.offset, r.length), want);
+  }
+}
+
+TEST_CASE("two reduction plans interleaved on one queue keep their own scratch", "[reduce][plan]") {
+  const std::string variant = GENERATE(from_range(variant_names()));
+  CAPTURE(variant);
+  Context& ctx = device_context();
+  const HostArray a = generate(DType::kInt32, 100003, 21);
+  const HostArray b = generate(DType::kInt64, 5001, 22);
+  const cl::Buffer ina = upload(a.bytes), inb = upload(b.bytes);
+  const ReduceVariant& v = *find_reduce_variant(variant);
+  const auto pa = v.plan(ctx, problem_of(Op::kSum, DType::kInt32, a.n), 0);
+  const auto pb = v.plan(ctx, problem_of(Op::kArgMax, DType::kInt64, b.n), 0);
+  std::vector<unsigned char> ra(16, 0xA5), rb(16, 0xA5);
+  const cl::Buffer outa = upload(ra), outb = upload(rb);
+  std::vector<cl::Event> events;
+  for (int round = 0; round < 2; ++round) {
+    pa->enqueue(ina, outa, events);
+    pb->enqueue(inb, outb, events);
+  }
+  ctx.queue().enqueueReadBuffer(outa, CL_TRUE, 0, 16, ra.data());
+  ctx.queue().enqueueReadBuffer(outb, CL_TRUE, 0, 16, rb.data());
+  Value va = Value::from_bytes(DType::kInt64, ra.data());
+  Value vb = Value::from_bytes(DType::kInt64, rb.data());
+  std::memcpy(&vb.index, rb.data() + 8, 8);
+  require_same(va, reference_reduce(a, Op::kSum));
+  require_same(vb, reference_reduce(b, Op::kArgMax));
+}
+
+TEST_CASE("a reduction plan refuses ranges it cannot run", "[reduce][plan]") {
+  Context& ctx = device_context();
+  const HostArray a = generate(DType::kInt32, 4096, 3);
+  const cl::Buffer in = upload(a.bytes);
+  cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, 16);
+  const auto plan = find_reduce_variant("fast")->plan(ctx, problem_of(Op::kSum, DType::kInt32, 1000), 0);
+  std::vector<cl::Event> events;
+  struct Case { std::size_t offset, length; const char* says; };
+  const std::size_t step = ctx.base_align() / 4;
+  for (const Case& c : {Case{0, 0, "cannot reduce 0"}, Case{0, 1001, "cannot reduce 1001"},
+                        Case{4096 - 10, 20, "pass the end of a buffer"},
+                        Case{1, 100, "base address alignment"},
+                        Case{step + 1, 100, "base address alignment"}}) {
+    CAPTURE(c.offset, c.length);
+    try {
+      plan->enqueue(in, c.offset, c.length, out, events);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.category() == Errc::kUsage);
+      CHECK_THAT(e.what(), ContainsSubstring(c.says));
+    }
+  }
+  try {
+    find_reduce_variant("topdown")->plan(ctx, problem_of(Op::kSum, DType::kInt32, 0), 0);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.category() == Errc::kUsage);
+  }
+}
