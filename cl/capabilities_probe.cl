@@ -7,6 +7,7 @@
 #ifndef CLREDUCE_H
 #include "clreduce.h"
 #endif
+#include "clr_tail.h"
 #ifndef PROBE
 #define PROBE 0
 #endif

@@ -31,6 +31,7 @@
 #ifndef CLREDUCE_H
 #include "clreduce.h"
 #endif
+#include "clr_types.h"
 #ifndef WG_SIZE
 #define WG_SIZE 256  // work-items per group; any size the device accepts
 #endif
@@ -58,46 +59,42 @@
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 
 #if CLR_TYPE == 4
-typedef uint TB;             // an element's bits
-#define T_PREC 24            // significand bits
+typedef uint TB;   // an element's bits
+#define T_PREC 24  // significand bits
 #define T_EXP_BITS 8
-#define SA_UNIT_SHIFT 925    // the unit 2^-149 is 2^925 double units (2^-1074)
-#define SA_LIMBS 12          // 384 bits: 2^-149 up to beyond 2^128 * 2^64
+#define SA_UNIT_SHIFT 925  // the unit 2^-149 is 2^925 double units (2^-1074)
+#define SA_LIMBS 12        // 384 bits: 2^-149 up to beyond 2^128 * 2^64
 #define AS_T(b) as_float((uint)(b))
-#define T_NAME float
 #define TB_NAME uint
 #else
 typedef ulong TB;
 #define T_PREC 53
 #define T_EXP_BITS 11
 #define SA_UNIT_SHIFT 0
-#define SA_LIMBS 68          // 2176 bits: 2^-1074 up to beyond 2^1024 * 2^64
+#define SA_LIMBS 68  // 2176 bits: 2^-1074 up to beyond 2^1024 * 2^64
 #define AS_T(b) as_double((ulong)(b))
-#define T_NAME double
 #define TB_NAME ulong
 #endif
 #define T_MAX_BIASED ((1 << T_EXP_BITS) - 1)  // the biased exponent of inf and NaN
 
-#define EX_CAT2(a, b) a##b
-#define EX_CAT(a, b) EX_CAT2(a, b)
 #if VEC == 1
-typedef T VT;          // one load
-typedef double DV;     // its elements as doubles, one lane each
-typedef TB VB;         // its bits
-typedef long LV;       // a DV's bits, or a comparison of DVs (0 or 1)
+typedef T VT;       // one load
+typedef double DV;  // its elements as doubles, one lane each
+typedef TB VB;      // its bits
+typedef long LV;    // a DV's bits, or a comparison of DVs (0 or 1)
 #define CONVERT_DV convert_double
 #define AS_LV as_long
-#define AS_VB EX_CAT(as_, TB_NAME)
+#define AS_VB CLR_CAT(as_, TB_NAME)
 #define EX_ANY(c) (c)
 #define EX_ANYI(c) (c)
 #else
-typedef EX_CAT(T_NAME, VEC) VT;
-typedef EX_CAT(double, VEC) DV;
-typedef EX_CAT(TB_NAME, VEC) VB;
-typedef EX_CAT(long, VEC) LV;  // a DV's bits, or a comparison of DVs (0 or -1 per lane)
-#define CONVERT_DV EX_CAT(convert_double, VEC)
-#define AS_LV EX_CAT(as_long, VEC)
-#define AS_VB EX_CAT(as_, EX_CAT(TB_NAME, VEC))
+typedef CLR_VEC(T_NAME, VEC) VT;
+typedef CLR_VEC(double, VEC) DV;
+typedef CLR_VEC(TB_NAME, VEC) VB;
+typedef CLR_VEC(long, VEC) LV;  // a DV's bits, or a comparison of DVs (0 or -1 per lane)
+#define CONVERT_DV CLR_CONVERT_VEC(double, VEC)
+#define AS_LV CLR_AS_VEC(long, VEC)
+#define AS_VB CLR_AS_VEC(TB_NAME, VEC)
 // Whether any lane of a comparison is set: its lanes narrowed to bytes and read as one integer
 // (a branch-free any(), which compilers turn into a mask test).
 inline int ex_any2(long2 m) { return as_ushort(convert_char2(m)) != 0; }
@@ -107,7 +104,7 @@ inline int ex_any16(long16 m) {
   const ulong2 w = as_ulong2(convert_char16(m));
   return (w.x | w.y) != 0ul;
 }
-#define EX_ANY(c) EX_CAT(ex_any, VEC)(c)
+#define EX_ANY(c) CLR_CAT(ex_any, VEC)(c)
 // The same for a comparison of 32-bit lanes.
 inline int ex_anyi2(int2 m) { return as_ushort(convert_char2(m)) != 0; }
 inline int ex_anyi4(int4 m) { return as_uint(convert_char4(m)) != 0u; }
@@ -116,7 +113,7 @@ inline int ex_anyi16(int16 m) {
   const ulong2 w = as_ulong2(convert_char16(m));
   return (w.x | w.y) != 0ul;
 }
-#define EX_ANYI(c) EX_CAT(ex_anyi, VEC)(c)
+#define EX_ANYI(c) CLR_CAT(ex_anyi, VEC)(c)
 #endif
 typedef union {
   DV v;
@@ -212,13 +209,13 @@ inline void sa_add_elem(__local long* sa, TB b, uint* flags) {
 
 // (a, b) <- (fl(a + b), the rounding error of that addition): a + b unchanged, exactly (TwoSum,
 // Knuth; no branch, no assumption on which is larger). Half the additions through EX_ADD.
-#define EX_TWO_SUM(TY, a, b, one)                                    \
-  do {                                                               \
-    const TY s_ = (a) + (b);                                         \
-    const TY bb_ = EX_ADD(s_, -(a), (TY)(one));                      \
-    const TY da_ = (a) - (s_ - bb_);                                 \
-    (b) = EX_ADD(da_, EX_ADD((b), -bb_, (TY)(one)), (TY)(one));      \
-    (a) = s_;                                                        \
+#define EX_TWO_SUM(TY, a, b, one)                               \
+  do {                                                          \
+    const TY s_ = (a) + (b);                                    \
+    const TY bb_ = EX_ADD(s_, -(a), (TY)(one));                 \
+    const TY da_ = (a) - (s_ - bb_);                            \
+    (b) = EX_ADD(da_, EX_ADD((b), -bb_, (TY)(one)), (TY)(one)); \
+    (a) = s_;                                                   \
   } while (0)
 
 // The lanes of t that the expansions e[0..FPE_TERMS) may take: |x| < 2^960 (finite, far from
@@ -309,7 +306,8 @@ inline uint sa_bit(__local const long* sa, uint i) { return (uint)(sa[i >> 5] >>
 inline ulong ex_round(__local long* sa, uint flags) {
   const ulong sign_bit = 1ul << (8 * sizeof(TB) - 1);
   const ulong inf = (ulong)T_MAX_BIASED << (T_PREC - 1);
-  if ((flags & EX_NAN) || ((flags & EX_PINF) && (flags & EX_NINF))) return inf | (1ul << (T_PREC - 2));
+  if ((flags & EX_NAN) || ((flags & EX_PINF) && (flags & EX_NINF)))
+    return inf | (1ul << (T_PREC - 2));
   if (flags & EX_PINF) return inf;
   if (flags & EX_NINF) return sign_bit | inf;
   sa_normalise(sa);
@@ -343,9 +341,9 @@ inline ulong ex_round(__local long* sa, uint flags) {
   return sign | ((ulong)biased << (T_PREC - 1)) | (mant & ((1ul << (T_PREC - 1)) - 1));
 }
 
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
-void reduce_exact(__global const T* restrict x, ulong n, __global long* gacc,
-                  __global volatile uint* gstate, __global T* out, double one) {
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
+    __global const T* restrict x, ulong n, __global long* gacc, __global volatile uint* gstate,
+    __global T* out, double one) {
   // gacc[0..SA_LIMBS): the global superaccumulator; gstate[0]: flags, gstate[1]: the ticket.
   // All zero between launches: each launch's last group clears them. one: 1.0 (EX_ADD).
   __local long sa[SA_LIMBS];

@@ -2,7 +2,7 @@
 // as VEC-element vectors (VT), UNROLL independent loads in flight, into vector accumulators; the
 // unaligned head and the tail (< VEC elements) are folded element by element. Each group folds
 // its work-items in local memory and publishes one partial; the last group to finish (atomic
-// ticket, as reduce_topdown.cl) folds the partials in index order and resets the ticket.
+// ticket, clr_ticket.h, as reduce_topdown.cl) folds the partials in index order.
 // Two shapes, one code path (FAST_CPU picks how vectors are dealt out to work-items):
 //   GPU (FAST_CPU 0): grid-stride over vectors, so neighbouring work-items read neighbouring
 //     16-byte vectors (coalesced); cost n/VEC loads per work-item / (groups * WG_SIZE).
@@ -16,6 +16,8 @@
 #ifndef CLREDUCE_H
 #include "clreduce.h"
 #endif
+#include "clr_ticket.h"
+#include "clr_types.h"
 #ifndef WG_SIZE
 #define WG_SIZE 256  // work-items per group; any size the device accepts
 #endif
@@ -38,43 +40,7 @@
 #define FAST_IDX32 0  // 1: vector indices fit in 32 bits (the host checks); cheaper loop arithmetic
 #endif
 
-// Type names for building vector type names: T_NAME for T, A_NAME for the accumulator,
-// U_NAME for its unsigned twin (wrapping integer arithmetic).
-#if CLR_TYPE == 0
-#define T_NAME int
-#elif CLR_TYPE == 1
-#define T_NAME uint
-#elif CLR_TYPE == 2
-#define T_NAME long
-#elif CLR_TYPE == 3
-#define T_NAME ulong
-#elif CLR_TYPE == 4
-#define T_NAME float
-#else
-#define T_NAME double
-#endif
-#if CLR_ACC == 0 || CLR_ACC == 1
-#define U_NAME uint
-#elif CLR_ACC == 2 || CLR_ACC == 3
-#define U_NAME ulong
-#endif
-#if CLR_ACC == 0
-#define A_NAME int
-#elif CLR_ACC == 1
-#define A_NAME uint
-#elif CLR_ACC == 2
-#define A_NAME long
-#elif CLR_ACC == 3
-#define A_NAME ulong
-#elif CLR_ACC == 4
-#define A_NAME float
-#else
-#define A_NAME double
-#endif
-
-#define FAST_CAT2(a, b) a##b
-#define FAST_CAT(a, b) FAST_CAT2(a, b)
-typedef FAST_CAT(T_NAME, VEC) VT;  // one vector load of T
+typedef CLR_VEC(T_NAME, VEC) VT;  // one vector load of T
 
 #if FAST_IDX32
 typedef uint vidx_t;
@@ -89,8 +55,8 @@ typedef ulong vidx_t;
 #endif
 
 #if !CLR_IS_ARG
-typedef FAST_CAT(A_NAME, VEC) VA;  // VEC accumulators side by side
-#define CONVERT_VA FAST_CAT(convert_, FAST_CAT(A_NAME, VEC))
+typedef CLR_VEC(A_NAME, VEC) VA;  // VEC accumulators side by side
+#define CONVERT_VA CLR_CONVERT_VEC(A_NAME, VEC)
 typedef union {
   VA v;
   A s[VEC];
@@ -98,21 +64,19 @@ typedef union {
 
 // The operator on VEC lanes at once, with clr_op's semantics lane by lane.
 inline VA fast_vop(VA a, VA b) {
-#if CLR_OP == 0
+#if CLR_OP == CLR_SUM
 #ifdef A_IS_FLOAT
   return a + b;
 #else
-  return FAST_CAT(as_, FAST_CAT(A_NAME, VEC))(FAST_CAT(as_, FAST_CAT(U_NAME, VEC))(a) +
-                                              FAST_CAT(as_, FAST_CAT(U_NAME, VEC))(b));
+  return CLR_AS_VEC(A_NAME, VEC)(CLR_AS_VEC(U_NAME, VEC)(a) + CLR_AS_VEC(U_NAME, VEC)(b));
 #endif
-#elif CLR_OP == 1
+#elif CLR_OP == CLR_PROD
 #ifdef A_IS_FLOAT
   return a * b;
 #else
-  return FAST_CAT(as_, FAST_CAT(A_NAME, VEC))(FAST_CAT(as_, FAST_CAT(U_NAME, VEC))(a) *
-                                              FAST_CAT(as_, FAST_CAT(U_NAME, VEC))(b));
+  return CLR_AS_VEC(A_NAME, VEC)(CLR_AS_VEC(U_NAME, VEC)(a) * CLR_AS_VEC(U_NAME, VEC)(b));
 #endif
-#elif CLR_OP == 2
+#elif CLR_OP == CLR_MIN
 #ifdef A_IS_FLOAT
   return select(b, a, isnan(a) | (a < b));  // a where a is NaN or smaller: NaN propagates
 #else
@@ -130,7 +94,7 @@ inline VA fast_vop(VA a, VA b) {
 // Arg ops keep, lane by lane, the extreme so far and the vector index it came from. Along one
 // lane a work-item sees indices in increasing order, so a tie keeps the earlier element and a
 // NaN, once taken, stays: no index comparisons in the loop (clr_op compares them afterwards).
-#if CLR_TYPE == 2 || CLR_TYPE == 3 || CLR_TYPE == 5
+#if CLR_TYPE == CLR_INT64 || CLR_TYPE == CLR_UINT64 || CLR_TYPE == CLR_DOUBLE
 #define M_NAME long  // comparison results: integer lanes as wide as T
 #else
 #define M_NAME int
@@ -142,8 +106,8 @@ inline VA fast_vop(VA a, VA b) {
 #define X_NAME ulong
 #define XM_NAME long
 #endif
-typedef FAST_CAT(M_NAME, VEC) MT;
-typedef FAST_CAT(X_NAME, VEC) VX;
+typedef CLR_VEC(M_NAME, VEC) MT;
+typedef CLR_VEC(X_NAME, VEC) VX;
 typedef union {
   VT v;
   T s[VEC];
@@ -156,7 +120,7 @@ typedef union {
 // Folds vector t, read from vector index w, into (best, at): lanes where t is NaN (and best is
 // not) or strictly more extreme take t and w.
 inline void fast_arg_step(VT* best, VX* at, VT t, vidx_t w) {
-#if CLR_OP == 4
+#if CLR_OP == CLR_ARGMIN
   MT take = t < *best;
 #else
   MT take = t > *best;
@@ -165,16 +129,15 @@ inline void fast_arg_step(VT* best, VX* at, VT t, vidx_t w) {
   take = (take | isnan(t)) & ~isnan(*best);
 #endif
   *best = select(*best, t, take);
-  *at = select(*at, (VX)(w), FAST_CAT(convert_, FAST_CAT(XM_NAME, VEC))(take));
+  *at = select(*at, (VX)(w), CLR_CONVERT_VEC(XM_NAME, VEC)(take));
 }
 #endif
 
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
-void reduce_fast(__global const T* restrict x, ulong n, __global acc_t* partials,
-                 __global volatile uint* ticket, __global acc_t* out) {
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_fast(
+    __global const T* restrict x, ulong n, __global acc_t* partials, __global volatile uint* ticket,
+    __global acc_t* out) {
   __local acc_t s[WG_SIZE];
   __local int is_last;
-  const uint lid = (uint)get_local_id(0);
   const uint groups = (uint)get_num_groups(0);
   const vidx_t items = (vidx_t)groups * WG_SIZE;
   const vidx_t gid = (vidx_t)get_global_id(0);
@@ -260,26 +223,5 @@ void reduce_fast(__global const T* restrict x, ulong n, __global acc_t* partials
   for (ulong i = gid; i < head; i += items) a = clr_op(a, clr_load(x, i));
   for (ulong i = body_end + gid; i < n; i += items) a = clr_op(a, clr_load(x, i));
 
-  s[lid] = a;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  clr_local_fold(s, WG_SIZE);
-
-  if (lid == 0) {
-    clr_publish(partials + get_group_id(0), s[0]);
-    mem_fence(CLK_GLOBAL_MEM_FENCE);  // the partial is visible before the ticket is taken
-    is_last = atomic_inc(ticket) == groups - 1;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (!is_last) return;  // uniform across the group
-
-  mem_fence(CLK_GLOBAL_MEM_FENCE);
-  a = clr_identity();
-  for (uint g = lid; g < groups; g += WG_SIZE) a = clr_op(a, clr_collect(partials + g));
-  s[lid] = a;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  clr_local_fold(s, WG_SIZE);
-  if (lid == 0) {
-    out[0] = s[0];
-    atomic_xchg(ticket, 0u);  // ready for the next launch
-  }
+  clr_ticket_reduce(a, s, WG_SIZE, &is_last, partials, ticket, out);
 }

@@ -1,7 +1,7 @@
 // reduce_unroll_last_warp.cl: ladder kernel 5. As kernel 4, but once few elements remain the
 // group stops paying for work-group barriers: the seeds let the last warp run on without
 // __syncthreads through volatile shared memory, a data race on current GPUs. Here the tail is
-// clreduce.h's CLR_TAIL: NVIDIA's shfl.sync through inline PTX (last 64 elements), sub-group
+// clr_tail.h's CLR_TAIL: NVIDIA's shfl.sync through inline PTX (last 64 elements), sub-group
 // functions with sub_group_barrier (last 2 * sub-group size), or barriers all the way (then this
 // is kernel 4). One partial per group; the host relaunches over the partials until one value
 // remains. Any group size >= 1 (a multiple of 32 for CLR_TAIL 2). Local memory: one acc_t per
@@ -10,6 +10,7 @@
 #ifndef CLREDUCE_H
 #include "clreduce.h"
 #endif
+#include "clr_tail.h"
 
 inline void unroll_last_warp(__global const T* x, __global const acc_t* y, ulong n,
                              __global acc_t* out, __local acc_t* s, __local uint* sg, int first) {

@@ -25,6 +25,7 @@
 #include "clreduce.h"
 #endif
 #include "clr_scan.h"
+#include "clr_types.h"
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #ifndef WG_SIZE
 #define WG_SIZE 256  // work-items per group; any size the device accepts
@@ -43,7 +44,7 @@
 #endif
 
 #define TILE (WG_SIZE * VEC * ROWS)
-#define RAKERS (WG_SIZE < 32 ? WG_SIZE : 32)  // work-items scanning the vector totals serially
+#define RAKERS (WG_SIZE < 32 ? WG_SIZE : 32)    // work-items scanning the vector totals serially
 #define SPAN ((WG_SIZE + RAKERS - 1) / RAKERS)  // vector totals per raker
 #define LB_WORDS (sizeof(acc_t) / 4)            // 32-bit words per value (1 or 2)
 
@@ -51,38 +52,10 @@
 #define ST_P 2u  // the tile's inclusive prefix
 #define ST_X 3u  // the tile gave up: so do its successors
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#if CLR_TYPE == 0
-#define T_NAME int
-#elif CLR_TYPE == 1
-#define T_NAME uint
-#elif CLR_TYPE == 2
-#define T_NAME long
-#elif CLR_TYPE == 3
-#define T_NAME ulong
-#elif CLR_TYPE == 4
-#define T_NAME float
-#else
-#define T_NAME double
-#endif
-#if CLR_ACC == 0
-#define A_NAME int
-#elif CLR_ACC == 1
-#define A_NAME uint
-#elif CLR_ACC == 2
-#define A_NAME long
-#elif CLR_ACC == 3
-#define A_NAME ulong
-#elif CLR_ACC == 4
-#define A_NAME float
-#else
-#define A_NAME double
-#endif
 #if VEC > 1
-typedef CAT(T_NAME, VEC) tvec;
-typedef CAT(A_NAME, VEC) avec;
-typedef CAT(uchar, VEC) fvec;
+typedef CLR_VEC(T_NAME, VEC) tvec;
+typedef CLR_VEC(A_NAME, VEC) avec;
+typedef CLR_VEC(uchar, VEC) fvec;
 #else
 typedef T tvec;
 typedef acc_t avec;
@@ -106,7 +79,7 @@ inline void lb_publish(__global ulong* desc, uint tile, uint tag, acc_t v) {
   clr_words u;
   u.a = v;
   volatile __global ulong* p = (volatile __global ulong*)desc + (size_t)tile * LB_WORDS;
-  #pragma unroll
+#pragma unroll
   for (uint k = 0; k < LB_WORDS; ++k) atom_xchg(p + k, ((ulong)tag << 32) | (ulong)u.w[k]);
 }
 
@@ -116,7 +89,7 @@ inline uint lb_read(__global ulong* desc, uint tile, uint epoch, acc_t* v) {
   clr_words u;
   volatile __global ulong* p = (volatile __global ulong*)desc + (size_t)tile * LB_WORDS;
   uint tag = 0u, same = 1u;
-  #pragma unroll
+#pragma unroll
   for (uint k = 0; k < LB_WORDS; ++k) {
     const ulong w = atom_add(p + k, 0ul);
     const uint t = (uint)(w >> 32);
@@ -129,9 +102,9 @@ inline uint lb_read(__global ulong* desc, uint tile, uint epoch, acc_t* v) {
   return tag & 3u;
 }
 
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
-void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __global acc_t* y,
-                   __global ulong* desc, __global uint* counters, __global uint* err, uint epoch) {
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback(
+    __global const T* x, __global const uchar* flags, ulong n, __global acc_t* y,
+    __global ulong* desc, __global uint* counters, __global uint* err, uint epoch) {
   __local uint l_tile, l_state, l_next, l_reads;
   __local acc_t l_prefix;
   __local acc_t sv[ROWS][WG_SIZE];  // vector totals, then their exclusive scan within each raker
@@ -156,22 +129,22 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
   // 2. Load: vector lid of each row; the identity (flag 0) past the end.
   acc_t v[ROWS][VEC];
   uint f[ROWS][VEC];
-  #pragma unroll
+#pragma unroll
   for (uint j = 0; j < ROWS; ++j) {
     const uint e0 = (j * WG_SIZE + lid) * VEC;
     if (m == TILE) {
       tvec_u t;
       t.v = ((__global const tvec*)(x + base))[j * WG_SIZE + lid];
-      #pragma unroll
+#pragma unroll
       for (uint k = 0; k < VEC; ++k) v[j][k] = (acc_t)t.s[k];
 #if CLR_SEGMENTED
       fvec_u g;
       g.v = ((__global const fvec*)(flags + base))[j * WG_SIZE + lid];
-      #pragma unroll
+#pragma unroll
       for (uint k = 0; k < VEC; ++k) f[j][k] = g.s[k] != 0;
 #endif
     } else {
-      #pragma unroll
+#pragma unroll
       for (uint k = 0; k < VEC; ++k) {
         const int in = e0 + k < m;
         v[j][k] = in ? (acc_t)x[base + e0 + k] : clr_identity();
@@ -181,17 +154,18 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
       }
     }
 #if !CLR_SEGMENTED
-    #pragma unroll
+#pragma unroll
     for (uint k = 0; k < VEC; ++k) f[j][k] = 0u;
 #endif
   }
 
   // 3. Each vector's total (a pair: value since its last segment start, any start).
-  #pragma unroll
+
+#pragma unroll
   for (uint j = 0; j < ROWS; ++j) {
     acc_t a = v[j][0];
     uint af = f[j][0];
-    #pragma unroll
+#pragma unroll
     for (uint k = 1; k < VEC; ++k) {
       a = clr_seg_op(a, v[j][k], f[j][k]);
       af |= f[j][k];
@@ -208,7 +182,7 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
   //    (its total to rowp[j]), and work-item 0 the row totals, which gives the tile's aggregate.
   if (lid < RAKERS) {
     const uint lo = lid * SPAN, hi = min(lo + SPAN, (uint)WG_SIZE);
-    #pragma unroll
+#pragma unroll
     for (uint j = 0; j < ROWS; ++j) {
       acc_t a = clr_identity();
       uint af = 0u;
@@ -234,7 +208,7 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
   for (uint j = lid; j < ROWS; j += WG_SIZE) {
     acc_t a = clr_identity();
     uint af = 0u;
-    #pragma unroll
+#pragma unroll
     for (uint q = 0; q < RAKERS; ++q) {
       const acc_t e = rv[j][q];
       rv[j][q] = a;
@@ -256,7 +230,7 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
   if (lid == 0) {
     acc_t p = clr_identity();
     uint pf = 0u;
-    #pragma unroll
+#pragma unroll
     for (uint j = 0; j < ROWS; ++j) {
       const acc_t a = rowp[j];
       rowp[j] = p;
@@ -348,9 +322,10 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
   } else {
     // 7b. The inclusive prefix, then the tile: each vector's prefix is the tile's prefix, the
     //     rows before it, the rakers before it and the vectors before it within its raker.
-    if (lid == 0 && !published_p) lb_publish(desc, tile, (epoch << 2) | ST_P, clr_op(prefix, rowp[ROWS]));
+    if (lid == 0 && !published_p)
+      lb_publish(desc, tile, (epoch << 2) | ST_P, clr_op(prefix, rowp[ROWS]));
     const uint q = lid / SPAN;
-    #pragma unroll
+#pragma unroll
     for (uint j = 0; j < ROWS; ++j) {
 #if CLR_SEGMENTED
       clr_pair pre, b;
@@ -370,7 +345,7 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
       acc_t run = clr_op(clr_op(clr_op(prefix, rowp[j]), rv[j][q]), sv[j][lid]);
 #endif
       avec_u o;
-      #pragma unroll
+#pragma unroll
       for (uint k = 0; k < VEC; ++k) {
         const acc_t before = run;
         run = clr_seg_op(run, v[j][k], f[j][k]);
@@ -385,7 +360,7 @@ void scan_lookback(__global const T* x, __global const uchar* flags, ulong n, __
       if (m == TILE) {
         ((__global avec*)(y + base))[j * WG_SIZE + lid] = o.v;
       } else {
-        #pragma unroll
+#pragma unroll
         for (uint k = 0; k < VEC; ++k)
           if (e0 + k < m) y[base + e0 + k] = o.s[k];
       }

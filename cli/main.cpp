@@ -24,6 +24,7 @@
 #include "csv.hpp"
 #include "exit_codes.hpp"
 #include "io/data.hpp"
+#include "io/files.hpp"
 #include "io/npy.hpp"
 #include "io/report.hpp"
 #include "io/size_arg.hpp"
@@ -46,12 +47,12 @@ const char* kExitCodes =
     "Exit codes:\n"
     "  0  every run verified\n"
     "  1  a device result did not match the sequential reference\n"
-    "  2  bad command line, bad value or bad input file; a variant asked for by name that\n"
+    "  2  bad command line, bad value, bad input or output file; a variant asked for by name that\n"
     "     refuses the request (e.g. sequential-device above 2^22 elements)\n"
     "  3  OpenCL runtime error, no OpenCL platform/device, or a device that did not finish in time\n"
     "  4  a kernel failed to build, or the kernel directory was not found\n"
     "  5  the device cannot run this (no fp64, array larger than its largest allocation, a\n"
-    "     variant asked for by name that needs what the device lacks)\n";
+    "     variant asked for by name that needs what the device lacks), or out of memory\n";
 
 // A timing is noisy when its slowest timed run took more than this many times its fastest: its
 // median is not to be trusted, and ratios against it are not quoted (README, "Noisy timings").
@@ -103,19 +104,6 @@ HostArray read_input(const std::string& input) {
     for (std::size_t at; (at = what.find(path)) != std::string::npos;) what.replace(at, path.size(), "standard input");
     throw Error(e.category(), what);
   }
-}
-
-// --output: a file in a directory that exists. Checked before any work, so a typo does not
-// throw away a finished run.
-// TODO(merge): replace with host/io's check_output_path once it lands (it also checks that the
-// file can be written).
-void check_output_target(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw Error(Errc::kUsage, "--output " + path + " is a directory; name a file");
-  const fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty() && !fs::is_directory(parent, ec))
-    throw Error(Errc::kUsage, "--output " + path + ": directory " + parent.string() + " does not exist");
 }
 
 std::string count_words(std::uint64_t n) {
@@ -264,7 +252,7 @@ int run(int argc, char** argv) {
   check_scan_flags(plan, the_op, exclusive || segmented || !output.empty());
   const bool ladder = variant == "ladder";
   const std::size_t n = input.empty() ? parse_size(size) : 0;
-  if (!output.empty()) check_output_target(output);
+  if (!output.empty()) check_output_path(output);  // before any work, not after it
 
   Progress progress(!verbose);  // --verbose writes its own lines to stderr
   const auto devices = list_devices();
@@ -313,6 +301,15 @@ int run(int argc, char** argv) {
     throw Error(Errc::kUnsupported, "scan output of " + std::to_string(count * dtype_size(acc_type)) +
                                         " bytes exceeds " + dev.name + "'s largest allocation (" +
                                         std::to_string(dev.max_alloc) + " bytes)");
+  {
+    // The memory the run takes, checked before it is allocated (exit 5, not an abort inside the
+    // runtime): the array (already read with --input), the scans' outputs (twice with --output)
+    // and flags, and the device's copies (host memory too on a CPU device).
+    const std::uint64_t in = count * dtype_size(elem);
+    const std::uint64_t out =
+        plan.scan.empty() || is_arg_op(the_op) ? 0 : count * (dtype_size(acc_type) + (segmented ? 1 : 0));
+    check_host_memory(dev, (input.empty() ? in : 0) + out * (output.empty() ? 1 : 2), in * (measure_copy ? 2 : 1) + out);
+  }
   std::vector<std::uint8_t> flags;
   if (!plan.scan.empty() && segmented) {
     progress.show("reading segment flags");
@@ -447,11 +444,13 @@ int run(int argc, char** argv) {
     print(omp_scan);
   }
   HostArray result;
+  std::string result_from;  // the variant whose output `result` holds, when it did not verify
   bool have_result = false;
   for (ScanVariant* v : plan.scan) {
     running(v->name());
     RunRecord r = stamp(scans->run(*v, output.empty() ? nullptr : &result));
     if (scan_peer) add_ratio(r, omp_scan);
+    if (!r.skipped) result_from = r.verified ? "" : r.variant;
     have_result = have_result || !r.skipped;
     print(r);
   }
@@ -461,6 +460,9 @@ int run(int argc, char** argv) {
   if (!output.empty() && have_result) {
     progress.show("writing " + output);
     write_npy(output, result);
+    progress.clear();
+    if (!result_from.empty())
+      std::cerr << "clreduce: wrote " << output << " from " << result_from << ", whose result did not verify\n";
   }
   return all_ok ? kExitOk : kExitVerify;
 }
@@ -487,8 +489,9 @@ int main(int argc, char** argv) {
     }
     return exit_code(e.category());
   } catch (const cl::Error& e) {
-    std::cerr << "clreduce: " << e.what() << ": " << cl_error_name(e.err()) << " (" << e.err() << ")\n";
-    return kExitOpenCL;
+    const Error described = describe_cl_error(e);  // allocation failures exit 5
+    std::cerr << "clreduce: " << described.what() << "\n";
+    return exit_code(described.category());
   } catch (const std::bad_alloc&) {
     std::cerr << "clreduce: out of host memory\n";
     return kExitUnsupported;

@@ -149,7 +149,7 @@ void refuse_unsupported(const std::string& variant, const DeviceInfo& d, const s
 void set_verdict(Result& r, bool ok, const std::string& why) {
   r.checked = true;
   r.verified = ok;
-  r.verdict = ok ? "verified" : why;
+  r.verdict = ok ? (why.empty() ? "verified" : "verified as an overflow: " + why) : why;
 }
 
 // One reduction of `in` (a buffer of ctx's, or the upload target of `host` when host is set).
@@ -207,7 +207,7 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
     const std::uint64_t depth = n == 0 ? 0 : op == Op::kProd ? n : plan->depth();
     const Verdict verdict = plan && plan->policy().correctly_rounded
                                 ? verify_bitwise(r.value, r.expected)
-                                : verify(r.value, r.expected, op, depth, abs_sum(a));
+                                : verify(r.value, r.expected, op, depth, float_stats(a, op));
     set_verdict(r, verdict.ok, verdict.why);
   }
   return r;

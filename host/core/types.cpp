@@ -7,7 +7,26 @@
 
 #include "clreduce/error.hpp"
 
+// The kernels' type and operator codes: only the table at the top of cl/clreduce.h is read.
+#define CLR_CODES_ONLY
+#include "clreduce.h"
+#undef CLR_CODES_ONLY
+
 namespace clreduce {
+
+// Kernel builds pass static_cast<int> of these enums as -DCLR_TYPE, -DCLR_ACC and -DCLR_OP.
+static_assert(static_cast<int>(DType::kInt32) == CLR_INT32 &&
+                  static_cast<int>(DType::kUInt32) == CLR_UINT32 &&
+                  static_cast<int>(DType::kInt64) == CLR_INT64 &&
+                  static_cast<int>(DType::kUInt64) == CLR_UINT64 &&
+                  static_cast<int>(DType::kFloat) == CLR_FLOAT &&
+                  static_cast<int>(DType::kDouble) == CLR_DOUBLE,
+              "DType's values must be the kernels' type codes (cl/clreduce.h)");
+static_assert(static_cast<int>(Op::kSum) == CLR_SUM && static_cast<int>(Op::kProd) == CLR_PROD &&
+                  static_cast<int>(Op::kMin) == CLR_MIN && static_cast<int>(Op::kMax) == CLR_MAX &&
+                  static_cast<int>(Op::kArgMin) == CLR_ARGMIN &&
+                  static_cast<int>(Op::kArgMax) == CLR_ARGMAX,
+              "Op's values must be the kernels' operator codes (cl/clreduce.h)");
 
 const std::vector<DType>& all_dtypes() {
   static const std::vector<DType> v = {DType::kInt32, DType::kUInt32, DType::kInt64,

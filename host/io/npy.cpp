@@ -4,15 +4,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <unistd.h>
 
 #include "clreduce/error.hpp"
+#include "io/files.hpp"
+#include "io/text.hpp"
 
 namespace clreduce {
 namespace {
@@ -23,8 +21,11 @@ constexpr std::uint64_t kMaxHeaderLen = 1u << 20;  // far above anything a 1-D a
 constexpr int kMaxDepth = 32;                      // nesting limit for tuples and lists
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw Error(Errc::kInput, path + ": " + what);
+  throw Error(Errc::kInput, printable(path) + ": " + what);
 }
+
+// Text from the header, quoted for a message: control characters escaped, long text cut.
+std::string quote(const std::string& text) { return "'" + printable(text, 60) + "'"; }
 
 // A parsed Python literal; text is its source spelling.
 struct PyValue {
@@ -51,7 +52,7 @@ class Parser {
       if (p_ >= s_.size() || (s_[p_] != '\'' && s_[p_] != '"')) bad("expected a quoted key");
       std::string key = quoted();
       expect(':');
-      if (!d.emplace(key, value(0)).second) bad("duplicate key '" + key + "'");
+      if (!d.emplace(key, value(0)).second) bad("duplicate key " + quote(key));
       skip_ws();
       if (eat(',')) continue;
       expect('}');
@@ -128,7 +129,7 @@ class Parser {
     } else if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')) {
       while (p_ < s_.size() && std::isalnum(static_cast<unsigned char>(s_[p_]))) ++p_;
       const std::string name = s_.substr(start, p_ - start);
-      if (name != "True" && name != "False" && name != "None") bad("unknown name '" + name + "'");
+      if (name != "True" && name != "False" && name != "None") bad("unknown name " + quote(name));
       v.kind = name == "None" ? PyValue::kNone : PyValue::kBool;
       v.b = name == "True";
     } else {
@@ -177,31 +178,13 @@ bool parse_descr(const std::string& s, Descr& d) {
   return true;
 }
 
-// Opens path for reading and reports its size.
-std::ifstream open_in(const std::string& path, std::uint64_t& size) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(Errc::kInput, "cannot open " + path + ": " + std::strerror(errno));
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) fail(path, "not a regular file");
-  in.seekg(0, std::ios::end);
-  const std::streamoff end = in.tellg();
-  in.seekg(0, std::ios::beg);
-  if (end < 0 || !in) fail(path, "cannot determine the file size");
-  size = static_cast<std::uint64_t>(end);
-  return in;
-}
-
-// Reads exactly n bytes into dst.
-void read_exact(std::istream& in, const std::string& path, unsigned char* dst, std::uint64_t n) {
-  in.read(reinterpret_cast<char*>(dst), static_cast<std::streamsize>(n));
-  if (static_cast<std::uint64_t>(in.gcount()) != n) fail(path, "read error");
-}
-
-// Reads the preamble and header dict; leaves `in` at the data and sets data_bytes to what follows.
-Header read_header(std::istream& in, const std::string& path, std::uint64_t file_size,
+// Reads the preamble and header dict; sets data_at to where the data starts and data_bytes to
+// how much follows.
+Header read_header(const InputFile& in, const std::string& path, std::uint64_t& data_at,
                    std::uint64_t& data_bytes) {
+  const std::uint64_t file_size = in.size();
   unsigned char pre[12] = {};
-  read_exact(in, path, pre, std::min<std::uint64_t>(file_size, sizeof pre));
+  in.read_at(0, pre, std::min<std::uint64_t>(file_size, sizeof pre));
   if (file_size < kMagicLen || std::memcmp(pre, kMagic, kMagicLen) != 0)
     fail(path, "not a .npy file (bad magic)");
   if (file_size < 8) fail(path, "truncated: no format version");
@@ -216,14 +199,14 @@ Header read_header(std::istream& in, const std::string& path, std::uint64_t file
                    std::to_string(file_size) + " bytes)");
   if (hlen > kMaxHeaderLen) fail(path, "bad header: header length " + std::to_string(hlen) + " is too large");
   std::string text(static_cast<std::size_t>(hlen), '\0');
-  in.seekg(static_cast<std::streamoff>(prefix));
-  read_exact(in, path, reinterpret_cast<unsigned char*>(&text[0]), hlen);
+  in.read_at(prefix, &text[0], hlen);
+  data_at = prefix + hlen;
   data_bytes = file_size - prefix - hlen;
 
   std::map<std::string, PyValue> d = Parser(path, text).dict();
   for (const auto& kv : d)
     if (kv.first != "descr" && kv.first != "fortran_order" && kv.first != "shape")
-      fail(path, "bad header: unexpected key '" + kv.first + "'");
+      fail(path, "bad header: unexpected key " + quote(kv.first));
   for (const char* key : {"descr", "fortran_order", "shape"})
     if (!d.count(key)) fail(path, std::string("bad header: missing key '") + key + "'");
   Header h;
@@ -235,7 +218,7 @@ Header read_header(std::istream& in, const std::string& path, std::uint64_t file
   if (sh.kind != PyValue::kTuple) fail(path, "bad header: 'shape' is not a tuple");
   for (const PyValue& x : sh.items) {
     if (x.kind != PyValue::kInt || (x.neg && x.i != 0))
-      fail(path, "bad header: bad dimension '" + x.text + "' in 'shape'");
+      fail(path, "bad header: bad dimension " + quote(x.text) + " in 'shape'");
     h.shape.push_back(x.i);
   }
   return h;
@@ -243,13 +226,14 @@ Header read_header(std::istream& in, const std::string& path, std::uint64_t file
 
 // The message for a dtype outside the supported set.
 [[noreturn]] void unsupported_dtype(const std::string& path, const PyValue& descr, const char* supported) {
-  const std::string shown = descr.kind == PyValue::kStr ? "'" + descr.str + "'" : descr.text;
+  const std::string shown = descr.kind == PyValue::kStr ? quote(descr.str) : printable(descr.text, 60);
   fail(path, "unsupported dtype " + shown + " (supported: " + supported + ")");
 }
 
 // Checks order and rank, then reads exactly n elements of `size` bytes, rejecting short or long data.
-std::vector<unsigned char> read_data(std::istream& in, const std::string& path, const Header& h,
-                                     std::size_t size, std::uint64_t data_bytes, std::size_t& n_out) {
+std::vector<unsigned char> read_data(const InputFile& in, const std::string& path, const Header& h,
+                                     std::size_t size, std::uint64_t data_at, std::uint64_t data_bytes,
+                                     std::size_t& n_out) {
   if (h.fortran) fail(path, "Fortran order is not supported");
   if (h.shape.size() != 1) {
     std::string s = "(";
@@ -266,7 +250,7 @@ std::vector<unsigned char> read_data(std::istream& in, const std::string& path, 
   }
   if (data_bytes > std::numeric_limits<std::size_t>::max()) fail(path, "too large for this platform");
   std::vector<unsigned char> bytes(static_cast<std::size_t>(data_bytes));
-  if (data_bytes) read_exact(in, path, bytes.data(), data_bytes);
+  if (data_bytes) in.read_at(data_at, bytes.data(), data_bytes);
   n_out = static_cast<std::size_t>(n);
   return bytes;
 }
@@ -287,9 +271,9 @@ std::string descr_of(DType t) {
 }  // namespace
 
 HostArray read_npy(const std::string& path) {
-  std::uint64_t file_size = 0, data_bytes = 0;
-  std::ifstream in = open_in(path, file_size);
-  const Header h = read_header(in, path, file_size, data_bytes);
+  const InputFile in(path, Errc::kInput);
+  std::uint64_t data_at = 0, data_bytes = 0;
+  const Header h = read_header(in, path, data_at, data_bytes);
   Descr d;
   HostArray a;
   if (h.descr.kind != PyValue::kStr || !parse_descr(h.descr.str, d) || d.size < 4)
@@ -297,7 +281,7 @@ HostArray read_npy(const std::string& path) {
   if (d.kind == 'i') a.type = d.size == 4 ? DType::kInt32 : DType::kInt64;
   else if (d.kind == 'u') a.type = d.size == 4 ? DType::kUInt32 : DType::kUInt64;
   else a.type = d.size == 4 ? DType::kFloat : DType::kDouble;
-  a.bytes = read_data(in, path, h, d.size, data_bytes, a.n);
+  a.bytes = read_data(in, path, h, d.size, data_at, data_bytes, a.n);
   if (d.big)
     for (std::size_t k = 0; k < a.bytes.size(); k += d.size)
       std::reverse(&a.bytes[k], &a.bytes[k] + d.size);
@@ -305,14 +289,14 @@ HostArray read_npy(const std::string& path) {
 }
 
 std::vector<std::uint8_t> read_npy_flags(const std::string& path) {
-  std::uint64_t file_size = 0, data_bytes = 0;
-  std::ifstream in = open_in(path, file_size);
-  const Header h = read_header(in, path, file_size, data_bytes);
+  const InputFile in(path, Errc::kInput);
+  std::uint64_t data_at = 0, data_bytes = 0;
+  const Header h = read_header(in, path, data_at, data_bytes);
   Descr d;
   if (h.descr.kind != PyValue::kStr || !parse_descr(h.descr.str, d) || d.kind == 'f')
     unsupported_dtype(path, h.descr, "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64");
   std::size_t n = 0;
-  std::vector<unsigned char> bytes = read_data(in, path, h, d.size, data_bytes, n);
+  std::vector<unsigned char> bytes = read_data(in, path, h, d.size, data_at, data_bytes, n);
   // Nonzero does not depend on byte order; compacting in place is safe: element i starts at i*size >= i.
   for (std::size_t i = 0; i < n; ++i) {
     unsigned char any = 0;
@@ -343,20 +327,8 @@ void write_npy(const std::string& path, const HostArray& a) {
   for (std::size_t k = 0; k < prefix - 8; ++k)
     pre += static_cast<char>((header.size() >> (8 * k)) & 0xff);
 
-  // Written beside the target and renamed into place: `path` never holds a partial file.
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(Errc::kInput, "cannot open " + path + ": " + std::strerror(errno));
-  out.write(pre.data(), static_cast<std::streamsize>(pre.size()));
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(reinterpret_cast<const char*>(a.bytes.data()), static_cast<std::streamsize>(a.bytes.size()));
-  out.close();
-  std::error_code ec;
-  if (out) std::filesystem::rename(tmp, path, ec);
-  if (!out || ec) {
-    std::filesystem::remove(tmp, ec);
-    fail(path, "write error");
-  }
+  write_file_atomically(path, {pre, header,
+                               std::string_view(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size())});
 }
 
 }  // namespace clreduce

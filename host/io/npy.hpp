@@ -16,8 +16,9 @@ HostArray read_npy(const std::string& path);
 // Reads a 1-D C-order .npy of any integer dtype or bool as flags: one byte per element, 1 if nonzero else 0.
 std::vector<std::uint8_t> read_npy_flags(const std::string& path);
 
-// Writes a little-endian, C-order, 1-D .npy, version 1.0 (2.0 only if the header needs it),
-// through a temporary file beside it that is renamed into place.
+// Writes a little-endian, C-order, 1-D .npy, version 1.0 (2.0 only if the header needs it), through
+// write_file_atomically() (io/files.hpp): path holds its old content or the whole new file, never
+// a partial one.
 void write_npy(const std::string& path, const HostArray& a);
 
 }  // namespace clreduce

@@ -40,10 +40,12 @@ static std::string json_error(double x) {
   return num(x);
 }
 
-// A value as JSON: integers as numbers, floats as numbers or the strings "nan", "inf", "-inf".
-static std::string json_value(const Value& v) {
-  if (is_float(v.type) && !std::isfinite(v.f)) return "\"" + v.str() + "\"";
-  return v.str();
+std::string json_value(const Value& v) {
+  if (!is_float(v.type)) return v.str();
+  if (!std::isfinite(v.f)) return "\"" + v.str() + "\"";
+  std::string s = v.str();  // "%.9g" / "%.17g": "-0", "1", "0.5", "1e+30"
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
 }
 
 std::string to_json(const RunRecord& r) {
@@ -69,6 +71,7 @@ std::string to_json(const RunRecord& r) {
     if (is_arg_op(r.op)) s += ",\"expected_index\":" + std::to_string(r.expected.index);
   }
   s += std::string(",\"verified\":") + (r.verified ? "true" : "false");
+  if (r.overflow) s += ",\"overflow\":true";
   if (!r.verified) s += ",\"error\":\"" + json_escape(r.verify_note) + "\"";
   if (scan)
     s += ",\"first_wrong\":" + std::to_string(r.scan->first_wrong) +
@@ -137,7 +140,7 @@ std::string table_row(const RunRecord& r, bool ratios, bool accuracy) {
     err = b;
   }
   std::snprintf(line, sizeof line, "%-22s %-28s %-8s %9.4f%c %10.4f %9.2f %10s %9s %8zu%s%s\n",
-                r.variant.c_str(), res.c_str(), r.verified ? "yes" : "NO", r.kernel_ms,
+                r.variant.c_str(), res.c_str(), !r.verified ? "NO" : r.overflow ? "overflow" : "yes", r.kernel_ms,
                 r.noisy ? '~' : ' ', r.wall_ms, r.gbps, seq, speedup, r.launches, ratio.c_str(),
                 err.c_str());
   std::string out = line;
@@ -145,6 +148,8 @@ std::string table_row(const RunRecord& r, bool ratios, bool accuracy) {
     out += "  expected " + r.expected.str();
     if (is_arg_op(r.op)) out += " @" + std::to_string(r.expected.index);
     out += ": " + r.verify_note + "\n";
+  } else if (r.overflow) {
+    out += "  overflow: " + r.verify_note + "\n";
   }
   return out;
 }

@@ -9,7 +9,7 @@
 
 namespace clreduce {
 
-// How kernels 5-7 finish a group's fold (clreduce.h's CLR_TAIL), from Context::caps().
+// How kernels 5-7 finish a group's fold (clr_tail.h's CLR_TAIL), from Context::caps().
 enum class TailPath { kBarrier = 0, kSubGroup = 1, kShfl = 2 };
 // "barrier", "sub-group", "shfl.sync".
 std::string tail_path_name(TailPath t);

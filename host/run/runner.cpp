@@ -96,7 +96,7 @@ ReduceSession::ReduceSession(Context& ctx, const HostArray& data, Op op, RunConf
   check_fp64(problem_.acc());
   check_fits(ctx.info(), data.type, data.n);
   expected_ = reference_reduce(data, op, problem_.acc_type);  // throws for n = 0 without identity
-  abs_sum_ = abs_sum(data);
+  stats_ = float_stats(data, op);
   bool checked = false;
   time_sequential([&] {
     const Value v = sequential_reduce(data, op, problem_.acc_type);
@@ -167,7 +167,7 @@ void ReduceSession::finish_reduce(RunRecord& rec, std::uint64_t chain) const {
   const std::uint64_t depth = problem_.n ? (problem_.op == Op::kProd ? problem_.n : chain) : 0;
   const Verdict verdict = rec.policy.correctly_rounded
                               ? verify_bitwise(rec.result, expected_)
-                              : verify(rec.result, expected_, problem_.op, depth, abs_sum_);
+                              : verify(rec.result, expected_, problem_.op, depth, stats_);
   if (problem_.op == Op::kSum && is_float(expected_.type)) {  // expected_ is the exact sum
     const FloatError err = float_error(rec.result, expected_);
     rec.has_error = true;
@@ -175,6 +175,7 @@ void ReduceSession::finish_reduce(RunRecord& rec, std::uint64_t chain) const {
     rec.err_rel = err.rel;
   }
   finish(rec, verdict.ok, verdict.why, verdict.bound, static_cast<double>(data_.bytes.size()));
+  rec.overflow = verdict.overflow;
 }
 
 RunRecord ReduceSession::run_copy() {

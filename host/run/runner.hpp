@@ -46,7 +46,8 @@ struct RunRecord {
   Value result;
   Value expected;
   bool verified = false;
-  std::string verify_note;  // why verification failed
+  bool overflow = false;    // verified only because an order of float operations may overflow
+  std::string verify_note;  // why verification failed, or what overflowed
   double bound = 0.0;       // float tolerance used
   // Float sums: the result's distance from the correctly rounded sum (exact_sum.hpp).
   bool has_error = false;
@@ -138,7 +139,7 @@ class ReduceSession : public Session {
 
   ReduceProblem problem_;
   Value expected_;
-  long double abs_sum_ = 0.0L;
+  FloatStats stats_;
 };
 
 // Throws Error(Errc::kUnsupported) when n elements of t exceed the device's largest allocation.

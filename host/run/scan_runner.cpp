@@ -84,6 +84,7 @@ RunRecord ScanSession::run_omp() {
   if (problem_.n)
     rec.result = Value::from_bytes(problem_.acc_type, host_out_.data() + host_out_.size() - problem_.acc_bytes());
   finish(rec, verdict.ok, verdict.why, verdict.bound, static_cast<double>(data_.bytes.size() + host_out_.size()));
+  rec.overflow = verdict.overflow;
   return rec;
 }
 
@@ -130,6 +131,7 @@ RunRecord ScanSession::run(const ScanVariant& v, HostArray* output) {
   rec.scan->first_wrong = verdict.first_wrong;
   rec.scan->wrong_count = verdict.wrong;
   finish(rec, verdict.ok, verdict.why, verdict.bound, static_cast<double>(data_.bytes.size() + out_bytes + flag_bytes));
+  rec.overflow = verdict.overflow;
   if (output) {
     output->type = problem_.acc_type;
     output->n = n;

@@ -11,7 +11,7 @@ class Context;
 
 struct Capabilities {
   // NVIDIA's warp shuffle through inline PTX: `asm volatile("shfl.sync.bfly.b32 ...")` builds,
-  // exchanges values within warps of consecutive local ids (32k..32k+31) and clreduce.h's
+  // exchanges values within warps of consecutive local ids (32k..32k+31) and clr_tail.h's
   // CLR_TAIL 2 fold gives exact totals. Probed on NVIDIA devices only (other compilers may abort
   // on PTX).
   bool nv_shfl = false;

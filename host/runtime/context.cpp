@@ -12,15 +12,12 @@
 #include "clreduce/error.hpp"
 #include "runtime/transfer.hpp"
 #include "runtime/build_program.hpp"
+#include "io/files.hpp"
 
 namespace clreduce {
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(Errc::kBuild, "cannot read kernel source " + path);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
+  return read_regular_file(path, Errc::kBuild, "kernel source");
 }
 
 Context::Context(const DeviceInfo& info, std::string kernel_dir, bool verbose, Tuning tuning)

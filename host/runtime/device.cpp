@@ -5,8 +5,17 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "clreduce/error.hpp"
+#include "io/text.hpp"
 
 namespace clreduce {
 namespace {
@@ -34,6 +43,59 @@ std::string mib(std::uint64_t bytes) {
   return buf;
 }
 
+// The soft address-space limit (ulimit -v), or UINT64_MAX when there is none.
+std::uint64_t address_space_limit() {
+  struct rlimit r {};
+  if (::getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+  return static_cast<std::uint64_t>(r.rlim_cur);
+}
+
+// The ICDs the loader will try, and where it reads them from: OCL_ICD_FILENAMES, else the
+// OCL_ICD_VENDORS directory, else /etc/OpenCL/vendors.
+std::vector<std::string> registered_icds(std::string& where) {
+  std::vector<std::string> icds;
+  if (const char* files = std::getenv("OCL_ICD_FILENAMES"); files && *files) {
+    where = "OCL_ICD_FILENAMES";
+    std::stringstream s(files);
+    for (std::string f; std::getline(s, f, ':');)
+      if (!f.empty()) icds.push_back(f);
+    return icds;
+  }
+  const char* vendors = std::getenv("OCL_ICD_VENDORS");
+  where = vendors && *vendors ? vendors : "/etc/OpenCL/vendors";
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_regular_file(where, ec)) return {fs::path(where).filename().string()};
+  for (fs::directory_iterator it(where, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".icd") icds.push_back(it->path().filename().string());
+  std::sort(icds.begin(), icds.end());
+  return icds;
+}
+
+// Why clGetPlatformIDs found nothing (err its result), as one message.
+std::string no_platform_message(cl_int err) {
+  std::string where;
+  const std::vector<std::string> icds = registered_icds(where);
+  const std::uint64_t limit = address_space_limit();
+  const std::string memory =
+      limit != UINT64_MAX
+          ? "; the address-space limit (ulimit -v) of " + mib(limit) +
+                " is the likely cause: an OpenCL runtime maps hundreds of MiB when it loads"
+          : "";
+  const std::string code = std::string(cl_error_name(err)) + " (" + std::to_string(err) + ")";
+  if (err != CL_SUCCESS && err != CL_PLATFORM_NOT_FOUND_KHR)
+    return "no OpenCL platform found: clGetPlatformIDs failed with " + code +
+           (memory.empty() && err == CL_OUT_OF_HOST_MEMORY ? "; the host is out of memory" : memory);
+  if (icds.empty())
+    return "no OpenCL platform found: no ICD is registered in " + printable(where) +
+           " (install one, e.g. pocl-opencl-icd)";
+  std::string names;
+  for (const std::string& i : icds) names += (names.empty() ? "" : ", ") + printable(i, 80);
+  return "no OpenCL platform found: " + printable(where) + " registers " + names +
+         " but none could be loaded (clGetPlatformIDs returned " + code + ")" +
+         (memory.empty() ? "; a library it needs may be missing, or memory may be short" : memory);
+}
+
 }  // namespace
 
 std::vector<DeviceInfo> list_devices() {
@@ -44,8 +106,7 @@ std::vector<DeviceInfo> list_devices() {
   } catch (const cl::Error& e) {
     err = e.err();
   }
-  if (err != CL_SUCCESS || platforms.empty())
-    throw Error(Errc::kRuntime, "no OpenCL platform found (install an ICD, e.g. pocl-opencl-icd)");
+  if (err != CL_SUCCESS || platforms.empty()) throw Error(Errc::kRuntime, no_platform_message(err));
   std::vector<DeviceInfo> out;
   for (auto& p : platforms) {
     std::vector<cl::Device> devs;
@@ -130,6 +191,73 @@ std::string format_device_list(const std::vector<DeviceInfo>& devices) {
     out += line;
   }
   return out;
+}
+
+Error describe_cl_error(const cl::Error& e) {
+  const int err = e.err();
+  const std::string call = e.what() && *e.what() ? e.what() : "OpenCL";
+  const std::string code = std::string(cl_error_name(err)) + " (" + std::to_string(err) + ")";
+  if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE)
+    return Error(Errc::kUnsupported, "out of memory: " + call + " could not allocate (" + code +
+                                         "): the array and its results do not fit in the device's free memory "
+                                         "(a CPU device's is the host's)");
+  if (err == CL_OUT_OF_RESOURCES)
+    return Error(Errc::kRuntime, call + ": " + code + " (the device ran out of resources: memory, or a kernel fault)");
+  return Error(Errc::kRuntime, call + ": " + code);
+}
+
+HostMemory host_memory() {
+  HostMemory m;
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  m.as_limit = address_space_limit();
+  if (m.as_limit != UINT64_MAX) {
+    std::ifstream statm("/proc/self/statm");
+    std::uint64_t pages = 0;
+    if (statm >> pages) m.mapped = pages * page;
+    // Threads not started yet (OpenMP's, one per core) each map a stack: the stack limit, or
+    // 8 MiB when it is unlimited; and a margin for the OpenCL runtime's own work (kernel builds).
+    struct rlimit st {};
+    std::uint64_t stack = std::uint64_t{8} << 20;
+    if (::getrlimit(RLIMIT_STACK, &st) == 0 && st.rlim_cur != RLIM_INFINITY && st.rlim_cur > 0)
+      stack = static_cast<std::uint64_t>(st.rlim_cur);
+    m.reserve = std::max(1u, std::thread::hardware_concurrency()) * stack + (std::uint64_t{128} << 20);
+  }
+  std::ifstream meminfo("/proc/meminfo");
+  std::uint64_t avail = 0, swap = 0;
+  bool found = false;
+  for (std::string key; meminfo >> key;) {
+    std::uint64_t kb = 0;
+    meminfo >> kb;
+    if (key == "MemAvailable:") { avail = kb << 10; found = true; }
+    if (key == "SwapFree:") swap = kb << 10;
+    meminfo.ignore(64, '\n');
+  }
+  if (!found) {
+    const long pages = ::sysconf(_SC_AVPHYS_PAGES);
+    if (pages > 0) { avail = static_cast<std::uint64_t>(pages) * page; found = true; }
+  }
+  if (found) m.available = avail + swap;
+  return m;
+}
+
+void check_host_memory(const DeviceInfo& d, std::uint64_t host_bytes, std::uint64_t device_bytes,
+                       const HostMemory& m) {
+  const bool shared = d.type == "CPU";
+  const std::uint64_t need = host_bytes + (shared ? std::min(device_bytes, UINT64_MAX - host_bytes) : 0);
+  const std::string what = "this run needs " + mib(need) + " more host memory (the array and its results" +
+                           (shared ? std::string(", and the device's buffers, which on a CPU device are host memory")
+                                   : std::string()) + ")";
+  if (m.as_limit != UINT64_MAX) {
+    const std::uint64_t used = m.mapped + m.reserve;
+    const std::uint64_t room = m.as_limit > used ? m.as_limit - used : 0;
+    if (need > room)
+      throw Error(Errc::kUnsupported, what + " but the address-space limit (ulimit -v) of " + mib(m.as_limit) +
+                                          " leaves " + mib(room) + " (" + mib(m.mapped) + " mapped already, " +
+                                          mib(m.reserve) + " kept for thread stacks and the OpenCL runtime)");
+  }
+  if (need > m.available)
+    throw Error(Errc::kUnsupported, what + " but the machine has " + mib(m.available) +
+                                        " available (free memory and swap)");
 }
 
 }  // namespace clreduce

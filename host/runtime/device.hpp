@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "clreduce/cl.hpp"
+#include "clreduce/error.hpp"
 
 namespace clreduce {
 
@@ -31,7 +32,10 @@ struct DeviceInfo {
   bool is_nvidia = false;
 };
 
-// Enumerates all platforms and devices. Throws Error(Errc::kRuntime) when there is no platform.
+// Enumerates all platforms and devices. Throws Error(Errc::kRuntime) when there is no platform,
+// saying why as far as can be told: no ICD registered; ICDs registered but none loaded (naming
+// them, and the address-space limit when one is set: an OpenCL runtime maps hundreds of MiB); or
+// clGetPlatformIDs's error.
 std::vector<DeviceInfo> list_devices();
 
 // Picks a device by global index ("0"), by type ("cpu", "gpu", "accelerator": the first device of
@@ -41,5 +45,26 @@ DeviceInfo select_device(const std::vector<DeviceInfo>& devices, const std::stri
 
 // Prints the --list-devices table.
 std::string format_device_list(const std::vector<DeviceInfo>& devices);
+
+// An OpenCL error in the library's words and category: an allocation failure
+// (CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_HOST_MEMORY, CL_INVALID_BUFFER_SIZE) is
+// Errc::kUnsupported and says memory ran out; anything else Errc::kRuntime, with the call and code.
+Error describe_cl_error(const cl::Error& e);
+
+// What this process can still allocate on the host, as far as can be told.
+struct HostMemory {
+  std::uint64_t as_limit = UINT64_MAX;   // the address-space limit (RLIMIT_AS, ulimit -v); none: max
+  std::uint64_t mapped = 0;              // address space mapped now (VmSize)
+  std::uint64_t reserve = 0;             // address space threads yet to start will map (stacks)
+  std::uint64_t available = UINT64_MAX;  // the machine's available memory plus free swap; unknown: max
+};
+HostMemory host_memory();
+
+// Throws Error(Errc::kUnsupported) when a run would allocate more than `m` allows: host_bytes on
+// the host, plus device_bytes when d is a CPU device (its buffers are host memory). Checked before
+// allocating, so a run that cannot fit is refused with the figures, not ended by the allocator or
+// aborted inside the OpenCL runtime.
+void check_host_memory(const DeviceInfo& d, std::uint64_t host_bytes, std::uint64_t device_bytes,
+                       const HostMemory& m = host_memory());
 
 }  // namespace clreduce

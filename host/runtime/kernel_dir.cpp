@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "clreduce/error.hpp"
+#include "io/text.hpp"
 
 #ifndef CLREDUCE_SOURCE_KERNEL_DIR
 #define CLREDUCE_SOURCE_KERNEL_DIR ""
@@ -30,10 +31,19 @@ namespace clreduce {
 
 namespace fs = std::filesystem;
 
-static bool holds_kernels(const std::string& dir) {
+// Empty when dir holds the kernels (a regular file clreduce.h), else why it does not.
+static std::string why_not(const std::string& dir) {
   std::error_code ec;
-  return !dir.empty() && fs::is_regular_file(fs::path(dir) / "clreduce.h", ec);
+  const fs::file_status d = fs::status(dir, ec);
+  if (!fs::exists(d)) return "no such directory";
+  if (!fs::is_directory(d)) return "not a directory";
+  const fs::file_status h = fs::status(fs::path(dir) / "clreduce.h", ec);
+  if (!fs::exists(h)) return "no clreduce.h there";
+  if (!fs::is_regular_file(h)) return "its clreduce.h is not a regular file";
+  return "";
 }
+
+static bool holds_kernels(const std::string& dir) { return !dir.empty() && why_not(dir).empty(); }
 
 std::string installed_kernel_dir() {
   std::error_code ec;
@@ -66,20 +76,21 @@ std::string installed_kernel_dir() {
 
 std::string find_kernel_dir(const std::string& flag) {
   if (!flag.empty()) {
-    if (holds_kernels(flag)) return flag;
-    throw Error(Errc::kBuild, "kernel directory not found: tried --kernel-dir " + flag +
-                                " (no clreduce.h there)");
+    const std::string why = why_not(flag);
+    if (why.empty()) return flag;
+    throw Error(Errc::kBuild, "kernel directory not found: tried --kernel-dir " + printable(flag) + " (" + why + ")");
   }
   if (const char* env = std::getenv("CLREDUCE_KERNEL_DIR"); env && *env) {
-    if (holds_kernels(env)) return env;
-    throw Error(Errc::kBuild, std::string("kernel directory not found: tried CLREDUCE_KERNEL_DIR=") +
-                                env + " (no clreduce.h there)");
+    const std::string why = why_not(env);
+    if (why.empty()) return env;
+    throw Error(Errc::kBuild, "kernel directory not found: tried CLREDUCE_KERNEL_DIR=" + printable(env) +
+                                " (" + why + ")");
   }
   std::string tried = "--kernel-dir (not given), CLREDUCE_KERNEL_DIR (not set)";
   for (const std::string& dir :
        {installed_kernel_dir(), std::string(CLREDUCE_SOURCE_KERNEL_DIR), std::string(CLREDUCE_INSTALL_KERNEL_DIR)}) {
     if (holds_kernels(dir)) return dir;
-    if (!dir.empty() && tried.find(", " + dir) == std::string::npos) tried += ", " + dir;
+    if (!dir.empty() && tried.find(", " + printable(dir)) == std::string::npos) tried += ", " + printable(dir);
   }
   throw Error(Errc::kBuild, "kernel directory not found: tried " + tried);
 }

@@ -1,6 +1,6 @@
 // scan_fast.cpp: the default scan: picks per device, once, from a trial build and a small exact
 // check: NVIDIA GPUs scan-lookback (one pass, 16-byte loads); CPUs the CPU-shaped two-pass scan of
-// cl/scan_fast.cl (OpenMP's scheme, run per cache-sized superblock); anything else, or a path that
+// cl/scan_cpu_two_pass.cl (OpenMP's scheme, run per cache-sized superblock); anything else, or a path that
 // fails its check, scan-hierarchical. The choice is kept in the Context, typed in the plan and
 // recorded in LaunchPolicy::path.
 #include <algorithm>
@@ -54,8 +54,8 @@ std::string cpu_options(Context& ctx, const ScanProblem& p, std::size_t wg) {
   return p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) + (has_nt_stores(ctx) ? " -DCLR_NT_STORES=1" : "");
 }
 
-// The CPU-shaped two-pass scan: per superblock, scan_fast_reduce folds each work-item's chunk,
-// scan_fast scans it from the carry; superblocks are counted from the length at each launch.
+// The CPU-shaped two-pass scan: per superblock, scan_cpu_two_pass_reduce folds each work-item's chunk,
+// scan_cpu_two_pass_scan scans it from the carry; superblocks are counted from the length at each launch.
 class CpuScanPlan : public ScanPlan {
  public:
   CpuScanPlan(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, std::uint64_t depth,
@@ -233,8 +233,8 @@ std::unique_ptr<ScanPlan> make_scan_cpu_plan(Context& ctx, const ScanProblem& p,
   if (local_size > ctx.info().max_wg_size)
     throw Error(Errc::kUsage, "work-group size " + std::to_string(local_size) + " is larger than " +
                                 ctx.info().name + " allows (" + std::to_string(ctx.info().max_wg_size) + ")");
-  cl::Kernel scan = ctx.kernel("scan_fast.cl", "scan_fast", cpu_options(ctx, p, s.wg));
-  cl::Kernel reduce = ctx.kernel("scan_fast.cl", "scan_fast_reduce", cpu_options(ctx, p, s.wg));
+  cl::Kernel scan = ctx.kernel("scan_cpu_two_pass.cl", "scan_cpu_two_pass_scan", cpu_options(ctx, p, s.wg));
+  cl::Kernel reduce = ctx.kernel("scan_cpu_two_pass.cl", "scan_cpu_two_pass_reduce", cpu_options(ctx, p, s.wg));
   if (s.wg > kernel_max_wg(ctx, scan))
     throw Error(Errc::kUsage, "work-group size " + std::to_string(s.wg) + " is larger than " + ctx.info().name +
                                 " allows for this kernel (" + std::to_string(kernel_max_wg(ctx, scan)) + ")");
@@ -258,7 +258,7 @@ std::unique_ptr<ScanPlan> make_scan_cpu_plan(Context& ctx, const ScanProblem& p,
 
 bool scan_cpu_path_checks_out(Context& ctx) {
   const Tuning& t = ctx.tuning();
-  const std::string key = "scan-fast check: cpu " + std::to_string(ctx.source_hash("scan_fast.cl")) +
+  const std::string key = "scan-fast check: cpu " + std::to_string(ctx.source_hash("scan_cpu_two_pass.cl")) +
                           " chunk=" + std::to_string(t.scan_chunk) + " groups=" +
                           std::to_string(t.scan_groups) + " " + t.build_options;
   return ctx.probe(key, [&] {

@@ -163,7 +163,7 @@ std::size_t choose_scan_wg(Context& ctx, std::size_t local_size, std::size_t pre
                            const std::function<cl::Kernel(std::size_t)>& build, std::size_t min_wg = 1);
 
 // ---- Plans one variant makes for another (scan-fast delegates; scan-lookback falls back). ----
-// scan-fast's CPU-shaped two-pass scan (cl/scan_fast.cl), whatever path scan-fast would choose.
+// scan-fast's CPU-shaped two-pass scan (cl/scan_cpu_two_pass.cl), whatever path scan-fast would choose.
 std::unique_ptr<ScanPlan> make_scan_cpu_plan(Context& ctx, const ScanProblem& p,
                                              std::size_t local_size);
 // Whether that CPU path passes its start-up check (a small exact scan) on this device; the

@@ -151,7 +151,28 @@ Verdict verify_bitwise(const Value& got, const Value& ref) {
   return v;
 }
 
+FloatStats float_stats(const HostArray& a, Op op) {
+  FloatStats s;
+  if (!is_float(a.type) || !(op == Op::kSum || op == Op::kProd)) return s;
+  dispatch_dtype(a.type, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* x = a.as<T>();
+      for (std::size_t i = 0; i < a.n; ++i) s.m.add(static_cast<long double>(x[i]));
+      s.exact = exact_float<T>(x, a.n, op);
+    }
+  });
+  return s;
+}
+
 Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth, long double sum_abs) {
+  FloatStats s;
+  s.exact = ref.f;
+  s.m.abs_sum = sum_abs;
+  return verify(got, ref, op, depth, s);
+}
+
+Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth, const FloatStats& stats) {
   Verdict v;
   if (got.type != ref.type) {
     v.why = "type mismatch";
@@ -166,22 +187,21 @@ Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth, l
     if (!v.ok) v.why = got.str() + " != expected " + ref.str();
     return v;
   }
-  if (!std::isfinite(ref.f) || !std::isfinite(got.f)) {
-    v.ok = (std::isnan(ref.f) && std::isnan(got.f)) || got.f == ref.f;
-    if (!v.ok) v.why = got.str() + " != expected " + ref.str();
-    return v;
-  }
   if (op == Op::kSum || op == Op::kProd) {
-    const bool single = ref.type == DType::kFloat;
-    const double u = single ? 0x1p-24 : 0x1p-53;
-    const double k = static_cast<double>(depth + 2) * u;
-    v.bound = op == Op::kSum ? k * static_cast<double>(sum_abs)
-                             : k * std::fabs(ref.f) + (single ? FLT_MIN : DBL_MIN);
-    v.ok = std::fabs(got.f - ref.f) <= v.bound;
-    if (!v.ok) v.why = got.str() + " differs from " + ref.str() + " by more than " + std::to_string(v.bound);
+    const bool sum = op == Op::kSum, single = ref.type == DType::kFloat;
+    const FloatCheck c = check_float(got.f, ref.f, stats.exact, sum, single, depth, stats.m);
+    v.ok = c.ok;
+    v.overflow = c.overflow;
+    v.bound = static_cast<double>(c.bound);
+    if (v.overflow)
+      v.why = overflow_note(sum, single, stats.m);
+    else if (!v.ok && std::isfinite(got.f) && c.bound > 0)
+      v.why = got.str() + " differs from " + ref.str() + " by more than " + std::to_string(v.bound);
+    else if (!v.ok)
+      v.why = got.str() + " != expected " + ref.str();
     return v;
   }
-  v.ok = got.f == ref.f;
+  v.ok = (std::isnan(ref.f) && std::isnan(got.f)) || got.f == ref.f;
   if (!v.ok) v.why = got.str() + " != expected " + ref.str();
   return v;
 }

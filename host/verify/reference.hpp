@@ -7,6 +7,7 @@
 #include <string>
 
 #include "clreduce/types.hpp"
+#include "verify/float_check.hpp"
 
 namespace clreduce {
 
@@ -25,21 +26,34 @@ Value reference_reduce(const HostArray& a, Op op, DType acc);
 // Sum of |x| in long double; 0 for integer arrays.
 long double abs_sum(const HostArray& a);
 
+// What a float sum's or product's check needs besides the rounded reference, from one pass over
+// the array: the unrounded long double result and the magnitudes (float_check.hpp). Zero for
+// integer arrays and for min, max and the arg ops.
+struct FloatStats {
+  long double exact = 0.0L;
+  Magnitudes m;
+};
+FloatStats float_stats(const HostArray& a, Op op);
+
 // The identity of op (0 for sum, 1 for prod) as a value of the accumulator type.
 Value identity_value(Op op, DType acc);
 
 struct Verdict {
   bool ok = false;
-  double bound = 0.0;  // the absolute tolerance used (0 for exact comparisons)
-  std::string why;     // empty when ok
+  bool overflow = false;  // ok only because an order of the float operations may overflow
+  double bound = 0.0;     // the absolute tolerance used (0 for exact comparisons)
+  std::string why;        // why not ok; when ok through overflow, what overflowed; else empty
 };
 
 // Compares a device result with the reference. Ints, min, max and arg ops must match exactly
-// (NaN matches NaN; arg ops compare the index too). Float sums must satisfy
-// |got - ref| <= (depth + 2) * u * sum|x|, float products |got - ref| <= (depth + 2) * u * |ref|
-// (+ the smallest normal, for underflow), with u the unit roundoff of the accumulator type and
-// depth the longest chain of additions the variant applies to any element (for products, n:
-// every multiplication rounds, whatever the order).
+// (NaN matches NaN; arg ops compare the index too). Float sums and products follow check_float()
+// (float_check.hpp): |got - ref| <= (depth + 2) * u * sum|x| for sums, (depth + 2) * u * |ref|
+// plus an underflow term for products, with u the unit roundoff of the accumulator type and depth
+// the longest chain of additions the variant applies to any element (for products, n: every
+// multiplication rounds, whatever the order); where an order of the operations may overflow,
+// ±inf or NaN is accepted with overflow set.
+Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth, const FloatStats& stats);
+// The same with only the sum of |x| known (exact = ref, no product magnitudes).
 Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth, long double sum_abs);
 
 // For correctly rounded float sums (variant `exact`): got must have the bits of ref, the

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "clreduce/error.hpp"
+#include "verify/float_check.hpp"
 
 namespace clreduce {
 namespace {
@@ -115,45 +116,55 @@ ScanVerdict verify_typed(const HostArray& a, const ScanMode& m, const std::uint8
   A last{};
   if constexpr (std::is_floating_point_v<A>) {
     if (m.op == Op::kSum || m.op == Op::kProd) {
-      const bool sum = m.op == Op::kSum;
-      const long double u = std::is_same_v<A, float> ? 0x1p-24L : 0x1p-53L;
-      const long double tiny = std::numeric_limits<A>::min();
-      long double run = sum ? 0.0L : 1.0L, abs_run = 0.0L;
+      // The running long double value and the magnitudes of the elements y_i combines (its
+      // segment, up to i), checked by the rule reductions use (float_check.hpp).
+      const bool sum = m.op == Op::kSum, single = std::is_same_v<A, float>;
+      long double run = sum ? 0.0L : 1.0L;
+      Magnitudes mag;
       std::uint64_t count = 0;
+      std::int64_t first_overflow = -1;
+      Magnitudes first_overflow_mag;
       for (std::size_t i = 0; i < n; ++i) {
         if (flags && flags[i]) {
           run = sum ? 0.0L : 1.0L;
-          abs_run = 0.0L;
+          mag = Magnitudes{};
           count = 0;
         }
         const long double xi = static_cast<long double>(x[i]);
         if (!m.exclusive) {
           run = sum ? run + xi : run * xi;
-          abs_run += std::fabs(xi);
+          mag.add(xi);
           ++count;
         }
         const A ref = static_cast<A>(run);
         const A g = got_at(i);
-        long double bound = 0.0L;
-        bool ok;
-        if (!std::isfinite(ref) || !std::isfinite(g)) {
-          ok = (std::isnan(ref) && std::isnan(g)) || ref == g;
-        } else {
-          bound = sum ? static_cast<long double>(depth + 2) * u * abs_run
-                      : static_cast<long double>(count + 2) * u * std::fabs(static_cast<long double>(ref)) + tiny;
-          ok = std::fabs(static_cast<long double>(g) - static_cast<long double>(ref)) <= bound;
+        const FloatCheck c = check_float(static_cast<long double>(g), static_cast<long double>(ref), run, sum,
+                                         single, sum ? depth : count, mag);
+        if (static_cast<double>(c.bound) > v.bound) v.bound = static_cast<double>(c.bound);
+        if (!c.ok) mark_wrong(v, i, g, ref, static_cast<A>(c.bound));
+        if (c.overflow && v.overflowed++ == 0) {
+          first_overflow = static_cast<std::int64_t>(i);
+          first_overflow_mag = mag;
         }
-        if (static_cast<double>(bound) > v.bound) v.bound = static_cast<double>(bound);
-        if (!ok) mark_wrong(v, i, g, ref, static_cast<A>(bound));
         if (m.exclusive) {
           run = sum ? run + xi : run * xi;
-          abs_run += std::fabs(xi);
+          mag.add(xi);
           ++count;
         }
         last = ref;
       }
       v.ok = v.wrong == 0;
-      if (!v.ok) v.why += "; " + std::to_string(v.wrong) + " of " + std::to_string(n) + " elements wrong";
+      v.overflow = v.overflowed > 0;
+      if (!v.ok) {
+        v.why += "; " + std::to_string(v.wrong) + " of " + std::to_string(n) + " elements wrong";
+      } else if (v.overflow) {
+        const auto at = static_cast<std::size_t>(first_overflow);
+        v.why = "y[" + std::to_string(at) + "] = " + value_of(got_at(at)).str() +
+                (v.overflowed > 1 ? " (and " + std::to_string(v.overflowed - 1) + " more of " + std::to_string(n) +
+                                        " elements)"
+                                  : std::string()) +
+                ": " + overflow_note(sum, single, first_overflow_mag, "of the elements it combines");
+      }
       v.expected_last = value_of(last);
       return v;
     }

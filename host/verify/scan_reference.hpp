@@ -28,20 +28,25 @@ void sequential_scan(const HostArray& a, const ScanMode& mode, const std::vector
 
 struct ScanVerdict {
   bool ok = true;
+  bool overflow = false;          // some element is ±inf or NaN, accepted because an order may overflow
   std::int64_t first_wrong = -1;  // index of the first wrong element, -1 when none
   std::uint64_t wrong = 0;        // how many elements are wrong
+  std::uint64_t overflowed = 0;   // how many elements were accepted as overflows
   double bound = 0.0;             // the largest float tolerance used (0 for exact comparisons)
-  std::string why;                // the first wrong element and the count; empty when ok
+  std::string why;                // the first wrong element and the count; when ok through
+                                  // overflow, the first overflowed element; else empty
   Value expected_last;            // the reference's last element (type mode.acc; 0 for n = 0)
 };
 
 // Checks every element of got (a.n values of type mode.acc, as the device wrote them):
-// integers, min and max exactly (NaN matches NaN); float sums |y_i - ref_i| <= (depth + 2) * u *
-// S_i, with S_i the sum of |x_j| over the elements y_i combines (its segment, up to i) and u the
-// unit roundoff of the accumulator; float products |y_i - ref_i| <= (c_i + 2) * u * |ref_i| + the
-// smallest normal number, with c_i the number of factors (every multiplication rounds, whatever
-// the tree). ref_i is the long double scan rounded to the accumulator type; a non-finite ref_i or
-// y_i must match exactly. depth: the longest chain of operations the variant applies.
+// integers, min and max exactly (NaN matches NaN); float sums and products by check_float()
+// (float_check.hpp) over the elements y_i combines (its segment, up to i): sums |y_i - ref_i| <=
+// (depth + 2) * u * S_i, with S_i the sum of their |x_j| and u the unit roundoff of the
+// accumulator; products |y_i - ref_i| <= (c_i + 2) * u * |ref_i| + an underflow term, with c_i
+// the number of factors (every multiplication rounds, whatever the tree). ref_i is the long double
+// scan rounded to the accumulator type; a non-finite y_i must match it, unless an order of those
+// elements may overflow: then ±inf or NaN is accepted and counted in `overflowed`. depth: the
+// longest chain of operations the variant applies.
 ScanVerdict verify_scan(const HostArray& a, const ScanMode& mode, const std::vector<std::uint8_t>& flags,
                         std::uint64_t depth, const unsigned char* got);
 

@@ -72,7 +72,8 @@ struct Result {
   std::size_t builds = 0;    // programs compiled during this call (0 once the device has them)
   bool checked = false;    // the result was compared with the sequential reference
   bool verified = false;   // checked and equal (floats: within the stated bound; `exact`: bit for bit)
-  std::string verdict;     // "verified", "not checked", or why it failed
+  std::string verdict;     // "verified", "not checked", why it failed, or "verified as an overflow:
+                           // ..." (±inf or NaN where an order of float operations may overflow)
   Value expected;          // the reference's value (checked only)
 
   // The index of argmin/argmax's extreme (first one; first NaN if any); -1 for other ops.

@@ -9,8 +9,10 @@
 
 namespace clreduce {
 
-enum class DType { kInt32, kUInt32, kInt64, kUInt64, kFloat, kDouble };
-enum class Op { kSum, kProd, kMin, kMax, kArgMin, kArgMax };
+// The values are the kernels' codes: kernel builds pass them as -DCLR_TYPE, -DCLR_ACC and
+// -DCLR_OP, and types.cpp static_asserts them against the table in cl/clreduce.h.
+enum class DType { kInt32 = 0, kUInt32 = 1, kInt64 = 2, kUInt64 = 3, kFloat = 4, kDouble = 5 };
+enum class Op { kSum = 0, kProd = 1, kMin = 2, kMax = 3, kArgMin = 4, kArgMax = 5 };
 
 // Names as the CLI and JSON spell them ("int32", "float", ...).
 const std::vector<DType>& all_dtypes();

@@ -197,10 +197,10 @@ TEST_CASE("a wrong result exits 1", "[cli]") {
   const fs::path dir = fs::temp_directory_path() / ("clreduce_wrong_" + std::to_string(std::random_device{}()));
   fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir, fs::copy_options::recursive);
   {
-    std::ifstream in(dir / "reduce_topdown.cl");
+    std::ifstream in(dir / "clr_ticket.h");  // the epilogue that writes topdown's result
     std::string s((std::istreambuf_iterator<char>(in)), {});
     s.replace(s.find("out[0] = s[0];"), 14, "out[0] = clr_op(s[0], (acc_t)1);");
-    std::ofstream(dir / "reduce_topdown.cl", std::ios::trunc) << s;
+    std::ofstream(dir / "clr_ticket.h", std::ios::trunc) << s;
   }
   const Result r = run_cli("--kernel-dir " + dir.string() + " --variant topdown --size 1000");
   CHECK(r.code == 1);

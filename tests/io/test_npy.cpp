@@ -257,6 +257,30 @@ TEST_CASE("npy errors name the file and the problem", "[npy]") {
   check_npy_error(tmp(""), "not a regular file");
 }
 
+TEST_CASE("npy errors show header text escaped and cut, on one line", "[npy]") {
+  const std::string d3 = raw<std::int32_t>({1, 2, 3});
+  // An escape sequence and a newline in a key: no colour code, no forged second line.
+  const std::string forged = "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), '\x1b[31mkey\nclreduce: all verified': 1}";
+  const std::string path = put("forged.npy", npy(forged, d3));
+  REQUIRE_THROWS_WITH(read_npy(path), path + ": bad header: unexpected key '\\x1B[31mkey\\x0Aclreduce: all verified'");
+  // A NUL byte does not cut the message short.
+  const std::string nul = std::string("{'descr': '<i4', 'fortran_order': False, 'shape': (3,), 'a") + '\0' + "b': 1}";
+  check_npy_error(put("nul.npy", npy(nul, d3)), "unexpected key 'a\\x00b'");
+  check_npy_error(put("nul_descr.npy", npy(dict(std::string("<i4\0\x1b", 5), "(3,)"), d3)),
+                  "unsupported dtype '<i4\\x00\\x1B' (supported:");
+  // A long name is cut with "...".
+  const std::string long_name = "{'descr': '<i4', 'fortran_order': " + std::string(5000, 'F') + ", 'shape': (3,)}";
+  try {
+    read_npy(put("long.npy", npy(long_name, d3)));
+    FAIL("no error");
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    CHECK_THAT(msg, ContainsSubstring("unknown name 'FFFF"));
+    CHECK_THAT(msg, ContainsSubstring("...'"));
+    CHECK(msg.size() < 400);
+  }
+}
+
 TEST_CASE("npy reader survives truncated and corrupted files", "[npy]") {
   const std::string good = npy(dict("<i8", "(4,)"), raw<std::int64_t>({1, 2, 3, 4}));
   for (std::size_t len = 0; len < good.size(); ++len) {
@@ -282,7 +306,7 @@ TEST_CASE("npy reader survives truncated and corrupted files", "[npy]") {
 TEST_CASE("npy write errors", "[npy]") {
   const std::string path = tmp("no_dir") + "/x.npy";
   REQUIRE_THROWS_WITH(write_npy(path, host<std::int32_t>(DType::kInt32, {1})),
-                      ContainsSubstring("cannot open " + path + ": No such file or directory"));
+                      "cannot write " + path + ": directory " + tmp("no_dir") + " does not exist");
 }
 
 TEST_CASE("npy writes replace a file whole and leave no temporary file", "[npy]") {

@@ -1,16 +1,18 @@
-// scan_fast.cl: the CPU-shaped reduce-then-scan of scan-fast (OpenMP's two-pass scheme): a few
-// work-groups of a few work-items, each work-item owning one contiguous chunk of a superblock.
-// scan_fast_reduce: each work-item folds its chunk into a pair (value since its last segment
-// start, any start) in simple uniform loops the compiler can vectorise. scan_fast: each
-// work-item combines the carry of the superblocks before and the pairs of the chunks before
-// its own (a few dozen), then scans its chunk sequentially from there and stores it; the last
-// chunk's work-item leaves the carry for the next superblock. The host runs the two kernels per
-// superblock, sized so the second pass rereads its input from cache: about 2n element moves.
-// No work-item ever waits on another. Host sets via -D (and clreduce.h's, clr_scan.h's macros):
+// scan_cpu_two_pass.cl: the CPU-shaped reduce-then-scan of scan-fast (OpenMP's two-pass scheme):
+// a few work-groups of a few work-items, each work-item owning one contiguous chunk of a
+// superblock. scan_cpu_two_pass_reduce: each work-item folds its chunk into a pair (value since
+// its last segment start, any start) in simple uniform loops the compiler can vectorise.
+// scan_cpu_two_pass_scan: each work-item combines the carry of the superblocks before and the
+// pairs of the chunks before its own (a few dozen), then scans its chunk sequentially from there
+// and stores it; the last chunk's work-item leaves the carry for the next superblock. The host
+// runs the two kernels per superblock, sized so the second pass rereads its input from cache:
+// about 2n element moves. No work-item ever waits on another. Host sets via -D (and clreduce.h's,
+// clr_scan.h's macros):
 #ifndef CLREDUCE_H
 #include "clreduce.h"
 #endif
 #include "clr_scan.h"
+#include "clr_types.h"
 #ifndef WG_SIZE
 #define WG_SIZE 4  // work-items per group; any size the device accepts
 #endif
@@ -21,7 +23,7 @@
 #define LANES 8  // float folds: independent accumulators (integer folds are vectorised as written)
 #endif
 #ifndef CLR_NT_STORES
-#define CLR_NT_STORES 0  // 1: stream the output past the caches (x86; the host's trial build decides)
+#define CLR_NT_STORES 0  // 1: stream the output past the caches (x86; a host trial build decides)
 #endif
 
 // The output store: non-temporal where the compiler has the builtin (the output is not reread,
@@ -43,46 +45,27 @@
 #ifndef VSCAN
 #define VSCAN 8  // 8: vector scan of unsegmented chunks; 1: scalar only
 #endif
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#if CLR_ACC == 0
-#define A_NAME int
-#define U_NAME uint
-#elif CLR_ACC == 1
-#define A_NAME uint
-#define U_NAME uint
-#elif CLR_ACC == 2
-#define A_NAME long
-#define U_NAME ulong
-#elif CLR_ACC == 3
-#define A_NAME ulong
-#define U_NAME ulong
-#elif CLR_ACC == 4
-#define A_NAME float
-#else
-#define A_NAME double
-#endif
 #if VSCAN == 8
-typedef CAT(A_NAME, 8) avec;
-#define AS_AVEC CAT(as_, CAT(A_NAME, 8))
-#define AS_UVEC CAT(as_, CAT(U_NAME, 8))
-#define CONVERT_AVEC CAT(convert_, CAT(A_NAME, 8))
+typedef CLR_VEC(A_NAME, 8) avec;
+#define AS_AVEC CLR_AS_VEC(A_NAME, 8)
+#define AS_UVEC CLR_AS_VEC(U_NAME, 8)
+#define CONVERT_AVEC CLR_CONVERT_VEC(A_NAME, 8)
 
 // clr_op on 8 lanes at once (the same wrapping integers, NaN rules and operand order).
 inline avec clr_vop(avec a, avec b) {
-#if CLR_OP == 0
+#if CLR_OP == CLR_SUM
 #ifdef A_IS_FLOAT
   return a + b;
 #else
   return AS_AVEC(AS_UVEC(a) + AS_UVEC(b));
 #endif
-#elif CLR_OP == 1
+#elif CLR_OP == CLR_PROD
 #ifdef A_IS_FLOAT
   return a * b;
 #else
   return AS_AVEC(AS_UVEC(a) * AS_UVEC(b));
 #endif
-#elif CLR_OP == 2
+#elif CLR_OP == CLR_MIN
 #ifdef A_IS_FLOAT
   return select(b, a, isnan(a) | (a < b));
 #else
@@ -120,9 +103,9 @@ inline ulong chunk_begin(ulong len, ulong c, ulong chunks) {
 }
 
 // Pass 1: chunk c of the superblock [lo, lo + len) into totals[c] and tile_flags[c].
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
-void scan_fast_reduce(__global const T* x, __global const uchar* flags, ulong lo, ulong len,
-                      __global acc_t* totals, __global uchar* tile_flags) {
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_cpu_two_pass_reduce(
+    __global const T* x, __global const uchar* flags, ulong lo, ulong len, __global acc_t* totals,
+    __global uchar* tile_flags) {
   const ulong c = get_global_id(0), chunks = get_global_size(0);
   ulong b = lo + chunk_begin(len, c, chunks);
   const ulong e = lo + chunk_begin(len, c + 1, chunks);
@@ -163,10 +146,10 @@ void scan_fast_reduce(__global const T* x, __global const uchar* flags, ulong lo
 // Pass 2: chunk c of superblock sb, [lo, lo + len), scanned from the carry of the superblocks
 // before (carry[sb]; none for sb = 0) and the pairs of the chunks before c; the last chunk
 // stores the carry for the next superblock in carry[sb + 1].
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
-void scan_fast(__global const T* x, __global const uchar* flags, ulong lo, ulong len,
-               __global acc_t* y, __global const acc_t* totals, __global const uchar* tile_flags,
-               __global acc_t* carry, ulong sb) {
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_cpu_two_pass_scan(
+    __global const T* x, __global const uchar* flags, ulong lo, ulong len, __global acc_t* y,
+    __global const acc_t* totals, __global const uchar* tile_flags, __global acc_t* carry,
+    ulong sb) {
   const ulong c = get_global_id(0), chunks = get_global_size(0);
   const ulong b = lo + chunk_begin(len, c, chunks);
   const ulong e = lo + chunk_begin(len, c + 1, chunks);

@@ -1,0 +1,79 @@
+// clr_ticket.h: one launch, any number of work-groups (reduce_topdown.cl, reduce_fast.cl). Each
+// group folds its work-items' values in local memory and publishes its partial; the last group
+// to finish, found with an atomic ticket, folds the partials in index order and resets the
+// ticket. Partials cross groups only through 32-bit atomics. Included by a kernel after
+// clreduce.h.
+#ifndef CLR_TICKET_H
+#define CLR_TICKET_H
+
+// Folds s[0..m) into s[0] with a fixed pairwise order: step k combines s[j] with s[j + h],
+// h = ceil(w / 2). Any m <= local size. Call with every work-item of the group, after a barrier
+// that makes s[0..m) visible; ends with a barrier.
+inline void clr_local_fold(__local acc_t* s, uint m) {
+  const uint lid = (uint)get_local_id(0);
+  for (uint w = m; w > 1;) {
+    const uint h = (w + 1) / 2;
+    if (lid + h < w) s[lid] = clr_op(s[lid], s[lid + h]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    w = h;
+  }
+}
+
+// Cross-work-group hand-off: an accumulator stored and loaded word by word with 32-bit atomics,
+// the only inter-group communication OpenCL 1.2 defines (plain stores and loads between groups
+// are a data race, whatever fences surround them).
+inline void clr_publish(__global acc_t* p, acc_t v) {
+  clr_words u;
+  u.a = v;
+  __global volatile uint* q = (__global volatile uint*)p;
+  for (uint k = 0; k < sizeof(acc_t) / 4; ++k) atomic_xchg(q + k, u.w[k]);
+}
+
+inline acc_t clr_collect(__global acc_t* p) {
+  clr_words u;
+  __global volatile uint* q = (__global volatile uint*)p;
+  for (uint k = 0; k < sizeof(acc_t) / 4; ++k) u.w[k] = atomic_or(q + k, 0u);
+  return u.a;
+}
+
+// The epilogue of a one-launch reduction. Call with every work-item of the group, each passing
+// its value a, as the kernel's last statement; s holds wg accumulators (wg: the group size) and
+// is_last points to a __local int of the kernel. Work-item 0 publishes the group's total as
+// partials[group id] and takes a ticket (*ticket is zero when the launch starts); the group that
+// takes the last one folds partials[0..groups) in index order, writes the total to out[0] and
+// resets *ticket to zero for the next launch. The other groups return early: nothing may follow
+// the call (PoCL 3.1 hangs on a kernel that goes on after a group skipped barriers). Always
+// inlined, like the kernel code it replaces: clang's cost model would keep it a call, and under
+// C99's inline rules nothing provides that call's external definition.
+__attribute__((always_inline)) inline void clr_ticket_reduce(acc_t a, __local acc_t* s, uint wg,
+                                                             __local int* is_last,
+                                                             __global acc_t* partials,
+                                                             __global volatile uint* ticket,
+                                                             __global acc_t* out) {
+  const uint lid = (uint)get_local_id(0);
+  const uint groups = (uint)get_num_groups(0);
+  s[lid] = a;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  clr_local_fold(s, wg);
+
+  if (lid == 0) {
+    clr_publish(partials + get_group_id(0), s[0]);
+    mem_fence(CLK_GLOBAL_MEM_FENCE);  // the partial is visible before the ticket is taken
+    *is_last = atomic_inc(ticket) == groups - 1;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (!*is_last) return;  // uniform across the group
+
+  mem_fence(CLK_GLOBAL_MEM_FENCE);
+  a = clr_identity();
+  for (uint g = lid; g < groups; g += wg) a = clr_op(a, clr_collect(partials + g));
+  s[lid] = a;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  clr_local_fold(s, wg);
+  if (lid == 0) {
+    out[0] = s[0];
+    atomic_xchg(ticket, 0u);  // ready for the next launch
+  }
+}
+
+#endif  // CLR_TICKET_H

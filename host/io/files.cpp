@@ -1,0 +1,263 @@
+// files.cpp: POSIX file handling. Reading: stat first (a FIFO is refused before open() could block
+// on it), open with O_NONBLOCK, fstat again (the path may have changed in between), then clear
+// O_NONBLOCK. Writing: a temporary file created with O_EXCL beside the target, every write checked,
+// fsync, rename; a signal handler removes the temporary file if the process is stopped mid-write.
+#include "io/files.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/text.hpp"
+
+namespace clreduce {
+namespace {
+
+// "a FIFO", "a directory", ...: what a non-regular file is.
+std::string file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a file";
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+}  // namespace
+
+InputFile::InputFile(const std::string& path, Errc category, const std::string& role)
+    : category_(category), name_(role.empty() ? printable(path) : role + " " + printable(path)) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw Error(category_, "cannot open " + name_ + ": " + errno_text(errno));
+  if (!S_ISREG(st.st_mode)) fail("not a regular file (" + file_kind(st.st_mode) + ")");
+  fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd_ < 0) throw Error(category_, "cannot open " + name_ + ": " + errno_text(errno));
+  const int flags = ::fcntl(fd_, F_GETFL);
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || flags < 0 ||
+      ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    if (!S_ISREG(st.st_mode)) fail("not a regular file (" + file_kind(st.st_mode) + ")");
+    throw Error(category_, "cannot open " + name_ + ": " + errno_text(err));
+  }
+  size_ = static_cast<std::uint64_t>(st.st_size);
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void InputFile::fail(const std::string& what) const { throw Error(category_, name_ + ": " + what); }
+
+void InputFile::read_at(std::uint64_t offset, void* dst, std::uint64_t n) const {
+  auto* p = static_cast<unsigned char*>(dst);
+  while (n > 0) {
+    const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(n, std::uint64_t{1} << 30));
+    const ssize_t r = ::pread(fd_, p, chunk, static_cast<off_t>(offset));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) fail("read error: " + errno_text(errno));
+    if (r == 0) fail("read error: the file ended at byte " + std::to_string(offset) + " (it shrank while being read)");
+    p += r;
+    offset += static_cast<std::uint64_t>(r);
+    n -= static_cast<std::uint64_t>(r);
+  }
+}
+
+std::string InputFile::read_rest(std::uint64_t offset) const {
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t r = ::pread(fd_, buf, sizeof buf, static_cast<off_t>(offset));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) fail("read error: " + errno_text(errno));
+    if (r == 0) return out;
+    out.append(buf, static_cast<std::size_t>(r));
+    offset += static_cast<std::uint64_t>(r);
+  }
+}
+
+std::string read_regular_file(const std::string& path, Errc category, const std::string& role) {
+  return InputFile(path, category, role).read_rest(0);
+}
+
+}  // namespace clreduce
+
+namespace clreduce {
+namespace {
+
+// The directory a path's file lives in ("." for a bare name).
+std::string parent_dir(const std::string& path) {
+  const std::string p = std::filesystem::path(path).parent_path().string();
+  return p.empty() ? "." : p;
+}
+
+// Refuses a target that is not a regular file or not writable; false when it does not exist.
+bool check_target(const std::string& path, struct stat& st) {
+  const auto refuse = [&](const std::string& why) {
+    throw Error(Errc::kUsage, "cannot write " + printable(path) + ": " + why);
+  };
+  if (path.empty()) throw Error(Errc::kUsage, "cannot write an output file with an empty name");
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return false;
+    refuse(errno_text(errno));
+  }
+  if (S_ISDIR(st.st_mode)) refuse("it is a directory");
+  if (!S_ISREG(st.st_mode)) refuse("not a regular file (" + file_kind(st.st_mode) + ")");
+  if (::access(path.c_str(), W_OK) != 0) refuse(errno_text(errno));
+  return true;
+}
+
+// The signals during which a temporary file is removed before they take effect.
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+constexpr std::size_t kNumSignals = sizeof kSignals / sizeof kSignals[0];
+
+// One atomic write at a time: the handler knows the temporary file by this global state.
+std::mutex g_write_mutex;
+char g_temp_path[8192];
+std::atomic<int> g_temp_armed{0};
+struct sigaction g_previous[kNumSignals];
+bool g_installed[kNumSignals];
+
+extern "C" void remove_temp_then_raise(int sig) {
+  if (g_temp_armed.load()) ::unlink(g_temp_path);
+  for (std::size_t k = 0; k < kNumSignals; ++k)
+    if (kSignals[k] == sig && g_installed[k]) ::sigaction(sig, &g_previous[k], nullptr);
+  ::raise(sig);  // delivered, with the previous action, when this handler returns
+}
+
+// Installs the handler for signals not ignored, restores the previous actions when destroyed.
+class SignalGuard {
+ public:
+  SignalGuard() {
+    for (std::size_t k = 0; k < kNumSignals; ++k) {
+      g_installed[k] = false;
+      struct sigaction now {};
+      if (::sigaction(kSignals[k], nullptr, &g_previous[k]) != 0 || g_previous[k].sa_handler == SIG_IGN) continue;
+      now.sa_handler = remove_temp_then_raise;
+      sigemptyset(&now.sa_mask);
+      g_installed[k] = true;
+      if (::sigaction(kSignals[k], &now, nullptr) != 0) g_installed[k] = false;
+    }
+  }
+  ~SignalGuard() {
+    g_temp_armed.store(0);
+    for (std::size_t k = 0; k < kNumSignals; ++k)
+      if (g_installed[k]) ::sigaction(kSignals[k], &g_previous[k], nullptr);
+  }
+  // The temporary file the handler removes from now on (false when the path is too long to keep).
+  bool arm(const std::string& temp) {
+    g_temp_armed.store(0);
+    if (temp.size() >= sizeof g_temp_path) return false;
+    std::memcpy(g_temp_path, temp.c_str(), temp.size() + 1);
+    g_temp_armed.store(1);
+    return true;
+  }
+  void disarm() { g_temp_armed.store(0); }
+  SignalGuard(const SignalGuard&) = delete;
+  SignalGuard& operator=(const SignalGuard&) = delete;
+};
+
+// Creates a new file in dir named after base (O_EXCL: never an existing file); -1 and errno on
+// failure. guard, when given, is armed with the name before the file can exist.
+int create_temp(const std::string& dir, const std::string& base, std::string& temp, SignalGuard* guard) {
+  static std::atomic<unsigned> counter{0};
+  const std::string stem = "." + base.substr(0, 200) + ".tmp-" + std::to_string(::getpid()) + "-";
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    temp = dir + "/" + stem + std::to_string(counter++);
+    if (guard) guard->arm(temp);
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+long default_write(int fd, const void* data, std::size_t n) { return static_cast<long>(::write(fd, data, n)); }
+
+// Writes all n bytes; 0 on success, else the errno of the failure (a write of 0 bytes counts as
+// a full disk).
+int write_all(WriteFn write, int fd, const char* p, std::size_t n) {
+  while (n > 0) {
+    const long r = write(fd, p, std::min<std::size_t>(n, std::size_t{1} << 30));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return errno ? errno : EIO;
+    if (r == 0) return ENOSPC;
+    p += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void check_output_path(const std::string& path) {
+  struct stat st {};
+  check_target(path, st);
+  const std::string dir = parent_dir(path);
+  const auto refuse = [&](const std::string& why) {
+    throw Error(Errc::kUsage, "cannot write " + printable(path) + ": " + why);
+  };
+  struct stat ds {};
+  if (::stat(dir.c_str(), &ds) != 0)
+    refuse(errno == ENOENT ? "directory " + printable(dir) + " does not exist"
+                           : "directory " + printable(dir) + ": " + errno_text(errno));
+  if (!S_ISDIR(ds.st_mode)) refuse(printable(dir) + " is not a directory");
+  std::string probe;
+  const int fd = create_temp(dir, std::filesystem::path(path).filename().string(), probe, nullptr);
+  if (fd < 0) refuse("cannot create a file in " + printable(dir) + ": " + errno_text(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+void write_file_atomically(const std::string& path, const std::vector<std::string_view>& pieces, WriteFn write) {
+  if (!write) write = default_write;
+  struct stat st {};
+  const bool exists = check_target(path, st);
+  const std::string dir = parent_dir(path);
+  const std::lock_guard<std::mutex> lock(g_write_mutex);
+  SignalGuard guard;
+  std::string temp;
+  const int fd = create_temp(dir, std::filesystem::path(path).filename().string(), temp, &guard);
+  if (fd < 0) {
+    const int err = errno;
+    struct stat ds {};
+    throw Error(Errc::kInput, "cannot write " + printable(path) + ": " +
+                                  (err == ENOENT && ::stat(dir.c_str(), &ds) != 0
+                                       ? "directory " + printable(dir) + " does not exist"
+                                       : "cannot create a file in " + printable(dir) + ": " + errno_text(err)));
+  }
+  int err = 0;
+  if (exists && ::fchmod(fd, st.st_mode & 07777) != 0) err = errno;
+  for (const std::string_view& piece : pieces) {
+    if (err) break;
+    err = write_all(write, fd, piece.data(), piece.size());
+  }
+  if (!err && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && !err) err = errno;
+  if (!err && ::rename(temp.c_str(), path.c_str()) != 0) err = errno;
+  if (err) {
+    ::unlink(temp.c_str());
+    throw Error(Errc::kInput, "cannot write " + printable(path) + ": " + errno_text(err) +
+                                  (exists ? " (the file is unchanged)" : " (no file was written)"));
+  }
+  guard.disarm();
+  // The rename itself is durable once the directory is synced (best effort: not every file system can).
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+}  // namespace clreduce
