@@ -103,7 +103,7 @@ const std::vector<std::string>& run_csv_columns() {
       "repeat", "exclusive", "segmented", "skipped", "reason", "result", "index", "expected",
       "expected_index", "verified", "overflow", "error", "first_wrong", "wrong_count", "kernel_ms",
       "kernel_ms_min", "kernel_ms_max", "noisy", "wall_ms", "gbps", "seq_ms", "speedup",
-      "launches", "policy", "vs_omp", "kernel", "step_speedup", "cumulative_speedup"};
+      "launches", "policy", "vs_omp", "err_ulp", "err_rel", "kernel", "step_speedup", "cumulative_speedup"};
   return c;
 }
 

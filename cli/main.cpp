@@ -132,7 +132,7 @@ int run(int argc, char** argv) {
   std::string size = "16777216", seed_text = "1", input, kernel_dir, acc;
   std::string warmup_text = "1", repeat_text = "5", local_size_text, segment_length_text;
   bool list_devices_flag = false, list_variants_flag = false, verbose = false;
-  bool peers = false, measure_copy = false, show_version = false;
+  bool peers = false, measure_copy = false, accuracy = false, show_version = false;
   app.add_option("-d,--device", device, "device index from --list-devices, a type (cpu, gpu: the first of that type), or a name substring (nvidia, pocl)")->capture_default_str();
   app.add_option("--variant", variant, "variant name (scan-* are scans), comma-separated names, 'all', 'all-reduce', 'all-scan', or 'ladder' (kernels 1-7 as the seeds' table); with a scan-only flag the default is scan-fast. A variant named that cannot run the request is an error; under all, all-reduce and all-scan it is skipped with the reason")->capture_default_str();
   app.add_option("--op", op, "sum | prod | min | max | argmin | argmax")->capture_default_str();
@@ -148,6 +148,7 @@ int run(int argc, char** argv) {
   app.add_option("--format", format, "table | json (one object per line per row) | csv (a header, then one line per row; the JSON keys as columns)")->capture_default_str()->check(CLI::IsMember({"table", "json", "csv"}));
   app.add_flag("--peers", peers, "also run the OpenMP peer on the same array (row 'omp', for reductions and for the scans it has; vs_omp ratios)");
   app.add_flag("--measure-copy", measure_copy, "also time a device-to-device copy of the array (row 'copy', GB/s read + written)");
+  app.add_flag("--accuracy", accuracy, "table: add each float sum's distance from the correctly rounded sum (err ulp, err rel; JSON and CSV always have them)");
   app.add_flag("--list-devices", list_devices_flag, "print every OpenCL device with its global index (with --device: that one; --format json or csv: one row per device)");
   app.add_flag("--list-variants", list_variants_flag, "print every variant with one line each (--format json or csv: one row per variant)");
   app.add_flag("-v,--verbose", verbose, "print build options, build logs and launch policies to stderr");
@@ -368,7 +369,7 @@ int run(int argc, char** argv) {
                 << (plan.scan.empty() ? std::string()
                                       : std::string("  scans: ") + (exclusive ? "exclusive" : "inclusive") +
                                             (segmented ? ", segmented" : ""))
-                << "\n" << (ladder ? LadderTable::header() : table_header(ratio_column));
+                << "\n" << (ladder ? LadderTable::header() : table_header(ratio_column, accuracy));
     if (header && format == "csv") std::cout << csv_header(run_csv_columns());
     header = false;
     if (verbose && !r.skipped) std::cerr << r.variant << ": " << r.policy.str() << "\n";
@@ -378,7 +379,7 @@ int run(int argc, char** argv) {
     if (ladder)
       line = format == "table" ? ladder_table.row(r) : ladder_table.json(r) + "\n";
     else
-      line = format == "table" ? table_row(r, ratio_column) : to_json(r) + "\n";
+      line = format == "table" ? table_row(r, ratio_column, accuracy) : to_json(r) + "\n";
     if (format == "csv") line = csv_row(line, run_csv_columns());
     std::cout << line << std::flush;
   };

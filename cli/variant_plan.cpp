@@ -67,9 +67,10 @@ void check_scan_flags(const VariantPlan& plan, Op op, bool scan_flags) {
 
 Error named_refusal(const std::string& variant, const std::string& reason) {
   // The variants' reasons (unsupported()) say what they lack. A limit on the request names n
-  // ("n > 2^22: ...") or the op; anything else is the device's (memory, an extension, a trial
-  // build that failed).
-  const bool request = reason.rfind("n ", 0) == 0 || reason.find("has no prefix scan") != std::string::npos;
+  // ("n > 2^22: ...") or the op ("... has no prefix scan", "... has no exact form"); anything
+  // else is the device's (memory, an extension, a trial build that failed).
+  const bool request = reason.rfind("n ", 0) == 0 || reason.find("has no prefix scan") != std::string::npos ||
+                       reason.find("has no exact form") != std::string::npos;
   return Error(request ? Errc::kUsage : Errc::kUnsupported, variant + " cannot run this: " + reason);
 }
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # oclgrind.sh: runs every kernel under Oclgrind (--data-races --uninitialized --check-api) on
 # small arrays spanning at least three work-groups with a partial last one, and fails on any
-# report. Reductions get every kind of op; scans (scan-*) sum/prod/min/max, exclusive and
-# segmented; scan-lookback's give-up path and scan-fast's CPU path besides; with CLREDUCE_TESTS
-# (the test binary), its small case of a scan's carry-in and plans on sub-buffers. Needs OCLGRIND
-# and CLREDUCE (paths) in the environment.
+# report. Reductions get every kind of op (exact: float and double sums); scans (scan-*)
+# sum/prod/min/max, exclusive and segmented; scan-lookback's give-up path and scan-fast's CPU
+# path besides; with CLREDUCE_TESTS (the test binary), its small case of a scan's carry-in and
+# plans on sub-buffers. Needs OCLGRIND and CLREDUCE (paths) in the environment.
 set -u
 # Oclgrind 21.10's interpreter lacks an LLVM intrinsic that its own optimiser emits for some
 # kernels ("Undefined external function: llvm.experimental.noalias.scope.decl"): build the
@@ -38,6 +38,18 @@ for v in $variants; do
       check --variant "$v" --op "$op" --type "$type" --size 300 --local-size 16 "$@"
     done
     check --variant "$v" --op sum --type int64 --size 1000 --local-size 48 --segment-length 33 --exclusive
+    ;;
+  exact)
+    # Float and double sums only. Each process first checks the shape it takes on hard data
+    # (subnormals, values near the largest finite, 60 binades, expansions overflowing, 3 groups
+    # of 256), so the superaccumulator's every path runs here too; then small arrays over 4
+    # groups of 16 (the GPU shape: local atomics, the expansion tree), 3 groups, and the CPU
+    # shape forced, in groups of 4.
+    for t in float double; do
+      check --variant exact --type $t --size 1003 --local-size 16
+      CLREDUCE_EXACT_GROUPS=3 check --variant exact --type $t --size 1003 --local-size 16
+      CLREDUCE_EXACT_SHAPE=cpu CLREDUCE_EXACT_GROUPS=3 check --variant exact --type $t --size 1003 --local-size 4
+    done
     ;;
   *)
     # multi-element sizes its grid by p = n / log2 n: 3000 elements give 16 groups of 16.

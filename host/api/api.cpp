@@ -205,7 +205,9 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
     // A float product's error grows with each of its n - 1 multiplications whatever the order;
     // a sum's with the variant's longest chain of additions.
     const std::uint64_t depth = n == 0 ? 0 : op == Op::kProd ? n : plan->depth();
-    const Verdict verdict = verify(r.value, r.expected, op, depth, float_stats(a, op));
+    const Verdict verdict = plan && plan->policy().correctly_rounded
+                                ? verify_bitwise(r.value, r.expected)
+                                : verify(r.value, r.expected, op, depth, float_stats(a, op));
     set_verdict(r, verdict.ok, verdict.why);
   }
   return r;

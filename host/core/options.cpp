@@ -46,6 +46,9 @@ const std::vector<TuningKey>& tuning_keys() {
        "treat those device features as absent (time or test the portable paths)"},
       {"fast-shape", "auto | gpu | cpu | topdown (auto)", "force fast's shape (still checked, falls back)"},
       {"fast-groups", "1-1048576 (the shape's choice)", "force fast's number of work-groups"},
+      {"exact-shape", "auto | gpu | cpu (auto)", "force exact's shape (still checked)"},
+      {"exact-groups", "1-1048576 (the shape's choice)", "force exact's number of work-groups (at least n / 2^29)"},
+      {"exact-terms", "2-4 (2)", "exact: doubles per floating-point expansion"},
       {"scan-fast-path", "auto | lookback | cpu | hierarchical (auto)", "force scan-fast's path, unchecked"},
       {"lookback-limit", "0-2147483647 (2^20 on GPUs, 2^22 on CPUs)",
        "scan-lookback's wait bound in window reads; 0 makes every look-back give up (tests the redo)"},
@@ -81,6 +84,12 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v, cons
     t.fast_shape = one_of(v, {"auto", "gpu", "cpu", "topdown"}, source);
   } else if (key == "fast-groups") {
     t.fast_groups = parse_count(v, 1, 1u << 20, source, "a count from 1 to 2^20");
+  } else if (key == "exact-shape") {
+    t.exact_shape = one_of(v, {"auto", "gpu", "cpu"}, source);
+  } else if (key == "exact-groups") {
+    t.exact_groups = parse_count(v, 1, 1u << 20, source, "a count from 1 to 2^20");
+  } else if (key == "exact-terms") {
+    t.exact_terms = static_cast<unsigned>(parse_count(v, 2, 4, source, "a count from 2 to 4"));
   } else if (key == "scan-fast-path") {
     t.scan_fast_path = one_of(v, {"auto", "lookback", "cpu", "hierarchical"}, source);
   } else if (key == "lookback-limit") {

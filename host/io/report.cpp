@@ -34,6 +34,12 @@ static std::string num(double x) {
   return b;
 }
 
+// An error measure as JSON: a number, "inf", or null when undefined (NaN).
+static std::string json_error(double x) {
+  if (std::isinf(x)) return "\"inf\"";
+  return num(x);
+}
+
 std::string json_value(const Value& v) {
   if (!is_float(v.type)) return v.str();
   if (!std::isfinite(v.f)) return "\"" + v.str() + "\"";
@@ -78,6 +84,7 @@ std::string to_json(const RunRecord& r) {
        ",\"speedup\":" + (ceiling ? "null" : num(r.speedup)) + ",\"launches\":" + std::to_string(r.launches) +
        ",\"policy\":\"" + json_escape(r.kind == "clreduce" ? r.policy.str() : r.policy.path) + "\"";
   for (const auto& [key, value] : r.ratios) s += ",\"" + json_escape(key) + "\":" + num(value);
+  if (r.has_error) s += ",\"err_ulp\":" + json_error(r.err_ulp) + ",\"err_rel\":" + json_error(r.err_rel);
   return s + "}";
 }
 
@@ -92,15 +99,15 @@ std::string to_json(const DeviceInfo& d) {
          ",\"fp64\":" + (d.fp64 ? "true" : "false") + "}";
 }
 
-std::string table_header(bool ratios) {
+std::string table_header(bool ratios, bool accuracy) {
   char line[256];
-  std::snprintf(line, sizeof line, "%-22s %-28s %-8s %10s %10s %9s %10s %9s %8s%s\n", "variant",
+  std::snprintf(line, sizeof line, "%-22s %-28s %-8s %10s %10s %9s %10s %9s %8s%s%s\n", "variant",
                 "result", "verified", "kernel ms", "wall ms", "GB/s", "seq ms", "speedup",
-                "launches", ratios ? "   vs omp" : "");
+                "launches", ratios ? "   vs omp" : "", accuracy ? "    err ulp    err rel" : "");
   return line;
 }
 
-std::string table_row(const RunRecord& r, bool ratios) {
+std::string table_row(const RunRecord& r, bool ratios, bool accuracy) {
   char line[512];
   if (r.skipped) {
     std::snprintf(line, sizeof line, "%-22s skipped: %s\n", r.variant.c_str(), r.skip_reason.c_str());
@@ -126,9 +133,16 @@ std::string table_row(const RunRecord& r, bool ratios) {
     std::snprintf(seq, sizeof seq, "%.4f", r.seq_ms);
     std::snprintf(speedup, sizeof speedup, "%.2f", r.speedup);
   }
-  std::snprintf(line, sizeof line, "%-22s %-28s %-8s %9.4f%c %10.4f %9.2f %10s %9s %8zu%s\n",
+  std::string err;
+  if (accuracy) {
+    char b[48] = "          -          -";
+    if (r.has_error) std::snprintf(b, sizeof b, " %10.4g %10.3g", r.err_ulp, r.err_rel);
+    err = b;
+  }
+  std::snprintf(line, sizeof line, "%-22s %-28s %-8s %9.4f%c %10.4f %9.2f %10s %9s %8zu%s%s\n",
                 r.variant.c_str(), res.c_str(), !r.verified ? "NO" : r.overflow ? "overflow" : "yes", r.kernel_ms,
-                r.noisy ? '~' : ' ', r.wall_ms, r.gbps, seq, speedup, r.launches, ratio.c_str());
+                r.noisy ? '~' : ' ', r.wall_ms, r.gbps, seq, speedup, r.launches, ratio.c_str(),
+                err.c_str());
   std::string out = line;
   if (!r.verified) {
     out += "  expected " + r.expected.str();

@@ -15,15 +15,18 @@ namespace clreduce {
 // "ceiling"), verified, overflow (only when true: verified because an order of float operations
 // may overflow), kernel_ms, kernel_ms_min, kernel_ms_max, noisy, wall_ms, gbps, seq_ms,
 // speedup (both null for kind "ceiling"), launches, policy, the ratios (vs_omp; null when not
-// quoted), and skipped/reason or error when they apply. Scans add exclusive, segmented,
+// quoted), err_ulp and err_rel (float sums: the distance from the correctly rounded sum; "inf"
+// when infinite, null when undefined), and skipped/reason or error when they apply. Scans add
+// exclusive, segmented,
 // first_wrong and wrong_count; their result and expected are the last elements (null when n = 0).
 std::string to_json(const RunRecord& r);
 
 // The table's header line, and one row (plus a line saying why, when not verified, or what
 // overflowed, when verified as an overflow: "overflow" in the verified column); `ratios` adds a
-// last column, the vs_omp ratio ("noisy" when not quoted). A noisy time has a '~' after it.
-std::string table_header(bool ratios = false);
-std::string table_row(const RunRecord& r, bool ratios = false);
+// column, the vs_omp ratio ("noisy" when not quoted); `accuracy` two last ones, err_ulp and
+// err_rel (float sums). A noisy time has a '~' after it.
+std::string table_header(bool ratios = false, bool accuracy = false);
+std::string table_row(const RunRecord& r, bool ratios = false, bool accuracy = false);
 
 // One device as a JSON object (--list-devices --format json), no trailing newline. Keys: index,
 // type, name, platform, vendor, driver, version, opencl_c, compute_units, global_mem,

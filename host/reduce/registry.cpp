@@ -15,6 +15,7 @@ std::unique_ptr<ReduceVariant> make_reduce_complete_unroll();
 std::unique_ptr<ReduceVariant> make_reduce_multi_element();
 std::unique_ptr<ReduceVariant> make_reduce_butterfly();
 std::unique_ptr<ReduceVariant> make_reduce_fast();
+std::unique_ptr<ReduceVariant> make_reduce_exact();
 
 const std::vector<std::unique_ptr<ReduceVariant>>& reduce_variants() {
   static const std::vector<std::unique_ptr<ReduceVariant>> v = [] {
@@ -32,6 +33,7 @@ const std::vector<std::unique_ptr<ReduceVariant>>& reduce_variants() {
     r.push_back(make_reduce_multi_element());
     r.push_back(make_reduce_butterfly());
     r.push_back(make_reduce_fast());
+    r.push_back(make_reduce_exact());
     return r;
   }();
   return v;

@@ -21,6 +21,7 @@ struct LaunchPolicy {
   unsigned items_per_thread = 1;    // elements each work-item folds before the tree
   unsigned vec_width = 1;           // elements per load
   std::string path;                 // implementation path taken, e.g. "barrier", "shfl.sync"
+  bool correctly_rounded = false;   // float sums: the correctly rounded sum, verified bit for bit
   std::string str() const;          // "wg=256 groups=1056 items=1 vec=1"
 };
 

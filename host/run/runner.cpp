@@ -9,6 +9,7 @@
 
 #include "clreduce/error.hpp"
 #include "run/omp_reduce.hpp"
+#include "verify/exact_sum.hpp"
 
 namespace clreduce {
 
@@ -160,10 +161,19 @@ RunRecord ReduceSession::run_omp() {
 
 // The depth verify() needs: a sum's error follows the longest chain of additions (`chain`), but
 // a product's relative error grows with every one of its n - 1 multiplications, whatever the
-// order, so a tree is no tighter than the loop.
+// order, so a tree is no tighter than the loop. A correctly rounded plan (`exact`) is held to the
+// bits of the reference, and every float sum's distance from it is recorded.
 void ReduceSession::finish_reduce(RunRecord& rec, std::uint64_t chain) const {
   const std::uint64_t depth = problem_.n ? (problem_.op == Op::kProd ? problem_.n : chain) : 0;
-  const Verdict verdict = verify(rec.result, expected_, problem_.op, depth, stats_);
+  const Verdict verdict = rec.policy.correctly_rounded
+                              ? verify_bitwise(rec.result, expected_)
+                              : verify(rec.result, expected_, problem_.op, depth, stats_);
+  if (problem_.op == Op::kSum && is_float(expected_.type)) {  // expected_ is the exact sum
+    const FloatError err = float_error(rec.result, expected_);
+    rec.has_error = true;
+    rec.err_ulp = err.ulps;
+    rec.err_rel = err.rel;
+  }
   finish(rec, verdict.ok, verdict.why, verdict.bound, static_cast<double>(data_.bytes.size()));
   rec.overflow = verdict.overflow;
 }

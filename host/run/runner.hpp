@@ -49,6 +49,10 @@ struct RunRecord {
   bool overflow = false;    // verified only because an order of float operations may overflow
   std::string verify_note;  // why verification failed, or what overflowed
   double bound = 0.0;       // float tolerance used
+  // Float sums: the result's distance from the correctly rounded sum (exact_sum.hpp).
+  bool has_error = false;
+  double err_ulp = 0.0;     // representable values between them
+  double err_rel = 0.0;     // |result - exact| / |exact|
   double kernel_ms = 0.0;   // median over repetitions of the summed kernel times of all launches
   double kernel_ms_min = 0.0;  // fastest and slowest repetition (the spread)
   double kernel_ms_max = 0.0;

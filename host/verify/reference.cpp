@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "clreduce/error.hpp"
+#include "verify/exact_sum.hpp"
 
 namespace clreduce {
 namespace {
@@ -109,6 +110,7 @@ Value reference_reduce(const HostArray& a, Op op, DType acc) {
   require_nonempty(a, op);
   if (!is_float(a.type) || !(op == Op::kSum || op == Op::kProd))
     return sequential_reduce(a, op, acc);
+  if (op == Op::kSum) return exact_sum(a);
   return dispatch_dtype(a.type, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
@@ -139,6 +141,13 @@ Value identity_value(Op op, DType acc) {
   v.i = one;
   v.u = static_cast<std::uint64_t>(one);
   v.f = one;
+  return v;
+}
+
+Verdict verify_bitwise(const Value& got, const Value& ref) {
+  Verdict v;
+  v.ok = got.type == ref.type && is_float(ref.type) && same_bits(got, ref);
+  if (!v.ok) v.why = got.str() + " is not the correctly rounded sum " + ref.str() + " (bit for bit)";
   return v;
 }
 

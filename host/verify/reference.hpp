@@ -1,6 +1,6 @@
 // reference.hpp: the seeds' sequential loop (the timed baseline) and the verification reference.
-// Ints are exact with NumPy's wrap-around; floats are checked against a long double reference
-// within a bound proportional to the sum of |x| (see verify()).
+// Ints are exact with NumPy's wrap-around; float sums are checked against the correctly rounded
+// sum within a bound proportional to the sum of |x| (see verify()), or bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +17,9 @@ namespace clreduce {
 Value sequential_reduce(const HostArray& a, Op op);
 Value sequential_reduce(const HostArray& a, Op op, DType acc);
 
-// The reference result: sequential_reduce for ints, min, max and arg ops; for float sums and
-// products, the long double result rounded to the accumulator type.
+// The reference result: sequential_reduce for ints, min, max and arg ops; for float sums the
+// correctly rounded sum (exact_sum.hpp); for float products the long double product rounded to
+// the accumulator type.
 Value reference_reduce(const HostArray& a, Op op);
 Value reference_reduce(const HostArray& a, Op op, DType acc);
 
@@ -54,5 +55,9 @@ struct Verdict {
 Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth, const FloatStats& stats);
 // The same with only the sum of |x| known (exact = ref, no product magnitudes).
 Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth, long double sum_abs);
+
+// For correctly rounded float sums (variant `exact`): got must have the bits of ref, the
+// correctly rounded sum (any NaN matches any NaN).
+Verdict verify_bitwise(const Value& got, const Value& ref);
 
 }  // namespace clreduce

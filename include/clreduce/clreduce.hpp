@@ -71,7 +71,7 @@ struct Result {
   std::size_t launches = 0;  // kernel launches in one run
   std::size_t builds = 0;    // programs compiled during this call (0 once the device has them)
   bool checked = false;    // the result was compared with the sequential reference
-  bool verified = false;   // checked and equal (floats: within the stated bound)
+  bool verified = false;   // checked and equal (floats: within the stated bound; `exact`: bit for bit)
   std::string verdict;     // "verified", "not checked", why it failed, or "verified as an overflow:
                            // ..." (±inf or NaN where an order of float operations may overflow)
   Value expected;          // the reference's value (checked only)

@@ -225,6 +225,30 @@ TEST_CASE("api: several variants by name agree with the reference", "[api]") {
   CHECK(std::find(scans.begin(), scans.end(), "scan-lookback") != scans.end());
 }
 
+TEST_CASE("api: exact returns the correctly rounded sum, checked bit for bit; other ops are refused", "[api]") {
+  clreduce::Device& dev = device();
+  if (!dev.summary().fp64) SKIP("no fp64");
+  // 1e30 + 1 + 2^-24 - 1e30: the correctly rounded float sum is 1 (a tie, to even).
+  std::vector<float> x(10007, 0.0f);
+  x[0] = 1e30f;
+  x[5000] = 1.0f;
+  x[7000] = 0x1p-24f;
+  x[10006] = -1e30f;
+  clreduce::Options o;
+  o.variant = "exact";
+  const clreduce::Result r = dev.reduce(Op::kSum, x, o);
+  CAPTURE(r.plan, r.verdict);
+  CHECK(r.verified);
+  CHECK(r.value.f == 1.0);
+  try {
+    dev.reduce(Op::kMax, x, o);
+    FAIL("exact took max");
+  } catch (const clreduce::Error& e) {
+    CHECK(e.category() == clreduce::Errc::kUnsupported);
+    CHECK_THAT(e.what(), ContainsSubstring("float and double only"));
+  }
+}
+
 TEST_CASE("api: empty arrays and the result types", "[api]") {
   clreduce::Device& dev = device();
   const std::vector<double> none;

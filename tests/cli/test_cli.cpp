@@ -76,7 +76,9 @@ TEST_CASE("bad arguments get one line and exit code 2", "[cli]") {
                         Case{"--size -5", "invalid size"}, Case{"--repeat x", "repeat"},
                         Case{"--format xml", "format"}, Case{"--bogus", "bogus"},
                         Case{"--input /nonexistent.npy", "cannot open /nonexistent.npy"},
-                        Case{"--op min --size 0", "no identity"}}) {
+                        Case{"--op min --size 0", "no identity"},
+                        Case{"--variant exact --op max --type float --size 10", "exact cannot run this: max of float has no exact form"},
+                        Case{"--variant fast,exact --type int32 --size 10", "exact cannot run this: sum of int32 has no exact form"}}) {
     CAPTURE(c.args);
     const Result r = run_cli(c.args);
     CHECK(r.code == 2);
@@ -129,6 +131,26 @@ TEST_CASE("JSON output prints one object per variant with the documented keys", 
                           "\"expected\":", "\"verified\":true", "\"kernel_ms\":", "\"kernel_ms_min\":",
                           "\"kernel_ms_max\":", "\"wall_ms\":", "\"gbps\":", "\"seq_ms\":", "\"speedup\":"})
     CHECK_THAT(r.out, ContainsSubstring(key));
+}
+
+TEST_CASE("exact: under --variant all skipped for other ops; --accuracy and JSON give float sums' errors", "[cli][exact]") {
+  Result r = run_cli("--variant all-reduce --op max --type float --size 1000 --format json --repeat 1");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("{\"variant\":\"exact\",\"kind\":\"clreduce\",\"mode\":\"reduce\",\"op\":\"max\""));
+  CHECK_THAT(r.out, ContainsSubstring("\"skipped\":true,\"reason\":\"max of float has no exact form (exact sums float and double only)"));
+  CHECK_THAT(r.out, !ContainsSubstring("err_ulp"));  // not a sum
+  r = run_cli("--variant fast,exact --type double --size 100003 --format json --repeat 1");
+  CHECK(r.code == 0);
+  CHECK(lines(r.out) == 2);
+  CHECK_THAT(r.out, ContainsSubstring("\"err_ulp\":0,\"err_rel\":0}"));  // exact's
+  CHECK_THAT(r.out, ContainsSubstring(" fpe2 ticket"));
+  r = run_cli("--variant fast,exact --type float --size 100003 --repeat 1 --accuracy");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("err ulp    err rel"));
+  CHECK_THAT(r.out, ContainsSubstring("          0          0\n"));
+  r = run_cli("--variant fast --type int32 --size 1000 --repeat 1 --accuracy");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("          -          -\n"));
 }
 
 TEST_CASE("peers: --peers adds a verified omp row and vs_omp ratios, --measure-copy a copy row", "[cli]") {

@@ -30,6 +30,9 @@ TEST_CASE("bad knob values are refused up front with one line and exit 2", "[cli
                         Case{"CLREDUCE_SCAN_GROUPS=1000000", "CLREDUCE_SCAN_GROUPS must be a count from 1 to 4096"},
                         Case{"CLREDUCE_LOOKBACK_LIMIT=-1", "CLREDUCE_LOOKBACK_LIMIT must be a count from 0"},
                         Case{"CLREDUCE_TRANSFER_PIECE=0", "CLREDUCE_TRANSFER_PIECE must be a byte count"},
+                        Case{"CLREDUCE_EXACT_SHAPE=topdown", "CLREDUCE_EXACT_SHAPE must be one of auto, gpu, cpu"},
+                        Case{"CLREDUCE_EXACT_GROUPS=0", "CLREDUCE_EXACT_GROUPS must be a count from 1 to 2^20"},
+                        Case{"CLREDUCE_EXACT_TERMS=5", "CLREDUCE_EXACT_TERMS must be a count from 2 to 4, not '5'"},
                         Case{"CLREDUCE_SCAN_FAST_PATH=bogus", "CLREDUCE_SCAN_FAST_PATH must be one of auto, lookback, cpu, hierarchical"}}) {
     CAPTURE(c.env);
     // With a reduction before scan-fast in the list: the refusal comes before any variant runs.

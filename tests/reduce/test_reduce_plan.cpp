@@ -22,9 +22,12 @@ using clreduce::test::device_context;
 
 namespace {
 
+// Every variant but `exact`, which sums float and double only: its plans are tested in
+// test_exact.cpp.
 std::vector<std::string> variant_names() {
   std::vector<std::string> v;
-  for (const auto& r : reduce_variants()) v.push_back(r->name());
+  for (const auto& r : reduce_variants())
+    if (r->name() != "exact") v.push_back(r->name());
   return v;
 }
 

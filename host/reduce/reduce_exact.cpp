@@ -1,0 +1,291 @@
+// reduce_exact.cpp: the correctly rounded float and double sum: one launch of cl/reduce_exact.cl,
+// GPU-shaped (16-byte grid-stride loads, 256 work-items, local atomics) or CPU-shaped (a contiguous
+// run per work-item in 2 streams, one group per core). The shape is the device type's (or the
+// exact-shape knob's), checked once per context and type on hard inputs against the host's exact
+// sum, bit for bit; if it fails the other is tried, and with neither the variant is skipped:
+// a wrong "exact" sum is worse than none.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "clreduce/error.hpp"
+#include "io/data.hpp"
+#include "reduce/variant.hpp"
+#include "verify/exact_sum.hpp"
+
+namespace clreduce {
+
+namespace {
+
+// Empty when `exact` takes op on elements of type t; else why not, naming the request.
+std::string exact_refusal(Op op, DType t) {
+  if (op != Op::kSum || !is_float(t))
+    return op_name(op) + " of " + dtype_name(t) + " has no exact form (exact sums float and double only)";
+  return "";
+}
+
+enum class Shape { kGpu, kCpu };
+
+const char* shape_name(Shape s) { return s == Shape::kGpu ? "gpu-shape" : "cpu-shape"; }
+
+// Elements per work-group at most: a limb of the group's superaccumulator takes pieces below
+// 2^32 from at most 3 deposits per element, so 2^29 elements keep it below 2^63.
+constexpr std::size_t kMaxPerGroup = std::size_t{1} << 29;
+
+// CPU shape: loop steps (streams vectors each) per optimistic block (the kernel's EX_BLOCK).
+constexpr unsigned kBlockLog2 = 6;
+constexpr std::size_t kBlock = std::size_t{1} << kBlockLog2;
+
+// The tunables of one shape for one element type.
+struct ShapeParams {
+  bool cpu = false;
+  unsigned vec = 4;               // elements per vector load
+  unsigned unroll = 4;            // GPU: vector loads in flight per loop step
+  unsigned streams = 1;           // CPU: far-apart parts of a run, each with its own expansions
+  std::size_t wg = 256;           // preferred work-items per group
+  std::size_t groups_per_cu = 4;  // most groups per compute unit
+  std::size_t min_vectors = 1;    // fewest vectors per work-item before another group is added
+};
+
+// GPU: fast's GPU shape (16-byte loads, 4 in flight, 256 work-items, 4 groups per compute unit);
+// each lane of a load has its own expansion, so a work-item holds vec * terms doubles.
+// CPU: 8 elements per load (one AVX-512 register of doubles once converted), each work-item's run
+// read as 2 streams side by side (2 independent TwoSum chains; 1 and 2 measured alike on PoCL at
+// 2^26 floats, 4 about 25% slower: the loop is bound by additions, not latency), optimistic
+// blocks of 64 steps, half the additions as fused multiply-adds, one group per core.
+ShapeParams shape_params(Shape s, DType t) {
+  ShapeParams sp;
+  if (s == Shape::kGpu) {
+    sp.vec = static_cast<unsigned>(16 / dtype_size(t));
+    return sp;
+  }
+  sp.cpu = true;
+  sp.vec = 8;
+  sp.unroll = 1;
+  sp.streams = 2;
+  sp.wg = 1;
+  sp.groups_per_cu = 1;
+  sp.min_vectors = 4096;
+  return sp;
+}
+
+cl::Kernel build(Context& ctx, const ReduceProblem& p, const ShapeParams& sp, std::size_t wg,
+                 unsigned terms) {
+  return ctx.kernel("reduce_exact.cl", "reduce_exact",
+                    p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) +
+                        " -DEXACT_CPU=" + (sp.cpu ? "1" : "0") + " -DVEC=" + std::to_string(sp.vec) +
+                        " -DUNROLL=" + std::to_string(sp.unroll) +
+                        " -DSTREAMS=" + std::to_string(sp.streams) +
+                        " -DEX_BLOCK_LOG2=" + std::to_string(kBlockLog2) +
+                        " -DEX_FMA_ADDS=" + (sp.cpu ? "1" : "0") +
+                        " -DFPE_TERMS=" + std::to_string(terms));
+}
+
+// The launch for shape s on p: group size, group count (forced_groups > 0 fixes it, raised to
+// the n / 2^29 the limbs need), elements per work-item, vector width. *kernel receives the
+// kernel built for the group size chosen.
+LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::size_t local_size,
+                          std::size_t forced_groups, unsigned terms, cl::Kernel* kernel) {
+  const ShapeParams sp = shape_params(s, p.type);
+  const std::size_t least = std::max<std::size_t>(1, (p.n + kMaxPerGroup - 1) / kMaxPerGroup);
+  const std::size_t cap = std::max(least, ctx.info().compute_units * sp.groups_per_cu);
+  const std::size_t nv = std::max<std::size_t>(p.n / sp.vec, 1);
+  LaunchPolicy pol;
+  *kernel = build(ctx, p, sp, sp.wg, terms);
+  pol.wg_size = choose_wg(ctx, *kernel, local_size, sp.wg);
+  // The kernel is built for its group size: check the one actually used, so a size the device
+  // cannot take is refused here (exit 2) rather than at launch.
+  if (pol.wg_size != sp.wg) {
+    *kernel = build(ctx, p, sp, pol.wg_size, terms);
+    choose_wg(ctx, *kernel, pol.wg_size, pol.wg_size);
+  }
+  const std::size_t per_group = pol.wg_size * sp.min_vectors;
+  pol.groups = forced_groups > 0 ? std::max(forced_groups, least)
+                                 : std::clamp<std::size_t>((nv + per_group - 1) / per_group, least, cap);
+  const std::size_t items = pol.groups * pol.wg_size;
+  pol.items_per_thread = static_cast<unsigned>((p.n + items - 1) / items);
+  pol.vec_width = sp.vec;
+  pol.correctly_rounded = true;
+  pol.path = std::string(shape_name(s)) + " " + dtype_cl_name(p.type) + std::to_string(sp.vec) +
+             (sp.cpu ? " x" + std::to_string(sp.streams) + " streams" : " x" + std::to_string(sp.unroll)) +
+             " fpe" + std::to_string(terms) + " ticket";
+  return pol;
+}
+
+// One launch of cl/reduce_exact.cl. The plan owns the global superaccumulator (68 limbs cover
+// double's) and {flags, ticket}: zeroed here, cleared again by each launch's last group. A
+// launch on fewer elements than the plan was made for keeps its groups (each then takes fewer
+// than the 2^29 a group may).
+class ExactPlan : public ReducePlan {
+ public:
+  ExactPlan(Context& ctx, const ReduceProblem& p, LaunchPolicy pol, const cl::Kernel& kernel)
+      : ReducePlan(ctx, "exact", p, std::move(pol), 0),  // verified bit for bit, not by a depth
+        kernel_(kernel),
+        acc_(ctx.zeroed_buffer(68 * sizeof(cl_long))),
+        state_(ctx.zeroed_buffer(2 * sizeof(cl_uint))) {}
+
+ private:
+  void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+              std::vector<cl::Event>& events) override {
+    kernel_.setArg(0, in);
+    kernel_.setArg(1, static_cast<cl_ulong>(n));
+    kernel_.setArg(2, acc_);
+    kernel_.setArg(3, state_);
+    kernel_.setArg(4, out);
+    kernel_.setArg(5, cl_double{1.0});  // EX_ADD's one: not a constant the compiler could fold
+    events.emplace_back();
+    ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange,
+                                      cl::NDRange(policy().groups * policy().wg_size),
+                                      cl::NDRange(policy().wg_size), nullptr, &events.back());
+  }
+
+  cl::Kernel kernel_;
+  cl::Buffer acc_, state_;
+};
+
+// The plan for shape s; `note` is appended to its path (why the device's own shape was not taken).
+std::unique_ptr<ExactPlan> shape_plan(Context& ctx, const ReduceProblem& p, Shape s,
+                                      std::size_t local_size, std::size_t forced_groups,
+                                      unsigned terms, const std::string& note = "") {
+  cl::Kernel k;
+  LaunchPolicy pol = shape_policy(ctx, p, s, local_size, forced_groups, terms, &k);
+  pol.path += note;
+  return std::make_unique<ExactPlan>(ctx, p, std::move(pol), k);
+}
+
+// Check data: the first half within 8 binades (the CPU shape's fast blocks), the second over 60,
+// subnormals, a pair near the top of the range that cancels, elements the expansions cannot
+// take, spread over three groups with a tail.
+template <class T> std::vector<T> check_data(std::size_t n) {
+  std::vector<T> x(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t b = data_bits(11, i);
+    const T u = static_cast<T>(static_cast<double>(b >> 11) * 0x1p-53 * 2.0 - 1.0);
+    x[i] = std::ldexp(u, i < n / 2 ? static_cast<int>(b % 8) : static_cast<int>(b % 61) - 30);
+    if (i % 97 == 5) x[i] = std::numeric_limits<T>::denorm_min() * static_cast<T>(i % 7 + 1);
+  }
+  const T big = std::numeric_limits<T>::max() / 4;
+  x[n / 2] = big;
+  x[n - 2] = -big;
+  x[n / 3] = -std::numeric_limits<T>::denorm_min();
+  return x;
+}
+
+// Trial build and bitwise check of shape s on type t over three groups, twice (the state must
+// be cleared by each launch). Empty when it passes.
+std::string check_shape(Context& ctx, Shape s, DType t, unsigned terms) {
+  const std::string what = std::string(shape_name(s)) + " " + dtype_name(t);
+  try {
+    const ShapeParams sp = shape_params(s, t);
+    ReduceProblem p;
+    p.op = Op::kSum;
+    p.type = p.acc_type = t;
+    // GPU: 2 vectors per work-item and a tail; CPU: 2 blocks per work-item, a partial third, a
+    // remainder of vectors and a tail.
+    p.n = sp.cpu ? 3 * sp.vec * (2 * kBlock * sp.streams + 3 * sp.streams + 1) + sp.vec - 1
+                 : 3 * sp.wg * sp.vec * 2 + sp.vec - 1;
+    HostArray a;
+    a.type = t;
+    a.n = p.n;
+    a.bytes.resize(p.n * dtype_size(t));
+    if (t == DType::kFloat) {
+      const auto x = check_data<float>(p.n);
+      std::memcpy(a.bytes.data(), x.data(), a.bytes.size());
+    } else {
+      const auto x = check_data<double>(p.n);
+      std::memcpy(a.bytes.data(), x.data(), a.bytes.size());
+    }
+    const Value want = exact_sum(a);
+    const std::unique_ptr<ExactPlan> plan = shape_plan(ctx, p, s, 0, 3, terms);
+    cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, a.bytes.size(), a.bytes.data());
+    cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, 8);
+    for (int run = 0; run < 2; ++run) {
+      unsigned char got[8];
+      std::memset(got, 0xA5, sizeof got);
+      ctx.queue().enqueueWriteBuffer(out, CL_TRUE, 0, sizeof got, got);
+      std::vector<cl::Event> events;
+      plan->enqueue(in, out, events);
+      ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, dtype_size(t), got);
+      const Value v = Value::from_bytes(t, got);
+      if (!same_bits(v, want)) return what + " check gave " + v.str() + ", expected " + want.str();
+    }
+    return "";
+  } catch (const Error& e) {
+    const std::string msg = e.what();  // the first line: a build failure appends its whole log
+    return what + " check failed: " + msg.substr(0, msg.find('\n'));
+  } catch (const cl::Error& e) {
+    return what + " check failed: " + e.what() + " " + cl_error_name(e.err());
+  }
+}
+
+// The shape for this context and type: the exact-shape knob's or the device type's, confirmed
+// by check_shape, else the other. Each check's answer is kept in the context, keyed by the
+// shape, the type, the expansion length, the kernel's source and the build options. False (and
+// *why the failed checks) when neither passes.
+bool chosen_shape(Context& ctx, DType t, Shape* shape, std::string* why) {
+  const std::string& forced = ctx.tuning().exact_shape;
+  const unsigned terms = ctx.tuning().exact_terms;
+  const Shape first = forced == "gpu" ? Shape::kGpu
+                      : forced == "cpu" ? Shape::kCpu
+                      : ctx.info().is_gpu ? Shape::kGpu : Shape::kCpu;
+  const Shape second = first == Shape::kGpu ? Shape::kCpu : Shape::kGpu;
+  why->clear();
+  for (Shape s : {first, second}) {
+    const std::string key = std::string("reduce_exact.") + shape_name(s) + "." + dtype_name(t) +
+                            ".fpe" + std::to_string(terms) + " " +
+                            std::to_string(ctx.source_hash("reduce_exact.cl")) + " " +
+                            ctx.tuning().build_options;
+    const std::string& answer = ctx.probe(key, [&] {
+      std::string a = check_shape(ctx, s, t, terms);
+      if (ctx.verbose())
+        std::cerr << "exact: " << shape_name(s) << " " << dtype_name(t) << " "
+                  << (a.empty() ? "passed its check" : a) << "\n";
+      return a;
+    });
+    if (answer.empty()) {
+      *shape = s;
+      return true;
+    }
+    *why += (why->empty() ? "" : "; ") + answer;
+  }
+  return false;
+}
+
+class Exact : public ReduceVariant {
+ public:
+  std::string name() const override { return "exact"; }
+  std::string description() const override {
+    return "the correctly rounded float/double sum, the same bits on any device: expansions + superaccumulator";
+  }
+  std::string unsupported(Context& ctx, const ReduceProblem& p) const override {
+    if (std::string why = exact_refusal(p.op, p.type); !why.empty()) return why;
+    if (!ctx.info().fp64) return "exact needs double precision (cl_khr_fp64) for its expansions";
+    Shape s;
+    std::string why;
+    if (!chosen_shape(ctx, p.type, &s, &why)) return "no shape of exact passed its check: " + why;
+    return "";
+  }
+
+ protected:
+  std::unique_ptr<ReducePlan> make_plan(Context& ctx, const ReduceProblem& p,
+                                        std::size_t local_size) const override {
+    if (std::string why = exact_refusal(p.op, p.type); !why.empty()) throw Error(Errc::kUsage, "exact: " + why);
+    Shape s;
+    std::string why;
+    if (!chosen_shape(ctx, p.type, &s, &why))
+      throw Error(Errc::kUnsupported, "no shape of exact passed its check: " + why);
+    return shape_plan(ctx, p, s, local_size, ctx.tuning().exact_groups, ctx.tuning().exact_terms,
+                      why.empty() ? "" : " (" + why + ")");
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ReduceVariant> make_reduce_exact() { return std::make_unique<Exact>(); }
+
+}  // namespace clreduce

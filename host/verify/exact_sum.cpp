@@ -1,0 +1,227 @@
+// exact_sum.cpp: exponent bins of integer significands (every finite float or double is m * 2^e
+// exactly), then one big-integer sum of the bins and a rounding by big-integer comparison.
+#include "verify/exact_sum.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "clreduce/error.hpp"
+
+namespace clreduce {
+namespace {
+
+// The bit layout of float and double.
+template <class T> struct Layout;
+template <> struct Layout<float> {
+  using Bits = std::uint32_t;
+  static constexpr int kMantBits = 23;  // stored significand bits
+  static constexpr int kExpMax = 255;   // biased exponent of inf and NaN
+  static constexpr int kUnitExp = -149; // the smallest subnormal is 2^kUnitExp
+};
+template <> struct Layout<double> {
+  using Bits = std::uint64_t;
+  static constexpr int kMantBits = 52;
+  static constexpr int kExpMax = 2047;
+  static constexpr int kUnitExp = -1074;
+};
+
+// A non-negative integer in radix 2^64, least significant word first.
+using Big = std::vector<std::uint64_t>;
+
+// a += v * 2^shift.
+void big_add(Big& a, unsigned __int128 v, std::size_t shift) {
+  std::size_t k = shift / 64;
+  const unsigned r = static_cast<unsigned>(shift % 64);
+  // v * 2^r spans at most three words.
+  std::uint64_t w[3] = {static_cast<std::uint64_t>(v << r),
+                        static_cast<std::uint64_t>(r ? v >> (64 - r) : v >> 64),
+                        static_cast<std::uint64_t>(r ? v >> (128 - r) : 0)};
+  if (a.size() < k + 4) a.resize(k + 4, 0);
+  unsigned __int128 carry = 0;
+  for (std::size_t i = 0; i < 3 || carry; ++i, ++k) {
+    if (k >= a.size()) a.push_back(0);
+    const unsigned __int128 s = static_cast<unsigned __int128>(a[k]) + (i < 3 ? w[i] : 0) + carry;
+    a[k] = static_cast<std::uint64_t>(s);
+    carry = s >> 64;
+  }
+}
+
+void big_trim(Big& a) {
+  while (!a.empty() && a.back() == 0) a.pop_back();
+}
+
+// -1, 0, 1 as a < b, a == b, a > b.
+int big_cmp(Big a, Big b) {
+  big_trim(a);
+  big_trim(b);
+  if (a.size() != b.size()) return a.size() < b.size() ? -1 : 1;
+  for (std::size_t i = a.size(); i-- > 0;)
+    if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+  return 0;
+}
+
+// a - b, for a >= b.
+Big big_sub(const Big& a, const Big& b) {
+  Big d(a.size(), 0);
+  std::uint64_t borrow = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::uint64_t bi = i < b.size() ? b[i] : 0;
+    const unsigned __int128 sub = static_cast<unsigned __int128>(bi) + borrow;
+    d[i] = a[i] - static_cast<std::uint64_t>(sub);
+    borrow = static_cast<unsigned __int128>(a[i]) < sub ? 1 : 0;
+  }
+  big_trim(d);
+  return d;
+}
+
+// a >> s (floor), and a with its low s bits only.
+Big big_shr(const Big& a, std::size_t s) {
+  Big r;
+  const std::size_t k = s / 64;
+  const unsigned b = static_cast<unsigned>(s % 64);
+  for (std::size_t i = k; i < a.size(); ++i) {
+    std::uint64_t w = a[i] >> b;
+    if (b && i + 1 < a.size()) w |= a[i + 1] << (64 - b);
+    r.push_back(w);
+  }
+  big_trim(r);
+  return r;
+}
+Big big_low(const Big& a, std::size_t s) {
+  Big r(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(std::min(a.size(), (s + 63) / 64)));
+  if (s % 64 && r.size() == (s + 63) / 64) r.back() &= (std::uint64_t{1} << (s % 64)) - 1;
+  big_trim(r);
+  return r;
+}
+Big big_pow2(std::size_t s) {
+  Big r(s / 64 + 1, 0);
+  r.back() = std::uint64_t{1} << (s % 64);
+  return r;
+}
+
+// Index of the highest set bit; a non-zero.
+std::size_t big_top(const Big& a) {
+  const std::uint64_t w = a.back();
+  std::size_t b = 63;
+  while (!((w >> b) & 1)) --b;
+  return (a.size() - 1) * 64 + b;
+}
+
+template <class T> T exact_sum_t(const T* x, std::size_t n) {
+  using L = Layout<T>;
+  using Bits = typename L::Bits;
+  // bins[s]: the sum of the significands of the elements of value m * 2^(s + kUnitExp), one
+  // sum for positives, one for negatives; 128 bits take 2^74 double significands.
+  std::vector<unsigned __int128> pos(L::kExpMax), neg(L::kExpMax);
+  bool nan = false, pinf = false, ninf = false, all_neg_zero = n > 0;
+  const Bits sign = Bits{1} << (8 * sizeof(Bits) - 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    Bits b;
+    std::memcpy(&b, &x[i], sizeof b);
+    const int e = static_cast<int>((b >> L::kMantBits) & static_cast<Bits>(L::kExpMax));
+    const Bits m = b & ((Bits{1} << L::kMantBits) - 1);
+    if (b != sign) all_neg_zero = false;
+    if (e == L::kExpMax) {
+      if (m) nan = true; else if (b & sign) ninf = true; else pinf = true;
+      continue;
+    }
+    // Normal: (2^kMantBits + m) * 2^(e - 1) units; subnormal (e = 0): m units.
+    const std::size_t s = e ? static_cast<std::size_t>(e - 1) : 0;
+    const Bits sig = e ? (m | (Bits{1} << L::kMantBits)) : m;
+    ((b & sign) ? neg : pos)[s] += sig;
+  }
+  if (nan || (pinf && ninf)) return std::numeric_limits<T>::quiet_NaN();
+  if (pinf) return std::numeric_limits<T>::infinity();
+  if (ninf) return -std::numeric_limits<T>::infinity();
+  Big p, q;
+  for (std::size_t s = 0; s < pos.size(); ++s) {
+    if (pos[s]) big_add(p, pos[s], s);
+    if (neg[s]) big_add(q, neg[s], s);
+  }
+  const int c = big_cmp(p, q);
+  if (c == 0) return all_neg_zero ? -T(0) : T(0);
+  const Big mag = c > 0 ? big_sub(p, q) : big_sub(q, p);
+  constexpr std::size_t prec = L::kMantBits + 1;
+  const std::size_t top = big_top(mag);
+  T r;
+  if (top < prec) {  // below 2^prec units: exactly representable (subnormal or the first binade)
+    r = std::ldexp(static_cast<T>(mag[0]), L::kUnitExp);
+  } else {
+    // mag = kept * 2^drop + rem, 0 <= rem < 2^drop; round kept to nearest, ties to even.
+    const std::size_t drop = top + 1 - prec;
+    const Big kept = big_shr(mag, drop);
+    std::uint64_t k = kept[0];
+    const int vs_half = big_cmp(big_low(mag, drop), big_pow2(drop - 1));
+    if (vs_half > 0 || (vs_half == 0 && (k & 1))) ++k;
+    // k <= 2^prec is exact in T; ldexp overflows to infinity past the largest finite value.
+    r = std::ldexp(static_cast<T>(k), static_cast<int>(drop) + L::kUnitExp);
+  }
+  return c > 0 ? r : -r;
+}
+
+template <class T> typename Layout<T>::Bits bits_of(double v) {
+  const T t = static_cast<T>(v);
+  typename Layout<T>::Bits b;
+  std::memcpy(&b, &t, sizeof b);
+  return b;
+}
+
+// Position of a value on the line of representable values of T: consecutive values differ by 1,
+// +0 and -0 are both 0.
+template <class T> long double ordinal(double v) {
+  const auto b = bits_of<T>(v);
+  const auto sign = decltype(b){1} << (8 * sizeof(b) - 1);
+  const long double mag = static_cast<long double>(b & ~sign);
+  return b & sign ? -mag : mag;
+}
+
+}  // namespace
+
+float exact_sum(const float* x, std::size_t n) { return exact_sum_t(x, n); }
+double exact_sum(const double* x, std::size_t n) { return exact_sum_t(x, n); }
+
+Value exact_sum(const HostArray& a) {
+  Value v;
+  v.type = a.type;
+  if (a.type == DType::kFloat) {
+    v.f = static_cast<double>(exact_sum(a.as<float>(), a.n));
+  } else if (a.type == DType::kDouble) {
+    v.f = exact_sum(a.as<double>(), a.n);
+  } else {
+    throw Error(Errc::kInternal, "internal: exact_sum of " + dtype_name(a.type));
+  }
+  return v;
+}
+
+bool same_bits(const Value& got, const Value& ref) {
+  if (std::isnan(got.f) || std::isnan(ref.f)) return std::isnan(got.f) && std::isnan(ref.f);
+  return ref.type == DType::kFloat ? bits_of<float>(got.f) == bits_of<float>(ref.f)
+                                   : bits_of<double>(got.f) == bits_of<double>(ref.f);
+}
+
+FloatError float_error(const Value& got, const Value& ref) {
+  FloatError e;
+  if (std::isnan(got.f) || std::isnan(ref.f)) {
+    const double d = std::isnan(got.f) && std::isnan(ref.f) ? 0.0 : std::nan("");
+    e.ulps = e.rel = d;
+    return e;
+  }
+  const bool single = ref.type == DType::kFloat;
+  const double g = single ? static_cast<double>(static_cast<float>(got.f)) : got.f;
+  if (g == ref.f) return e;
+  if (std::isinf(g) || std::isinf(ref.f)) {
+    e.ulps = e.rel = std::numeric_limits<double>::infinity();
+    return e;
+  }
+  e.ulps = static_cast<double>(std::fabs(single ? ordinal<float>(g) - ordinal<float>(ref.f)
+                                                : ordinal<double>(g) - ordinal<double>(ref.f)));
+  const long double diff = std::fabs(static_cast<long double>(g) - static_cast<long double>(ref.f));
+  e.rel = ref.f == 0.0 ? std::numeric_limits<double>::infinity()
+                       : static_cast<double>(diff / std::fabs(static_cast<long double>(ref.f)));
+  return e;
+}
+
+}  // namespace clreduce
