@@ -98,19 +98,54 @@ std::string field(const std::string& v) {
 }  // namespace
 
 const std::vector<std::string>& run_csv_columns() {
-  static const std::vector<std::string> c = {
-      "variant", "kind", "mode", "op", "type", "acc", "n", "device", "seed", "input", "warmup",
-      "repeat", "exclusive", "segmented", "skipped", "reason", "result", "index", "expected",
-      "expected_index", "verified", "overflow", "error", "first_wrong", "wrong_count", "kernel_ms",
-      "kernel_ms_min", "kernel_ms_max", "noisy", "wall_ms", "gbps", "seq_ms", "speedup",
-      "launches", "policy", "vs_omp", "err_ulp", "err_rel", "kernel", "step_speedup", "cumulative_speedup"};
+  static const std::vector<std::string> c = {"variant",
+                                             "kind",
+                                             "mode",
+                                             "op",
+                                             "type",
+                                             "acc",
+                                             "n",
+                                             "device",
+                                             "seed",
+                                             "input",
+                                             "warmup",
+                                             "repeat",
+                                             "exclusive",
+                                             "segmented",
+                                             "skipped",
+                                             "reason",
+                                             "result",
+                                             "index",
+                                             "expected",
+                                             "expected_index",
+                                             "verified",
+                                             "overflow",
+                                             "error",
+                                             "first_wrong",
+                                             "wrong_count",
+                                             "kernel_ms",
+                                             "kernel_ms_min",
+                                             "kernel_ms_max",
+                                             "noisy",
+                                             "wall_ms",
+                                             "gbps",
+                                             "seq_ms",
+                                             "speedup",
+                                             "launches",
+                                             "policy",
+                                             "vs_omp",
+                                             "err_ulp",
+                                             "err_rel",
+                                             "kernel",
+                                             "step_speedup",
+                                             "cumulative_speedup"};
   return c;
 }
 
 const std::vector<std::string>& device_csv_columns() {
   static const std::vector<std::string> c = {
-      "index", "type", "name", "platform", "vendor", "driver", "version", "opencl_c",
-      "compute_units", "global_mem", "max_alloc", "local_mem", "max_wg_size", "fp64"};
+      "index",    "type",          "name",       "platform",  "vendor",    "driver",      "version",
+      "opencl_c", "compute_units", "global_mem", "max_alloc", "local_mem", "max_wg_size", "fp64"};
   return c;
 }
 

@@ -18,9 +18,9 @@
 #include <new>
 
 #include "args.hpp"
-#include "clreduce/version.hpp"
 #include "clreduce/error.hpp"
 #include "clreduce/options.hpp"
+#include "clreduce/version.hpp"
 #include "csv.hpp"
 #include "exit_codes.hpp"
 #include "io/data.hpp"
@@ -49,7 +49,8 @@ const char* kExitCodes =
     "  1  a device result did not match the sequential reference\n"
     "  2  bad command line, bad value, bad input or output file; a variant asked for by name that\n"
     "     refuses the request (e.g. sequential-device above 2^22 elements)\n"
-    "  3  OpenCL runtime error, no OpenCL platform/device, or a device that did not finish in time\n"
+    "  3  OpenCL runtime error, no OpenCL platform/device, or a device that did not finish in "
+    "time\n"
     "  4  a kernel failed to build, or the kernel directory was not found\n"
     "  5  the device cannot run this (no fp64, array larger than its largest allocation, a\n"
     "     variant asked for by name that needs what the device lacks), or out of memory\n";
@@ -63,8 +64,9 @@ constexpr double kNoisySpread = 4.0;
 std::string flag_words(const Error& e) {
   const std::string what = e.what();
   if (e.category() != Errc::kUsage) return what;
-  for (const auto& [words, flag] : {std::pair<const char*, const char*>{"work-group size ", "--local-size "},
-                                    {"accumulator ", "--acc "}})
+  for (const auto& [words, flag] :
+       {std::pair<const char*, const char*>{"work-group size ", "--local-size "},
+        {"accumulator ", "--acc "}})
     if (what.rfind(words, 0) == 0) return flag + what.substr(std::char_traits<char>::length(words));
   return what;
 }
@@ -74,11 +76,14 @@ std::string flag_words(const Error& e) {
 // TODO(merge): read "/dev/stdin" directly once host/io's reader takes pipes and FIFOs.
 HostArray read_input(const std::string& input) {
   if (input != "-") return read_npy(input);
-  if (isatty(0) == 1) throw Error(Errc::kUsage, "--input -: standard input is a terminal; pipe a .npy file in");
+  if (isatty(0) == 1)
+    throw Error(Errc::kUsage, "--input -: standard input is a terminal; pipe a .npy file in");
   const char* dir = std::getenv("TMPDIR");
   std::string path = std::string(dir && *dir ? dir : "/tmp") + "/clreduce-stdin-XXXXXX";
   const int fd = mkstemp(path.data());
-  if (fd < 0) throw Error(Errc::kInput, "--input -: cannot make a temporary file in " + path.substr(0, path.rfind('/')));
+  if (fd < 0)
+    throw Error(Errc::kInput,
+                "--input -: cannot make a temporary file in " + path.substr(0, path.rfind('/')));
   struct Remove {
     std::string p;
     ~Remove() { std::remove(p.c_str()); }
@@ -101,7 +106,8 @@ HostArray read_input(const std::string& input) {
     return read_npy(path);
   } catch (const Error& e) {
     std::string what = e.what();
-    for (std::size_t at; (at = what.find(path)) != std::string::npos;) what.replace(at, path.size(), "standard input");
+    for (std::size_t at; (at = what.find(path)) != std::string::npos;)
+      what.replace(at, path.size(), "standard input");
     throw Error(e.category(), what);
   }
 }
@@ -116,53 +122,96 @@ std::string count_words(std::uint64_t n) {
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"clreduce: run, verify and time parallel reductions and prefix scans on OpenCL devices.\n"
-               "Every result is checked against the sequential loop on the host."};
-  app.footer(std::string("\n") + kExitCodes +
-             "\nData: --size N --seed S generates int32/int64 uniform in [-1000, 1000] / "
-             "[-1e12, 1e12],\nuint32/uint64 in [0, 2000] / [0, 2e12], float/double uniform in "
-             "[-1, 1).\nKernels are read at run time from --kernel-dir, $CLREDUCE_KERNEL_DIR, "
-             "../share/clreduce/cl beside\nthe installed executable, the source tree's cl/, or the "
-             "configured install directory,\nin that order (--version names the one found).\n"
-             "\nNoisy timings: when the slowest timed run takes more than 4x the fastest, the time is\n"
-             "marked '~' in the table (JSON \"noisy\": true) and ratios against it are not quoted\n"
-             "(table 'noisy', JSON null). The OpenMP peer's threads sleep when idle\n"
-             "(OMP_WAIT_POLICY=passive) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.");
+  CLI::App app{
+      "clreduce: run, verify and time parallel reductions and prefix scans on OpenCL devices.\n"
+      "Every result is checked against the sequential loop on the host."};
+  app.footer(
+      std::string("\n") + kExitCodes +
+      "\nData: --size N --seed S generates int32/int64 uniform in [-1000, 1000] / "
+      "[-1e12, 1e12],\nuint32/uint64 in [0, 2000] / [0, 2e12], float/double uniform in "
+      "[-1, 1).\nKernels are read at run time from --kernel-dir, $CLREDUCE_KERNEL_DIR, "
+      "../share/clreduce/cl beside\nthe installed executable, the source tree's cl/, or the "
+      "configured install directory,\nin that order (--version names the one found).\n"
+      "\nNoisy timings: when the slowest timed run takes more than 4x the fastest, the time is\n"
+      "marked '~' in the table (JSON \"noisy\": true) and ratios against it are not quoted\n"
+      "(table 'noisy', JSON null). The OpenMP peer's threads sleep when idle\n"
+      "(OMP_WAIT_POLICY=passive) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.");
   std::string device = "0", variant = "fast", op = "sum", type = "int32", format = "table";
   std::string size = "16777216", seed_text = "1", input, kernel_dir, acc;
   std::string warmup_text = "1", repeat_text = "5", local_size_text, segment_length_text;
   bool list_devices_flag = false, list_variants_flag = false, verbose = false;
   bool peers = false, measure_copy = false, accuracy = false, show_version = false;
-  app.add_option("-d,--device", device, "device index from --list-devices, a type (cpu, gpu: the first of that type), or a name substring (nvidia, pocl)")->capture_default_str();
-  app.add_option("--variant", variant, "variant name (scan-* are scans), comma-separated names, 'all', 'all-reduce', 'all-scan', or 'ladder' (kernels 1-7 as the seeds' table); with a scan-only flag the default is scan-fast. A variant named that cannot run the request is an error; under all, all-reduce and all-scan it is skipped with the reason")->capture_default_str();
+  app.add_option("-d,--device", device,
+                 "device index from --list-devices, a type (cpu, gpu: the first of that type), or "
+                 "a name substring (nvidia, pocl)")
+      ->capture_default_str();
+  app.add_option("--variant", variant,
+                 "variant name (scan-* are scans), comma-separated names, 'all', 'all-reduce', "
+                 "'all-scan', or 'ladder' (kernels 1-7 as the seeds' table); with a scan-only flag "
+                 "the default is scan-fast. A variant named that cannot run the request is an "
+                 "error; under all, all-reduce and all-scan it is skipped with the reason")
+      ->capture_default_str();
   app.add_option("--op", op, "sum | prod | min | max | argmin | argmax")->capture_default_str();
-  app.add_option("-t,--type", type, "int32 | uint32 | int64 | uint64 | float | double")->capture_default_str();
-  app.add_option("--acc", acc, "sum and prod only: the accumulator and result type, the element type or NumPy's (int32 -> int64, uint32 -> uint64: the default)");
-  app.add_option("-n,--size", size, "elements to generate: N, 2^K or NeK (not with --input)")->capture_default_str();
-  app.add_option("--seed", seed_text, "seed of the generated data, 0 to 2^64-1 (not with --input)")->capture_default_str();
-  app.add_option("-i,--input", input, "read the array from a 1-D .npy file instead of generating it; '-' reads standard input");
+  app.add_option("-t,--type", type, "int32 | uint32 | int64 | uint64 | float | double")
+      ->capture_default_str();
+  app.add_option("--acc", acc,
+                 "sum and prod only: the accumulator and result type, the element type or NumPy's "
+                 "(int32 -> int64, uint32 -> uint64: the default)");
+  app.add_option("-n,--size", size, "elements to generate: N, 2^K or NeK (not with --input)")
+      ->capture_default_str();
+  app.add_option("--seed", seed_text, "seed of the generated data, 0 to 2^64-1 (not with --input)")
+      ->capture_default_str();
+  app.add_option(
+      "-i,--input", input,
+      "read the array from a 1-D .npy file instead of generating it; '-' reads standard input");
   app.add_option("--kernel-dir", kernel_dir, "directory holding the .cl sources");
-  app.add_option("--warmup", warmup_text, "untimed runs before timing, 0 to 1000000")->capture_default_str();
-  app.add_option("--repeat", repeat_text, "timed runs, 1 to 1000000; medians are reported (every run's times are kept, and the sequential loop is timed as often)")->capture_default_str();
-  app.add_option("--local-size", local_size_text, "work-group size, 1 to the device's largest; left out, each variant picks its own");
-  app.add_option("--format", format, "table | json (one object per line per row) | csv (a header, then one line per row; the JSON keys as columns)")->capture_default_str()->check(CLI::IsMember({"table", "json", "csv"}));
-  app.add_flag("--peers", peers, "also run the OpenMP peer on the same array (row 'omp', for reductions and for the scans it has; vs_omp ratios)");
-  app.add_flag("--measure-copy", measure_copy, "also time a device-to-device copy of the array (row 'copy', GB/s read + written)");
-  app.add_flag("--accuracy", accuracy, "table: add each float sum's distance from the correctly rounded sum (err ulp, err rel; JSON and CSV always have them)");
-  app.add_flag("--list-devices", list_devices_flag, "print every OpenCL device with its global index (with --device: that one; --format json or csv: one row per device)");
-  app.add_flag("--list-variants", list_variants_flag, "print every variant with one line each (--format json or csv: one row per variant)");
-  app.add_flag("-v,--verbose", verbose, "print build options, build logs and launch policies to stderr");
-  app.add_flag("--version", show_version, "print the version, how clreduce was built and the kernel directory it finds");
+  app.add_option("--warmup", warmup_text, "untimed runs before timing, 0 to 1000000")
+      ->capture_default_str();
+  app.add_option("--repeat", repeat_text,
+                 "timed runs, 1 to 1000000; medians are reported (every run's times are kept, and "
+                 "the sequential loop is timed as often)")
+      ->capture_default_str();
+  app.add_option(
+      "--local-size", local_size_text,
+      "work-group size, 1 to the device's largest; left out, each variant picks its own");
+  app.add_option("--format", format,
+                 "table | json (one object per line per row) | csv (a header, then one line per "
+                 "row; the JSON keys as columns)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "json", "csv"}));
+  app.add_flag("--peers", peers,
+               "also run the OpenMP peer on the same array (row 'omp', for reductions and for the "
+               "scans it has; vs_omp ratios)");
+  app.add_flag("--measure-copy", measure_copy,
+               "also time a device-to-device copy of the array (row 'copy', GB/s read + written)");
+  app.add_flag("--accuracy", accuracy,
+               "table: add each float sum's distance from the correctly rounded sum (err ulp, err "
+               "rel; JSON and CSV always have them)");
+  app.add_flag("--list-devices", list_devices_flag,
+               "print every OpenCL device with its global index (with --device: that one; --format "
+               "json or csv: one row per device)");
+  app.add_flag(
+      "--list-variants", list_variants_flag,
+      "print every variant with one line each (--format json or csv: one row per variant)");
+  app.add_flag("-v,--verbose", verbose,
+               "print build options, build logs and launch policies to stderr");
+  app.add_flag("--version", show_version,
+               "print the version, how clreduce was built and the kernel directory it finds");
   bool exclusive = false;
   std::string segments, output;
   app.add_flag("--exclusive", exclusive, "scans: exclusive (identity first); default inclusive");
-  auto* seg_file = app.add_option("--segments", segments, "scans: .npy flag array (any integer or bool dtype), nonzero starts a segment");
-  app.add_option("--segment-length", segment_length_text, "scans: a segment starts every L elements (L >= 1: N, 2^K or NeK)")->excludes(seg_file);
+  auto* seg_file = app.add_option(
+      "--segments", segments,
+      "scans: .npy flag array (any integer or bool dtype), nonzero starts a segment");
+  app.add_option("--segment-length", segment_length_text,
+                 "scans: a segment starts every L elements (L >= 1: N, 2^K or NeK)")
+      ->excludes(seg_file);
   app.add_option("-o,--output", output, "scans: write the whole result to this .npy file");
   std::vector<std::string> tunes;
   app.add_option("--tune", tunes, "KEY=VALUE: set a tuning knob (repeatable; keys below)");
-  std::string knobs = "\nTuning knobs (--tune KEY=VALUE, or the environment variable CLREDUCE_KEY with\n"
-                      "'_' for '-', e.g. CLREDUCE_FAST_SHAPE=cpu; --tune wins):\n";
+  std::string knobs =
+      "\nTuning knobs (--tune KEY=VALUE, or the environment variable CLREDUCE_KEY with\n"
+      "'_' for '-', e.g. CLREDUCE_FAST_SHAPE=cpu; --tune wins):\n";
   for (const TuningKey& k : tuning_keys())
     knobs += "  " + std::string(k.key) + " = " + k.values + "\n      " + k.meaning + "\n";
   app.footer(app.get_footer() + "\n" + knobs);
@@ -189,27 +238,36 @@ int run(int argc, char** argv) {
   }
   // Every value is checked before any device is touched: a bad one is exit 2, never a late
   // failure, a clamp or a silent default.
-  for (const auto& [flag, text, what] :
-       {std::tuple<const char*, const std::string&, const char*>{"--device", device, "an index, a type or a name"},
-        {"--variant", variant, "a variant name"}, {"--op", op, "an op"}, {"--type", type, "a type"},
-        {"--acc", acc, "a type"}, {"--size", size, "a count"},
-        {"--input", input, "a file name ('-' for standard input)"}, {"--kernel-dir", kernel_dir, "a directory"},
-        {"--segments", segments, "a .npy file name"}, {"--output", output, "a file name"}})
+  for (const auto& [flag, text, what] : {std::tuple<const char*, const std::string&, const char*>{
+                                             "--device", device, "an index, a type or a name"},
+                                         {"--variant", variant, "a variant name"},
+                                         {"--op", op, "an op"},
+                                         {"--type", type, "a type"},
+                                         {"--acc", acc, "a type"},
+                                         {"--size", size, "a count"},
+                                         {"--input", input, "a file name ('-' for standard input)"},
+                                         {"--kernel-dir", kernel_dir, "a directory"},
+                                         {"--segments", segments, "a .npy file name"},
+                                         {"--output", output, "a file name"}})
     if (app.count(flag)) require_nonempty(flag, text, what);
-  const std::uint64_t seed = parse_count("--seed", seed_text, 0, std::numeric_limits<std::uint64_t>::max(),
-                                         "from 0 to 18446744073709551615 (2^64-1)");
+  const std::uint64_t seed =
+      parse_count("--seed", seed_text, 0, std::numeric_limits<std::uint64_t>::max(),
+                  "from 0 to 18446744073709551615 (2^64-1)");
   const int warmup = static_cast<int>(parse_count("--warmup", warmup_text, 0, kMaxWarmup));
   const int repeat = static_cast<int>(parse_count("--repeat", repeat_text, 1, kMaxRepeat));
   std::size_t local_size = 0;
   if (app.count("--local-size"))
-    local_size = parse_count("--local-size", local_size_text, 1, kMaxLocalSize,
-                             "from 1 to the device's largest work-group size (left out, each variant picks its own)");
+    local_size = parse_count(
+        "--local-size", local_size_text, 1, kMaxLocalSize,
+        "from 1 to the device's largest work-group size (left out, each variant picks its own)");
   const std::size_t segment_length =
-      app.count("--segment-length") ? parse_positive_size("--segment-length", segment_length_text) : 0;
+      app.count("--segment-length") ? parse_positive_size("--segment-length", segment_length_text)
+                                    : 0;
   if (!input.empty() && app.count("--size"))
     throw Error(Errc::kUsage, "--size and --input exclude each other: the file sets the size");
   if (!input.empty() && app.count("--seed"))
-    throw Error(Errc::kUsage, "--seed and --input exclude each other: the seed is for generated data");
+    throw Error(Errc::kUsage,
+                "--seed and --input exclude each other: the seed is for generated data");
   Tuning tuning = tuning_from_env();
   for (const std::string& kv : tunes) set_tuning(tuning, kv);
 
@@ -231,7 +289,8 @@ int run(int argc, char** argv) {
         std::cout << lines;
       } else {
         std::cout << csv_header(variant_csv_columns());
-        for (std::size_t pos = 0, end; (end = lines.find('\n', pos)) != std::string::npos; pos = end + 1)
+        for (std::size_t pos = 0, end; (end = lines.find('\n', pos)) != std::string::npos;
+             pos = end + 1)
           std::cout << csv_row(lines.substr(pos, end - pos), variant_csv_columns());
       }
     }
@@ -242,8 +301,10 @@ int run(int argc, char** argv) {
   if (!acc.empty()) {
     parse_dtype(acc);
     if (the_op != Op::kSum && the_op != Op::kProd)
-      throw Error(Errc::kUsage, "--acc applies to sum and prod only (" + op + " keeps the element type)");
-    if (input.empty()) resolve_acc(the_op, the_type, acc);  // with --input, once the file's type is known
+      throw Error(Errc::kUsage,
+                  "--acc applies to sum and prod only (" + op + " keeps the element type)");
+    if (input.empty())
+      resolve_acc(the_op, the_type, acc);  // with --input, once the file's type is known
   }
   const bool segmented = !segments.empty() || segment_length > 0;
   // A scan-only flag without --variant asks for a scan: the default scan is scan-fast.
@@ -262,7 +323,8 @@ int run(int argc, char** argv) {
     } else {
       if (format == "csv") std::cout << csv_header(device_csv_columns());
       for (const auto& d : ds)
-        std::cout << (format == "json" ? to_json(d) + "\n" : csv_row(to_json(d), device_csv_columns()));
+        std::cout << (format == "json" ? to_json(d) + "\n"
+                                       : csv_row(to_json(d), device_csv_columns()));
     }
   };
   if (list_devices_flag && !app.count("--device")) {
@@ -275,9 +337,10 @@ int run(int argc, char** argv) {
     return kExitOk;
   }
   if (local_size > dev.max_wg_size)
-    throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) + " is larger than device " +
-                                  std::to_string(dev.index) + "'s largest work-group (" +
-                                  std::to_string(dev.max_wg_size) + ")");
+    throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
+                                  " is larger than device " + std::to_string(dev.index) +
+                                  "'s largest work-group (" + std::to_string(dev.max_wg_size) +
+                                  ")");
   Context ctx(dev, find_kernel_dir(kernel_dir), verbose, tuning);
   if (verbose) std::cerr << "kernels: " << ctx.kernel_dir() << "\n";
 
@@ -298,7 +361,8 @@ int run(int argc, char** argv) {
     throw Error(Errc::kUnsupported, dev.name + " has no double precision (cl_khr_fp64); try float");
   check_fits(dev, elem, count);  // before allocating the host copy
   if (!plan.scan.empty() && !is_arg_op(the_op) && count * dtype_size(acc_type) > dev.max_alloc)
-    throw Error(Errc::kUnsupported, "scan output of " + std::to_string(count * dtype_size(acc_type)) +
+    throw Error(Errc::kUnsupported, "scan output of " +
+                                        std::to_string(count * dtype_size(acc_type)) +
                                         " bytes exceeds " + dev.name + "'s largest allocation (" +
                                         std::to_string(dev.max_alloc) + " bytes)");
   {
@@ -306,9 +370,11 @@ int run(int argc, char** argv) {
     // runtime): the array (already read with --input), the scans' outputs (twice with --output)
     // and flags, and the device's copies (host memory too on a CPU device).
     const std::uint64_t in = count * dtype_size(elem);
-    const std::uint64_t out =
-        plan.scan.empty() || is_arg_op(the_op) ? 0 : count * (dtype_size(acc_type) + (segmented ? 1 : 0));
-    check_host_memory(dev, (input.empty() ? in : 0) + out * (output.empty() ? 1 : 2), in * (measure_copy ? 2 : 1) + out);
+    const std::uint64_t out = plan.scan.empty() || is_arg_op(the_op)
+                                  ? 0
+                                  : count * (dtype_size(acc_type) + (segmented ? 1 : 0));
+    check_host_memory(dev, (input.empty() ? in : 0) + out * (output.empty() ? 1 : 2),
+                      in * (measure_copy ? 2 : 1) + out);
   }
   std::vector<std::uint8_t> flags;
   if (!plan.scan.empty() && segmented) {
@@ -336,7 +402,8 @@ int run(int argc, char** argv) {
       return;  // a group's member: skipped with the reason when its turn comes
     }
     if (count == 0) return;  // nothing is launched
-    progress.show("building kernels: " + name + " (" + std::to_string(step) + "/" + std::to_string(planned) + ")");
+    progress.show("building kernels: " + name + " (" + std::to_string(step) + "/" +
+                  std::to_string(planned) + ")");
     make_policy();
   };
   for (ReduceVariant* v : plan.reduce)
@@ -363,13 +430,17 @@ int run(int argc, char** argv) {
   LadderTable ladder_table;
   const auto print = [&](RunRecord& r) {
     progress.clear();
-    if (header && format == "table")  // after the first run, so an unusable --local-size is the only line printed
-      std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name
-                << ")  " << op_name(the_op) << " " << dtype_name(data.type) << "  n = " << data.n
-                << (plan.scan.empty() ? std::string()
-                                      : std::string("  scans: ") + (exclusive ? "exclusive" : "inclusive") +
-                                            (segmented ? ", segmented" : ""))
-                << "\n" << (ladder ? LadderTable::header() : table_header(ratio_column, accuracy));
+    if (header &&
+        format ==
+            "table")  // after the first run, so an unusable --local-size is the only line printed
+      std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  "
+                << op_name(the_op) << " " << dtype_name(data.type) << "  n = " << data.n
+                << (plan.scan.empty()
+                        ? std::string()
+                        : std::string("  scans: ") + (exclusive ? "exclusive" : "inclusive") +
+                              (segmented ? ", segmented" : ""))
+                << "\n"
+                << (ladder ? LadderTable::header() : table_header(ratio_column, accuracy));
     if (header && format == "csv") std::cout << csv_header(run_csv_columns());
     header = false;
     if (verbose && !r.skipped) std::cerr << r.variant << ": " << r.policy.str() << "\n";
@@ -394,15 +465,17 @@ int run(int argc, char** argv) {
   };
   // Peer time / this time, unless either timing is noisy (NaN: not quoted).
   const auto add_ratio = [](RunRecord& r, const RunRecord& peer) {
-    if (peer.skipped || !peer.verified || peer.kernel_ms <= 0 || r.skipped || r.kernel_ms <= 0) return;
+    if (peer.skipped || !peer.verified || peer.kernel_ms <= 0 || r.skipped || r.kernel_ms <= 0)
+      return;
     r.ratios.emplace_back("vs_omp", peer.noisy || r.noisy ? std::numeric_limits<double>::quiet_NaN()
                                                           : peer.kernel_ms / r.kernel_ms);
   };
-  const std::size_t rows = plan.reduce.size() + plan.scan.size() + (reduce_peer ? 1 : 0) + (scan_peer ? 1 : 0) +
-                     (measure_copy ? 1 : 0);
+  const std::size_t rows = plan.reduce.size() + plan.scan.size() + (reduce_peer ? 1 : 0) +
+                           (scan_peer ? 1 : 0) + (measure_copy ? 1 : 0);
   std::size_t row = 0;
   const auto running = [&](const std::string& what) {
-    progress.show("running " + what + " (" + std::to_string(++row) + "/" + std::to_string(rows) + ")");
+    progress.show("running " + what + " (" + std::to_string(++row) + "/" + std::to_string(rows) +
+                  ")");
   };
   const std::string seq_note = repeat > 1 ? " (" + std::to_string(repeat) + " runs)" : "";
   std::unique_ptr<ReduceSession> session;
@@ -462,7 +535,8 @@ int run(int argc, char** argv) {
     write_npy(output, result);
     progress.clear();
     if (!result_from.empty())
-      std::cerr << "clreduce: wrote " << output << " from " << result_from << ", whose result did not verify\n";
+      std::cerr << "clreduce: wrote " << output << " from " << result_from
+                << ", whose result did not verify\n";
   }
   return all_ok ? kExitOk : kExitVerify;
 }

@@ -20,7 +20,8 @@ std::string valid_names() {
 
 void refuse_arg_scan(const std::string& what, Op op) {
   if (is_arg_op(op))
-    throw Error(Errc::kUsage, what + ": " + op_name(op) + " has no prefix scan (scans take sum, prod, min, max)");
+    throw Error(Errc::kUsage,
+                what + ": " + op_name(op) + " has no prefix scan (scans take sum, prod, min, max)");
 }
 
 }  // namespace
@@ -30,11 +31,13 @@ VariantPlan plan_variants(const std::string& spec, Op op) {
   std::size_t pos = 0;
   while (pos <= spec.size()) {
     const std::size_t comma = spec.find(',', pos);
-    const std::string name = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    const std::string name =
+        spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     if (name == "all" || name == "all-reduce")
       for (const auto& v : reduce_variants()) plan.reduce.push_back(v.get());
     if (name == "ladder" && spec != "ladder")
-      throw Error(Errc::kUsage, "--variant ladder runs alone (it prints the seeds' table of kernels 1-7)");
+      throw Error(Errc::kUsage,
+                  "--variant ladder runs alone (it prints the seeds' table of kernels 1-7)");
     if (name == "ladder")
       for (ReduceVariant* v : ladder_variants()) plan.reduce.push_back(v);
     if (name == "all-scan") refuse_arg_scan("--variant all-scan", op);
@@ -69,9 +72,11 @@ Error named_refusal(const std::string& variant, const std::string& reason) {
   // The variants' reasons (unsupported()) say what they lack. A limit on the request names n
   // ("n > 2^22: ...") or the op ("... has no prefix scan", "... has no exact form"); anything
   // else is the device's (memory, an extension, a trial build that failed).
-  const bool request = reason.rfind("n ", 0) == 0 || reason.find("has no prefix scan") != std::string::npos ||
+  const bool request = reason.rfind("n ", 0) == 0 ||
+                       reason.find("has no prefix scan") != std::string::npos ||
                        reason.find("has no exact form") != std::string::npos;
-  return Error(request ? Errc::kUsage : Errc::kUnsupported, variant + " cannot run this: " + reason);
+  return Error(request ? Errc::kUsage : Errc::kUnsupported,
+               variant + " cannot run this: " + reason);
 }
 
 std::string format_variant_list_json(Context* ctx) {
@@ -80,13 +85,15 @@ std::string format_variant_list_json(Context* ctx) {
   for (const auto& v : reduce_variants()) {
     const int k = ladder_number(v->name());
     const std::string path = ctx ? v->device_path(*ctx) : "";
-    s += "{\"name\":" + str(v->name()) + ",\"mode\":\"reduce\",\"kernel\":" +
-         (k ? std::to_string(k) : "null") + ",\"description\":" + str(v->description()) +
+    s += "{\"name\":" + str(v->name()) +
+         ",\"mode\":\"reduce\",\"kernel\":" + (k ? std::to_string(k) : "null") +
+         ",\"description\":" + str(v->description()) +
          ",\"path\":" + (path.empty() ? "null" : str(path)) + "}\n";
   }
   for (const auto& v : scan_variants())
-    s += "{\"name\":" + str(v->name()) + ",\"mode\":\"scan\",\"kernel\":null,\"description\":" +
-         str(v->description()) + ",\"path\":null}\n";
+    s += "{\"name\":" + str(v->name()) +
+         ",\"mode\":\"scan\",\"kernel\":null,\"description\":" + str(v->description()) +
+         ",\"path\":null}\n";
   return s;
 }
 
@@ -98,8 +105,8 @@ std::string format_variant_list(Context* ctx) {
     s += buf;
   }
   if (ctx)
-    s += "# device " + std::to_string(ctx->info().index) + " (" + ctx->info().name + "): " +
-         ctx->caps().str() + "\n";
+    s += "# device " + std::to_string(ctx->info().index) + " (" + ctx->info().name +
+         "): " + ctx->caps().str() + "\n";
   return s;
 }
 

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "clreduce/error.hpp"
-#include "scan/scan_variant.hpp"
 #include "clreduce/types.hpp"
 #include "reduce/variant.hpp"
+#include "scan/scan_variant.hpp"
 
 namespace clreduce {
 

@@ -105,13 +105,17 @@ Graph read_dimacs(const std::string& path) {
     } else if (tok[0] == "a") {
       if (!have_p) fail("an arc before the 'p sp N M' line");
       std::int64_t u = 0, v = 0, w = 0;
-      if (tok.size() != 4 || !parse_int(tok[1], &u) || !parse_int(tok[2], &v) || !parse_int(tok[3], &w))
+      if (tok.size() != 4 || !parse_int(tok[1], &u) || !parse_int(tok[2], &v) ||
+          !parse_int(tok[3], &w))
         fail("expected 'a U V W' with integers U, V, W, got '" + line + "'");
       for (std::int64_t x : {u, v})
         if (x < 1 || x > g.n)
-          fail("arc " + tok[1] + " -> " + tok[2] + " names node " + std::to_string(x) + ", outside 1.." +
-               std::to_string(g.n) + " of 'p sp " + std::to_string(g.n) + " " + std::to_string(promised) + "'");
-      if (w < 0) fail("arc " + tok[1] + " -> " + tok[2] + " has negative weight " + tok[3] + " (Dijkstra needs W >= 0)");
+          fail("arc " + tok[1] + " -> " + tok[2] + " names node " + std::to_string(x) +
+               ", outside 1.." + std::to_string(g.n) + " of 'p sp " + std::to_string(g.n) + " " +
+               std::to_string(promised) + "'");
+      if (w < 0)
+        fail("arc " + tok[1] + " -> " + tok[2] + " has negative weight " + tok[3] +
+             " (Dijkstra needs W >= 0)");
       g.arcs.push_back({static_cast<std::int32_t>(u - 1), static_cast<std::int32_t>(v - 1), w});
     } else {
       fail("expected a 'c', 'p sp N M' or 'a U V W' line, got '" + line + "'");
@@ -123,7 +127,8 @@ Graph read_dimacs(const std::string& path) {
   }
   if (static_cast<std::int64_t>(g.arcs.size()) != promised) {
     line_no = p_line;
-    fail("'p sp' promises " + std::to_string(promised) + " arcs, the file has " + std::to_string(g.arcs.size()));
+    fail("'p sp' promises " + std::to_string(promised) + " arcs, the file has " +
+         std::to_string(g.arcs.size()));
   }
   return g;
 }
@@ -133,7 +138,8 @@ std::int64_t add_sat(std::int64_t a, std::int64_t b) { return b > kInf - a ? kIn
 
 // The textbook check: a binary heap with lazy deletion over adjacency lists of the raw arcs.
 std::vector<std::int64_t> host_dijkstra(const Graph& g, std::int32_t source) {
-  std::vector<std::vector<std::pair<std::int32_t, std::int64_t>>> adj(static_cast<std::size_t>(g.n));
+  std::vector<std::vector<std::pair<std::int32_t, std::int64_t>>> adj(
+      static_cast<std::size_t>(g.n));
   for (const Arc& a : g.arcs) adj[static_cast<std::size_t>(a.u)].emplace_back(a.v, a.w);
   std::vector<std::int64_t> dist(static_cast<std::size_t>(g.n), kInf);
   using Item = std::pair<std::int64_t, std::int32_t>;
@@ -171,7 +177,8 @@ Csr to_csr(const Graph& g) {
   std::sort(arcs.begin(), arcs.end(), [](const Arc& a, const Arc& b) {
     return a.u != b.u ? a.u < b.u : a.v != b.v ? a.v < b.v : a.w < b.w;
   });
-  arcs.erase(std::unique(arcs.begin(), arcs.end(), [](const Arc& a, const Arc& b) { return a.u == b.u && a.v == b.v; }),
+  arcs.erase(std::unique(arcs.begin(), arcs.end(),
+                         [](const Arc& a, const Arc& b) { return a.u == b.u && a.v == b.v; }),
              arcs.end());
   Csr c;
   c.row.assign(static_cast<std::size_t>(g.n) + 1, 0);
@@ -209,8 +216,7 @@ double now_ms() {
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
-template <class T>
-cl::Buffer upload(clreduce::Device& dev, const std::vector<T>& v) {
+template <class T> cl::Buffer upload(clreduce::Device& dev, const std::vector<T>& v) {
   const std::size_t bytes = std::max<std::size_t>(v.size() * sizeof(T), sizeof(T));
   cl::Buffer b(dev.context(), CL_MEM_READ_WRITE, bytes);
   if (!v.empty()) dev.queue().enqueueWriteBuffer(b, CL_FALSE, 0, v.size() * sizeof(T), v.data());
@@ -220,14 +226,14 @@ cl::Buffer upload(clreduce::Device& dev, const std::vector<T>& v) {
 struct DeviceRun {
   std::vector<std::int64_t> dist;
   std::size_t steps = 0;
-  double first_call_ms = 0.0;  // the first argmin, with clreduce's program builds
-  double wall_ms = 0.0;        // every step, from the first to the distances read back
+  double first_call_ms = 0.0;     // the first argmin, with clreduce's program builds
+  double wall_ms = 0.0;           // every step, from the first to the distances read back
   double argmin_kernel_ms = 0.0;  // the argmin kernels' time over all steps
   std::string plan;
 };
 
-DeviceRun device_dijkstra(clreduce::Device& dev, const Csr& csr, std::int32_t n, std::int32_t source,
-                          const std::string& variant) {
+DeviceRun device_dijkstra(clreduce::Device& dev, const Csr& csr, std::int32_t n,
+                          std::int32_t source, const std::string& variant) {
   const auto un = static_cast<std::size_t>(n);
   std::vector<std::int64_t> init(un, kInf);
   init[static_cast<std::size_t>(source)] = 0;
@@ -258,13 +264,16 @@ DeviceRun device_dijkstra(clreduce::Device& dev, const Csr& csr, std::int32_t n,
 
   t0 = now_ms();
   for (;;) {
-    const clreduce::Result r = dev.reduce(clreduce::Op::kArgMin, clreduce::DType::kInt64, key, un, opts);
+    const clreduce::Result r =
+        dev.reduce(clreduce::Op::kArgMin, clreduce::DType::kInt64, key, un, opts);
     if (r.value.i == kInf) break;  // every node left is unreachable (or none is left)
     const auto u = static_cast<std::int32_t>(r.index());
     run.argmin_kernel_ms += r.kernel_ms;
-    const std::int64_t degree = csr.row[static_cast<std::size_t>(u) + 1] - csr.row[static_cast<std::size_t>(u)];
+    const std::int64_t degree =
+        csr.row[static_cast<std::size_t>(u) + 1] - csr.row[static_cast<std::size_t>(u)];
     const std::size_t items = std::min<std::size_t>(
-        (static_cast<std::size_t>(std::max<std::int64_t>(degree, 1)) + 63) / 64 * 64, std::size_t{1} << 16);
+        (static_cast<std::size_t>(std::max<std::int64_t>(degree, 1)) + 63) / 64 * 64,
+        std::size_t{1} << 16);
     relax.setArg(5, static_cast<cl_int>(u));
     relax.setArg(6, static_cast<cl_long>(r.value.i));
     dev.queue().enqueueNDRangeKernel(relax, cl::NullRange, cl::NDRange(items), cl::NullRange);
@@ -312,15 +321,17 @@ int run(int argc, char** argv) {
 
   const Graph g = read_dimacs(graph_path);
   if (source < 1 || source > g.n)
-    throw InputError{"--source " + std::to_string(source) + " is outside 1.." + std::to_string(g.n) + " of " + graph_path};
+    throw InputError{"--source " + std::to_string(source) + " is outside 1.." +
+                     std::to_string(g.n) + " of " + graph_path};
   const auto src = static_cast<std::int32_t>(source - 1);
   const Csr csr = to_csr(g);
 
   clreduce::Device dev(device);
-  std::cout << "graph " << graph_path << ": " << g.n << " nodes, " << g.arcs.size() << " arcs (" << csr.col.size()
-            << " after dropping self-loops and merging parallel arcs), source " << source << "\n";
-  std::cout << "device " << dev.summary().index << ": " << dev.summary().name << " (" << dev.summary().platform
-            << "), kernels " << dev.kernel_dir() << "\n";
+  std::cout << "graph " << graph_path << ": " << g.n << " nodes, " << g.arcs.size() << " arcs ("
+            << csr.col.size() << " after dropping self-loops and merging parallel arcs), source "
+            << source << "\n";
+  std::cout << "device " << dev.summary().index << ": " << dev.summary().name << " ("
+            << dev.summary().platform << "), kernels " << dev.kernel_dir() << "\n";
 
   const DeviceRun d = device_dijkstra(dev, csr, g.n, src, variant);
   double t0 = now_ms();
@@ -332,12 +343,13 @@ int run(int argc, char** argv) {
     reached += host[i] != kInf;
     if (host[i] != d.dist[i] && differ++ == 0) first = i;
   }
-  std::cout << "device dijkstra: " << d.wall_ms << " ms, " << d.steps << " steps (argmin kernels " << d.argmin_kernel_ms
-            << " ms; first argmin with program builds " << d.first_call_ms << " ms; argmin plan " << d.plan << ")\n";
+  std::cout << "device dijkstra: " << d.wall_ms << " ms, " << d.steps << " steps (argmin kernels "
+            << d.argmin_kernel_ms << " ms; first argmin with program builds " << d.first_call_ms
+            << " ms; argmin plan " << d.plan << ")\n";
   std::cout << "host binary-heap dijkstra: " << host_ms << " ms\n";
   if (differ) {
-    std::cerr << "dijkstra: distances differ at " << differ << " nodes; first node " << first + 1 << ": device "
-              << d.dist[first] << ", host " << host[first] << "\n";
+    std::cerr << "dijkstra: distances differ at " << differ << " nodes; first node " << first + 1
+              << ": device " << d.dist[first] << ", host " << host[first] << "\n";
     return 1;
   }
   std::cout << "distances: verified (" << reached << " of " << g.n << " nodes reachable)\n";
@@ -363,8 +375,8 @@ int main(int argc, char** argv) {
     const clreduce::Errc c = e.category();
     return c == clreduce::Errc::kUsage || c == clreduce::Errc::kInput ? 2 : 3;
   } catch (const cl::Error& e) {
-    std::cerr << "dijkstra: OpenCL error: " << e.what() << ": " << clreduce::cl_error_name(e.err()) << " (" << e.err()
-              << ")\n";
+    std::cerr << "dijkstra: OpenCL error: " << e.what() << ": " << clreduce::cl_error_name(e.err())
+              << " (" << e.err() << ")\n";
     return 3;
   } catch (const std::exception& e) {
     std::cerr << "dijkstra: " << e.what() << "\n";

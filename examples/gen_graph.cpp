@@ -34,15 +34,17 @@ bool parse(const char* s, std::uint64_t max, std::uint64_t* out) {
 
 int main(int argc, char** argv) {
   std::uint64_t n = 0, m = 0, seed = 0, maxw = 1000;
-  if (argc < 4 || argc > 5 || !parse(argv[1], 0x7fffffff, &n) || n < 1 || !parse(argv[2], 1ull << 40, &m) ||
-      !parse(argv[3], ~0ull, &seed) || (argc == 5 && !parse(argv[4], 1ull << 62, &maxw))) {
-    std::cerr << "usage: gen_graph N M SEED [MAXW]: N nodes (1..2^31-1), M arcs, weights 0..MAXW (default 1000)\n";
+  if (argc < 4 || argc > 5 || !parse(argv[1], 0x7fffffff, &n) || n < 1 ||
+      !parse(argv[2], 1ull << 40, &m) || !parse(argv[3], ~0ull, &seed) ||
+      (argc == 5 && !parse(argv[4], 1ull << 62, &maxw))) {
+    std::cerr << "usage: gen_graph N M SEED [MAXW]: N nodes (1..2^31-1), M arcs, weights 0..MAXW "
+                 "(default 1000)\n";
     return 2;
   }
   std::uint64_t s = seed;
-  std::string out = "c random graph: gen_graph " + std::to_string(n) + " " + std::to_string(m) + " " +
-                    std::to_string(seed) + " " + std::to_string(maxw) + "\np sp " + std::to_string(n) + " " +
-                    std::to_string(m) + "\n";
+  std::string out = "c random graph: gen_graph " + std::to_string(n) + " " + std::to_string(m) +
+                    " " + std::to_string(seed) + " " + std::to_string(maxw) + "\np sp " +
+                    std::to_string(n) + " " + std::to_string(m) + "\n";
   for (std::uint64_t k = 0; k < m; ++k) {
     std::uint64_t u, v;
     if (k + 1 < n) {  // tree arc into node k + 2 from one before it

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "clreduce/types.hpp"
 #include "runtime/context.hpp"
 #include "runtime/device.hpp"
-#include "clreduce/types.hpp"
 
 namespace clreduce::test {
 
@@ -46,8 +46,7 @@ class TuningGuard {
   Tuning saved_;
 };
 
-template <class T>
-HostArray make_array(DType t, const std::vector<T>& v) {
+template <class T> HostArray make_array(DType t, const std::vector<T>& v) {
   HostArray a;
   a.type = t;
   a.n = v.size();
@@ -59,8 +58,8 @@ HostArray make_array(DType t, const std::vector<T>& v) {
 }  // namespace clreduce::test
 
 #ifdef CLREDUCE_BIN
-#include <cstdio>
 #include <sys/wait.h>
+#include <cstdio>
 
 namespace clreduce::test {
 
@@ -73,7 +72,8 @@ struct CliResult {
 inline CliResult run_cli(const std::string& args, const std::string& env = "") {
   const char* dev = std::getenv("CLREDUCE_TEST_DEVICE");
   const std::string device = args.find("--device") == std::string::npos && dev && *dev
-                                 ? std::string(" --device '") + dev + "'" : "";
+                                 ? std::string(" --device '") + dev + "'"
+                                 : "";
   const std::string cmd = env + " " + CLREDUCE_BIN + device + " " + args + " 2>&1";
   CliResult r{-1, ""};
   FILE* p = popen(cmd.c_str(), "r");

@@ -5,21 +5,21 @@
 // finish, data already on the device, all launches and the gaps between them; peer: the call).
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
-#include "runtime/context.hpp"
-#include "io/data.hpp"
-#include "runtime/device.hpp"
 #include "clreduce/error.hpp"
-#include "runtime/kernel_dir.hpp"
+#include "io/data.hpp"
+#include "io/size_arg.hpp"
 #include "run/omp_peer.hpp"
 #include "run/omp_wait.hpp"
 #include "run/timing.hpp"
+#include "runtime/context.hpp"
+#include "runtime/device.hpp"
+#include "runtime/kernel_dir.hpp"
 #include "scan/scan_variant.hpp"
-#include "io/size_arg.hpp"
 
 using namespace clreduce;
 
@@ -32,8 +32,9 @@ struct Series {
 
 void print(const Series& s, std::size_t bytes) {
   const Spread t = spread(s.ms);
-  std::printf("%-34s median %9.3f ms  min %9.3f ms  %7.2f GB/s (median)  %7.2f GB/s (min)\n", s.name.c_str(), t.median,
-              t.min, static_cast<double>(bytes) / (t.median * 1e6), static_cast<double>(bytes) / (t.min * 1e6));
+  std::printf("%-34s median %9.3f ms  min %9.3f ms  %7.2f GB/s (median)  %7.2f GB/s (min)\n",
+              s.name.c_str(), t.median, t.min, static_cast<double>(bytes) / (t.median * 1e6),
+              static_cast<double>(bytes) / (t.min * 1e6));
 }
 
 }  // namespace
@@ -60,22 +61,32 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    const bool known = a == "--size" || a == "--acc" || a == "--device" || a == "--variants" || a == "--rounds";
+    const bool known =
+        a == "--size" || a == "--acc" || a == "--device" || a == "--variants" || a == "--rounds";
     if (!known || i + 1 >= argc) {
-      std::fprintf(stderr, "scan_side_by_side: %s (see --help)\n",
-                   known ? (a + " needs a value").c_str() : ("unknown argument '" + a + "'").c_str());
+      std::fprintf(
+          stderr, "scan_side_by_side: %s (see --help)\n",
+          known ? (a + " needs a value").c_str() : ("unknown argument '" + a + "'").c_str());
       return 2;
     }
     const std::string v = argv[++i];
-    if (a == "--size") size = v;
-    else if (a == "--acc") acc = v;
-    else if (a == "--device") device = v;
-    else if (a == "--variants") variants = v;
+    if (a == "--size")
+      size = v;
+    else if (a == "--acc")
+      acc = v;
+    else if (a == "--device")
+      device = v;
+    else if (a == "--variants")
+      variants = v;
     else {
-      const bool digits = !v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos;
+      const bool digits =
+          !v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos;
       rounds = digits ? std::atoi(v.c_str()) : 0;
       if (rounds < 1 || rounds > 100000) {
-        std::fprintf(stderr, "scan_side_by_side: --rounds must be a whole number from 1 to 100000, not '%s'\n", v.c_str());
+        std::fprintf(
+            stderr,
+            "scan_side_by_side: --rounds must be a whole number from 1 to 100000, not '%s'\n",
+            v.c_str());
         return 2;
       }
     }
@@ -95,11 +106,13 @@ int main(int argc, char** argv) {
       std::vector<std::int32_t> y32(acc == "int32" ? n : 0);
       int threads = 1;
       for (int r = -1; r < rounds; ++r) {
-        const PeerTiming t = acc == "int64" ? omp_scan_i32_i64(x, n, y64.data(), 0, 1) : omp_scan_i32_i32(x, n, y32.data(), 0, 1);
+        const PeerTiming t = acc == "int64" ? omp_scan_i32_i64(x, n, y64.data(), 0, 1)
+                                            : omp_scan_i32_i32(x, n, y32.data(), 0, 1);
         threads = t.threads;
         if (r >= 0) peer.ms.push_back(t.ms_median);
       }
-      std::printf("n = %zu int32 inclusive sum -> %s, %d rounds, OpenMP threads %d\n", n, acc.c_str(), rounds, threads);
+      std::printf("n = %zu int32 inclusive sum -> %s, %d rounds, OpenMP threads %d\n", n,
+                  acc.c_str(), rounds, threads);
       print(peer, bytes);
       return 0;
     }
@@ -142,12 +155,16 @@ int main(int argc, char** argv) {
         if (r >= 0) series[k].ms.push_back(now_ms() - t0);
         if (r == rounds - 1) {  // the result must match the sequential scan
           ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, check.size(), check.data());
-          if (check != want) throw Error(Errc::kInternal, plans[k]->variant() + " disagrees with the sequential scan");
+          if (check != want)
+            throw Error(Errc::kInternal,
+                        plans[k]->variant() + " disagrees with the sequential scan");
         }
       }
     }
-    std::printf("n = %zu int32 inclusive sum -> %s, %d rounds, device %s; GB/s counts input read + output written\n",
-                n, acc.c_str(), rounds, ctx.info().name.c_str());
+    std::printf(
+        "n = %zu int32 inclusive sum -> %s, %d rounds, device %s; GB/s counts input read + output "
+        "written\n",
+        n, acc.c_str(), rounds, ctx.info().name.c_str());
     for (const Series& s : series) print(s, bytes);
   } catch (const Error& e) {
     std::fprintf(stderr, "scan_side_by_side: %s\n", e.what());

@@ -55,14 +55,17 @@ ReduceVariant& reduce_variant(const std::string& name) {
   const std::string n = name.empty() ? "fast" : name;
   if (ReduceVariant* v = find_reduce_variant(n)) return *v;
   if (find_scan_variant(n)) throw Error(Errc::kUsage, "'" + n + "' is a scan variant: call scan()");
-  throw Error(Errc::kUsage, "unknown reduction variant '" + n + "' (valid: " + join(reduce_variant_names()) + ")");
+  throw Error(Errc::kUsage, "unknown reduction variant '" + n +
+                                "' (valid: " + join(reduce_variant_names()) + ")");
 }
 
 ScanVariant& scan_variant(const std::string& name) {
   const std::string n = name.empty() ? "scan-fast" : name;
   if (ScanVariant* v = find_scan_variant(n)) return *v;
-  if (find_reduce_variant(n)) throw Error(Errc::kUsage, "'" + n + "' is a reduction variant: call reduce()");
-  throw Error(Errc::kUsage, "unknown scan variant '" + n + "' (valid: " + join(scan_variant_names()) + ")");
+  if (find_reduce_variant(n))
+    throw Error(Errc::kUsage, "'" + n + "' is a reduction variant: call reduce()");
+  throw Error(Errc::kUsage,
+              "unknown scan variant '" + n + "' (valid: " + join(scan_variant_names()) + ")");
 }
 
 void check_fp64(const DeviceInfo& d, DType type, DType acc) {
@@ -74,11 +77,13 @@ void check_fp64(const DeviceInfo& d, DType type, DType acc) {
 void check_buffer(Context& ctx, const cl::Buffer& b, std::size_t bytes, const char* what) {
   if (b() == nullptr) throw Error(Errc::kUsage, std::string(what) + " buffer is empty (no cl_mem)");
   if (b.getInfo<CL_MEM_CONTEXT>()() != ctx.context()())
-    throw Error(Errc::kUsage, std::string(what) + " buffer belongs to another cl::Context: create it in Device::context()");
+    throw Error(Errc::kUsage,
+                std::string(what) +
+                    " buffer belongs to another cl::Context: create it in Device::context()");
   const std::size_t size = b.getInfo<CL_MEM_SIZE>();
   if (size < bytes)
-    throw Error(Errc::kUsage, std::string(what) + " buffer holds " + std::to_string(size) + " bytes; " +
-                                std::to_string(bytes) + " needed");
+    throw Error(Errc::kUsage, std::string(what) + " buffer holds " + std::to_string(size) +
+                                  " bytes; " + std::to_string(bytes) + " needed");
 }
 
 HostArray host_copy(DType type, const void* data, std::size_t n) {
@@ -143,7 +148,8 @@ Result start_result(const std::string& variant, Op op, DType type, DType acc, st
 }
 
 void refuse_unsupported(const std::string& variant, const DeviceInfo& d, const std::string& why) {
-  if (!why.empty()) throw Error(Errc::kUnsupported, variant + " cannot run this on " + d.name + ": " + why);
+  if (!why.empty())
+    throw Error(Errc::kUnsupported, variant + " cannot run this on " + d.name + ": " + why);
 }
 
 void set_verdict(Result& r, bool ok, const std::string& why) {
@@ -218,7 +224,8 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
                 std::size_t n, const cl::Buffer* user_out, void* host_out, const Options& o,
                 bool check) {
   ScanVariant& v = scan_variant(o.variant);
-  if (is_arg_op(op)) throw Error(Errc::kUsage, op_name(op) + " has no prefix scan (scans take sum, prod, min, max)");
+  if (is_arg_op(op))
+    throw Error(Errc::kUsage, op_name(op) + " has no prefix scan (scans take sum, prod, min, max)");
   ScanProblem p;
   p.op = op;
   p.type = type;
@@ -227,8 +234,9 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
   p.exclusive = o.exclusive;
   p.segmented = !o.segments.empty();
   if (p.segmented && o.segments.size() != n)
-    throw Error(Errc::kInput, std::to_string(o.segments.size()) + " segment flags for an array of " +
-                                std::to_string(n) + " elements");
+    throw Error(Errc::kInput, std::to_string(o.segments.size()) +
+                                  " segment flags for an array of " + std::to_string(n) +
+                                  " elements");
   const DeviceInfo& d = ctx.info();
   check_fp64(d, type, p.acc_type);
   check_fits(d, type, n);
@@ -245,7 +253,8 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
     plan = v.plan(ctx, p, o.local_size);
     const cl::Buffer in = user_in ? *user_in : ctx.scratch("api.input", in_bytes);
     const cl::Buffer out = user_out ? *user_out : ctx.scratch("api.scan.output", out_bytes);
-    const cl::Buffer flags = ctx.scratch(p.segmented ? "api.scan.flags" : "api.scan.noflags", p.segmented ? n : 1);
+    const cl::Buffer flags =
+        ctx.scratch(p.segmented ? "api.scan.flags" : "api.scan.noflags", p.segmented ? n : 1);
     const std::size_t piece = ctx.tuning().transfer_piece;
     if (p.segmented) {
       enqueue_write(ctx.queue(), flags, 0, n, o.segments.data(), piece);
@@ -270,7 +279,8 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
         });
     unsigned char last[8];
     if (host_out) {
-      std::memcpy(last, static_cast<const unsigned char*>(host_out) + out_bytes - p.acc_bytes(), p.acc_bytes());
+      std::memcpy(last, static_cast<const unsigned char*>(host_out) + out_bytes - p.acc_bytes(),
+                  p.acc_bytes());
     } else {
       enqueue_read(ctx.queue(), out, out_bytes - p.acc_bytes(), p.acc_bytes(), last, piece);
       wait(ctx, p.acc_bytes(), "reading the scan's last element");
@@ -347,22 +357,26 @@ Result Device::reduce(Op op, DType type, const void* data, std::size_t n, const 
   return run_reduce(impl_->ctx, op, type, nullptr, data, n, options, options.verify.value_or(true));
 }
 
-Result Device::reduce(Op op, DType type, const cl::Buffer& data, std::size_t n, const Options& options) {
-  return run_reduce(impl_->ctx, op, type, &data, nullptr, n, options, options.verify.value_or(false));
+Result Device::reduce(Op op, DType type, const cl::Buffer& data, std::size_t n,
+                      const Options& options) {
+  return run_reduce(impl_->ctx, op, type, &data, nullptr, n, options,
+                    options.verify.value_or(false));
 }
 
 Result Device::scan(Op op, DType type, const void* in, std::size_t n, DType out_type, void* out,
                     const Options& options) {
   const DType acc = resolve_acc(op, type, options.acc);
   if (out_type != acc && !is_arg_op(op))
-    throw Error(Errc::kUsage, op_name(op) + " scan of " + dtype_name(type) + " writes " + dtype_name(acc) +
-                                ", not " + dtype_name(out_type));
-  return run_scan(impl_->ctx, op, type, nullptr, in, n, nullptr, out, options, options.verify.value_or(true));
+    throw Error(Errc::kUsage, op_name(op) + " scan of " + dtype_name(type) + " writes " +
+                                  dtype_name(acc) + ", not " + dtype_name(out_type));
+  return run_scan(impl_->ctx, op, type, nullptr, in, n, nullptr, out, options,
+                  options.verify.value_or(true));
 }
 
 Result Device::scan(Op op, DType type, const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
                     const Options& options) {
-  return run_scan(impl_->ctx, op, type, &in, nullptr, n, &out, nullptr, options, options.verify.value_or(false));
+  return run_scan(impl_->ctx, op, type, &in, nullptr, n, &out, nullptr, options,
+                  options.verify.value_or(false));
 }
 
 }  // namespace clreduce

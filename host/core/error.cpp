@@ -19,6 +19,7 @@ const char* errc_name(Errc c) {
 
 const char* cl_error_name(int err) {
   switch (err) {
+// clang-format off
 #define CASE(x, n) case n: return #x;
     CASE(CL_SUCCESS, 0) CASE(CL_DEVICE_NOT_FOUND, -1) CASE(CL_DEVICE_NOT_AVAILABLE, -2)
     CASE(CL_COMPILER_NOT_AVAILABLE, -3) CASE(CL_MEM_OBJECT_ALLOCATION_FAILURE, -4)
@@ -50,7 +51,8 @@ const char* cl_error_name(int err) {
     CASE(CL_INVALID_LINKER_OPTIONS, -67) CASE(CL_INVALID_DEVICE_PARTITION_COUNT, -68)
     CASE(CL_PLATFORM_NOT_FOUND_KHR, -1001)
 #undef CASE
-    default: return "CL_ERROR";
+        // clang-format on
+        default : return "CL_ERROR";
   }
 }
 

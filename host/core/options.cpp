@@ -18,11 +18,13 @@ unsigned long long parse_count(const std::string& v, unsigned long long lo, unsi
   const bool digits = !v.empty() && v.size() <= 19 &&
                       std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
   const unsigned long long k = digits ? std::strtoull(v.c_str(), nullptr, 10) : 0;
-  if (!digits || k < lo || k > hi) throw Error(Errc::kUsage, source + " must be " + what + ", not '" + v + "'");
+  if (!digits || k < lo || k > hi)
+    throw Error(Errc::kUsage, source + " must be " + what + ", not '" + v + "'");
   return k;
 }
 
-std::string one_of(const std::string& v, std::initializer_list<const char*> allowed, const std::string& source) {
+std::string one_of(const std::string& v, std::initializer_list<const char*> allowed,
+                   const std::string& source) {
   std::string list;
   for (const char* a : allowed) {
     if (v == a) return v;
@@ -33,7 +35,8 @@ std::string one_of(const std::string& v, std::initializer_list<const char*> allo
 
 std::string env_name(const std::string& key) {
   std::string e = "CLREDUCE_";
-  for (char c : key) e += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char c : key)
+    e += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return e;
 }
 
@@ -44,16 +47,21 @@ const std::vector<TuningKey>& tuning_keys() {
       {"build-options", "TEXT (none)", "appended to every kernel build, e.g. -cl-opt-disable"},
       {"disable-caps", "all | nv_shfl,subgroups,wg_collectives (none)",
        "treat those device features as absent (time or test the portable paths)"},
-      {"fast-shape", "auto | gpu | cpu | topdown (auto)", "force fast's shape (still checked, falls back)"},
+      {"fast-shape", "auto | gpu | cpu | topdown (auto)",
+       "force fast's shape (still checked, falls back)"},
       {"fast-groups", "1-1048576 (the shape's choice)", "force fast's number of work-groups"},
       {"exact-shape", "auto | gpu | cpu (auto)", "force exact's shape (still checked)"},
-      {"exact-groups", "1-1048576 (the shape's choice)", "force exact's number of work-groups (at least n / 2^29)"},
+      {"exact-groups", "1-1048576 (the shape's choice)",
+       "force exact's number of work-groups (at least n / 2^29)"},
       {"exact-terms", "2-4 (2)", "exact: doubles per floating-point expansion"},
-      {"scan-fast-path", "auto | lookback | cpu | hierarchical (auto)", "force scan-fast's path, unchecked"},
+      {"scan-fast-path", "auto | lookback | cpu | hierarchical (auto)",
+       "force scan-fast's path, unchecked"},
       {"lookback-limit", "0-2147483647 (2^20 on GPUs, 2^22 on CPUs)",
-       "scan-lookback's wait bound in window reads; 0 makes every look-back give up (tests the redo)"},
+       "scan-lookback's wait bound in window reads; 0 makes every look-back give up (tests the "
+       "redo)"},
       {"lookback-rows", "1-16 (4)", "scan-lookback's 16-byte vectors per work-item"},
-      {"scan-chunk", "1-1073741824 (1048576)", "scan-fast CPU path: elements per work-item per superblock"},
+      {"scan-chunk", "1-1073741824 (1048576)",
+       "scan-fast CPU path: elements per work-item per superblock"},
       {"scan-groups", "1-4096 (one per compute unit)", "scan-fast CPU path: work-groups"},
       {"transfer-piece", "1-1073741824 (1073741824)",
        "largest piece of one fill, copy, read or write of device memory, in bytes"},
@@ -61,11 +69,13 @@ const std::vector<TuningKey>& tuning_keys() {
   return keys;
 }
 
-void set_tuning(Tuning& t, const std::string& key_in, const std::string& v, const std::string& source) {
+void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
+                const std::string& source) {
   std::string key = key_in;
   if (key.rfind("CLREDUCE_", 0) == 0) {
     key = key.substr(9);
-    for (char& c : key) c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (char& c : key)
+      c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   if (key == "build-options") {
     t.build_options = v;
@@ -76,7 +86,10 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v, cons
       const std::size_t comma = std::min(v.find(',', pos), v.size());
       const std::string cap = v.substr(pos, comma - pos);
       if (cap != "all" && std::find(std::begin(kCaps), std::end(kCaps), cap) == std::end(kCaps))
-        throw Error(Errc::kUsage, source + " must be 'all' or names from nv_shfl, subgroups, wg_collectives, not '" + v + "'");
+        throw Error(Errc::kUsage,
+                    source +
+                        " must be 'all' or names from nv_shfl, subgroups, wg_collectives, not '" +
+                        v + "'");
       t.disable_caps.push_back(cap);
       pos = comma + 1;
     }
@@ -93,7 +106,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v, cons
   } else if (key == "scan-fast-path") {
     t.scan_fast_path = one_of(v, {"auto", "lookback", "cpu", "hierarchical"}, source);
   } else if (key == "lookback-limit") {
-    t.lookback_limit = static_cast<long long>(parse_count(v, 0, 2147483647, source, "a count from 0 to 2^31-1"));
+    t.lookback_limit =
+        static_cast<long long>(parse_count(v, 0, 2147483647, source, "a count from 0 to 2^31-1"));
   } else if (key == "lookback-rows") {
     t.lookback_rows = static_cast<unsigned>(parse_count(v, 1, 16, source, "a count from 1 to 16"));
   } else if (key == "scan-chunk") {
@@ -104,7 +118,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v, cons
     t.scan_groups = parse_count(v, 1, 4096, source, "a count from 1 to 4096");
   } else {
     std::string keys;
-    for (const TuningKey& k : tuning_keys()) keys += (keys.empty() ? "" : ", ") + std::string(k.key);
+    for (const TuningKey& k : tuning_keys())
+      keys += (keys.empty() ? "" : ", ") + std::string(k.key);
     throw Error(Errc::kUsage, "unknown tuning key '" + key_in + "' (keys: " + keys + ")");
   }
 }

@@ -29,14 +29,14 @@ static_assert(static_cast<int>(Op::kSum) == CLR_SUM && static_cast<int>(Op::kPro
               "Op's values must be the kernels' operator codes (cl/clreduce.h)");
 
 const std::vector<DType>& all_dtypes() {
-  static const std::vector<DType> v = {DType::kInt32, DType::kUInt32, DType::kInt64,
-                                       DType::kUInt64, DType::kFloat, DType::kDouble};
+  static const std::vector<DType> v = {DType::kInt32,  DType::kUInt32, DType::kInt64,
+                                       DType::kUInt64, DType::kFloat,  DType::kDouble};
   return v;
 }
 
 const std::vector<Op>& all_ops() {
-  static const std::vector<Op> v = {Op::kSum, Op::kProd, Op::kMin, Op::kMax, Op::kArgMin,
-                                    Op::kArgMax};
+  static const std::vector<Op> v = {Op::kSum, Op::kProd,   Op::kMin,
+                                    Op::kMax, Op::kArgMin, Op::kArgMax};
   return v;
 }
 
@@ -86,7 +86,9 @@ Op parse_op(const std::string& s) {
 
 std::size_t dtype_size(DType t) {
   switch (t) {
-    case DType::kInt32: case DType::kUInt32: case DType::kFloat: return 4;
+    case DType::kInt32:
+    case DType::kUInt32:
+    case DType::kFloat: return 4;
     default: return 8;
   }
 }
@@ -122,20 +124,35 @@ DType resolve_acc(Op op, DType t, const std::string& wanted) {
   if (wanted.empty()) return def;
   const DType w = parse_dtype(wanted);
   if (w == def || w == t) return w;
-  throw Error(Errc::kUsage, "accumulator " + wanted + " is not available for " + op_name(op) + " of " +
-                              dtype_name(t) + " (use " + dtype_name(def) +
-                              (def != t ? " or " + dtype_name(t) : std::string()) + ")");
+  throw Error(Errc::kUsage, "accumulator " + wanted + " is not available for " + op_name(op) +
+                                " of " + dtype_name(t) + " (use " + dtype_name(def) +
+                                (def != t ? " or " + dtype_name(t) : std::string()) + ")");
 }
 
 Value Value::from_bytes(DType type, const unsigned char* p) {
   Value v;
   v.type = type;
   switch (type) {
-    case DType::kInt32: { std::int32_t x; std::memcpy(&x, p, 4); v.i = x; break; }
-    case DType::kUInt32: { std::uint32_t x; std::memcpy(&x, p, 4); v.u = x; break; }
+    case DType::kInt32: {
+      std::int32_t x;
+      std::memcpy(&x, p, 4);
+      v.i = x;
+      break;
+    }
+    case DType::kUInt32: {
+      std::uint32_t x;
+      std::memcpy(&x, p, 4);
+      v.u = x;
+      break;
+    }
     case DType::kInt64: std::memcpy(&v.i, p, 8); break;
     case DType::kUInt64: std::memcpy(&v.u, p, 8); break;
-    case DType::kFloat: { float x; std::memcpy(&x, p, 4); v.f = static_cast<double>(x); break; }
+    case DType::kFloat: {
+      float x;
+      std::memcpy(&x, p, 4);
+      v.f = static_cast<double>(x);
+      break;
+    }
     case DType::kDouble: std::memcpy(&v.f, p, 8); break;
   }
   return v;

@@ -13,8 +13,7 @@ std::uint64_t data_bits(std::uint64_t seed, std::uint64_t i) {
 
 namespace {
 
-template <class T, class F>
-void fill(HostArray& a, std::uint64_t seed, F f) {
+template <class T, class F> void fill(HostArray& a, std::uint64_t seed, F f) {
   T* p = a.as<T>();
   const auto n = static_cast<std::int64_t>(a.n);
 #pragma omp parallel for schedule(static)
@@ -31,12 +30,12 @@ HostArray generate(DType t, std::size_t n, std::uint64_t seed) {
   constexpr std::uint64_t kWide = 1000000000000ull;
   switch (t) {
     case DType::kInt32:
-      fill<std::int32_t>(a, seed, [](std::uint64_t z) {
-        return static_cast<std::int32_t>(z % 2001) - 1000;
-      });
+      fill<std::int32_t>(
+          a, seed, [](std::uint64_t z) { return static_cast<std::int32_t>(z % 2001) - 1000; });
       break;
     case DType::kUInt32:
-      fill<std::uint32_t>(a, seed, [](std::uint64_t z) { return static_cast<std::uint32_t>(z % 2001); });
+      fill<std::uint32_t>(a, seed,
+                          [](std::uint64_t z) { return static_cast<std::uint32_t>(z % 2001); });
       break;
     case DType::kInt64:
       fill<std::int64_t>(a, seed, [](std::uint64_t z) {

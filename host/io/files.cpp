@@ -38,7 +38,8 @@ std::string errno_text(int err) { return std::strerror(err); }
 InputFile::InputFile(const std::string& path, Errc category, const std::string& role)
     : category_(category), name_(role.empty() ? printable(path) : role + " " + printable(path)) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw Error(category_, "cannot open " + name_ + ": " + errno_text(errno));
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error(category_, "cannot open " + name_ + ": " + errno_text(errno));
   if (!S_ISREG(st.st_mode)) fail("not a regular file (" + file_kind(st.st_mode) + ")");
   fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd_ < 0) throw Error(category_, "cannot open " + name_ + ": " + errno_text(errno));
@@ -63,11 +64,14 @@ void InputFile::fail(const std::string& what) const { throw Error(category_, nam
 void InputFile::read_at(std::uint64_t offset, void* dst, std::uint64_t n) const {
   auto* p = static_cast<unsigned char*>(dst);
   while (n > 0) {
-    const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(n, std::uint64_t{1} << 30));
+    const std::size_t chunk =
+        static_cast<std::size_t>(std::min<std::uint64_t>(n, std::uint64_t{1} << 30));
     const ssize_t r = ::pread(fd_, p, chunk, static_cast<off_t>(offset));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) fail("read error: " + errno_text(errno));
-    if (r == 0) fail("read error: the file ended at byte " + std::to_string(offset) + " (it shrank while being read)");
+    if (r == 0)
+      fail("read error: the file ended at byte " + std::to_string(offset) +
+           " (it shrank while being read)");
     p += r;
     offset += static_cast<std::uint64_t>(r);
     n -= static_cast<std::uint64_t>(r);
@@ -143,7 +147,9 @@ class SignalGuard {
     for (std::size_t k = 0; k < kNumSignals; ++k) {
       g_installed[k] = false;
       struct sigaction now {};
-      if (::sigaction(kSignals[k], nullptr, &g_previous[k]) != 0 || g_previous[k].sa_handler == SIG_IGN) continue;
+      if (::sigaction(kSignals[k], nullptr, &g_previous[k]) != 0 ||
+          g_previous[k].sa_handler == SIG_IGN)
+        continue;
       now.sa_handler = remove_temp_then_raise;
       sigemptyset(&now.sa_mask);
       g_installed[k] = true;
@@ -170,20 +176,24 @@ class SignalGuard {
 
 // Creates a new file in dir named after base (O_EXCL: never an existing file); -1 and errno on
 // failure. guard, when given, is armed with the name before the file can exist.
-int create_temp(const std::string& dir, const std::string& base, std::string& temp, SignalGuard* guard) {
+int create_temp(const std::string& dir, const std::string& base, std::string& temp,
+                SignalGuard* guard) {
   static std::atomic<unsigned> counter{0};
   const std::string stem = "." + base.substr(0, 200) + ".tmp-" + std::to_string(::getpid()) + "-";
   for (int attempt = 0; attempt < 100; ++attempt) {
     temp = dir + "/" + stem + std::to_string(counter++);
     if (guard) guard->arm(temp);
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
+    const int fd =
+        ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
     if (fd >= 0 || errno != EEXIST) return fd;
   }
   errno = EEXIST;
   return -1;
 }
 
-long default_write(int fd, const void* data, std::size_t n) { return static_cast<long>(::write(fd, data, n)); }
+long default_write(int fd, const void* data, std::size_t n) {
+  return static_cast<long>(::write(fd, data, n));
+}
 
 // Writes all n bytes; 0 on success, else the errno of the failure (a write of 0 bytes counts as
 // a full disk).
@@ -220,7 +230,8 @@ void check_output_path(const std::string& path) {
   ::unlink(probe.c_str());
 }
 
-void write_file_atomically(const std::string& path, const std::vector<std::string_view>& pieces, WriteFn write) {
+void write_file_atomically(const std::string& path, const std::vector<std::string_view>& pieces,
+                           WriteFn write) {
   if (!write) write = default_write;
   struct stat st {};
   const bool exists = check_target(path, st);
@@ -232,10 +243,11 @@ void write_file_atomically(const std::string& path, const std::vector<std::strin
   if (fd < 0) {
     const int err = errno;
     struct stat ds {};
-    throw Error(Errc::kInput, "cannot write " + printable(path) + ": " +
-                                  (err == ENOENT && ::stat(dir.c_str(), &ds) != 0
-                                       ? "directory " + printable(dir) + " does not exist"
-                                       : "cannot create a file in " + printable(dir) + ": " + errno_text(err)));
+    throw Error(Errc::kInput,
+                "cannot write " + printable(path) + ": " +
+                    (err == ENOENT && ::stat(dir.c_str(), &ds) != 0
+                         ? "directory " + printable(dir) + " does not exist"
+                         : "cannot create a file in " + printable(dir) + ": " + errno_text(err)));
   }
   int err = 0;
   if (exists && ::fchmod(fd, st.st_mode & 07777) != 0) err = errno;
@@ -252,7 +264,8 @@ void write_file_atomically(const std::string& path, const std::vector<std::strin
                                   (exists ? " (the file is unchanged)" : " (no file was written)"));
   }
   guard.disarm();
-  // The rename itself is durable once the directory is synced (best effort: not every file system can).
+  // The rename itself is durable once the directory is synced (best effort: not every file system
+  // can).
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);

@@ -110,7 +110,10 @@ class Parser {
         if (eat(close)) break;
         v.items.push_back(value(depth + 1));
         skip_ws();
-        if (eat(',')) { comma = true; continue; }
+        if (eat(',')) {
+          comma = true;
+          continue;
+        }
         expect(close);
         break;
       }
@@ -189,15 +192,17 @@ Header read_header(const InputFile& in, const std::string& path, std::uint64_t& 
     fail(path, "not a .npy file (bad magic)");
   if (file_size < 8) fail(path, "truncated: no format version");
   if (pre[6] < 1 || pre[6] > 3 || pre[7] != 0)
-    fail(path, "unsupported format version " + std::to_string(pre[6]) + "." + std::to_string(pre[7]));
+    fail(path,
+         "unsupported format version " + std::to_string(pre[6]) + "." + std::to_string(pre[7]));
   const std::uint64_t prefix = pre[6] == 1 ? 10 : 12;
   if (file_size < prefix) fail(path, "truncated: no header length");
   std::uint64_t hlen = pre[8] | std::uint64_t{pre[9]} << 8;
   if (prefix == 12) hlen |= std::uint64_t{pre[10]} << 16 | std::uint64_t{pre[11]} << 24;
   if (hlen > file_size - prefix)
-    fail(path, "bad header: header length " + std::to_string(hlen) + " runs past the end of the file (" +
-                   std::to_string(file_size) + " bytes)");
-  if (hlen > kMaxHeaderLen) fail(path, "bad header: header length " + std::to_string(hlen) + " is too large");
+    fail(path, "bad header: header length " + std::to_string(hlen) +
+                   " runs past the end of the file (" + std::to_string(file_size) + " bytes)");
+  if (hlen > kMaxHeaderLen)
+    fail(path, "bad header: header length " + std::to_string(hlen) + " is too large");
   std::string text(static_cast<std::size_t>(hlen), '\0');
   in.read_at(prefix, &text[0], hlen);
   data_at = prefix + hlen;
@@ -225,19 +230,23 @@ Header read_header(const InputFile& in, const std::string& path, std::uint64_t& 
 }
 
 // The message for a dtype outside the supported set.
-[[noreturn]] void unsupported_dtype(const std::string& path, const PyValue& descr, const char* supported) {
-  const std::string shown = descr.kind == PyValue::kStr ? quote(descr.str) : printable(descr.text, 60);
+[[noreturn]] void unsupported_dtype(const std::string& path, const PyValue& descr,
+                                    const char* supported) {
+  const std::string shown =
+      descr.kind == PyValue::kStr ? quote(descr.str) : printable(descr.text, 60);
   fail(path, "unsupported dtype " + shown + " (supported: " + supported + ")");
 }
 
-// Checks order and rank, then reads exactly n elements of `size` bytes, rejecting short or long data.
+// Checks order and rank, then reads exactly n elements of `size` bytes, rejecting short or long
+// data.
 std::vector<unsigned char> read_data(const InputFile& in, const std::string& path, const Header& h,
-                                     std::size_t size, std::uint64_t data_at, std::uint64_t data_bytes,
-                                     std::size_t& n_out) {
+                                     std::size_t size, std::uint64_t data_at,
+                                     std::uint64_t data_bytes, std::size_t& n_out) {
   if (h.fortran) fail(path, "Fortran order is not supported");
   if (h.shape.size() != 1) {
     std::string s = "(";
-    for (std::size_t k = 0; k < h.shape.size(); ++k) s += (k ? ", " : "") + std::to_string(h.shape[k]);
+    for (std::size_t k = 0; k < h.shape.size(); ++k)
+      s += (k ? ", " : "") + std::to_string(h.shape[k]);
     fail(path, "shape " + s + ") is not 1-D");
   }
   const std::uint64_t n = h.shape[0];
@@ -248,7 +257,8 @@ std::vector<unsigned char> read_data(const InputFile& in, const std::string& pat
                    ": header says " + std::to_string(n) + " elements (" + want + ") but " +
                    std::to_string(data_bytes) + " bytes of data follow");
   }
-  if (data_bytes > std::numeric_limits<std::size_t>::max()) fail(path, "too large for this platform");
+  if (data_bytes > std::numeric_limits<std::size_t>::max())
+    fail(path, "too large for this platform");
   std::vector<unsigned char> bytes(static_cast<std::size_t>(data_bytes));
   if (data_bytes) in.read_at(data_at, bytes.data(), data_bytes);
   n_out = static_cast<std::size_t>(n);
@@ -278,9 +288,12 @@ HostArray read_npy(const std::string& path) {
   HostArray a;
   if (h.descr.kind != PyValue::kStr || !parse_descr(h.descr.str, d) || d.size < 4)
     unsupported_dtype(path, h.descr, "int32, uint32, int64, uint64, float32, float64");
-  if (d.kind == 'i') a.type = d.size == 4 ? DType::kInt32 : DType::kInt64;
-  else if (d.kind == 'u') a.type = d.size == 4 ? DType::kUInt32 : DType::kUInt64;
-  else a.type = d.size == 4 ? DType::kFloat : DType::kDouble;
+  if (d.kind == 'i')
+    a.type = d.size == 4 ? DType::kInt32 : DType::kInt64;
+  else if (d.kind == 'u')
+    a.type = d.size == 4 ? DType::kUInt32 : DType::kUInt64;
+  else
+    a.type = d.size == 4 ? DType::kFloat : DType::kDouble;
   a.bytes = read_data(in, path, h, d.size, data_at, data_bytes, a.n);
   if (d.big)
     for (std::size_t k = 0; k < a.bytes.size(); k += d.size)
@@ -294,10 +307,12 @@ std::vector<std::uint8_t> read_npy_flags(const std::string& path) {
   const Header h = read_header(in, path, data_at, data_bytes);
   Descr d;
   if (h.descr.kind != PyValue::kStr || !parse_descr(h.descr.str, d) || d.kind == 'f')
-    unsupported_dtype(path, h.descr, "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64");
+    unsupported_dtype(path, h.descr,
+                      "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64");
   std::size_t n = 0;
   std::vector<unsigned char> bytes = read_data(in, path, h, d.size, data_at, data_bytes, n);
-  // Nonzero does not depend on byte order; compacting in place is safe: element i starts at i*size >= i.
+  // Nonzero does not depend on byte order; compacting in place is safe: element i starts at i*size
+  // >= i.
   for (std::size_t i = 0; i < n; ++i) {
     unsigned char any = 0;
     for (std::size_t k = 0; k < d.size; ++k) any |= bytes[i * d.size + k];
@@ -314,9 +329,10 @@ void write_npy(const std::string& path, const HostArray& a) {
   if (size == 0 || a.n > a.bytes.size() / size || a.n * size != a.bytes.size())
     fail(path, "internal error: array of " + std::to_string(a.n) + " elements holds " +
                    std::to_string(a.bytes.size()) + " bytes");
-  std::string header =
-      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + std::to_string(a.n) + ",), }";
-  // Pad with spaces and a newline so the data starts at a multiple of 64; v2.0 when v1.0's 16 bits are short.
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" +
+                       std::to_string(a.n) + ",), }";
+  // Pad with spaces and a newline so the data starts at a multiple of 64; v2.0 when v1.0's 16 bits
+  // are short.
   std::size_t prefix = 10;
   const auto pad = [&] { return (64 - (prefix + header.size() + 1) % 64) % 64; };
   if (header.size() + pad() + 1 > 0xffff) prefix = 12;
@@ -327,8 +343,9 @@ void write_npy(const std::string& path, const HostArray& a) {
   for (std::size_t k = 0; k < prefix - 8; ++k)
     pre += static_cast<char>((header.size() >> (8 * k)) & 0xff);
 
-  write_file_atomically(path, {pre, header,
-                               std::string_view(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size())});
+  write_file_atomically(
+      path, {pre, header,
+             std::string_view(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size())});
 }
 
 }  // namespace clreduce

@@ -51,14 +51,14 @@ std::string json_value(const Value& v) {
 std::string to_json(const RunRecord& r) {
   const bool scan = r.scan.has_value();
   const bool ceiling = r.kind == "ceiling";
-  std::string s = "{\"variant\":\"" + json_escape(r.variant) + "\",\"kind\":\"" + json_escape(r.kind) +
-                  "\",\"mode\":\"" + r.mode() + "\",\"op\":\"" + op_name(r.op) +
-                  "\",\"type\":\"" + dtype_name(r.type) + "\",\"acc\":\"" + dtype_name(r.acc) +
-                  "\",\"n\":" + std::to_string(r.n) +
-                  ",\"device\":\"" + json_escape(r.device) + "\"" +
-                  ",\"seed\":" + (r.input.empty() ? std::to_string(r.seed) : std::string("null")) +
-                  ",\"input\":" + (r.input.empty() ? std::string("null") : "\"" + json_escape(r.input) + "\"") +
-                  ",\"warmup\":" + std::to_string(r.warmup) + ",\"repeat\":" + std::to_string(r.repeat);
+  std::string s =
+      "{\"variant\":\"" + json_escape(r.variant) + "\",\"kind\":\"" + json_escape(r.kind) +
+      "\",\"mode\":\"" + r.mode() + "\",\"op\":\"" + op_name(r.op) + "\",\"type\":\"" +
+      dtype_name(r.type) + "\",\"acc\":\"" + dtype_name(r.acc) + "\",\"n\":" + std::to_string(r.n) +
+      ",\"device\":\"" + json_escape(r.device) + "\"" +
+      ",\"seed\":" + (r.input.empty() ? std::to_string(r.seed) : std::string("null")) +
+      ",\"input\":" + (r.input.empty() ? std::string("null") : "\"" + json_escape(r.input) + "\"") +
+      ",\"warmup\":" + std::to_string(r.warmup) + ",\"repeat\":" + std::to_string(r.repeat);
   if (scan)
     s += std::string(",\"exclusive\":") + (r.scan->exclusive ? "true" : "false") +
          ",\"segmented\":" + (r.scan->segmented ? "true" : "false");
@@ -81,21 +81,26 @@ std::string to_json(const RunRecord& r) {
        ",\"wall_ms\":" + num(r.wall_ms) + ",\"gbps\":" + num(r.gbps) +
        // The copy is no computation: no sequential loop to compare it with.
        ",\"seq_ms\":" + (ceiling ? "null" : num(r.seq_ms)) +
-       ",\"speedup\":" + (ceiling ? "null" : num(r.speedup)) + ",\"launches\":" + std::to_string(r.launches) +
-       ",\"policy\":\"" + json_escape(r.kind == "clreduce" ? r.policy.str() : r.policy.path) + "\"";
+       ",\"speedup\":" + (ceiling ? "null" : num(r.speedup)) +
+       ",\"launches\":" + std::to_string(r.launches) + ",\"policy\":\"" +
+       json_escape(r.kind == "clreduce" ? r.policy.str() : r.policy.path) + "\"";
   for (const auto& [key, value] : r.ratios) s += ",\"" + json_escape(key) + "\":" + num(value);
-  if (r.has_error) s += ",\"err_ulp\":" + json_error(r.err_ulp) + ",\"err_rel\":" + json_error(r.err_rel);
+  if (r.has_error)
+    s += ",\"err_ulp\":" + json_error(r.err_ulp) + ",\"err_rel\":" + json_error(r.err_rel);
   return s + "}";
 }
 
 std::string to_json(const DeviceInfo& d) {
   auto str = [](const std::string& v) { return "\"" + json_escape(v) + "\""; };
-  return "{\"index\":" + std::to_string(d.index) + ",\"type\":" + str(d.type) + ",\"name\":" + str(d.name) +
-         ",\"platform\":" + str(d.platform_name) + ",\"vendor\":" + str(d.vendor) +
-         ",\"driver\":" + str(d.driver_version) + ",\"version\":" + str(d.device_version) +
-         ",\"opencl_c\":" + str(d.c_version) + ",\"compute_units\":" + std::to_string(d.compute_units) +
-         ",\"global_mem\":" + std::to_string(d.global_mem) + ",\"max_alloc\":" + std::to_string(d.max_alloc) +
-         ",\"local_mem\":" + std::to_string(d.local_mem) + ",\"max_wg_size\":" + std::to_string(d.max_wg_size) +
+  return "{\"index\":" + std::to_string(d.index) + ",\"type\":" + str(d.type) +
+         ",\"name\":" + str(d.name) + ",\"platform\":" + str(d.platform_name) +
+         ",\"vendor\":" + str(d.vendor) + ",\"driver\":" + str(d.driver_version) +
+         ",\"version\":" + str(d.device_version) + ",\"opencl_c\":" + str(d.c_version) +
+         ",\"compute_units\":" + std::to_string(d.compute_units) +
+         ",\"global_mem\":" + std::to_string(d.global_mem) +
+         ",\"max_alloc\":" + std::to_string(d.max_alloc) +
+         ",\"local_mem\":" + std::to_string(d.local_mem) +
+         ",\"max_wg_size\":" + std::to_string(d.max_wg_size) +
          ",\"fp64\":" + (d.fp64 ? "true" : "false") + "}";
 }
 
@@ -110,20 +115,23 @@ std::string table_header(bool ratios, bool accuracy) {
 std::string table_row(const RunRecord& r, bool ratios, bool accuracy) {
   char line[512];
   if (r.skipped) {
-    std::snprintf(line, sizeof line, "%-22s skipped: %s\n", r.variant.c_str(), r.skip_reason.c_str());
+    std::snprintf(line, sizeof line, "%-22s skipped: %s\n", r.variant.c_str(),
+                  r.skip_reason.c_str());
     return line;
   }
-  std::string res = r.kind == "ceiling"             ? "(bytes read + written)"
+  std::string res = r.kind == "ceiling"  ? "(bytes read + written)"
                     : r.scan && r.n == 0 ? "(empty)"
-                                                   : r.result.str();
+                                         : r.result.str();
   if (is_arg_op(r.op) && r.kind != "ceiling") res += " @" + std::to_string(r.result.index);
   std::string ratio;
   if (ratios) {
     char b[32] = "        -";
     for (const auto& [key, value] : r.ratios)
       if (key == "vs_omp") {
-        if (std::isnan(value)) std::snprintf(b, sizeof b, " %8s", "noisy");
-        else std::snprintf(b, sizeof b, " %8.2f", value);
+        if (std::isnan(value))
+          std::snprintf(b, sizeof b, " %8s", "noisy");
+        else
+          std::snprintf(b, sizeof b, " %8.2f", value);
       }
     ratio = b;
   }
@@ -140,9 +148,12 @@ std::string table_row(const RunRecord& r, bool ratios, bool accuracy) {
     err = b;
   }
   std::snprintf(line, sizeof line, "%-22s %-28s %-8s %9.4f%c %10.4f %9.2f %10s %9s %8zu%s%s\n",
-                r.variant.c_str(), res.c_str(), !r.verified ? "NO" : r.overflow ? "overflow" : "yes", r.kernel_ms,
-                r.noisy ? '~' : ' ', r.wall_ms, r.gbps, seq, speedup, r.launches, ratio.c_str(),
-                err.c_str());
+                r.variant.c_str(), res.c_str(),
+                !r.verified  ? "NO"
+                : r.overflow ? "overflow"
+                             : "yes",
+                r.kernel_ms, r.noisy ? '~' : ' ', r.wall_ms, r.gbps, seq, speedup, r.launches,
+                ratio.c_str(), err.c_str());
   std::string out = line;
   if (!r.verified) {
     out += "  expected " + r.expected.str();

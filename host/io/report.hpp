@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/device.hpp"
 #include "run/runner.hpp"
+#include "runtime/device.hpp"
 
 namespace clreduce {
 

@@ -16,7 +16,8 @@ static bool all_digits(const std::string& s) {
 }
 
 std::size_t parse_size(const std::string& s) {
-  const Error bad(Errc::kUsage, "invalid size '" + s + "' (expected N, 2^K or NeK, e.g. 1000000, 2^20, 1e6)");
+  const Error bad(Errc::kUsage,
+                  "invalid size '" + s + "' (expected N, 2^K or NeK, e.g. 1000000, 2^20, 1e6)");
   auto pow_of = [&](const std::string& base_s, const std::string& exp_s, unsigned base_mul) {
     if (!all_digits(base_s) || !all_digits(exp_s)) throw bad;
     std::size_t v = std::stoull(base_s);

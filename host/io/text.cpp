@@ -15,10 +15,20 @@ std::size_t utf8_length(std::string_view s, std::size_t i, std::uint32_t& cp) {
   const unsigned char c = b(0);
   std::size_t len;
   std::uint32_t min;
-  if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1Fu; min = 0x80; }
-  else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0Fu; min = 0x800; }
-  else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07u; min = 0x10000; }
-  else return 0;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+    cp = c & 0x1Fu;
+    min = 0x80;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    cp = c & 0x0Fu;
+    min = 0x800;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    cp = c & 0x07u;
+    min = 0x10000;
+  } else
+    return 0;
   if (i + len > s.size()) return 0;
   for (std::size_t k = 1; k < len; ++k) {
     if ((b(k) & 0xC0) != 0x80) return 0;
@@ -31,8 +41,9 @@ std::size_t utf8_length(std::string_view s, std::size_t i, std::uint32_t& cp) {
 // Code points a terminal or an editor treats as control: C1 controls, line and paragraph
 // separators, and the bidirectional embeddings, overrides and isolates.
 bool is_control(std::uint32_t cp) {
-  return (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || (cp >= 0x202A && cp <= 0x202E) ||
-         (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200E || cp == 0x200F || cp == 0x061C;
+  return (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 ||
+         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200E ||
+         cp == 0x200F || cp == 0x061C;
 }
 
 void escape_byte(std::string& out, unsigned char c) {
@@ -63,7 +74,8 @@ std::string printable(std::string_view s, std::size_t max_bytes) {
       std::uint32_t cp = 0;
       const std::size_t len = utf8_length(s, i, cp);
       if (len == 0 || is_control(cp)) {
-        for (std::size_t k = 0; k < (len ? len : 1); ++k) escape_byte(out, static_cast<unsigned char>(s[i + k]));
+        for (std::size_t k = 0; k < (len ? len : 1); ++k)
+          escape_byte(out, static_cast<unsigned char>(s[i + k]));
         i += len ? len : 1;
       } else {
         out.append(s.substr(i, len));

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "reduce/multipass.hpp"
 #include "io/report.hpp"
+#include "reduce/multipass.hpp"
 
 namespace clreduce {
 
@@ -63,10 +63,10 @@ std::string LadderTable::row(const RunRecord& r) {
                   r.skip_reason.c_str());
     return line;
   }
-  std::snprintf(line, sizeof line, "%2s  %-22s %10.4f%c %9.2f %8s %11s  %-8s %8zu  %s\n", number.c_str(),
-                r.variant.c_str(), r.kernel_ms, r.noisy ? '~' : ' ', r.gbps, times(step).c_str(),
-                times(cumulative).c_str(), r.verified ? "yes" : "NO", r.launches,
-                r.policy.path.c_str());
+  std::snprintf(line, sizeof line, "%2s  %-22s %10.4f%c %9.2f %8s %11s  %-8s %8zu  %s\n",
+                number.c_str(), r.variant.c_str(), r.kernel_ms, r.noisy ? '~' : ' ', r.gbps,
+                times(step).c_str(), times(cumulative).c_str(), r.verified ? "yes" : "NO",
+                r.launches, r.policy.path.c_str());
   std::string out = line;
   if (!r.verified) {
     out += "    got " + r.result.str() +
@@ -88,7 +88,8 @@ std::string LadderTable::json(const RunRecord& r) {
   };
   std::string s = to_json(r);
   s.pop_back();  // the closing brace
-  return s + ",\"kernel\":" + (r.kind == "clreduce" ? std::to_string(ladder_number(r.variant)) : "null") +
+  return s + ",\"kernel\":" +
+         (r.kind == "clreduce" ? std::to_string(ladder_number(r.variant)) : "null") +
          ",\"step_speedup\":" + num(step) + ",\"cumulative_speedup\":" + num(cumulative) + "}";
 }
 

@@ -26,12 +26,9 @@ std::size_t floor_pow2(std::size_t x) {
 
 std::string tail_path_name(TailPath t) {
   switch (t) {
-    case TailPath::kShfl:
-      return "shfl.sync";
-    case TailPath::kSubGroup:
-      return "sub-group";
-    case TailPath::kBarrier:
-      break;
+    case TailPath::kShfl: return "shfl.sync";
+    case TailPath::kSubGroup: return "sub-group";
+    case TailPath::kBarrier: break;
   }
   return "barrier";
 }
@@ -78,12 +75,15 @@ class MultiPassPlan : public ReducePlan {
   MultiPassPlan(Context& ctx, const LadderShape& shape, const ReduceProblem& p, LaunchPolicy pol,
                 TailPath tail, std::size_t cap, const cl::Kernel& first)
       : ReducePlan(ctx, shape.name, p, pol, depth_of(shape, p.n, pol.wg_size, cap)),
-        shape_(shape), tail_(tail), cap_(cap),
+        shape_(shape),
+        tail_(tail),
+        cap_(cap),
         first_(first) {
     static const Capabilities kNone;
     const std::size_t wg = policy().wg_size;
-    rest_ = ctx.kernel(kernel_name(shape) + ".cl", kernel_name(shape),
-                       build_options(shape, p, wg, tail, tail == TailPath::kBarrier ? kNone : ctx.caps()));
+    rest_ = ctx.kernel(
+        kernel_name(shape) + ".cl", kernel_name(shape),
+        build_options(shape, p, wg, tail, tail == TailPath::kBarrier ? kNone : ctx.caps()));
     const std::size_t g1 = groups_for(shape, p.n, wg, cap);
     const std::size_t g2 = groups_for(shape, g1, wg, cap);
     // Pass k writes ping, pong, ping, ...; pass 3 onwards fits in buffers sized for passes 1-2.
@@ -149,11 +149,11 @@ std::unique_ptr<ReducePlan> MultiPassVariant::make_plan(Context& ctx, const Redu
   static const Capabilities kNone;
   if (local_size == 1 && shape_.loads == 1)
     throw Error(Errc::kUsage, ls + ": " + name() +
-                                " needs at least 2 work-items per group "
-                                "(with one element each, a pass would never shrink the array)");
+                                  " needs at least 2 work-items per group "
+                                  "(with one element each, a pass would never shrink the array)");
   if (shape_.fixed_wg && local_size > kMaxFixedWg)
     throw Error(Errc::kUsage, ls + ": " + name() + " unrolls its tree for groups of at most " +
-                                std::to_string(kMaxFixedWg) + " work-items");
+                                  std::to_string(kMaxFixedWg) + " work-items");
   const auto local_bytes = [&](std::size_t w) { return w * p.acc_bytes() + 16; };
   check_local_size(ctx, local_size, local_bytes(local_size));
   auto build = [&](std::size_t wg, TailPath t) {
@@ -172,7 +172,7 @@ std::unique_ptr<ReducePlan> MultiPassVariant::make_plan(Context& ctx, const Redu
       if (wg <= limit) break;
       if (local_size)
         throw Error(Errc::kUsage, ls + " is larger than " + d.name + " allows for this kernel (" +
-                                    std::to_string(limit) + ")");
+                                      std::to_string(limit) + ")");
       wg = floor_pow2(limit);
     }
   }
@@ -208,8 +208,9 @@ std::unique_ptr<ReducePlan> MultiPassVariant::make_plan(Context& ctx, const Redu
   pol.items_per_thread =
       static_cast<unsigned>(div_up(std::max<std::size_t>(p.n, 1), pol.groups * wg));
   if (pol.groups * p.acc_bytes() > d.max_alloc)
-    throw Error(Errc::kUnsupported, name() + ": " + std::to_string(pol.groups) + " partials exceed " +
-                                      d.name + "'s largest allocation; use larger work-groups");
+    throw Error(Errc::kUnsupported, name() + ": " + std::to_string(pol.groups) +
+                                        " partials exceed " + d.name +
+                                        "'s largest allocation; use larger work-groups");
   return std::make_unique<MultiPassPlan>(ctx, shape_, p, pol, tail, cap, build(wg, tail));
 }
 

@@ -41,7 +41,7 @@ LaunchPolicy ButterflyVariant::choose(Context& ctx, const ReduceProblem& p,
     if (wg > limit) {
       if (local_size)
         throw Error(Errc::kUsage, ls + " is larger than " + d.name + " allows for this kernel (" +
-                                    std::to_string(limit) + ")");
+                                      std::to_string(limit) + ")");
       while (wg > limit) wg /= 2;
     }
   }
@@ -63,8 +63,9 @@ std::unique_ptr<ReducePlan> ButterflyVariant::make_plan(Context& ctx, const Redu
   return std::make_unique<ButterflyPlan>(ctx, p, choose(ctx, p, local_size), false);
 }
 
-std::unique_ptr<ButterflyPlan> ButterflyVariant::plan_keeping_copies(
-    Context& ctx, const ReduceProblem& p, std::size_t local_size) const {
+std::unique_ptr<ButterflyPlan> ButterflyVariant::plan_keeping_copies(Context& ctx,
+                                                                     const ReduceProblem& p,
+                                                                     std::size_t local_size) const {
   if (p.n == 0) throw Error(Errc::kUsage, name() + ": an empty array needs no plan");
   return std::make_unique<ButterflyPlan>(ctx, p, choose(ctx, p, local_size), true);
 }

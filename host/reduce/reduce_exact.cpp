@@ -25,7 +25,8 @@ namespace {
 // Empty when `exact` takes op on elements of type t; else why not, naming the request.
 std::string exact_refusal(Op op, DType t) {
   if (op != Op::kSum || !is_float(t))
-    return op_name(op) + " of " + dtype_name(t) + " has no exact form (exact sums float and double only)";
+    return op_name(op) + " of " + dtype_name(t) +
+           " has no exact form (exact sums float and double only)";
   return "";
 }
 
@@ -76,14 +77,13 @@ ShapeParams shape_params(Shape s, DType t) {
 
 cl::Kernel build(Context& ctx, const ReduceProblem& p, const ShapeParams& sp, std::size_t wg,
                  unsigned terms) {
-  return ctx.kernel("reduce_exact.cl", "reduce_exact",
-                    p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) +
-                        " -DEXACT_CPU=" + (sp.cpu ? "1" : "0") + " -DVEC=" + std::to_string(sp.vec) +
-                        " -DUNROLL=" + std::to_string(sp.unroll) +
-                        " -DSTREAMS=" + std::to_string(sp.streams) +
-                        " -DEX_BLOCK_LOG2=" + std::to_string(kBlockLog2) +
-                        " -DEX_FMA_ADDS=" + (sp.cpu ? "1" : "0") +
-                        " -DFPE_TERMS=" + std::to_string(terms));
+  return ctx.kernel(
+      "reduce_exact.cl", "reduce_exact",
+      p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) + " -DEXACT_CPU=" + (sp.cpu ? "1" : "0") +
+          " -DVEC=" + std::to_string(sp.vec) + " -DUNROLL=" + std::to_string(sp.unroll) +
+          " -DSTREAMS=" + std::to_string(sp.streams) +
+          " -DEX_BLOCK_LOG2=" + std::to_string(kBlockLog2) +
+          " -DEX_FMA_ADDS=" + (sp.cpu ? "1" : "0") + " -DFPE_TERMS=" + std::to_string(terms));
 }
 
 // The launch for shape s on p: group size, group count (forced_groups > 0 fixes it, raised to
@@ -105,15 +105,17 @@ LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::si
     choose_wg(ctx, *kernel, pol.wg_size, pol.wg_size);
   }
   const std::size_t per_group = pol.wg_size * sp.min_vectors;
-  pol.groups = forced_groups > 0 ? std::max(forced_groups, least)
-                                 : std::clamp<std::size_t>((nv + per_group - 1) / per_group, least, cap);
+  pol.groups = forced_groups > 0
+                   ? std::max(forced_groups, least)
+                   : std::clamp<std::size_t>((nv + per_group - 1) / per_group, least, cap);
   const std::size_t items = pol.groups * pol.wg_size;
   pol.items_per_thread = static_cast<unsigned>((p.n + items - 1) / items);
   pol.vec_width = sp.vec;
   pol.correctly_rounded = true;
-  pol.path = std::string(shape_name(s)) + " " + dtype_cl_name(p.type) + std::to_string(sp.vec) +
-             (sp.cpu ? " x" + std::to_string(sp.streams) + " streams" : " x" + std::to_string(sp.unroll)) +
-             " fpe" + std::to_string(terms) + " ticket";
+  pol.path =
+      std::string(shape_name(s)) + " " + dtype_cl_name(p.type) + std::to_string(sp.vec) +
+      (sp.cpu ? " x" + std::to_string(sp.streams) + " streams" : " x" + std::to_string(sp.unroll)) +
+      " fpe" + std::to_string(terms) + " ticket";
   return pol;
 }
 
@@ -202,7 +204,8 @@ std::string check_shape(Context& ctx, Shape s, DType t, unsigned terms) {
     }
     const Value want = exact_sum(a);
     const std::unique_ptr<ExactPlan> plan = shape_plan(ctx, p, s, 0, 3, terms);
-    cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, a.bytes.size(), a.bytes.data());
+    cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, a.bytes.size(),
+                  a.bytes.data());
     cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, 8);
     for (int run = 0; run < 2; ++run) {
       unsigned char got[8];
@@ -230,9 +233,10 @@ std::string check_shape(Context& ctx, Shape s, DType t, unsigned terms) {
 bool chosen_shape(Context& ctx, DType t, Shape* shape, std::string* why) {
   const std::string& forced = ctx.tuning().exact_shape;
   const unsigned terms = ctx.tuning().exact_terms;
-  const Shape first = forced == "gpu" ? Shape::kGpu
-                      : forced == "cpu" ? Shape::kCpu
-                      : ctx.info().is_gpu ? Shape::kGpu : Shape::kCpu;
+  const Shape first = forced == "gpu"     ? Shape::kGpu
+                      : forced == "cpu"   ? Shape::kCpu
+                      : ctx.info().is_gpu ? Shape::kGpu
+                                          : Shape::kCpu;
   const Shape second = first == Shape::kGpu ? Shape::kCpu : Shape::kGpu;
   why->clear();
   for (Shape s : {first, second}) {
@@ -260,7 +264,8 @@ class Exact : public ReduceVariant {
  public:
   std::string name() const override { return "exact"; }
   std::string description() const override {
-    return "the correctly rounded float/double sum, the same bits on any device: expansions + superaccumulator";
+    return "the correctly rounded float/double sum, the same bits on any device: expansions + "
+           "superaccumulator";
   }
   std::string unsupported(Context& ctx, const ReduceProblem& p) const override {
     if (std::string why = exact_refusal(p.op, p.type); !why.empty()) return why;
@@ -274,7 +279,8 @@ class Exact : public ReduceVariant {
  protected:
   std::unique_ptr<ReducePlan> make_plan(Context& ctx, const ReduceProblem& p,
                                         std::size_t local_size) const override {
-    if (std::string why = exact_refusal(p.op, p.type); !why.empty()) throw Error(Errc::kUsage, "exact: " + why);
+    if (std::string why = exact_refusal(p.op, p.type); !why.empty())
+      throw Error(Errc::kUsage, "exact: " + why);
     Shape s;
     std::string why;
     if (!chosen_shape(ctx, p.type, &s, &why))

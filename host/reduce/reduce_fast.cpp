@@ -63,13 +63,12 @@ ShapeParams shape_params(Shape s, DType t) {
 
 cl::Kernel build(Context& ctx, const ReduceProblem& p, const ShapeParams& sp, std::size_t wg,
                  bool idx32) {
-  return ctx.kernel("reduce_fast.cl", "reduce_fast",
-                    p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) +
-                        " -DFAST_CPU=" + (sp.cpu ? "1" : "0") + " -DVEC=" + std::to_string(sp.vec) +
-                        " -DUNROLL=" + std::to_string(sp.unroll) +
-                        " -DFAST_ACCS=" + std::to_string(sp.accs) +
-                        " -DFAST_STREAMS=" + (sp.streams ? "1" : "0") +
-                        " -DFAST_IDX32=" + (idx32 ? "1" : "0"));
+  return ctx.kernel(
+      "reduce_fast.cl", "reduce_fast",
+      p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) + " -DFAST_CPU=" + (sp.cpu ? "1" : "0") +
+          " -DVEC=" + std::to_string(sp.vec) + " -DUNROLL=" + std::to_string(sp.unroll) +
+          " -DFAST_ACCS=" + std::to_string(sp.accs) +
+          " -DFAST_STREAMS=" + (sp.streams ? "1" : "0") + " -DFAST_IDX32=" + (idx32 ? "1" : "0"));
 }
 
 // True when every vector index the kernel computes fits in 32 bits.
@@ -127,7 +126,8 @@ class ShapePlan : public ReducePlan {
  public:
   ShapePlan(Context& ctx, const ReduceProblem& p, Shape shape, LaunchPolicy pol,
             const cl::Kernel& kernel)
-      : ReducePlan(ctx, "fast", p, pol, shape_depth(p, pol, shape)), shape_(shape),
+      : ReducePlan(ctx, "fast", p, pol, shape_depth(p, pol, shape)),
+        shape_(shape),
         kernel_(kernel),
         partials_(ctx.zeroed_buffer(policy().groups * p.acc_bytes())),
         // Zeroed here; each launch's last group resets it.
@@ -198,8 +198,8 @@ std::string check_shape(Context& ctx, Shape s) {
       want += x[i];
     }
     const std::unique_ptr<ShapePlan> plan = shape_plan(ctx, p, s, 0, 3);
-    cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, p.n * sizeof(std::int32_t),
-                  x.data());
+    cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                  p.n * sizeof(std::int32_t), x.data());
     std::int64_t got = 0x5A5A5A5A5A5A5A5A;
     cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof got, &got);
     std::vector<cl::Event> events;
@@ -217,8 +217,7 @@ std::string check_shape(Context& ctx, Shape s) {
     const std::string what = e.what();  // the first line: a build failure appends its whole log
     return std::string(shape_name(s)) + " check failed: " + what.substr(0, what.find('\n'));
   } catch (const cl::Error& e) {
-    return std::string(shape_name(s)) + " check failed: " + e.what() + " " +
-           cl_error_name(e.err());
+    return std::string(shape_name(s)) + " check failed: " + e.what() + " " + cl_error_name(e.err());
   }
 }
 
@@ -229,9 +228,10 @@ std::string check_shape(Context& ctx, Shape s) {
 Shape chosen_shape(Context& ctx, std::string* why) {
   const std::string& forced = ctx.tuning().fast_shape;
   if (forced == "topdown") return Shape::kTopdown;
-  const Shape first = forced == "gpu" ? Shape::kGpu
-                      : forced == "cpu" ? Shape::kCpu
-                      : ctx.info().is_gpu ? Shape::kGpu : Shape::kCpu;
+  const Shape first = forced == "gpu"     ? Shape::kGpu
+                      : forced == "cpu"   ? Shape::kCpu
+                      : ctx.info().is_gpu ? Shape::kGpu
+                                          : Shape::kCpu;
   const Shape second = first == Shape::kGpu ? Shape::kCpu : Shape::kGpu;
   why->clear();
   for (Shape s : {first, second}) {
@@ -241,7 +241,8 @@ Shape chosen_shape(Context& ctx, std::string* why) {
     const std::string& answer = ctx.probe(key, [&] {
       std::string a = check_shape(ctx, s);
       if (ctx.verbose())
-        std::cerr << "fast: " << shape_name(s) << " " << (a.empty() ? "passed its check" : a) << "\n";
+        std::cerr << "fast: " << shape_name(s) << " " << (a.empty() ? "passed its check" : a)
+                  << "\n";
       return a;
     });
     if (answer.empty()) return s;

@@ -42,7 +42,8 @@ class TopDown : public ReduceVariant {
  public:
   std::string name() const override { return "topdown"; }
   std::string description() const override {
-    return "one launch for any n: groups fold grid-strided slices, the last group folds the partials";
+    return "one launch for any n: groups fold grid-strided slices, the last group folds the "
+           "partials";
   }
 
  protected:
@@ -51,15 +52,14 @@ class TopDown : public ReduceVariant {
     LaunchPolicy pol;
     const std::size_t preferred = ctx.info().is_gpu ? 256 : 64;
     pol.wg_size = choose_wg(ctx, topdown_kernel(ctx, p, preferred), local_size, preferred);
-    if (local_size > 0)
-      choose_wg(ctx, topdown_kernel(ctx, p, pol.wg_size), local_size, local_size);
+    if (local_size > 0) choose_wg(ctx, topdown_kernel(ctx, p, pol.wg_size), local_size, local_size);
     // Enough groups to fill the device, no more than the data needs.
     const std::size_t per_cu = ctx.info().is_gpu ? 2048 / pol.wg_size : 8;
-    const std::size_t fill = std::max<std::size_t>(
-        1, ctx.info().compute_units * std::max<std::size_t>(per_cu, 1));
+    const std::size_t fill =
+        std::max<std::size_t>(1, ctx.info().compute_units * std::max<std::size_t>(per_cu, 1));
     pol.groups = std::clamp<std::size_t>((p.n + pol.wg_size - 1) / pol.wg_size, 1, fill);
-    pol.items_per_thread = static_cast<unsigned>((p.n + pol.groups * pol.wg_size - 1) /
-                                                 (pol.groups * pol.wg_size));
+    pol.items_per_thread =
+        static_cast<unsigned>((p.n + pol.groups * pol.wg_size - 1) / (pol.groups * pol.wg_size));
     pol.path = "atomic ticket";
     const std::uint64_t depth = pol.items_per_thread + ceil_log2(pol.wg_size) * 2 +
                                 (pol.groups + pol.wg_size - 1) / pol.wg_size;

@@ -12,7 +12,8 @@ static int type_code(DType t) { return static_cast<int>(t); }
 
 std::string LaunchPolicy::str() const {
   std::string s = "wg=" + std::to_string(wg_size) + " groups=" + std::to_string(groups) +
-                  " items=" + std::to_string(items_per_thread) + " vec=" + std::to_string(vec_width);
+                  " items=" + std::to_string(items_per_thread) +
+                  " vec=" + std::to_string(vec_width);
   if (!path.empty()) s += " path=" + path;
   return s;
 }
@@ -25,14 +26,17 @@ std::string ReduceProblem::cl_options() const {
 
 ReducePlan::ReducePlan(Context& ctx, std::string variant, const ReduceProblem& p,
                        LaunchPolicy policy, std::uint64_t depth)
-    : ctx_(ctx), variant_(std::move(variant)), problem_(p), policy_(std::move(policy)),
+    : ctx_(ctx),
+      variant_(std::move(variant)),
+      problem_(p),
+      policy_(std::move(policy)),
       depth_(depth) {}
 
 void ReducePlan::enqueue(const cl::Buffer& in, std::size_t offset, std::size_t length,
                          const cl::Buffer& out, std::vector<cl::Event>& events) {
   if (length == 0 || length > problem_.n)
     throw Error(Errc::kUsage, variant_ + ": a plan for " + std::to_string(problem_.n) +
-                                " elements cannot reduce " + std::to_string(length));
+                                  " elements cannot reduce " + std::to_string(length));
   const std::size_t size = dtype_size(problem_.type);
   launch(ctx_.view(in, offset * size, length * size), length, out, events);
 }
@@ -40,7 +44,8 @@ void ReducePlan::enqueue(const cl::Buffer& in, std::size_t offset, std::size_t l
 std::unique_ptr<ReducePlan> ReduceVariant::plan(Context& ctx, const ReduceProblem& p,
                                                 std::size_t local_size) const {
   if (p.n == 0)
-    throw Error(Errc::kUsage, name() + ": an empty array needs no plan (its reduction is the identity)");
+    throw Error(Errc::kUsage,
+                name() + ": an empty array needs no plan (its reduction is the identity)");
   return make_plan(ctx, p, local_size);
 }
 
@@ -81,20 +86,21 @@ void check_local_size(Context& ctx, std::size_t local_size, std::size_t local_by
   const std::string ls = "work-group size " + std::to_string(local_size);
   if (local_size > d.max_wg_size)
     throw Error(Errc::kUsage, ls + " is larger than " + d.name + " allows (" +
-                                std::to_string(d.max_wg_size) + ")");
+                                  std::to_string(d.max_wg_size) + ")");
   if (local_bytes > d.local_mem)
     throw Error(Errc::kUsage, ls + " needs " + std::to_string(local_bytes) +
-                                " bytes of local memory; " + d.name + " has " +
-                                std::to_string(d.local_mem));
+                                  " bytes of local memory; " + d.name + " has " +
+                                  std::to_string(d.local_mem));
 }
 
-std::size_t choose_wg(Context& ctx, const cl::Kernel& k, std::size_t wanted, std::size_t preferred) {
+std::size_t choose_wg(Context& ctx, const cl::Kernel& k, std::size_t wanted,
+                      std::size_t preferred) {
   const std::size_t limit = kernel_max_wg(ctx, k);
   if (wanted > 0) {
     if (wanted > limit)
       throw Error(Errc::kUsage, "work-group size " + std::to_string(wanted) + " is larger than " +
-                                  ctx.info().name + " allows for this kernel (" +
-                                  std::to_string(limit) + ")");
+                                    ctx.info().name + " allows for this kernel (" +
+                                    std::to_string(limit) + ")");
     return wanted;
   }
   std::size_t wg = std::min(preferred, limit);

@@ -9,20 +9,20 @@
 #include <vector>
 
 #include "clreduce/cl.hpp"
-#include "runtime/context.hpp"
 #include "clreduce/types.hpp"
+#include "runtime/context.hpp"
 
 namespace clreduce {
 
 // Launch parameters as plain printable data, chosen per device and clamped to its limits.
 struct LaunchPolicy {
-  std::size_t wg_size = 1;          // work-items per group
-  std::size_t groups = 1;           // work-groups in the main launch
-  unsigned items_per_thread = 1;    // elements each work-item folds before the tree
-  unsigned vec_width = 1;           // elements per load
-  std::string path;                 // implementation path taken, e.g. "barrier", "shfl.sync"
-  bool correctly_rounded = false;   // float sums: the correctly rounded sum, verified bit for bit
-  std::string str() const;          // "wg=256 groups=1056 items=1 vec=1"
+  std::size_t wg_size = 1;         // work-items per group
+  std::size_t groups = 1;          // work-groups in the main launch
+  unsigned items_per_thread = 1;   // elements each work-item folds before the tree
+  unsigned vec_width = 1;          // elements per load
+  std::string path;                // implementation path taken, e.g. "barrier", "shfl.sync"
+  bool correctly_rounded = false;  // float sums: the correctly rounded sum, verified bit for bit
+  std::string str() const;         // "wg=256 groups=1056 items=1 vec=1"
 };
 
 struct ReduceProblem {

@@ -173,42 +173,42 @@ int scan_inclusive(const In* x, std::size_t n, Out* y, Conv conv) {
 
 }  // namespace
 
-PeerTiming omp_reduce_sum_i32(const std::int32_t* x, std::size_t n, std::int64_t* out, std::uint64_t warmup,
-                              std::uint64_t repeat) {
+PeerTiming omp_reduce_sum_i32(const std::int32_t* x, std::size_t n, std::int64_t* out,
+                              std::uint64_t warmup, std::uint64_t repeat) {
   std::uint64_t acc = 0;
   PeerTiming timing = time_peer(warmup, repeat, [&] { return reduce_sum(x, n, &acc, WidenU64{}); });
   *out = static_cast<std::int64_t>(acc);
   return timing;
 }
 
-PeerTiming omp_reduce_sum_f32(const float* x, std::size_t n, float* out, std::uint64_t warmup, std::uint64_t repeat) {
+PeerTiming omp_reduce_sum_f32(const float* x, std::size_t n, float* out, std::uint64_t warmup,
+                              std::uint64_t repeat) {
   return time_peer(warmup, repeat, [&] { return reduce_sum(x, n, out, AsFloat{}); });
 }
 
-PeerTiming omp_scan_i32_i64(const std::int32_t* x, std::size_t n, std::int64_t* y, std::uint64_t warmup,
-                            std::uint64_t repeat) {
+PeerTiming omp_scan_i32_i64(const std::int32_t* x, std::size_t n, std::int64_t* y,
+                            std::uint64_t warmup, std::uint64_t repeat) {
   return time_peer(warmup, repeat, [&] {
     return scan_inclusive<std::int32_t, std::uint64_t>(x, n, y, WidenU64{});
   });
 }
 
-PeerTiming omp_scan_i32_i32(const std::int32_t* x, std::size_t n, std::int32_t* y, std::uint64_t warmup,
-                            std::uint64_t repeat) {
-  return time_peer(warmup, repeat, [&] {
-    return scan_inclusive<std::int32_t, std::uint32_t>(x, n, y, AsU32{});
-  });
+PeerTiming omp_scan_i32_i32(const std::int32_t* x, std::size_t n, std::int32_t* y,
+                            std::uint64_t warmup, std::uint64_t repeat) {
+  return time_peer(warmup, repeat,
+                   [&] { return scan_inclusive<std::int32_t, std::uint32_t>(x, n, y, AsU32{}); });
 }
 
-PeerTiming omp_scan_f32(const float* x, std::size_t n, float* y, std::uint64_t warmup, std::uint64_t repeat) {
-  return time_peer(warmup, repeat, [&] {
-    return scan_inclusive<float, float>(x, n, y, AsFloat{});
-  });
+PeerTiming omp_scan_f32(const float* x, std::size_t n, float* y, std::uint64_t warmup,
+                        std::uint64_t repeat) {
+  return time_peer(warmup, repeat,
+                   [&] { return scan_inclusive<float, float>(x, n, y, AsFloat{}); });
 }
 
 std::uint64_t omp_scan_depth(std::size_t n, int threads) {
   if (threads <= 1 || !go_parallel(n)) return n;  // one sequential loop
   const auto nt = static_cast<std::uint64_t>(threads);
-  const std::uint64_t block = nt * kScanBlock;   // a chunk is at most one block
+  const std::uint64_t block = nt * kScanBlock;  // a chunk is at most one block
   const std::uint64_t blocks = (n + block - 1) / block;
   return 2 * std::min<std::uint64_t>(block, n) + blocks * nt + nt + 4;
 }

@@ -28,16 +28,22 @@ int max_threads() {
 }
 
 template <class T> bool is_nan(T x) {
-  if constexpr (std::is_floating_point_v<T>) return std::isnan(x); else return false;
+  if constexpr (std::is_floating_point_v<T>)
+    return std::isnan(x);
+  else
+    return false;
 }
 
 template <class A> Value make_value(A a, DType type, std::int64_t index = -1) {
   Value v;
   v.type = type;
   v.index = index;
-  if constexpr (std::is_floating_point_v<A>) v.f = static_cast<double>(a);
-  else if constexpr (std::is_signed_v<A>) v.i = static_cast<std::int64_t>(a);
-  else v.u = static_cast<std::uint64_t>(a);
+  if constexpr (std::is_floating_point_v<A>)
+    v.f = static_cast<double>(a);
+  else if constexpr (std::is_signed_v<A>)
+    v.i = static_cast<std::int64_t>(a);
+  else
+    v.u = static_cast<std::uint64_t>(a);
   return v;
 }
 
@@ -54,7 +60,8 @@ template <class A> struct Partial {
   bool nan = false;
 };
 
-template <class T, class A> Partial<A> fold_chunk(const T* x, std::size_t lo, std::size_t hi, Op op) {
+template <class T, class A>
+Partial<A> fold_chunk(const T* x, std::size_t lo, std::size_t hi, Op op) {
   Partial<A> p;
   using W = Arith<A>;
   if (op == Op::kSum || op == Op::kProd) {
@@ -141,8 +148,14 @@ template <class T, class A> Partial<A> fold_chunk(const T* x, std::size_t lo, st
 // Combines partial b (a later, non-empty chunk) into a (the earlier ones), clreduce's operator.
 template <class A> void combine(Partial<A>& a, const Partial<A>& b, Op op) {
   using W = Arith<A>;
-  if (op == Op::kSum) { a.v = static_cast<A>(static_cast<W>(a.v) + static_cast<W>(b.v)); return; }
-  if (op == Op::kProd) { a.v = static_cast<A>(static_cast<W>(a.v) * static_cast<W>(b.v)); return; }
+  if (op == Op::kSum) {
+    a.v = static_cast<A>(static_cast<W>(a.v) + static_cast<W>(b.v));
+    return;
+  }
+  if (op == Op::kProd) {
+    a.v = static_cast<A>(static_cast<W>(a.v) * static_cast<W>(b.v));
+    return;
+  }
   if (a.nan) return;  // the earlier NaN wins
   const bool want_min = op == Op::kMin || op == Op::kArgMin;
   if (b.nan || (want_min ? b.v < a.v : b.v > a.v)) a = b;
@@ -178,7 +191,8 @@ template <class T, class A> Value run(const T* x, std::size_t n, Op op, DType ac
 
 }  // namespace
 
-OmpResult omp_reduce(const HostArray& a, Op op, DType acc, std::uint64_t warmup, std::uint64_t repeat) {
+OmpResult omp_reduce(const HostArray& a, Op op, DType acc, std::uint64_t warmup,
+                     std::uint64_t repeat) {
   OmpResult res;
   const std::size_t n = a.n;
   const std::uint64_t threads = static_cast<std::uint64_t>(std::max(max_threads(), 1));
@@ -199,8 +213,9 @@ OmpResult omp_reduce(const HostArray& a, Op op, DType acc, std::uint64_t warmup,
   }
   dispatch_dtype(a.type, [&](auto tag) {
     using T = decltype(tag);
-    using Wide = std::conditional_t<std::is_integral_v<T> && sizeof(T) == 4,
-                                    std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>, T>;
+    using Wide =
+        std::conditional_t<std::is_integral_v<T> && sizeof(T) == 4,
+                           std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>, T>;
     int used = 1;
     auto body = [&](auto acc_tag) {
       using A = decltype(acc_tag);
@@ -209,8 +224,10 @@ OmpResult omp_reduce(const HostArray& a, Op op, DType acc, std::uint64_t warmup,
         return used;
       });
     };
-    if (acc == a.type || !(op == Op::kSum || op == Op::kProd)) body(T{});
-    else body(Wide{});
+    if (acc == a.type || !(op == Op::kSum || op == Op::kProd))
+      body(T{});
+    else
+      body(Wide{});
     return 0;
   });
   return res;

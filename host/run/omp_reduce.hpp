@@ -5,19 +5,20 @@
 
 #include <cstdint>
 
-#include "run/omp_peer.hpp"
 #include "clreduce/types.hpp"
+#include "run/omp_peer.hpp"
 
 namespace clreduce {
 
 struct OmpResult {
-  Value value;               // in the accumulator type; index set for arg ops
-  PeerTiming timing;         // milliseconds, wall clock of the reduction alone
-  std::uint64_t depth = 0;   // longest chain of operations on one element (float error bound)
+  Value value;              // in the accumulator type; index set for arg ops
+  PeerTiming timing;        // milliseconds, wall clock of the reduction alone
+  std::uint64_t depth = 0;  // longest chain of operations on one element (float error bound)
 };
 
 // Reduces a with op into accumulator type acc (resolve_acc()) on all cores, `warmup` untimed
 // and `repeat` timed runs. a.n must be > 0 unless op has an identity.
-OmpResult omp_reduce(const HostArray& a, Op op, DType acc, std::uint64_t warmup, std::uint64_t repeat);
+OmpResult omp_reduce(const HostArray& a, Op op, DType acc, std::uint64_t warmup,
+                     std::uint64_t repeat);
 
 }  // namespace clreduce

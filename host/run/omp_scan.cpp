@@ -6,7 +6,8 @@
 namespace clreduce {
 
 std::string omp_scan_unsupported(Op op, DType type, DType acc, bool exclusive, bool segmented) {
-  const std::string has = "the OpenMP scan peer has inclusive, unsegmented sums of int32 and float only";
+  const std::string has =
+      "the OpenMP scan peer has inclusive, unsegmented sums of int32 and float only";
   if (op != Op::kSum || exclusive || segmented) return has;
   if (type == DType::kInt32 && (acc == DType::kInt64 || acc == DType::kInt32)) return "";
   if (type == DType::kFloat && acc == DType::kFloat) return "";

@@ -30,8 +30,8 @@ void set_timings(RunRecord& rec, const std::vector<Sample>& samples) {
 void check_fits(const DeviceInfo& d, DType t, std::size_t n) {
   if (n > d.max_alloc / dtype_size(t))
     throw Error(Errc::kUnsupported, std::to_string(n) + " elements of " + dtype_name(t) +
-                                      " exceed " + d.name + "'s largest allocation (" +
-                                      std::to_string(d.max_alloc) + " bytes)");
+                                        " exceed " + d.name + "'s largest allocation (" +
+                                        std::to_string(d.max_alloc) + " bytes)");
 }
 
 Session::Session(Context& ctx, const HostArray& data, RunConfig cfg)
@@ -204,7 +204,8 @@ RunRecord ReduceSession::run_copy() {
     ctx_.queue().enqueueReadBuffer(dst, CL_TRUE, 0, bytes, back.data());
     const bool same = back == data_.bytes;
     rec.policy.path = "clEnqueueCopyBuffer";
-    finish(rec, same, same ? "" : "the copy differs from the input", 0.0, 2.0 * static_cast<double>(bytes));
+    finish(rec, same, same ? "" : "the copy differs from the input", 0.0,
+           2.0 * static_cast<double>(bytes));
   } catch (const cl::Error& e) {
     rec.skipped = true;
     rec.skip_reason = std::string("copy failed: ") + e.what() + " " + cl_error_name(e.err());

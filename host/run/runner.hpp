@@ -51,16 +51,16 @@ struct RunRecord {
   double bound = 0.0;       // float tolerance used
   // Float sums: the result's distance from the correctly rounded sum (exact_sum.hpp).
   bool has_error = false;
-  double err_ulp = 0.0;     // representable values between them
-  double err_rel = 0.0;     // |result - exact| / |exact|
-  double kernel_ms = 0.0;   // median over repetitions of the summed kernel times of all launches
+  double err_ulp = 0.0;        // representable values between them
+  double err_rel = 0.0;        // |result - exact| / |exact|
+  double kernel_ms = 0.0;      // median over repetitions of the summed kernel times of all launches
   double kernel_ms_min = 0.0;  // fastest and slowest repetition (the spread)
   double kernel_ms_max = 0.0;
-  double wall_ms = 0.0;     // median of upload + launches + read-back, host clock
-  double gbps = 0.0;        // bytes moved / kernel time (reductions: input; scans: input, flags
-                            // and output; copy: bytes read + written)
-  double seq_ms = 0.0;      // the seeds' sequential loop on the host, median
-  double speedup = 0.0;     // seq_ms / kernel_ms
+  double wall_ms = 0.0;  // median of upload + launches + read-back, host clock
+  double gbps = 0.0;     // bytes moved / kernel time (reductions: input; scans: input, flags
+                         // and output; copy: bytes read + written)
+  double seq_ms = 0.0;   // the seeds' sequential loop on the host, median
+  double speedup = 0.0;  // seq_ms / kernel_ms
   std::size_t launches = 0;
   LaunchPolicy policy;
   // Peer time / this kernel time, by key ("vs_omp"): above 1, clreduce is faster. NaN: not

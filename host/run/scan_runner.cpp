@@ -12,13 +12,15 @@
 
 namespace clreduce {
 
-std::vector<std::uint8_t> segment_flags(std::size_t n, const std::string& file, std::size_t length) {
+std::vector<std::uint8_t> segment_flags(std::size_t n, const std::string& file,
+                                        std::size_t length) {
   std::vector<std::uint8_t> f;
   if (!file.empty()) {
     f = read_npy_flags(file);
     if (f.size() != n)
       throw Error(Errc::kInput, file + ": " + std::to_string(f.size()) +
-                                  " segment flags for an array of " + std::to_string(n) + " elements");
+                                    " segment flags for an array of " + std::to_string(n) +
+                                    " elements");
   } else if (length > 0) {
     f.assign(n, 0);
     for (std::size_t i = 0; i < n; i += length) f[i] = 1;
@@ -26,7 +28,8 @@ std::vector<std::uint8_t> segment_flags(std::size_t n, const std::string& file, 
   return f;
 }
 
-ScanSession::ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg, ScanOptions opts)
+ScanSession::ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg,
+                         ScanOptions opts)
     : Session(ctx, data, std::move(cfg)), opts_(std::move(opts)) {
   problem_.op = op;
   problem_.type = data.type;
@@ -41,21 +44,24 @@ ScanSession::ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig c
   }
   problem_.acc_type = resolve_acc(op, data.type, cfg_.acc);
   if (opts_.segmented && opts_.flags.size() != data.n)
-    throw Error(Errc::kInput, std::to_string(opts_.flags.size()) + " segment flags for an array of " +
-                                std::to_string(data.n) + " elements");
+    throw Error(Errc::kInput, std::to_string(opts_.flags.size()) +
+                                  " segment flags for an array of " + std::to_string(data.n) +
+                                  " elements");
   check_fp64(problem_.acc_type);
   const DeviceInfo& d = ctx.info();
   const std::size_t out_bytes = data.n * problem_.acc_bytes();
   if (std::max(data.bytes.size(), out_bytes) > d.max_alloc)
-    throw Error(Errc::kUnsupported, "scan output of " + std::to_string(out_bytes) + " bytes exceeds " +
-                                      d.name + "'s largest allocation (" + std::to_string(d.max_alloc) +
-                                      " bytes)");
+    throw Error(Errc::kUnsupported, "scan output of " + std::to_string(out_bytes) +
+                                        " bytes exceeds " + d.name + "'s largest allocation (" +
+                                        std::to_string(d.max_alloc) + " bytes)");
   const ScanMode mode{op, problem_.acc_type, opts_.exclusive};
   host_out_.assign(out_bytes, 0);
   time_sequential([&] { sequential_scan(data, mode, opts_.flags, host_out_.data()); });
   // The loop must pass its own check (depth n: a chain of n operations).
   const ScanVerdict self = verify_scan(data, mode, opts_.flags, data.n, host_out_.data());
-  if (!self.ok) throw Error(Errc::kInternal, "internal: the sequential scan disagrees with the reference: " + self.why);
+  if (!self.ok)
+    throw Error(Errc::kInternal,
+                "internal: the sequential scan disagrees with the reference: " + self.why);
   expected_ = self.expected_last;
 }
 
@@ -64,26 +70,31 @@ RunRecord ScanSession::run_omp() {
   rec.kind = "peer";
   rec.expected = expected_;
   rec.scan = ScanRunInfo{problem_.exclusive, problem_.segmented, -1, 0};
-  rec.skip_reason = refused_.empty() ? omp_scan_unsupported(problem_.op, problem_.type, problem_.acc_type,
-                                                            problem_.exclusive, problem_.segmented)
-                                     : refused_;
+  rec.skip_reason = refused_.empty()
+                        ? omp_scan_unsupported(problem_.op, problem_.type, problem_.acc_type,
+                                               problem_.exclusive, problem_.segmented)
+                        : refused_;
   if (!rec.skip_reason.empty()) {
     rec.skipped = true;
     return rec;
   }
   std::fill(host_out_.begin(), host_out_.end(), 0xA5);
-  const OmpScanResult r = omp_scan(data_, problem_.acc_type, static_cast<int>(cfg_.warmup), static_cast<int>(cfg_.repeat), host_out_.data());
+  const OmpScanResult r = omp_scan(data_, problem_.acc_type, static_cast<int>(cfg_.warmup),
+                                   static_cast<int>(cfg_.repeat), host_out_.data());
   rec.kernel_ms = rec.wall_ms = r.timing.ms_median;
   rec.kernel_ms_min = r.timing.ms_min;
   rec.kernel_ms_max = r.timing.ms_max;
   rec.policy.path = "openmp two-pass threads=" + std::to_string(r.timing.threads);
-  const ScanVerdict verdict = verify_scan(data_, ScanMode{problem_.op, problem_.acc_type, problem_.exclusive},
-                                          opts_.flags, r.depth, host_out_.data());
+  const ScanVerdict verdict =
+      verify_scan(data_, ScanMode{problem_.op, problem_.acc_type, problem_.exclusive}, opts_.flags,
+                  r.depth, host_out_.data());
   rec.scan->first_wrong = verdict.first_wrong;
   rec.scan->wrong_count = verdict.wrong;
   if (problem_.n)
-    rec.result = Value::from_bytes(problem_.acc_type, host_out_.data() + host_out_.size() - problem_.acc_bytes());
-  finish(rec, verdict.ok, verdict.why, verdict.bound, static_cast<double>(data_.bytes.size() + host_out_.size()));
+    rec.result = Value::from_bytes(problem_.acc_type,
+                                   host_out_.data() + host_out_.size() - problem_.acc_bytes());
+  finish(rec, verdict.ok, verdict.why, verdict.bound,
+         static_cast<double>(data_.bytes.size() + host_out_.size()));
   rec.overflow = verdict.overflow;
   return rec;
 }
@@ -105,7 +116,8 @@ RunRecord ScanSession::run(const ScanVariant& v, HostArray* output) {
     plan = v.plan(ctx_, problem_, cfg_.local_size);
     rec.policy = plan->policy();
     cl::Buffer in = ctx_.scratch("input", data_.bytes.size());
-    cl::Buffer flags = ctx_.scratch(problem_.segmented ? "scan.flags" : "scan.noflags", std::max<std::size_t>(flag_bytes, 1));
+    cl::Buffer flags = ctx_.scratch(problem_.segmented ? "scan.flags" : "scan.noflags",
+                                    std::max<std::size_t>(flag_bytes, 1));
     cl::Buffer out = ctx_.scratch("scan.output", out_bytes);
     // The sentinel: 0xA5 bytes for integers (far from any generated prefix), NaN for floats.
     const cl_uchar sentinel = is_float(problem_.acc_type) ? 0xFF : 0xA5;
@@ -119,18 +131,22 @@ RunRecord ScanSession::run(const ScanVariant& v, HostArray* output) {
         },
         [&](std::vector<cl::Event>& events) {
           ctx_.queue().enqueueWriteBuffer(in, CL_FALSE, 0, data_.bytes.size(), data_.bytes.data());
-          if (flag_bytes) ctx_.queue().enqueueWriteBuffer(flags, CL_FALSE, 0, flag_bytes, opts_.flags.data());
+          if (flag_bytes)
+            ctx_.queue().enqueueWriteBuffer(flags, CL_FALSE, 0, flag_bytes, opts_.flags.data());
           plan->enqueue(in, flags, out, events);
           ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, out_bytes, host_out_.data());
         });
     if (const std::string note = plan->run_note(); !note.empty()) rec.policy.path += "; " + note;
-    rec.result = Value::from_bytes(problem_.acc_type, host_out_.data() + out_bytes - problem_.acc_bytes());
+    rec.result =
+        Value::from_bytes(problem_.acc_type, host_out_.data() + out_bytes - problem_.acc_bytes());
   }
   const ScanMode mode{problem_.op, problem_.acc_type, problem_.exclusive};
-  const ScanVerdict verdict = verify_scan(data_, mode, opts_.flags, plan ? plan->depth() : 0, host_out_.data());
+  const ScanVerdict verdict =
+      verify_scan(data_, mode, opts_.flags, plan ? plan->depth() : 0, host_out_.data());
   rec.scan->first_wrong = verdict.first_wrong;
   rec.scan->wrong_count = verdict.wrong;
-  finish(rec, verdict.ok, verdict.why, verdict.bound, static_cast<double>(data_.bytes.size() + out_bytes + flag_bytes));
+  finish(rec, verdict.ok, verdict.why, verdict.bound,
+         static_cast<double>(data_.bytes.size() + out_bytes + flag_bytes));
   rec.overflow = verdict.overflow;
   if (output) {
     output->type = problem_.acc_type;

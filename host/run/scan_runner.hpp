@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/context.hpp"
 #include "run/runner.hpp"
-#include "verify/scan_reference.hpp"
+#include "runtime/context.hpp"
 #include "scan/scan_variant.hpp"
+#include "verify/scan_reference.hpp"
 
 namespace clreduce {
 

@@ -28,7 +28,8 @@ double events_ms(std::vector<cl::Event>& events) {
   double ms = 0.0;
   for (auto& e : events)
     ms += static_cast<double>(e.getProfilingInfo<CL_PROFILING_COMMAND_END>() -
-                              e.getProfilingInfo<CL_PROFILING_COMMAND_START>()) * 1e-6;
+                              e.getProfilingInfo<CL_PROFILING_COMMAND_START>()) *
+          1e-6;
   return ms;
 }
 

@@ -48,8 +48,7 @@ std::vector<Sample> repeat_runs(std::uint64_t warmup, std::uint64_t repeat, Run&
 }
 
 // Times fn() on the host clock: a Sample whose kernel and wall times are both the call's.
-template <class Fn>
-Sample time_call(Fn&& fn) {
+template <class Fn> Sample time_call(Fn&& fn) {
   const double t0 = now_ms();
   fn();
   const double ms = now_ms() - t0;

@@ -18,7 +18,8 @@ void build_program(cl::Program& program, const cl::Device& device, const std::st
     } catch (const cl::Error&) {
       return;
     }
-    while (!log.empty() && (log.back() == '\n' || log.back() == ' ' || log.back() == '\0')) log.pop_back();
+    while (!log.empty() && (log.back() == '\n' || log.back() == ' ' || log.back() == '\0'))
+      log.pop_back();
     if (log.find_first_not_of(" \n\t\r") != std::string::npos)
       std::cerr << "build log of " << label << " " << options << ":\n" << log << "\n";
   };

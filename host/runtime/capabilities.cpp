@@ -12,9 +12,9 @@
 #include <set>
 #include <vector>
 
+#include "clreduce/error.hpp"
 #include "runtime/capabilities_detail.hpp"
 #include "runtime/context.hpp"
-#include "clreduce/error.hpp"
 
 namespace clreduce {
 namespace {
@@ -56,8 +56,7 @@ bool launch(Context& ctx, cl::Kernel& k, std::size_t wg, std::string* why) {
   return false;
 }
 
-template <class T>
-std::vector<T> read(Context& ctx, const cl::Buffer& b, std::size_t count) {
+template <class T> std::vector<T> read(Context& ctx, const cl::Buffer& b, std::size_t count) {
   std::vector<T> v(count);
   ctx.queue().enqueueReadBuffer(b, CL_TRUE, 0, count * sizeof(T), v.data());
   return v;

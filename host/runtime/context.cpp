@@ -4,15 +4,15 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <regex>
 #include <fstream>
 #include <iostream>
+#include <regex>
 #include <sstream>
 
 #include "clreduce/error.hpp"
-#include "runtime/transfer.hpp"
-#include "runtime/build_program.hpp"
 #include "io/files.hpp"
+#include "runtime/build_program.hpp"
+#include "runtime/transfer.hpp"
 
 namespace clreduce {
 
@@ -21,7 +21,10 @@ std::string read_text_file(const std::string& path) {
 }
 
 Context::Context(const DeviceInfo& info, std::string kernel_dir, bool verbose, Tuning tuning)
-    : info_(info), kernel_dir_(std::move(kernel_dir)), verbose_(verbose), tuning_(std::move(tuning)) {
+    : info_(info),
+      kernel_dir_(std::move(kernel_dir)),
+      verbose_(verbose),
+      tuning_(std::move(tuning)) {
   context_ = cl::Context(info_.device);
   queue_ = cl::CommandQueue(context_, info_.device, CL_QUEUE_PROFILING_ENABLE);
   base_align_ = std::max<std::size_t>(1, info_.device.getInfo<CL_DEVICE_MEM_BASE_ADDR_ALIGN>() / 8);
@@ -29,8 +32,8 @@ Context::Context(const DeviceInfo& info, std::string kernel_dir, bool verbose, T
 
 // Compilers that ignore #line (NVIDIA's reports "<kernel>:239:29") get their positions mapped
 // back: line L of the spliced source is clreduce.h or the kernel file, by where the splice put it.
-std::string remap_log(const std::string& log, const std::string& file,
-                             std::size_t header_lines, std::size_t prefix_lines) {
+std::string remap_log(const std::string& log, const std::string& file, std::size_t header_lines,
+                      std::size_t prefix_lines) {
   static const std::regex kPos(R"(<(kernel|source)>:(\d+):)");
   std::string out;
   auto begin = log.cbegin();
@@ -153,8 +156,8 @@ cl::Kernel Context::kernel(const std::string& file, const std::string& name,
         log = "(no build log)";
       }
       throw Error(Errc::kBuild, "kernel build failed on " + info_.name + ": " + kernel_dir_ + "/" +
-                                  file + " with options '" + options + "'\n" +
-                                  remap_log(log, file, src.header_lines, src.prefix_lines));
+                                    file + " with options '" + options + "'\n" +
+                                    remap_log(log, file, src.header_lines, src.prefix_lines));
     }
     it = programs_.emplace(key, program).first;
   }
@@ -162,7 +165,7 @@ cl::Kernel Context::kernel(const std::string& file, const std::string& name,
     return cl::Kernel(it->second, name.c_str());
   } catch (const cl::Error& e) {
     throw Error(Errc::kBuild, "kernel '" + name + "' not found in " + kernel_dir_ + "/" + file +
-                                ": " + cl_error_name(e.err()));
+                                  ": " + cl_error_name(e.err()));
   }
 }
 
@@ -182,8 +185,7 @@ const Capabilities& Context::caps() {
   return *caps_;
 }
 
-const std::string& Context::probe(const std::string& key,
-                                  const std::function<std::string()>& run) {
+const std::string& Context::probe(const std::string& key, const std::function<std::string()>& run) {
   if (auto it = probes_.find(key); it != probes_.end()) return it->second;
   if (!probing_.insert(key).second)
     throw Error(Errc::kInternal, "internal: probe '" + key + "' depends on its own answer");
@@ -225,22 +227,23 @@ cl::Buffer& Context::scratch(const std::string& key, std::size_t bytes) {
 cl::Buffer Context::view(const cl::Buffer& buf, std::size_t offset, std::size_t bytes) {
   const std::size_t size = buf.getInfo<CL_MEM_SIZE>();
   if (offset > size || bytes > size - offset)
-    throw Error(Errc::kUsage, "bytes [" + std::to_string(offset) + ", " +
-                                std::to_string(offset + bytes) + ") pass the end of a buffer of " +
-                                std::to_string(size) + " bytes");
+    throw Error(Errc::kUsage,
+                "bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytes) +
+                    ") pass the end of a buffer of " + std::to_string(size) + " bytes");
   if (offset == 0) return buf;
   if (offset % base_align_ != 0)
     throw Error(Errc::kUsage, "a range starting at byte " + std::to_string(offset) +
-                                " is not aligned: ranges are sub-buffers, which must start at a "
-                                "multiple of " + info_.name + "'s base address alignment (" +
-                                std::to_string(base_align_) + " bytes)");
+                                  " is not aligned: ranges are sub-buffers, which must start at a "
+                                  "multiple of " +
+                                  info_.name + "'s base address alignment (" +
+                                  std::to_string(base_align_) + " bytes)");
   cl_buffer_region region{offset, bytes ? bytes : 1};
   try {
     cl::Buffer parent = buf;
     return parent.createSubBuffer(0, CL_BUFFER_CREATE_TYPE_REGION, &region);
   } catch (const cl::Error& e) {
     throw Error(Errc::kRuntime, std::string("clCreateSubBuffer: ") + cl_error_name(e.err()) + " (" +
-                                  std::to_string(e.err()) + ")");
+                                    std::to_string(e.err()) + ")");
   }
 }
 

@@ -15,10 +15,10 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/capabilities.hpp"
 #include "clreduce/cl.hpp"
-#include "runtime/device.hpp"
 #include "clreduce/options.hpp"
+#include "runtime/capabilities.hpp"
+#include "runtime/device.hpp"
 
 namespace clreduce {
 
@@ -109,7 +109,7 @@ class Context {
   cl::Context context_;
   cl::CommandQueue queue_;
   std::size_t base_align_ = 1;
-  std::map<std::string, Source> sources_;                                 // key: file
+  std::map<std::string, Source> sources_;                                  // key: file
   std::map<std::pair<std::uint64_t, std::string>, cl::Program> programs_;  // (hash, options)
   std::map<std::string, std::pair<std::size_t, cl::Buffer>> scratch_;
   std::optional<Capabilities> caps_;

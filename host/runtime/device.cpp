@@ -26,7 +26,8 @@ std::string lower(std::string s) {
 }
 
 std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\0' || std::isspace(static_cast<unsigned char>(s.back())))) s.pop_back();
+  while (!s.empty() && (s.back() == '\0' || std::isspace(static_cast<unsigned char>(s.back()))))
+    s.pop_back();
   return s;
 }
 
@@ -85,7 +86,8 @@ std::string no_platform_message(cl_int err) {
   const std::string code = std::string(cl_error_name(err)) + " (" + std::to_string(err) + ")";
   if (err != CL_SUCCESS && err != CL_PLATFORM_NOT_FOUND_KHR)
     return "no OpenCL platform found: clGetPlatformIDs failed with " + code +
-           (memory.empty() && err == CL_OUT_OF_HOST_MEMORY ? "; the host is out of memory" : memory);
+           (memory.empty() && err == CL_OUT_OF_HOST_MEMORY ? "; the host is out of memory"
+                                                           : memory);
   if (icds.empty())
     return "no OpenCL platform found: no ICD is registered in " + printable(where) +
            " (install one, e.g. pocl-opencl-icd)";
@@ -148,8 +150,11 @@ std::vector<DeviceInfo> list_devices() {
 DeviceInfo select_device(const std::vector<DeviceInfo>& devices, const std::string& spec) {
   std::string names;
   for (const auto& d : devices)
-    names += (names.empty() ? "" : "; ") + std::to_string(d.index) + ": " + d.name + " (" + d.platform_name + ")";
-  const bool numeric = !spec.empty() && std::all_of(spec.begin(), spec.end(), [](unsigned char c) { return std::isdigit(c); });
+    names += (names.empty() ? "" : "; ") + std::to_string(d.index) + ": " + d.name + " (" +
+             d.platform_name + ")";
+  const bool numeric = !spec.empty() && std::all_of(spec.begin(), spec.end(), [](unsigned char c) {
+    return std::isdigit(c);
+  });
   if (numeric) {
     std::size_t idx = 0;
     try {
@@ -197,12 +202,16 @@ Error describe_cl_error(const cl::Error& e) {
   const int err = e.err();
   const std::string call = e.what() && *e.what() ? e.what() : "OpenCL";
   const std::string code = std::string(cl_error_name(err)) + " (" + std::to_string(err) + ")";
-  if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE)
-    return Error(Errc::kUnsupported, "out of memory: " + call + " could not allocate (" + code +
-                                         "): the array and its results do not fit in the device's free memory "
-                                         "(a CPU device's is the host's)");
+  if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY ||
+      err == CL_INVALID_BUFFER_SIZE)
+    return Error(Errc::kUnsupported,
+                 "out of memory: " + call + " could not allocate (" + code +
+                     "): the array and its results do not fit in the device's free memory "
+                     "(a CPU device's is the host's)");
   if (err == CL_OUT_OF_RESOURCES)
-    return Error(Errc::kRuntime, call + ": " + code + " (the device ran out of resources: memory, or a kernel fault)");
+    return Error(
+        Errc::kRuntime,
+        call + ": " + code + " (the device ran out of resources: memory, or a kernel fault)");
   return Error(Errc::kRuntime, call + ": " + code);
 }
 
@@ -220,7 +229,8 @@ HostMemory host_memory() {
     std::uint64_t stack = std::uint64_t{8} << 20;
     if (::getrlimit(RLIMIT_STACK, &st) == 0 && st.rlim_cur != RLIM_INFINITY && st.rlim_cur > 0)
       stack = static_cast<std::uint64_t>(st.rlim_cur);
-    m.reserve = std::max(1u, std::thread::hardware_concurrency()) * stack + (std::uint64_t{128} << 20);
+    m.reserve =
+        std::max(1u, std::thread::hardware_concurrency()) * stack + (std::uint64_t{128} << 20);
   }
   std::ifstream meminfo("/proc/meminfo");
   std::uint64_t avail = 0, swap = 0;
@@ -228,13 +238,19 @@ HostMemory host_memory() {
   for (std::string key; meminfo >> key;) {
     std::uint64_t kb = 0;
     meminfo >> kb;
-    if (key == "MemAvailable:") { avail = kb << 10; found = true; }
+    if (key == "MemAvailable:") {
+      avail = kb << 10;
+      found = true;
+    }
     if (key == "SwapFree:") swap = kb << 10;
     meminfo.ignore(64, '\n');
   }
   if (!found) {
     const long pages = ::sysconf(_SC_AVPHYS_PAGES);
-    if (pages > 0) { avail = static_cast<std::uint64_t>(pages) * page; found = true; }
+    if (pages > 0) {
+      avail = static_cast<std::uint64_t>(pages) * page;
+      found = true;
+    }
   }
   if (found) m.available = avail + swap;
   return m;
@@ -243,17 +259,21 @@ HostMemory host_memory() {
 void check_host_memory(const DeviceInfo& d, std::uint64_t host_bytes, std::uint64_t device_bytes,
                        const HostMemory& m) {
   const bool shared = d.type == "CPU";
-  const std::uint64_t need = host_bytes + (shared ? std::min(device_bytes, UINT64_MAX - host_bytes) : 0);
-  const std::string what = "this run needs " + mib(need) + " more host memory (the array and its results" +
-                           (shared ? std::string(", and the device's buffers, which on a CPU device are host memory")
-                                   : std::string()) + ")";
+  const std::uint64_t need =
+      host_bytes + (shared ? std::min(device_bytes, UINT64_MAX - host_bytes) : 0);
+  const std::string what =
+      "this run needs " + mib(need) + " more host memory (the array and its results" +
+      (shared ? std::string(", and the device's buffers, which on a CPU device are host memory")
+              : std::string()) +
+      ")";
   if (m.as_limit != UINT64_MAX) {
     const std::uint64_t used = m.mapped + m.reserve;
     const std::uint64_t room = m.as_limit > used ? m.as_limit - used : 0;
     if (need > room)
-      throw Error(Errc::kUnsupported, what + " but the address-space limit (ulimit -v) of " + mib(m.as_limit) +
-                                          " leaves " + mib(room) + " (" + mib(m.mapped) + " mapped already, " +
-                                          mib(m.reserve) + " kept for thread stacks and the OpenCL runtime)");
+      throw Error(Errc::kUnsupported, what + " but the address-space limit (ulimit -v) of " +
+                                          mib(m.as_limit) + " leaves " + mib(room) + " (" +
+                                          mib(m.mapped) + " mapped already, " + mib(m.reserve) +
+                                          " kept for thread stacks and the OpenCL runtime)");
   }
   if (need > m.available)
     throw Error(Errc::kUnsupported, what + " but the machine has " + mib(m.available) +

@@ -12,16 +12,16 @@
 namespace clreduce {
 
 struct DeviceInfo {
-  std::size_t index = 0;        // global index across platforms
+  std::size_t index = 0;  // global index across platforms
   cl::Platform platform;
   cl::Device device;
   std::string platform_name;
-  std::string name;             // CL_DEVICE_NAME
+  std::string name;  // CL_DEVICE_NAME
   std::string vendor;
-  std::string type;             // "GPU", "CPU", "ACCELERATOR", ...
+  std::string type;  // "GPU", "CPU", "ACCELERATOR", ...
   std::string driver_version;
   std::string device_version;
-  std::string c_version;        // CL_DEVICE_OPENCL_C_VERSION
+  std::string c_version;  // CL_DEVICE_OPENCL_C_VERSION
   unsigned compute_units = 0;
   std::uint64_t global_mem = 0;  // bytes
   std::uint64_t max_alloc = 0;   // bytes, the largest single buffer
@@ -53,10 +53,11 @@ Error describe_cl_error(const cl::Error& e);
 
 // What this process can still allocate on the host, as far as can be told.
 struct HostMemory {
-  std::uint64_t as_limit = UINT64_MAX;   // the address-space limit (RLIMIT_AS, ulimit -v); none: max
-  std::uint64_t mapped = 0;              // address space mapped now (VmSize)
-  std::uint64_t reserve = 0;             // address space threads yet to start will map (stacks)
-  std::uint64_t available = UINT64_MAX;  // the machine's available memory plus free swap; unknown: max
+  std::uint64_t as_limit = UINT64_MAX;  // the address-space limit (RLIMIT_AS, ulimit -v); none: max
+  std::uint64_t mapped = 0;             // address space mapped now (VmSize)
+  std::uint64_t reserve = 0;            // address space threads yet to start will map (stacks)
+  std::uint64_t available =
+      UINT64_MAX;  // the machine's available memory plus free swap; unknown: max
 };
 HostMemory host_memory();
 

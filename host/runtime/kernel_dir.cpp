@@ -78,19 +78,21 @@ std::string find_kernel_dir(const std::string& flag) {
   if (!flag.empty()) {
     const std::string why = why_not(flag);
     if (why.empty()) return flag;
-    throw Error(Errc::kBuild, "kernel directory not found: tried --kernel-dir " + printable(flag) + " (" + why + ")");
+    throw Error(Errc::kBuild, "kernel directory not found: tried --kernel-dir " + printable(flag) +
+                                  " (" + why + ")");
   }
   if (const char* env = std::getenv("CLREDUCE_KERNEL_DIR"); env && *env) {
     const std::string why = why_not(env);
     if (why.empty()) return env;
-    throw Error(Errc::kBuild, "kernel directory not found: tried CLREDUCE_KERNEL_DIR=" + printable(env) +
-                                " (" + why + ")");
+    throw Error(Errc::kBuild, "kernel directory not found: tried CLREDUCE_KERNEL_DIR=" +
+                                  printable(env) + " (" + why + ")");
   }
   std::string tried = "--kernel-dir (not given), CLREDUCE_KERNEL_DIR (not set)";
-  for (const std::string& dir :
-       {installed_kernel_dir(), std::string(CLREDUCE_SOURCE_KERNEL_DIR), std::string(CLREDUCE_INSTALL_KERNEL_DIR)}) {
+  for (const std::string& dir : {installed_kernel_dir(), std::string(CLREDUCE_SOURCE_KERNEL_DIR),
+                                 std::string(CLREDUCE_INSTALL_KERNEL_DIR)}) {
     if (holds_kernels(dir)) return dir;
-    if (!dir.empty() && tried.find(", " + printable(dir)) == std::string::npos) tried += ", " + printable(dir);
+    if (!dir.empty() && tried.find(", " + printable(dir)) == std::string::npos)
+      tried += ", " + printable(dir);
   }
   throw Error(Errc::kBuild, "kernel directory not found: tried " + tried);
 }

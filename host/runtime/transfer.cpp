@@ -31,8 +31,9 @@ void enqueue_zero(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset
   }
 }
 
-void enqueue_write(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset, std::size_t bytes,
-                   const void* src, std::size_t piece, std::vector<cl::Event>* events) {
+void enqueue_write(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset,
+                   std::size_t bytes, const void* src, std::size_t piece,
+                   std::vector<cl::Event>* events) {
   cl::Event e;
   const auto* p = static_cast<const unsigned char*>(src);
   for_each_piece(offset, bytes, piece, 1, [&](std::size_t off, std::size_t len) {
@@ -49,11 +50,13 @@ void enqueue_read(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset
   });
 }
 
-void enqueue_copy(cl::CommandQueue& q, const cl::Buffer& src, const cl::Buffer& dst, std::size_t src_offset,
-                  std::size_t dst_offset, std::size_t bytes, std::size_t piece, std::vector<cl::Event>* events) {
+void enqueue_copy(cl::CommandQueue& q, const cl::Buffer& src, const cl::Buffer& dst,
+                  std::size_t src_offset, std::size_t dst_offset, std::size_t bytes,
+                  std::size_t piece, std::vector<cl::Event>* events) {
   cl::Event e;
   for_each_piece(0, bytes, piece, 1, [&](std::size_t off, std::size_t len) {
-    q.enqueueCopyBuffer(src, dst, src_offset + off, dst_offset + off, len, nullptr, next(events, e));
+    q.enqueueCopyBuffer(src, dst, src_offset + off, dst_offset + off, len, nullptr,
+                        next(events, e));
   });
 }
 
@@ -74,7 +77,8 @@ void finish(cl::CommandQueue& q, double timeout_s, const std::string& what) {
                                       std::to_string(status) + ")");
     const double waited = std::chrono::duration<double>(clock::now() - start).count();
     if (timeout_s > 0 && waited > timeout_s)
-      throw Error(Errc::kTimeout, what + " did not finish within " + std::to_string(static_cast<long long>(timeout_s)) +
+      throw Error(Errc::kTimeout, what + " did not finish within " +
+                                      std::to_string(static_cast<long long>(timeout_s)) +
                                       " s; the device may have stopped responding");
     if (waited < 2e-3) {
       std::this_thread::yield();

@@ -18,7 +18,8 @@ constexpr std::size_t kMaxTransferPiece = std::size_t{1} << 30;
 // Splits [offset, offset + bytes) into pieces of at most `piece` bytes (piece rounded down to a
 // multiple of `align`, at least align) and calls f(piece_offset, piece_bytes) for each in order.
 template <class F>
-void for_each_piece(std::size_t offset, std::size_t bytes, std::size_t piece, std::size_t align, F&& f) {
+void for_each_piece(std::size_t offset, std::size_t bytes, std::size_t piece, std::size_t align,
+                    F&& f) {
   piece = piece / align * align;
   if (piece == 0) piece = align;
   for (std::size_t done = 0; done < bytes;) {
@@ -34,15 +35,16 @@ void enqueue_zero(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset
                   std::size_t piece, std::vector<cl::Event>* events = nullptr);
 // Enqueues a write of host src to buf[offset, offset + bytes) in pieces, non-blocking: src must
 // stay alive until the queue has finished. Appends one event per piece when events is given.
-void enqueue_write(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset, std::size_t bytes,
-                   const void* src, std::size_t piece, std::vector<cl::Event>* events = nullptr);
+void enqueue_write(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset,
+                   std::size_t bytes, const void* src, std::size_t piece,
+                   std::vector<cl::Event>* events = nullptr);
 // Enqueues a read of buf[offset, offset + bytes) into host dst in pieces, non-blocking.
 void enqueue_read(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset, std::size_t bytes,
                   void* dst, std::size_t piece, std::vector<cl::Event>* events = nullptr);
 // Enqueues a device-to-device copy in pieces, non-blocking.
-void enqueue_copy(cl::CommandQueue& q, const cl::Buffer& src, const cl::Buffer& dst, std::size_t src_offset,
-                  std::size_t dst_offset, std::size_t bytes, std::size_t piece,
-                  std::vector<cl::Event>* events = nullptr);
+void enqueue_copy(cl::CommandQueue& q, const cl::Buffer& src, const cl::Buffer& dst,
+                  std::size_t src_offset, std::size_t dst_offset, std::size_t bytes,
+                  std::size_t piece, std::vector<cl::Event>* events = nullptr);
 
 // Flushes q and waits until everything enqueued on it has completed, polling a marker's status;
 // past `timeout_s` seconds (0: no limit) throws Error(Errc::kTimeout) saying `what` did not

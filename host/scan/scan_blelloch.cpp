@@ -29,7 +29,8 @@ class Blelloch : public ScanVariant {
       return (t + (t >> kLogBanks)) * p.acc_bytes() + (p.segmented ? t : 0);
     };
     LaunchPolicy pol;
-    pol.wg_size = choose_scan_wg(ctx, local_size, 256, bytes, [&](std::size_t wg) { return kernel(ctx, p, wg); });
+    pol.wg_size = choose_scan_wg(ctx, local_size, 256, bytes,
+                                 [&](std::size_t wg) { return kernel(ctx, p, wg); });
     const std::size_t tile = tile_of(pol.wg_size);
     pol.items_per_thread = static_cast<unsigned>(tile / pol.wg_size);
     pol.groups = (p.n + tile - 1) / tile;

@@ -1,15 +1,15 @@
 // scan_fast.cpp: the default scan: picks per device, once, from a trial build and a small exact
 // check: NVIDIA GPUs scan-lookback (one pass, 16-byte loads); CPUs the CPU-shaped two-pass scan of
-// cl/scan_cpu_two_pass.cl (OpenMP's scheme, run per cache-sized superblock); anything else, or a path that
-// fails its check, scan-hierarchical. The choice is kept in the Context, typed in the plan and
-// recorded in LaunchPolicy::path.
+// cl/scan_cpu_two_pass.cl (OpenMP's scheme, run per cache-sized superblock); anything else, or a
+// path that fails its check, scan-hierarchical. The choice is kept in the Context, typed in the
+// plan and recorded in LaunchPolicy::path.
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <utility>
 
-#include "io/data.hpp"
 #include "clreduce/error.hpp"
+#include "io/data.hpp"
 #include "scan/scan_variant.hpp"
 
 namespace clreduce {
@@ -51,11 +51,13 @@ bool has_nt_stores(Context& ctx) {
 }
 
 std::string cpu_options(Context& ctx, const ScanProblem& p, std::size_t wg) {
-  return p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) + (has_nt_stores(ctx) ? " -DCLR_NT_STORES=1" : "");
+  return p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) +
+         (has_nt_stores(ctx) ? " -DCLR_NT_STORES=1" : "");
 }
 
-// The CPU-shaped two-pass scan: per superblock, scan_cpu_two_pass_reduce folds each work-item's chunk,
-// scan_cpu_two_pass_scan scans it from the carry; superblocks are counted from the length at each launch.
+// The CPU-shaped two-pass scan: per superblock, scan_cpu_two_pass_reduce folds each work-item's
+// chunk, scan_cpu_two_pass_scan scans it from the carry; superblocks are counted from the length at
+// each launch.
 class CpuScanPlan : public ScanPlan {
  public:
   CpuScanPlan(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, std::uint64_t depth,
@@ -93,8 +95,8 @@ class CpuScanPlan : public ScanPlan {
       scan_.setArg(3, len);
       scan_.setArg(8, static_cast<cl_ulong>(sb));
       events.emplace_back();
-      ctx_.queue().enqueueNDRangeKernel(reduce_, cl::NullRange, cl::NDRange(chunks), cl::NDRange(wg),
-                                        nullptr, &events.back());
+      ctx_.queue().enqueueNDRangeKernel(reduce_, cl::NullRange, cl::NDRange(chunks),
+                                        cl::NDRange(wg), nullptr, &events.back());
       events.emplace_back();
       ctx_.queue().enqueueNDRangeKernel(scan_, cl::NullRange, cl::NDRange(chunks), cl::NDRange(wg),
                                         nullptr, &events.back());
@@ -129,7 +131,8 @@ class FastPlan : public ScanPlan {
 // Runs one small inclusive int32 -> int64 sum (several tiles or superblocks, a partial last
 // one) on the plan `make` gives, and compares every element exactly with the host's; any
 // exception is a failed check, and so is a run note (a look-back that had to be redone).
-bool checks_out(Context& ctx, const std::function<std::unique_ptr<ScanPlan>(const ScanProblem&)>& make) {
+bool checks_out(Context& ctx,
+                const std::function<std::unique_ptr<ScanPlan>(const ScanProblem&)>& make) {
   try {
     ScanProblem p;
     p.type = DType::kInt32;
@@ -161,9 +164,10 @@ bool checks_out(Context& ctx, const std::function<std::unique_ptr<ScanPlan>(cons
 // and the knobs that shape it).
 bool lookback_checks_out(Context& ctx) {
   const Tuning& t = ctx.tuning();
-  const std::string key = "scan-fast check: lookback " + std::to_string(ctx.source_hash("scan_lookback.cl")) +
-                          " limit=" + std::to_string(t.lookback_limit) + " rows=" +
-                          std::to_string(t.lookback_rows) + " " + t.build_options;
+  const std::string key = "scan-fast check: lookback " +
+                          std::to_string(ctx.source_hash("scan_lookback.cl")) +
+                          " limit=" + std::to_string(t.lookback_limit) +
+                          " rows=" + std::to_string(t.lookback_rows) + " " + t.build_options;
   return ctx.probe(key, [&] {
     const ScanVariant* lb = find_scan_variant("scan-lookback");
     const bool ok = checks_out(ctx, [&](const ScanProblem& p) -> std::unique_ptr<ScanPlan> {
@@ -196,7 +200,8 @@ class Fast : public ScanVariant {
  public:
   std::string name() const override { return "scan-fast"; }
   std::string description() const override {
-    return "the default scan: look-back on NVIDIA GPUs, a CPU-shaped two-pass scan on CPUs (chosen by a start-up check)";
+    return "the default scan: look-back on NVIDIA GPUs, a CPU-shaped two-pass scan on CPUs (chosen "
+           "by a start-up check)";
   }
   std::string unsupported(Context& ctx, const ScanProblem& p) const override {
     std::string why = ScanVariant::unsupported(ctx, p);
@@ -228,23 +233,28 @@ class Fast : public ScanVariant {
 
 }  // namespace
 
-std::unique_ptr<ScanPlan> make_scan_cpu_plan(Context& ctx, const ScanProblem& p, std::size_t local_size) {
+std::unique_ptr<ScanPlan> make_scan_cpu_plan(Context& ctx, const ScanProblem& p,
+                                             std::size_t local_size) {
   const CpuShape s = cpu_shape(ctx, local_size);
   if (local_size > ctx.info().max_wg_size)
     throw Error(Errc::kUsage, "work-group size " + std::to_string(local_size) + " is larger than " +
-                                ctx.info().name + " allows (" + std::to_string(ctx.info().max_wg_size) + ")");
-  cl::Kernel scan = ctx.kernel("scan_cpu_two_pass.cl", "scan_cpu_two_pass_scan", cpu_options(ctx, p, s.wg));
-  cl::Kernel reduce = ctx.kernel("scan_cpu_two_pass.cl", "scan_cpu_two_pass_reduce", cpu_options(ctx, p, s.wg));
+                                  ctx.info().name + " allows (" +
+                                  std::to_string(ctx.info().max_wg_size) + ")");
+  cl::Kernel scan =
+      ctx.kernel("scan_cpu_two_pass.cl", "scan_cpu_two_pass_scan", cpu_options(ctx, p, s.wg));
+  cl::Kernel reduce =
+      ctx.kernel("scan_cpu_two_pass.cl", "scan_cpu_two_pass_reduce", cpu_options(ctx, p, s.wg));
   if (s.wg > kernel_max_wg(ctx, scan))
-    throw Error(Errc::kUsage, "work-group size " + std::to_string(s.wg) + " is larger than " + ctx.info().name +
-                                " allows for this kernel (" + std::to_string(kernel_max_wg(ctx, scan)) + ")");
+    throw Error(Errc::kUsage, "work-group size " + std::to_string(s.wg) + " is larger than " +
+                                  ctx.info().name + " allows for this kernel (" +
+                                  std::to_string(kernel_max_wg(ctx, scan)) + ")");
   LaunchPolicy pol;
   pol.wg_size = s.wg;
   pol.groups = s.groups;
   pol.items_per_thread = static_cast<unsigned>(s.chunk);
   const std::size_t superblocks = (p.n + s.superblock() - 1) / s.superblock();
-  pol.path = "cpu two-pass: " + std::to_string(s.chunks()) + " chunks of " + std::to_string(s.chunk) + ", " +
-             (has_nt_stores(ctx) ? "streaming stores, " : "") +
+  pol.path = "cpu two-pass: " + std::to_string(s.chunks()) + " chunks of " +
+             std::to_string(s.chunk) + ", " + (has_nt_stores(ctx) ? "streaming stores, " : "") +
              std::to_string(superblocks) + (superblocks == 1 ? " superblock, " : " superblocks, ") +
              std::to_string(2 * superblocks) + " launches";
   // A chunk is scanned sequentially from a carry that has passed, per superblock before it,
@@ -258,11 +268,13 @@ std::unique_ptr<ScanPlan> make_scan_cpu_plan(Context& ctx, const ScanProblem& p,
 
 bool scan_cpu_path_checks_out(Context& ctx) {
   const Tuning& t = ctx.tuning();
-  const std::string key = "scan-fast check: cpu " + std::to_string(ctx.source_hash("scan_cpu_two_pass.cl")) +
-                          " chunk=" + std::to_string(t.scan_chunk) + " groups=" +
-                          std::to_string(t.scan_groups) + " " + t.build_options;
+  const std::string key = "scan-fast check: cpu " +
+                          std::to_string(ctx.source_hash("scan_cpu_two_pass.cl")) +
+                          " chunk=" + std::to_string(t.scan_chunk) +
+                          " groups=" + std::to_string(t.scan_groups) + " " + t.build_options;
   return ctx.probe(key, [&] {
-    const bool ok = checks_out(ctx, [&](const ScanProblem& p) { return make_scan_cpu_plan(ctx, p, 0); });
+    const bool ok =
+        checks_out(ctx, [&](const ScanProblem& p) { return make_scan_cpu_plan(ctx, p, 0); });
     return std::string(ok ? "yes" : "no");
   }) == "yes";
 }

@@ -6,8 +6,8 @@
 namespace clreduce {
 namespace {
 
-constexpr unsigned kItems = 4;       // consecutive elements per work-item
-constexpr std::size_t kLanes = 32;   // lane-group width on the barrier path
+constexpr unsigned kItems = 4;      // consecutive elements per work-item
+constexpr std::size_t kLanes = 32;  // lane-group width on the barrier path
 
 // Extra build options for the sub-group path, or "" for the barrier path. The sub-group path
 // (-DCLR_SUBGROUPS=1 and the OpenCL C version that has sub_group_barrier) is for devices whose
@@ -31,12 +31,14 @@ class Hierarchical : public ScanVariant {
       return slots * p.acc_bytes() + (p.segmented ? tile + 2 * wg : 0);
     };
     LaunchPolicy pol;
-    pol.wg_size = choose_scan_wg(ctx, local_size, 256, bytes, [&](std::size_t wg) { return kernel(ctx, p, wg); });
+    pol.wg_size = choose_scan_wg(ctx, local_size, 256, bytes,
+                                 [&](std::size_t wg) { return kernel(ctx, p, wg); });
     pol.items_per_thread = kItems;
     const std::size_t tile = pol.wg_size * kItems;
     pol.groups = (p.n + tile - 1) / tile;
-    const std::string lanes = subgroup_options(ctx).empty() ? "lanes=" + std::to_string(kLanes) + " barriers"
-                                                            : "sub-groups";
+    const std::string lanes = subgroup_options(ctx).empty()
+                                  ? "lanes=" + std::to_string(kLanes) + " barriers"
+                                  : "sub-groups";
     pol.path = lanes + ", " + scan_levels_text(p.n, tile);
     return make_tiled_plan(ctx, name(), p, pol, tiled(ctx, pol), depth(p, pol));
   }
@@ -57,9 +59,9 @@ class Hierarchical : public ScanVariant {
   }
   static cl::Kernel kernel(Context& ctx, const ScanProblem& p, std::size_t wg) {
     return ctx.kernel("scan_hierarchical.cl", "scan_hierarchical",
-                      p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) + " -DITEMS=" +
-                          std::to_string(kItems) + " -DCLR_LANES=" + std::to_string(kLanes) +
-                          subgroup_options(ctx));
+                      p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) +
+                          " -DITEMS=" + std::to_string(kItems) +
+                          " -DCLR_LANES=" + std::to_string(kLanes) + subgroup_options(ctx));
   }
 };
 

@@ -9,16 +9,20 @@ class HillisSteele : public ScanVariant {
  public:
   std::string name() const override { return "scan-hillis-steele"; }
   std::string description() const override {
-    return "the seeds' naive scan, double-buffered (Algorithm 2): log2(wg) steps, wg*log2(wg) work per tile";
+    return "the seeds' naive scan, double-buffered (Algorithm 2): log2(wg) steps, wg*log2(wg) work "
+           "per tile";
   }
 
  protected:
   std::unique_ptr<ScanPlan> make_plan(Context& ctx, const ScanProblem& p,
                                       std::size_t local_size) const override {
-    const auto bytes = [&](std::size_t wg) { return 2 * wg * p.acc_bytes() + (p.segmented ? 2 * wg : 0); };
+    const auto bytes = [&](std::size_t wg) {
+      return 2 * wg * p.acc_bytes() + (p.segmented ? 2 * wg : 0);
+    };
     LaunchPolicy pol;
     // One element per work-item: a tile of one would never shrink the recursion.
-    pol.wg_size = choose_scan_wg(ctx, local_size, 256, bytes, [&](std::size_t wg) { return kernel(ctx, p, wg); }, 2);
+    pol.wg_size = choose_scan_wg(
+        ctx, local_size, 256, bytes, [&](std::size_t wg) { return kernel(ctx, p, wg); }, 2);
     pol.groups = (p.n + pol.wg_size - 1) / pol.wg_size;
     pol.path = scan_levels_text(p.n, pol.wg_size);
     return make_tiled_plan(ctx, name(), p, pol, tiled(ctx, pol), depth(p, pol));

@@ -1,8 +1,8 @@
 // scan_lookback.cpp: the single-pass decoupled look-back scan: one launch, 16-byte loads, a tile
 // of wg * vec * rows elements per group. Waits are bounded in the kernel; when a run reports that
 // a group gave up (err = the run's epoch), the scan is redone by a multi-pass variant.
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 
 #include "clreduce/error.hpp"
@@ -41,8 +41,9 @@ unsigned vec_of(const ScanProblem& p) { return dtype_size(p.type) == 4 ? 4u : 2u
 cl::Kernel lookback_kernel(Context& ctx, const ScanProblem& p, std::size_t wg, unsigned vec,
                            unsigned rows, unsigned limit) {
   return ctx.kernel("scan_lookback.cl", "scan_lookback",
-                    p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) + " -DVEC=" + std::to_string(vec) +
-                        " -DROWS=" + std::to_string(rows) + " -DLB_LIMIT=" + std::to_string(limit) + "u");
+                    p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) +
+                        " -DVEC=" + std::to_string(vec) + " -DROWS=" + std::to_string(rows) +
+                        " -DLB_LIMIT=" + std::to_string(limit) + "u");
 }
 
 // The multi-pass scan that redoes a run whose look-back gave up: on CPUs scan-fast's CPU-shaped
@@ -59,11 +60,13 @@ class LookbackPlan : public ScanPlan {
  public:
   LookbackPlan(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, std::uint64_t depth,
                const cl::Kernel& kernel, std::unique_ptr<ScanPlan> fallback)
-      : ScanPlan(ctx, "scan-lookback", p, pol, depth), kernel_(kernel),
+      : ScanPlan(ctx, "scan-lookback", p, pol, depth),
+        kernel_(kernel),
         fallback_(std::move(fallback)) {
     const std::size_t tile = pol.wg_size * pol.items_per_thread;
     const std::size_t groups = (p.n + tile - 1) / tile;
-    if (groups > 0xFFFFFFFFu) throw Error(Errc::kUnsupported, "scan-lookback: more than 2^32 tiles");
+    if (groups > 0xFFFFFFFFu)
+      throw Error(Errc::kUnsupported, "scan-lookback: more than 2^32 tiles");
     // Descriptors carry the run's epoch, so they are zeroed once, here; the tile counter is
     // reset by each launch's last group.
     desc_ = ctx.zeroed_buffer(groups * (p.acc_bytes() / 4) * sizeof(cl_ulong));
@@ -93,7 +96,8 @@ class LookbackPlan : public ScanPlan {
     kernel_.setArg(6, err_);
     kernel_.setArg(7, static_cast<cl_uint>(epoch_));
     events.emplace_back();
-    ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(groups * policy().wg_size),
+    ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange,
+                                      cl::NDRange(groups * policy().wg_size),
                                       cl::NDRange(policy().wg_size), nullptr, &events.back());
     cl_uint seen = 0;
     ctx_.queue().enqueueReadBuffer(err_, CL_TRUE, 0, sizeof seen, &seen);
@@ -117,7 +121,8 @@ class Lookback : public ScanVariant {
  public:
   std::string name() const override { return "scan-lookback"; }
   std::string description() const override {
-    return "single-pass scan, decoupled look-back (Merrill & Garland): 2n moves, one launch, bounded waits";
+    return "single-pass scan, decoupled look-back (Merrill & Garland): 2n moves, one launch, "
+           "bounded waits";
   }
   std::string unsupported(Context& ctx, const ScanProblem& p) const override {
     std::string why = ScanVariant::unsupported(ctx, p);
@@ -133,11 +138,13 @@ class Lookback : public ScanVariant {
     const auto bytes = [&](std::size_t wg) {
       const std::size_t rakers = std::min<std::size_t>(wg, 32);
       const std::size_t values = rows * wg + rows * rakers + rows + 1 + rakers + 1;
-      return values * p.acc_bytes() + rakers * 4 + 16 + (p.segmented ? rows * (wg + rakers) + rows + 1 : 0);
+      return values * p.acc_bytes() + rakers * 4 + 16 +
+             (p.segmented ? rows * (wg + rakers) + rows + 1 : 0);
     };
     LaunchPolicy pol;
-    pol.wg_size = choose_scan_wg(ctx, local_size, ctx.info().is_gpu ? 256 : 64, bytes,
-                                 [&](std::size_t wg) { return lookback_kernel(ctx, p, wg, vec, rows, limit); });
+    pol.wg_size = choose_scan_wg(
+        ctx, local_size, ctx.info().is_gpu ? 256 : 64, bytes,
+        [&](std::size_t wg) { return lookback_kernel(ctx, p, wg, vec, rows, limit); });
     pol.items_per_thread = vec * rows;
     pol.vec_width = vec;
     const std::size_t tile = pol.wg_size * pol.items_per_thread;

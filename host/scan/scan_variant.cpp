@@ -15,19 +15,23 @@ std::string ScanProblem::cl_options() const {
   return "-DCLR_TYPE=" + std::to_string(static_cast<int>(type)) +
          " -DCLR_ACC=" + std::to_string(static_cast<int>(acc_type)) +
          " -DCLR_OP=" + std::to_string(static_cast<int>(op)) +
-         " -DCLR_EXCLUSIVE=" + (exclusive ? "1" : "0") + " -DCLR_SEGMENTED=" + (segmented ? "1" : "0");
+         " -DCLR_EXCLUSIVE=" + (exclusive ? "1" : "0") +
+         " -DCLR_SEGMENTED=" + (segmented ? "1" : "0");
 }
 
 std::string ScanVariant::unsupported(Context&, const ScanProblem& p) const {
-  if (is_arg_op(p.op)) return op_name(p.op) + " has no prefix scan (scans take sum, prod, min, max)";
+  if (is_arg_op(p.op))
+    return op_name(p.op) + " has no prefix scan (scans take sum, prod, min, max)";
   return "";
 }
 
 std::unique_ptr<ScanPlan> ScanVariant::plan(Context& ctx, const ScanProblem& p,
                                             std::size_t local_size) const {
-  if (p.n == 0) throw Error(Errc::kUsage, name() + ": an empty array needs no plan (its scan is empty)");
+  if (p.n == 0)
+    throw Error(Errc::kUsage, name() + ": an empty array needs no plan (its scan is empty)");
   if (is_arg_op(p.op))
-    throw Error(Errc::kUsage, name() + ": " + op_name(p.op) + " has no prefix scan (scans take sum, prod, min, max)");
+    throw Error(Errc::kUsage, name() + ": " + op_name(p.op) +
+                                  " has no prefix scan (scans take sum, prod, min, max)");
   return make_plan(ctx, p, local_size);
 }
 
@@ -44,7 +48,8 @@ std::string carry_options(const ScanProblem& p, std::size_t wg) {
 // The acc_type bytes of a carry value; Error(Errc::kUsage) for a value of another type.
 std::vector<unsigned char> carry_bytes(const Value& v, DType acc) {
   if (v.type != acc)
-    throw Error(Errc::kUsage, "a carry of type " + dtype_name(v.type) + " for a scan into " + dtype_name(acc));
+    throw Error(Errc::kUsage,
+                "a carry of type " + dtype_name(v.type) + " for a scan into " + dtype_name(acc));
   std::vector<unsigned char> b(dtype_size(acc));
   dispatch_dtype(acc, [&](auto zero) {
     using A = decltype(zero);
@@ -65,13 +70,17 @@ std::vector<unsigned char> carry_bytes(const Value& v, DType acc) {
 
 ScanPlan::ScanPlan(Context& ctx, std::string variant, const ScanProblem& p, LaunchPolicy policy,
                    std::uint64_t depth)
-    : ctx_(ctx), variant_(std::move(variant)), problem_(p), policy_(std::move(policy)),
+    : ctx_(ctx),
+      variant_(std::move(variant)),
+      problem_(p),
+      policy_(std::move(policy)),
       depth_(depth) {
   if (!p.carry_in) return;
   const auto build = [&](std::size_t wg) {
     return ctx.kernel("scan_carry.cl", "scan_carry", carry_options(p, wg));
   };
-  carry_wg_ = choose_scan_wg(ctx, 0, 64, [](std::size_t) { return std::size_t{0}; }, build);
+  carry_wg_ = choose_scan_wg(
+      ctx, 0, 64, [](std::size_t) { return std::size_t{0}; }, build);
   carry_apply_ = build(carry_wg_);
   // A few groups per compute unit, no more than the elements need.
   carry_max_groups_ = std::max<std::size_t>(1, 4 * ctx.info().compute_units);
@@ -79,7 +88,7 @@ ScanPlan::ScanPlan(Context& ctx, std::string variant, const ScanProblem& p, Laun
     carry_heads_ = ctx.kernel("scan_carry.cl", "scan_carry_heads", carry_options(p, carry_wg_));
     if (kernel_max_wg(ctx, carry_heads_) < carry_wg_)
       throw Error(Errc::kUsage, ctx.info().name + " cannot run the carry-in pass in groups of " +
-                                  std::to_string(carry_wg_));
+                                    std::to_string(carry_wg_));
   }
   carry_groups_ = ctx.zeroed_buffer(carry_max_groups_ * sizeof(cl_ulong));
 }
@@ -89,7 +98,7 @@ void ScanPlan::enqueue(const cl::Buffer& in, const cl::Buffer& flags, const cl::
                        std::vector<cl::Event>& events) {
   if (length == 0 || length > problem_.n)
     throw Error(Errc::kUsage, variant_ + ": a plan for " + std::to_string(problem_.n) +
-                                " elements cannot scan " + std::to_string(length));
+                                  " elements cannot scan " + std::to_string(length));
   if (carry && !problem_.carry_in)
     throw Error(Errc::kUsage, variant_ + ": a carry-in for a plan made without one");
   const std::size_t in_size = dtype_size(problem_.type), out_size = problem_.acc_bytes();
@@ -168,7 +177,8 @@ class TiledScanPlan : public ScanPlan {
                 const LaunchPolicy& pol, const TiledScan& ts, std::uint64_t depth)
       : ScanPlan(ctx, variant, p, pol, depth), wg_(ts.wg_size), tile_(ts.tile) {
     if (tile_ < 2)
-      throw Error(Errc::kInternal, "internal: a scan tile of fewer than 2 elements never ends the recursion");
+      throw Error(Errc::kInternal,
+                  "internal: a scan tile of fewer than 2 elements never ends the recursion");
     ScanProblem level = p;
     level.carry_in = false;
     while (true) {
@@ -183,9 +193,11 @@ class TiledScanPlan : public ScanPlan {
         // scan_add for the level whose totals problem is q.
         const ScanProblem q = totals_problem(level, groups);
         const auto build = [&](std::size_t w) {
-          return ctx.kernel("scan_add.cl", "scan_add", q.cl_options() + " -DWG_SIZE=" + std::to_string(w));
+          return ctx.kernel("scan_add.cl", "scan_add",
+                            q.cl_options() + " -DWG_SIZE=" + std::to_string(w));
         };
-        l.add_wg = choose_scan_wg(ctx, 0, 256, [](std::size_t) { return std::size_t{0}; }, build);
+        l.add_wg = choose_scan_wg(
+            ctx, 0, 256, [](std::size_t) { return std::size_t{0}; }, build);
         l.add = build(l.add_wg);
       }
       levels_.push_back(l);
@@ -243,29 +255,33 @@ std::unique_ptr<ScanPlan> make_tiled_plan(Context& ctx, const std::string& varia
 
 std::size_t choose_scan_wg(Context& ctx, std::size_t local_size, std::size_t preferred,
                            const std::function<std::size_t(std::size_t)>& local_bytes,
-                           const std::function<cl::Kernel(std::size_t)>& build, std::size_t min_wg) {
+                           const std::function<cl::Kernel(std::size_t)>& build,
+                           std::size_t min_wg) {
   const DeviceInfo& d = ctx.info();
   if (local_size > 0) {
     const std::string what = "work-group size " + std::to_string(local_size);
     if (local_size < min_wg)
-      throw Error(Errc::kUsage, what + " is too small for this variant (at least " + std::to_string(min_wg) + ")");
+      throw Error(Errc::kUsage, what + " is too small for this variant (at least " +
+                                    std::to_string(min_wg) + ")");
     if (local_size > d.max_wg_size)
       throw Error(Errc::kUsage, what + " is larger than " + d.name + " allows (" +
-                                  std::to_string(d.max_wg_size) + ")");
+                                    std::to_string(d.max_wg_size) + ")");
     if (local_bytes(local_size) > d.local_mem)
       throw Error(Errc::kUsage, what + " needs " + std::to_string(local_bytes(local_size)) +
-                                  " bytes of local memory; " + d.name + " has " +
-                                  std::to_string(d.local_mem));
+                                    " bytes of local memory; " + d.name + " has " +
+                                    std::to_string(d.local_mem));
     const std::size_t limit = kernel_max_wg(ctx, build(local_size));
     if (local_size > limit)
       throw Error(Errc::kUsage, what + " is larger than " + d.name + " allows for this kernel (" +
-                                  std::to_string(limit) + ")");
+                                    std::to_string(limit) + ")");
     return local_size;
   }
   std::size_t wg = 1;
   while (wg * 2 <= std::min(preferred, d.max_wg_size)) wg *= 2;
   while (wg > 1 && (local_bytes(wg) > d.local_mem || kernel_max_wg(ctx, build(wg)) < wg)) wg /= 2;
-  if (wg < min_wg) throw Error(Errc::kUsage, d.name + " cannot run this variant: no work-group size fits its local memory");
+  if (wg < min_wg)
+    throw Error(Errc::kUsage,
+                d.name + " cannot run this variant: no work-group size fits its local memory");
   return wg;
 }
 

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "clreduce/cl.hpp"
-#include "runtime/context.hpp"
 #include "clreduce/types.hpp"
 #include "reduce/variant.hpp"
+#include "runtime/context.hpp"
 
 namespace clreduce {
 
@@ -160,10 +160,12 @@ std::uint64_t tiled_scan_depth(std::size_t n, std::size_t tile, std::uint64_t ti
 // Error(Errc::kUsage) saying why.
 std::size_t choose_scan_wg(Context& ctx, std::size_t local_size, std::size_t preferred,
                            const std::function<std::size_t(std::size_t)>& local_bytes,
-                           const std::function<cl::Kernel(std::size_t)>& build, std::size_t min_wg = 1);
+                           const std::function<cl::Kernel(std::size_t)>& build,
+                           std::size_t min_wg = 1);
 
 // ---- Plans one variant makes for another (scan-fast delegates; scan-lookback falls back). ----
-// scan-fast's CPU-shaped two-pass scan (cl/scan_cpu_two_pass.cl), whatever path scan-fast would choose.
+// scan-fast's CPU-shaped two-pass scan (cl/scan_cpu_two_pass.cl), whatever path scan-fast would
+// choose.
 std::unique_ptr<ScanPlan> make_scan_cpu_plan(Context& ctx, const ScanProblem& p,
                                              std::size_t local_size);
 // Whether that CPU path passes its start-up check (a small exact scan) on this device; the

@@ -17,9 +17,9 @@ namespace {
 template <class T> struct Layout;
 template <> struct Layout<float> {
   using Bits = std::uint32_t;
-  static constexpr int kMantBits = 23;  // stored significand bits
-  static constexpr int kExpMax = 255;   // biased exponent of inf and NaN
-  static constexpr int kUnitExp = -149; // the smallest subnormal is 2^kUnitExp
+  static constexpr int kMantBits = 23;   // stored significand bits
+  static constexpr int kExpMax = 255;    // biased exponent of inf and NaN
+  static constexpr int kUnitExp = -149;  // the smallest subnormal is 2^kUnitExp
 };
 template <> struct Layout<double> {
   using Bits = std::uint64_t;
@@ -125,7 +125,12 @@ template <class T> T exact_sum_t(const T* x, std::size_t n) {
     const Bits m = b & ((Bits{1} << L::kMantBits) - 1);
     if (b != sign) all_neg_zero = false;
     if (e == L::kExpMax) {
-      if (m) nan = true; else if (b & sign) ninf = true; else pinf = true;
+      if (m)
+        nan = true;
+      else if (b & sign)
+        ninf = true;
+      else
+        pinf = true;
       continue;
     }
     // Normal: (2^kMantBits + m) * 2^(e - 1) units; subnormal (e = 0): m units.

@@ -14,7 +14,8 @@ struct Limits {
 };
 
 Limits limits(bool single) {
-  if (single) return {0x1p-24L, static_cast<long double>(FLT_MAX), static_cast<long double>(FLT_MIN)};
+  if (single)
+    return {0x1p-24L, static_cast<long double>(FLT_MAX), static_cast<long double>(FLT_MIN)};
   return {0x1p-53L, static_cast<long double>(DBL_MAX), static_cast<long double>(DBL_MIN)};
 }
 
@@ -34,9 +35,12 @@ void Magnitudes::add(long double x) {
   } else {
     const long double a = std::fabs(x);
     abs_sum += a;
-    if (a > 1.0L) big *= a;
-    else if (a > 0.0L && a < 1.0L) small *= a;
-    else if (a == 0.0L) zero = true;
+    if (a > 1.0L)
+      big *= a;
+    else if (a > 0.0L && a < 1.0L)
+      small *= a;
+    else if (a == 0.0L)
+      zero = true;
   }
 }
 
@@ -63,7 +67,8 @@ FloatCheck check_float(long double got, long double ref, long double exact, bool
     if (!c.ok && may_overflow(sum, single, depth, m)) c.ok = c.overflow = true;
     return c;
   }
-  const long double target = std::isfinite(ref) ? ref : exact;  // ref rounded past the largest value
+  const long double target =
+      std::isfinite(ref) ? ref : exact;  // ref rounded past the largest value
   if (!std::isfinite(target)) {
     // An infinite element makes every order infinite (or NaN); otherwise the long double product
     // itself left its range, and a finite result cannot be compared: accepted as an overflow.
@@ -76,8 +81,9 @@ FloatCheck check_float(long double got, long double ref, long double exact, bool
     c.bound = k * m.abs_sum;
   } else {
     const bool underflow = m.small < l.tiny * (1.0L + k);
-    c.bound = k * std::fabs(target) +
-              (underflow ? static_cast<long double>(depth + 2) * l.tiny * std::max(1.0L, m.big) : l.tiny);
+    c.bound =
+        k * std::fabs(target) +
+        (underflow ? static_cast<long double>(depth + 2) * l.tiny * std::max(1.0L, m.big) : l.tiny);
   }
   c.ok = std::fabs(got - target) <= c.bound;
   return c;
@@ -87,12 +93,12 @@ std::string overflow_note(bool sum, bool single, const Magnitudes& m, const std:
   const char* type = single ? "float" : "double";
   const std::string largest = g(limits(single).max);
   if (sum)
-    return std::string("an order of the additions overflows ") + type + ": the sum of |x|" + (of.empty() ? "" : " " + of) + " is " + g(m.abs_sum) +
-           ", above " + type + "'s largest value " + largest;
+    return std::string("an order of the additions overflows ") + type + ": the sum of |x|" +
+           (of.empty() ? "" : " " + of) + " is " + g(m.abs_sum) + ", above " + type +
+           "'s largest value " + largest;
   return std::string("an order of the multiplications overflows ") + type +
-         ": the product of the factors above 1 in magnitude" + (of.empty() ? "" : " " + of) + " is " + g(m.big) +
-         ", above " + type +
-         "'s largest value " + largest;
+         ": the product of the factors above 1 in magnitude" + (of.empty() ? "" : " " + of) +
+         " is " + g(m.big) + ", above " + type + "'s largest value " + largest;
 }
 
 }  // namespace clreduce

@@ -25,7 +25,7 @@ struct Magnitudes {
 
 struct FloatCheck {
   bool ok = false;
-  bool overflow = false;    // accepted only because an order may overflow (the result is ±inf or NaN)
+  bool overflow = false;  // accepted only because an order may overflow (the result is ±inf or NaN)
   long double bound = 0.0L;  // the tolerance used (0 when no finite comparison was made)
 };
 

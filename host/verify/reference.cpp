@@ -13,7 +13,10 @@ namespace clreduce {
 namespace {
 
 template <class T> bool is_nan(T x) {
-  if constexpr (std::is_floating_point_v<T>) return std::isnan(x); else return false;
+  if constexpr (std::is_floating_point_v<T>)
+    return std::isnan(x);
+  else
+    return false;
 }
 
 // Wrapping add and multiply: arithmetic in the unsigned type, as NumPy's integers behave.
@@ -38,19 +41,38 @@ template <class A> A wrap_mul(A a, A b) {
 template <class A> Value make_value(A a, std::int64_t index = -1) {
   Value v;
   v.index = index;
-  if constexpr (std::is_same_v<A, std::int32_t>) { v.type = DType::kInt32; v.i = a; }
-  if constexpr (std::is_same_v<A, std::int64_t>) { v.type = DType::kInt64; v.i = a; }
-  if constexpr (std::is_same_v<A, std::uint32_t>) { v.type = DType::kUInt32; v.u = a; }
-  if constexpr (std::is_same_v<A, std::uint64_t>) { v.type = DType::kUInt64; v.u = a; }
-  if constexpr (std::is_same_v<A, float>) { v.type = DType::kFloat; v.f = static_cast<double>(a); }
-  if constexpr (std::is_same_v<A, double>) { v.type = DType::kDouble; v.f = a; }
+  if constexpr (std::is_same_v<A, std::int32_t>) {
+    v.type = DType::kInt32;
+    v.i = a;
+  }
+  if constexpr (std::is_same_v<A, std::int64_t>) {
+    v.type = DType::kInt64;
+    v.i = a;
+  }
+  if constexpr (std::is_same_v<A, std::uint32_t>) {
+    v.type = DType::kUInt32;
+    v.u = a;
+  }
+  if constexpr (std::is_same_v<A, std::uint64_t>) {
+    v.type = DType::kUInt64;
+    v.u = a;
+  }
+  if constexpr (std::is_same_v<A, float>) {
+    v.type = DType::kFloat;
+    v.f = static_cast<double>(a);
+  }
+  if constexpr (std::is_same_v<A, double>) {
+    v.type = DType::kDouble;
+    v.f = a;
+  }
   return v;
 }
 
 // The accumulator type for T under op: 32-bit ints widen for sum and prod.
-template <class T> using Wide = std::conditional_t<
-    std::is_integral_v<T> && sizeof(T) == 4,
-    std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>, T>;
+template <class T>
+using Wide =
+    std::conditional_t<std::is_integral_v<T> && sizeof(T) == 4,
+                       std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>, T>;
 
 template <class W, class T> Value seq_fold(const T* x, std::size_t n, Op op) {
   W a = op == Op::kProd ? 1 : 0;
@@ -70,7 +92,10 @@ template <class T> Value seq_value_op(const T* x, std::size_t n, Op op, bool nar
   std::size_t at = 0;
   for (std::size_t i = 1; i < n; ++i) {
     if (is_nan(best)) break;  // the first NaN wins
-    if (is_nan(x[i]) || (want_min ? x[i] < best : x[i] > best)) { best = x[i]; at = i; }
+    if (is_nan(x[i]) || (want_min ? x[i] < best : x[i] > best)) {
+      best = x[i];
+      at = i;
+    }
   }
   return make_value(best, is_arg_op(op) ? static_cast<std::int64_t>(at) : -1);
 }
@@ -78,7 +103,10 @@ template <class T> Value seq_value_op(const T* x, std::size_t n, Op op, bool nar
 template <class T> long double exact_float(const T* x, std::size_t n, Op op) {
   long double a = op == Op::kProd ? 1.0L : 0.0L;
   for (std::size_t i = 0; i < n; ++i) {
-    if (op == Op::kProd) a *= static_cast<long double>(x[i]); else a += static_cast<long double>(x[i]);
+    if (op == Op::kProd)
+      a *= static_cast<long double>(x[i]);
+    else
+      a += static_cast<long double>(x[i]);
   }
   return a;
 }
@@ -147,7 +175,8 @@ Value identity_value(Op op, DType acc) {
 Verdict verify_bitwise(const Value& got, const Value& ref) {
   Verdict v;
   v.ok = got.type == ref.type && is_float(ref.type) && same_bits(got, ref);
-  if (!v.ok) v.why = got.str() + " is not the correctly rounded sum " + ref.str() + " (bit for bit)";
+  if (!v.ok)
+    v.why = got.str() + " is not the correctly rounded sum " + ref.str() + " (bit for bit)";
   return v;
 }
 
@@ -165,14 +194,16 @@ FloatStats float_stats(const HostArray& a, Op op) {
   return s;
 }
 
-Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth, long double sum_abs) {
+Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth,
+               long double sum_abs) {
   FloatStats s;
   s.exact = ref.f;
   s.m.abs_sum = sum_abs;
   return verify(got, ref, op, depth, s);
 }
 
-Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth, const FloatStats& stats) {
+Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth,
+               const FloatStats& stats) {
   Verdict v;
   if (got.type != ref.type) {
     v.why = "type mismatch";

@@ -52,7 +52,8 @@ struct Verdict {
 // the longest chain of additions the variant applies to any element (for products, n: every
 // multiplication rounds, whatever the order); where an order of the operations may overflow,
 // ±inf or NaN is accepted with overflow set.
-Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth, const FloatStats& stats);
+Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth,
+               const FloatStats& stats);
 // The same with only the sum of |x| known (exact = ref, no product magnitudes).
 Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth, long double sum_abs);
 

@@ -15,12 +15,16 @@ namespace clreduce {
 namespace {
 
 // The (element, accumulator) pairs clreduce uses: the same type, or 32-bit ints widened.
-template <class T, class A> constexpr bool kValidPair =
-    std::is_same_v<T, A> || (std::is_same_v<T, std::int32_t> && std::is_same_v<A, std::int64_t>) ||
-    (std::is_same_v<T, std::uint32_t> && std::is_same_v<A, std::uint64_t>);
+template <class T, class A>
+constexpr bool kValidPair = std::is_same_v<T, A> ||
+                            (std::is_same_v<T, std::int32_t> && std::is_same_v<A, std::int64_t>) ||
+                            (std::is_same_v<T, std::uint32_t> && std::is_same_v<A, std::uint64_t>);
 
 template <class A> bool is_nan(A x) {
-  if constexpr (std::is_floating_point_v<A>) return std::isnan(x); else return false;
+  if constexpr (std::is_floating_point_v<A>)
+    return std::isnan(x);
+  else
+    return false;
 }
 
 // OP(a, b) exactly as clr_op computes it: integers wrap (unsigned arithmetic), min and max
@@ -28,8 +32,10 @@ template <class A> bool is_nan(A x) {
 template <class A> A apply(Op op, A a, A b) {
   if constexpr (std::is_integral_v<A>) {
     using U = std::make_unsigned_t<A>;
-    if (op == Op::kSum) return static_cast<A>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-    if (op == Op::kProd) return static_cast<A>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+    if (op == Op::kSum)
+      return static_cast<A>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+    if (op == Op::kProd)
+      return static_cast<A>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
   } else {
     if (op == Op::kSum) return a + b;
     if (op == Op::kProd) return a * b;
@@ -70,7 +76,8 @@ void scan_loop(const T* x, std::size_t n, bool exclusive, const std::uint8_t* fl
 }
 
 template <class T, class A>
-void sequential_typed(const HostArray& a, const ScanMode& m, const std::uint8_t* flags, unsigned char* out) {
+void sequential_typed(const HostArray& a, const ScanMode& m, const std::uint8_t* flags,
+                      unsigned char* out) {
   const T* x = a.as<T>();
   A* y = reinterpret_cast<A*>(out);
   switch (m.op) {
@@ -93,11 +100,11 @@ template <class A> Value value_of(A v) {
 }
 
 // Records element i as wrong (keeping the first one's description).
-template <class A>
-void mark_wrong(ScanVerdict& v, std::size_t i, A got, A ref, double bound) {
+template <class A> void mark_wrong(ScanVerdict& v, std::size_t i, A got, A ref, double bound) {
   if (v.wrong++ == 0) {
     v.first_wrong = static_cast<std::int64_t>(i);
-    v.why = "y[" + std::to_string(i) + "] = " + value_of(got).str() + ", expected " + value_of(ref).str();
+    v.why = "y[" + std::to_string(i) + "] = " + value_of(got).str() + ", expected " +
+            value_of(ref).str();
     if (bound > 0) v.why += " within " + value_of(bound).str();
   }
 }
@@ -138,8 +145,8 @@ ScanVerdict verify_typed(const HostArray& a, const ScanMode& m, const std::uint8
         }
         const A ref = static_cast<A>(run);
         const A g = got_at(i);
-        const FloatCheck c = check_float(static_cast<long double>(g), static_cast<long double>(ref), run, sum,
-                                         single, sum ? depth : count, mag);
+        const FloatCheck c = check_float(static_cast<long double>(g), static_cast<long double>(ref),
+                                         run, sum, single, sum ? depth : count, mag);
         if (static_cast<double>(c.bound) > v.bound) v.bound = static_cast<double>(c.bound);
         if (!c.ok) mark_wrong(v, i, g, ref, static_cast<A>(c.bound));
         if (c.overflow && v.overflowed++ == 0) {
@@ -160,10 +167,11 @@ ScanVerdict verify_typed(const HostArray& a, const ScanMode& m, const std::uint8
       } else if (v.overflow) {
         const auto at = static_cast<std::size_t>(first_overflow);
         v.why = "y[" + std::to_string(at) + "] = " + value_of(got_at(at)).str() +
-                (v.overflowed > 1 ? " (and " + std::to_string(v.overflowed - 1) + " more of " + std::to_string(n) +
-                                        " elements)"
+                (v.overflowed > 1 ? " (and " + std::to_string(v.overflowed - 1) + " more of " +
+                                        std::to_string(n) + " elements)"
                                   : std::string()) +
-                ": " + overflow_note(sum, single, first_overflow_mag, "of the elements it combines");
+                ": " +
+                overflow_note(sum, single, first_overflow_mag, "of the elements it combines");
       }
       v.expected_last = value_of(last);
       return v;
@@ -183,7 +191,8 @@ ScanVerdict verify_typed(const HostArray& a, const ScanMode& m, const std::uint8
     last = ref;
   }
   v.ok = v.wrong == 0;
-  if (!v.ok) v.why += "; " + std::to_string(v.wrong) + " of " + std::to_string(n) + " elements wrong";
+  if (!v.ok)
+    v.why += "; " + std::to_string(v.wrong) + " of " + std::to_string(n) + " elements wrong";
   v.expected_last = value_of(last);
   return v;
 }
@@ -207,18 +216,19 @@ const std::uint8_t* flag_ptr(const HostArray& a, const std::vector<std::uint8_t>
   if (flags.empty()) return nullptr;
   if (flags.size() != a.n)
     throw Error(Errc::kUsage, std::to_string(flags.size()) + " segment flags for an array of " +
-                                std::to_string(a.n) + " elements");
+                                  std::to_string(a.n) + " elements");
   return flags.data();
 }
 
 void require_scan_op(Op op) {
-  if (is_arg_op(op)) throw Error(Errc::kUsage, op_name(op) + " has no prefix scan (scans take sum, prod, min, max)");
+  if (is_arg_op(op))
+    throw Error(Errc::kUsage, op_name(op) + " has no prefix scan (scans take sum, prod, min, max)");
 }
 
 }  // namespace
 
-void sequential_scan(const HostArray& a, const ScanMode& mode, const std::vector<std::uint8_t>& flags,
-                     unsigned char* out) {
+void sequential_scan(const HostArray& a, const ScanMode& mode,
+                     const std::vector<std::uint8_t>& flags, unsigned char* out) {
   require_scan_op(mode.op);
   const std::uint8_t* f = flag_ptr(a, flags);
   dispatch_pair(a.type, mode.acc, [&](auto tt, auto aa) {
@@ -226,8 +236,9 @@ void sequential_scan(const HostArray& a, const ScanMode& mode, const std::vector
   });
 }
 
-ScanVerdict verify_scan(const HostArray& a, const ScanMode& mode, const std::vector<std::uint8_t>& flags,
-                        std::uint64_t depth, const unsigned char* got) {
+ScanVerdict verify_scan(const HostArray& a, const ScanMode& mode,
+                        const std::vector<std::uint8_t>& flags, std::uint64_t depth,
+                        const unsigned char* got) {
   require_scan_op(mode.op);
   const std::uint8_t* f = flag_ptr(a, flags);
   ScanVerdict v;

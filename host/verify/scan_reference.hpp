@@ -23,12 +23,12 @@ struct ScanMode {
 // order; exclusive stores acc before combining. flags: empty (one segment) or a.n bytes, nonzero
 // where a segment starts (acc restarts at the identity; element 0 always starts one). out holds
 // a.n * dtype_size(mode.acc) bytes. Throws Error(Errc::kUsage) for arg ops.
-void sequential_scan(const HostArray& a, const ScanMode& mode, const std::vector<std::uint8_t>& flags,
-                     unsigned char* out);
+void sequential_scan(const HostArray& a, const ScanMode& mode,
+                     const std::vector<std::uint8_t>& flags, unsigned char* out);
 
 struct ScanVerdict {
   bool ok = true;
-  bool overflow = false;          // some element is ±inf or NaN, accepted because an order may overflow
+  bool overflow = false;  // some element is ±inf or NaN, accepted because an order may overflow
   std::int64_t first_wrong = -1;  // index of the first wrong element, -1 when none
   std::uint64_t wrong = 0;        // how many elements are wrong
   std::uint64_t overflowed = 0;   // how many elements were accepted as overflows
@@ -47,7 +47,8 @@ struct ScanVerdict {
 // scan rounded to the accumulator type; a non-finite y_i must match it, unless an order of those
 // elements may overflow: then ±inf or NaN is accepted and counted in `overflowed`. depth: the
 // longest chain of operations the variant applies.
-ScanVerdict verify_scan(const HostArray& a, const ScanMode& mode, const std::vector<std::uint8_t>& flags,
-                        std::uint64_t depth, const unsigned char* got);
+ScanVerdict verify_scan(const HostArray& a, const ScanMode& mode,
+                        const std::vector<std::uint8_t>& flags, std::uint64_t depth,
+                        const unsigned char* got);
 
 }  // namespace clreduce

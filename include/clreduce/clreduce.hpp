@@ -22,13 +22,13 @@ namespace clreduce {
 
 // One OpenCL device, as Device::list() reports it.
 struct DeviceSummary {
-  std::size_t index = 0;     // global index across platforms, what Device(index) takes
-  std::string name;          // CL_DEVICE_NAME
-  std::string platform;      // platform name
+  std::size_t index = 0;  // global index across platforms, what Device(index) takes
+  std::string name;       // CL_DEVICE_NAME
+  std::string platform;   // platform name
   std::string vendor;
-  std::string type;          // "GPU", "CPU", "ACCELERATOR", ...
-  std::string version;       // CL_DEVICE_VERSION
-  std::string opencl_c;      // CL_DEVICE_OPENCL_C_VERSION
+  std::string type;      // "GPU", "CPU", "ACCELERATOR", ...
+  std::string version;   // CL_DEVICE_VERSION
+  std::string opencl_c;  // CL_DEVICE_OPENCL_C_VERSION
   unsigned compute_units = 0;
   std::uint64_t global_mem = 0;  // bytes
   std::uint64_t max_alloc = 0;   // bytes, the largest single buffer
@@ -39,9 +39,9 @@ struct DeviceSummary {
 
 // How one reduce or scan runs.
 struct Options {
-  std::string variant;         // variant name; "" picks "fast" (reduce) or "scan-fast" (scan)
-  std::string acc;             // accumulator type name for sum and prod; "" NumPy's (int32 -> int64),
-                               // "int32"/"uint32" keeps 32 bits, wrapping
+  std::string variant;  // variant name; "" picks "fast" (reduce) or "scan-fast" (scan)
+  std::string acc;      // accumulator type name for sum and prod; "" NumPy's (int32 -> int64),
+                        // "int32"/"uint32" keeps 32 bits, wrapping
   std::size_t local_size = 0;  // work-group size override; 0 the variant's choice
   int warmup = 0;              // untimed runs before the timed ones
   int repeat = 1;              // timed runs; timings are their medians
@@ -49,13 +49,13 @@ struct Options {
   // off for device buffers (checking one reads it back to the host).
   std::optional<bool> verify;
   // Scans only.
-  bool exclusive = false;             // element i combines the elements before it (identity first)
+  bool exclusive = false;              // element i combines the elements before it (identity first)
   std::vector<std::uint8_t> segments;  // empty, or one flag per element: nonzero starts a segment
 };
 
 // The outcome of one reduce or scan.
 struct Result {
-  std::string variant;     // the variant that ran
+  std::string variant;  // the variant that ran
   Op op = Op::kSum;
   DType type = DType::kInt32;  // element type
   DType acc = DType::kInt64;   // accumulator type: the type of value and of a scan's output
@@ -67,24 +67,25 @@ struct Result {
   double kernel_ms = 0.0;  // median over the timed runs of the summed kernel times of all launches
   double kernel_ms_min = 0.0;  // fastest and slowest timed run
   double kernel_ms_max = 0.0;
-  double wall_ms = 0.0;    // median host-clock time of upload (host arrays), launches and read-back
+  double wall_ms = 0.0;  // median host-clock time of upload (host arrays), launches and read-back
   std::size_t launches = 0;  // kernel launches in one run
   std::size_t builds = 0;    // programs compiled during this call (0 once the device has them)
-  bool checked = false;    // the result was compared with the sequential reference
-  bool verified = false;   // checked and equal (floats: within the stated bound; `exact`: bit for bit)
-  std::string verdict;     // "verified", "not checked", why it failed, or "verified as an overflow:
-                           // ..." (±inf or NaN where an order of float operations may overflow)
-  Value expected;          // the reference's value (checked only)
+  bool checked = false;      // the result was compared with the sequential reference
+  bool verified =
+      false;            // checked and equal (floats: within the stated bound; `exact`: bit for bit)
+  std::string verdict;  // "verified", "not checked", why it failed, or "verified as an overflow:
+                        // ..." (±inf or NaN where an order of float operations may overflow)
+  Value expected;       // the reference's value (checked only)
 
   // The index of argmin/argmax's extreme (first one; first NaN if any); -1 for other ops.
   std::int64_t index() const { return value.index; }
 };
 
 // The DType of a C++ element type: 32- and 64-bit integers, float, double.
-template <class T>
-constexpr DType dtype_of() {
-  static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool> && (sizeof(T) == 4 || sizeof(T) == 8),
-                "clreduce takes 32- and 64-bit integers, float and double");
+template <class T> constexpr DType dtype_of() {
+  static_assert(
+      std::is_arithmetic_v<T> && !std::is_same_v<T, bool> && (sizeof(T) == 4 || sizeof(T) == 8),
+      "clreduce takes 32- and 64-bit integers, float and double");
   if constexpr (std::is_floating_point_v<T>) {
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "no long double");
     return std::is_same_v<T, float> ? DType::kFloat : DType::kDouble;
@@ -153,14 +154,14 @@ class Device {
   // kUnsupported for doubles on a device without fp64 or an array larger than the device's
   // largest allocation.
   Result reduce(Op op, DType type, const void* data, std::size_t n, const Options& options = {});
-  template <class T>
-  Result reduce(Op op, const std::vector<T>& data, const Options& options = {}) {
+  template <class T> Result reduce(Op op, const std::vector<T>& data, const Options& options = {}) {
     return reduce(op, dtype_of<T>(), data.data(), data.size(), options);
   }
   // Reduces the first n elements of `type` of a buffer created in context(). Nothing is copied
   // to the host unless options.verify is true. A buffer of another context, or smaller than n
   // elements, is Errc::kUsage.
-  Result reduce(Op op, DType type, const cl::Buffer& data, std::size_t n, const Options& options = {});
+  Result reduce(Op op, DType type, const cl::Buffer& data, std::size_t n,
+                const Options& options = {});
 
   // Scans n elements of `type` at `in` into `out`: n elements of out_type, which must be
   // result_dtype(op, type, options.acc). Scans take sum, prod, min and max (else Errc::kUsage);

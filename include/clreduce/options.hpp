@@ -10,19 +10,21 @@
 namespace clreduce {
 
 struct Tuning {
-  std::string build_options;           // build-options: appended to every kernel build
+  std::string build_options;              // build-options: appended to every kernel build
   std::vector<std::string> disable_caps;  // disable-caps: device features treated as absent
-  std::string fast_shape = "auto";     // fast-shape: auto | gpu | cpu | topdown
-  std::size_t fast_groups = 0;         // fast-groups: work-groups of fast; 0 = the shape's choice
-  std::string exact_shape = "auto";    // exact-shape: auto | gpu | cpu
-  std::size_t exact_groups = 0;        // exact-groups: work-groups of exact; 0 = the shape's choice
-  unsigned exact_terms = 2;            // exact-terms: doubles per expansion, 2-4
+  std::string fast_shape = "auto";        // fast-shape: auto | gpu | cpu | topdown
+  std::size_t fast_groups = 0;       // fast-groups: work-groups of fast; 0 = the shape's choice
+  std::string exact_shape = "auto";  // exact-shape: auto | gpu | cpu
+  std::size_t exact_groups = 0;      // exact-groups: work-groups of exact; 0 = the shape's choice
+  unsigned exact_terms = 2;          // exact-terms: doubles per expansion, 2-4
   std::string scan_fast_path = "auto";  // scan-fast-path: auto | lookback | cpu | hierarchical
-  long long lookback_limit = -1;       // lookback-limit: window reads before giving up; -1 = default
-  unsigned lookback_rows = 4;          // lookback-rows: 16-byte vectors per work-item, 1-16
-  std::size_t scan_chunk = std::size_t{1} << 20;  // scan-chunk: elements per work-item per superblock
-  std::size_t scan_groups = 0;         // scan-groups: groups of scan-fast's CPU path; 0 = one per CU
-  std::size_t transfer_piece = std::size_t{1} << 30;  // transfer-piece: bytes per fill/copy/read/write
+  long long lookback_limit = -1;  // lookback-limit: window reads before giving up; -1 = default
+  unsigned lookback_rows = 4;     // lookback-rows: 16-byte vectors per work-item, 1-16
+  std::size_t scan_chunk = std::size_t{1}
+                           << 20;  // scan-chunk: elements per work-item per superblock
+  std::size_t scan_groups = 0;     // scan-groups: groups of scan-fast's CPU path; 0 = one per CU
+  std::size_t transfer_piece = std::size_t{1}
+                               << 30;  // transfer-piece: bytes per fill/copy/read/write
 };
 
 // One knob as documented: its key, accepted values and default, and what it does.

@@ -70,8 +70,7 @@ struct Value {
 namespace clreduce {
 
 // Calls f with a value-initialised object of the C++ type behind t: f(std::int32_t{}), ...
-template <class F>
-decltype(auto) dispatch_dtype(DType t, F&& f) {
+template <class F> decltype(auto) dispatch_dtype(DType t, F&& f) {
   switch (t) {
     case DType::kInt32: return f(std::int32_t{});
     case DType::kUInt32: return f(std::uint32_t{});

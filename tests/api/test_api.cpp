@@ -38,8 +38,7 @@ clreduce::Device& device() {
 }
 
 // The category of the Error that f throws; none when it throws none.
-template <class F>
-std::optional<clreduce::Errc> error_category(F&& f) {
+template <class F> std::optional<clreduce::Errc> error_category(F&& f) {
   try {
     f();
   } catch (const clreduce::Error& e) {
@@ -159,7 +158,8 @@ TEST_CASE("api: scan host arrays and buffers, inclusive, exclusive, segmented", 
   clreduce::Device& dev = device();
   const std::vector<std::int32_t> x = ramp(70001);
   std::vector<std::int64_t> want(x.size());
-  std::partial_sum(x.begin(), x.end(), want.begin(), [](std::int64_t a, std::int64_t b) { return a + b; });
+  std::partial_sum(x.begin(), x.end(), want.begin(),
+                   [](std::int64_t a, std::int64_t b) { return a + b; });
 
   std::vector<std::int64_t> y;
   clreduce::Result r = dev.scan(Op::kSum, x, y);
@@ -191,7 +191,8 @@ TEST_CASE("api: scan host arrays and buffers, inclusive, exclusive, segmented", 
 
   // Device buffers: int32 in, int64 out; not checked unless asked.
   const std::size_t n = x.size();
-  cl::Buffer in(dev.context(), CL_MEM_READ_ONLY, n * 4), out(dev.context(), CL_MEM_READ_WRITE, n * 8);
+  cl::Buffer in(dev.context(), CL_MEM_READ_ONLY, n * 4),
+      out(dev.context(), CL_MEM_READ_WRITE, n * 8);
   dev.queue().enqueueWriteBuffer(in, CL_TRUE, 0, n * 4, x.data());
   r = dev.scan(Op::kSum, DType::kInt32, in, n, out);
   CHECK_FALSE(r.checked);
@@ -225,7 +226,9 @@ TEST_CASE("api: several variants by name agree with the reference", "[api]") {
   CHECK(std::find(scans.begin(), scans.end(), "scan-lookback") != scans.end());
 }
 
-TEST_CASE("api: exact returns the correctly rounded sum, checked bit for bit; other ops are refused", "[api]") {
+TEST_CASE(
+    "api: exact returns the correctly rounded sum, checked bit for bit; other ops are refused",
+    "[api]") {
   clreduce::Device& dev = device();
   if (!dev.summary().fp64) SKIP("no fp64");
   // 1e30 + 1 + 2^-24 - 1e30: the correctly rounded float sum is 1 (a tie, to even).
@@ -299,12 +302,14 @@ TEST_CASE("api: bad requests throw Error with their category", "[api]") {
     CHECK_THAT(e.what(), ContainsSubstring("another cl::Context"));
   }
   CHECK(error_category([] { clreduce::Device("no such device anywhere"); }) == usage);
-  CHECK(error_category([] { clreduce::Device("0", "/nonexistent/kernels"); }) == clreduce::Errc::kBuild);
+  CHECK(error_category([] { clreduce::Device("0", "/nonexistent/kernels"); }) ==
+        clreduce::Errc::kBuild);
 }
 
 TEST_CASE("api: save_npy writes a NumPy file", "[api]") {
   namespace fs = std::filesystem;
-  const fs::path path = fs::temp_directory_path() / ("clreduce_api_" + std::to_string(::getpid()) + ".npy");
+  const fs::path path =
+      fs::temp_directory_path() / ("clreduce_api_" + std::to_string(::getpid()) + ".npy");
   const std::vector<std::int64_t> v = {-1, 0, 42, std::numeric_limits<std::int64_t>::max()};
   clreduce::save_npy(path.string(), DType::kInt64, v.data(), v.size());
   std::ifstream f(path, std::ios::binary);
@@ -313,12 +318,14 @@ TEST_CASE("api: save_npy writes a NumPy file", "[api]") {
   REQUIRE(bytes.size() > 10);
   CHECK(bytes.compare(0, 8, std::string("\x93NUMPY\x01\x00", 8)) == 0);
   // Version 1.0: a 2-byte little-endian header length; the data starts 64-byte aligned.
-  const std::size_t data_at = 10 + static_cast<unsigned char>(bytes[8]) + 256u * static_cast<unsigned char>(bytes[9]);
+  const std::size_t data_at =
+      10 + static_cast<unsigned char>(bytes[8]) + 256u * static_cast<unsigned char>(bytes[9]);
   CHECK(data_at % 64 == 0);
   REQUIRE(bytes.size() == data_at + v.size() * 8);
   CHECK_THAT(bytes.substr(0, data_at), ContainsSubstring("'descr': '<i8'"));
   CHECK_THAT(bytes.substr(0, data_at), ContainsSubstring("'shape': (4,)"));
   CHECK(std::memcmp(bytes.data() + data_at, v.data(), v.size() * 8) == 0);
-  CHECK(error_category([&] { clreduce::save_npy("/nonexistent/dir/x.npy", DType::kInt64, v.data(), 1); }) ==
-        clreduce::Errc::kInput);
+  CHECK(error_category([&] {
+          clreduce::save_npy("/nonexistent/dir/x.npy", DType::kInt64, v.data(), 1);
+        }) == clreduce::Errc::kInput);
 }

@@ -3,18 +3,18 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <sys/wait.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
-#include <sys/wait.h>
 
 #include "clreduce/version.hpp"
+#include "reduce/variant.hpp"
 #include "scan/scan_variant.hpp"
 #include "test_helpers.hpp"
-#include "reduce/variant.hpp"
 
 using Catch::Matchers::ContainsSubstring;
 
@@ -44,16 +44,18 @@ TEST_CASE("help, device list and variant list answer", "[cli]") {
   CHECK_THAT(r.out, ContainsSubstring("max alloc"));
   r = run_cli("--list-variants");
   CHECK(r.code == 0);
-  for (const char* v : {"sequential-device", "bottomup", "topdown", "fast"}) CHECK_THAT(r.out, ContainsSubstring(v));
+  for (const char* v : {"sequential-device", "bottomup", "topdown", "fast"})
+    CHECK_THAT(r.out, ContainsSubstring(v));
   r = run_cli("--list-devices --format json --device 0");
   CHECK(r.code == 0);
   CHECK(lines(r.out) == 1);
-  for (const char* key : {"{\"index\":0,", "\"type\":", "\"name\":", "\"driver\":", "\"compute_units\":",
-                          "\"global_mem\":", "\"max_alloc\":", "\"fp64\":"})
+  for (const char* key : {"{\"index\":0,", "\"type\":", "\"name\":", "\"driver\":",
+                          "\"compute_units\":", "\"global_mem\":", "\"max_alloc\":", "\"fp64\":"})
     CHECK_THAT(r.out, ContainsSubstring(key));
 }
 
-TEST_CASE("clreduce --version names the version, the build options and the kernel directory", "[cli]") {
+TEST_CASE("clreduce --version names the version, the build options and the kernel directory",
+          "[cli]") {
   const Result r = run_cli("--version");
   CHECK(r.code == 0);
   CHECK_THAT(r.out, ContainsSubstring(std::string("clreduce ") + CLREDUCE_VERSION + "\n"));
@@ -61,24 +63,33 @@ TEST_CASE("clreduce --version names the version, the build options and the kerne
   CHECK_THAT(r.out, ContainsSubstring("\nopenmp: "));
   CHECK_THAT(r.out, ContainsSubstring("\nmpi: no\n"));
   // A build-tree run reads the source tree's kernels.
-  CHECK_THAT(r.out, ContainsSubstring(std::string("\nkernels: ") + CLREDUCE_SOURCE_KERNEL_DIR + "\n"));
+  CHECK_THAT(r.out,
+             ContainsSubstring(std::string("\nkernels: ") + CLREDUCE_SOURCE_KERNEL_DIR + "\n"));
   const Result bad = run_cli("--version --kernel-dir /nonexistent/cl");
   CHECK(bad.code == 4);
-  CHECK_THAT(bad.out, ContainsSubstring("kernels: kernel directory not found: tried --kernel-dir /nonexistent/cl"));
+  CHECK_THAT(
+      bad.out,
+      ContainsSubstring("kernels: kernel directory not found: tried --kernel-dir /nonexistent/cl"));
 }
 
 TEST_CASE("bad arguments get one line and exit code 2", "[cli]") {
-  struct Case { const char* args; const char* says; };
-  for (const Case& c : {Case{"--device 99", "no device 99"}, Case{"--device nosuchdevice", "no device matches"},
-                        Case{"--variant nope", "unknown variant 'nope' (valid: all"},
-                        Case{"--op nope", "unknown op 'nope' (valid: sum"},
-                        Case{"--type int8", "unknown type 'int8'"}, Case{"--size abc", "invalid size 'abc'"},
-                        Case{"--size -5", "invalid size"}, Case{"--repeat x", "repeat"},
-                        Case{"--format xml", "format"}, Case{"--bogus", "bogus"},
-                        Case{"--input /nonexistent.npy", "cannot open /nonexistent.npy"},
-                        Case{"--op min --size 0", "no identity"},
-                        Case{"--variant exact --op max --type float --size 10", "exact cannot run this: max of float has no exact form"},
-                        Case{"--variant fast,exact --type int32 --size 10", "exact cannot run this: sum of int32 has no exact form"}}) {
+  struct Case {
+    const char* args;
+    const char* says;
+  };
+  for (const Case& c :
+       {Case{"--device 99", "no device 99"}, Case{"--device nosuchdevice", "no device matches"},
+        Case{"--variant nope", "unknown variant 'nope' (valid: all"},
+        Case{"--op nope", "unknown op 'nope' (valid: sum"},
+        Case{"--type int8", "unknown type 'int8'"}, Case{"--size abc", "invalid size 'abc'"},
+        Case{"--size -5", "invalid size"}, Case{"--repeat x", "repeat"},
+        Case{"--format xml", "format"}, Case{"--bogus", "bogus"},
+        Case{"--input /nonexistent.npy", "cannot open /nonexistent.npy"},
+        Case{"--op min --size 0", "no identity"},
+        Case{"--variant exact --op max --type float --size 10",
+             "exact cannot run this: max of float has no exact form"},
+        Case{"--variant fast,exact --type int32 --size 10",
+             "exact cannot run this: sum of int32 has no exact form"}}) {
     CAPTURE(c.args);
     const Result r = run_cli(c.args);
     CHECK(r.code == 2);
@@ -95,7 +106,8 @@ TEST_CASE("an array larger than the device's largest allocation is exit code 5",
 }
 
 TEST_CASE("a malformed .npy file is refused with what is wrong", "[cli]") {
-  const auto path = std::filesystem::temp_directory_path() / ("clreduce_bad_" + std::to_string(std::random_device{}()) + ".npy");
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("clreduce_bad_" + std::to_string(std::random_device{}()) + ".npy");
   std::ofstream(path, std::ios::binary) << "this is not numpy";
   const Result r = run_cli("--input " + path.string());
   CHECK(r.code == 2);
@@ -123,21 +135,31 @@ TEST_CASE("no OpenCL platform is exit code 3 with a hint", "[cli]") {
 }
 
 TEST_CASE("JSON output prints one object per variant with the documented keys", "[cli]") {
-  const Result r = run_cli("--variant all --op argmin --type float --size 5000 --format json --repeat 2");
+  const Result r =
+      run_cli("--variant all --op argmin --type float --size 5000 --format json --repeat 2");
   CHECK(r.code == 0);
-  CHECK(lines(r.out) == clreduce::reduce_variants().size() + clreduce::scan_variants().size());  // scans skipped
-  for (const char* key : {"\"variant\":", "\"kind\":\"clreduce\"", "\"mode\":\"reduce\"", "\"op\":\"argmin\"",
-                          "\"type\":\"float\"", "\"n\":5000", "\"device\":", "\"result\":", "\"index\":",
-                          "\"expected\":", "\"verified\":true", "\"kernel_ms\":", "\"kernel_ms_min\":",
-                          "\"kernel_ms_max\":", "\"wall_ms\":", "\"gbps\":", "\"seq_ms\":", "\"speedup\":"})
+  CHECK(lines(r.out) ==
+        clreduce::reduce_variants().size() + clreduce::scan_variants().size());  // scans skipped
+  for (const char* key :
+       {"\"variant\":", "\"kind\":\"clreduce\"", "\"mode\":\"reduce\"", "\"op\":\"argmin\"",
+        "\"type\":\"float\"", "\"n\":5000", "\"device\":", "\"result\":", "\"index\":",
+        "\"expected\":", "\"verified\":true", "\"kernel_ms\":", "\"kernel_ms_min\":",
+        "\"kernel_ms_max\":", "\"wall_ms\":", "\"gbps\":", "\"seq_ms\":", "\"speedup\":"})
     CHECK_THAT(r.out, ContainsSubstring(key));
 }
 
-TEST_CASE("exact: under --variant all skipped for other ops; --accuracy and JSON give float sums' errors", "[cli][exact]") {
-  Result r = run_cli("--variant all-reduce --op max --type float --size 1000 --format json --repeat 1");
+TEST_CASE(
+    "exact: under --variant all skipped for other ops; --accuracy and JSON give float sums' errors",
+    "[cli][exact]") {
+  Result r =
+      run_cli("--variant all-reduce --op max --type float --size 1000 --format json --repeat 1");
   CHECK(r.code == 0);
-  CHECK_THAT(r.out, ContainsSubstring("{\"variant\":\"exact\",\"kind\":\"clreduce\",\"mode\":\"reduce\",\"op\":\"max\""));
-  CHECK_THAT(r.out, ContainsSubstring("\"skipped\":true,\"reason\":\"max of float has no exact form (exact sums float and double only)"));
+  CHECK_THAT(
+      r.out,
+      ContainsSubstring(
+          "{\"variant\":\"exact\",\"kind\":\"clreduce\",\"mode\":\"reduce\",\"op\":\"max\""));
+  CHECK_THAT(r.out, ContainsSubstring("\"skipped\":true,\"reason\":\"max of float has no exact "
+                                      "form (exact sums float and double only)"));
   CHECK_THAT(r.out, !ContainsSubstring("err_ulp"));  // not a sum
   r = run_cli("--variant fast,exact --type double --size 100003 --format json --repeat 1");
   CHECK(r.code == 0);
@@ -153,11 +175,13 @@ TEST_CASE("exact: under --variant all skipped for other ops; --accuracy and JSON
   CHECK_THAT(r.out, ContainsSubstring("          -          -\n"));
 }
 
-TEST_CASE("peers: --peers adds a verified omp row and vs_omp ratios, --measure-copy a copy row", "[cli]") {
+TEST_CASE("peers: --peers adds a verified omp row and vs_omp ratios, --measure-copy a copy row",
+          "[cli]") {
   for (const char* op : {"sum", "argmin"}) {
     CAPTURE(op);
-    const Result r = run_cli(std::string("--variant fast,topdown --op ") + op +
-                             " --type float --size 100003 --format json --repeat 3 --peers --measure-copy");
+    const Result r =
+        run_cli(std::string("--variant fast,topdown --op ") + op +
+                " --type float --size 100003 --format json --repeat 3 --peers --measure-copy");
     CHECK(r.code == 0);
     CHECK(lines(r.out) == 4);
     const std::size_t omp = r.out.find("{\"variant\":\"omp\",\"kind\":\"peer\"");
@@ -169,8 +193,9 @@ TEST_CASE("peers: --peers adds a verified omp row and vs_omp ratios, --measure-c
     const std::string omp_line = r.out.substr(omp, r.out.find('\n', omp) - omp);
     const std::string copy_line = r.out.substr(copy, r.out.find('\n', copy) - copy);
     const std::string fast_line = r.out.substr(fast, r.out.find('\n', fast) - fast);
-    for (const char* key : {"\"verified\":true", "\"kernel_ms\":", "\"kernel_ms_min\":", "\"kernel_ms_max\":",
-                            "\"gbps\":", "\"seq_ms\":", "\"result\":", "\"expected\":", "openmp threads="})
+    for (const char* key :
+         {"\"verified\":true", "\"kernel_ms\":", "\"kernel_ms_min\":", "\"kernel_ms_max\":",
+          "\"gbps\":", "\"seq_ms\":", "\"result\":", "\"expected\":", "openmp threads="})
       CHECK_THAT(omp_line, ContainsSubstring(key));
     CHECK_THAT(copy_line, ContainsSubstring("\"verified\":true"));
     CHECK_THAT(copy_line, !ContainsSubstring("\"result\":"));
@@ -186,7 +211,8 @@ TEST_CASE("peers: --peers adds a verified omp row and vs_omp ratios, --measure-c
 TEST_CASE("a bad CLREDUCE_FAST_SHAPE or CLREDUCE_FAST_GROUPS is a usage error", "[cli]") {
   Result r = run_cli("--size 1000", "CLREDUCE_FAST_SHAPE=fpga");
   CHECK(r.code == 2);
-  CHECK_THAT(r.out, ContainsSubstring("CLREDUCE_FAST_SHAPE must be one of auto, gpu, cpu, topdown, not 'fpga'"));
+  CHECK_THAT(r.out, ContainsSubstring(
+                        "CLREDUCE_FAST_SHAPE must be one of auto, gpu, cpu, topdown, not 'fpga'"));
   r = run_cli("--size 1000", "CLREDUCE_FAST_GROUPS=0");
   CHECK(r.code == 2);
   CHECK_THAT(r.out, ContainsSubstring("CLREDUCE_FAST_GROUPS must be a count"));
@@ -194,7 +220,8 @@ TEST_CASE("a bad CLREDUCE_FAST_SHAPE or CLREDUCE_FAST_GROUPS is a usage error", 
 
 TEST_CASE("a wrong result exits 1", "[cli]") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("clreduce_wrong_" + std::to_string(std::random_device{}()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("clreduce_wrong_" + std::to_string(std::random_device{}()));
   fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir, fs::copy_options::recursive);
   {
     std::ifstream in(dir / "clr_ticket.h");  // the epilogue that writes topdown's result

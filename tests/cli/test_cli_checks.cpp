@@ -4,9 +4,9 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <random>
-#include <cstdlib>
 #include <string>
 
 #include "io/npy.hpp"
@@ -37,32 +37,43 @@ std::filesystem::path temp_npy(const std::string& tag, std::size_t n) {
 TEST_CASE("every value is checked up front: one line in words, exit 2", "[cli][checks]") {
   const auto npy = temp_npy("checks", 10);
   const std::string f = npy.string();
-  struct Case { std::string args; std::string says; };
+  struct Case {
+    std::string args;
+    std::string says;
+  };
   const std::vector<Case> cases = {
-      {"--seed -1", "--seed must be a whole number from 0 to 18446744073709551615 (2^64-1), not '-1'"},
+      {"--seed -1",
+       "--seed must be a whole number from 0 to 18446744073709551615 (2^64-1), not '-1'"},
       {"--seed 18446744073709551616", "not '18446744073709551616'"},
       {"--seed 1e3", "--seed must be a whole number"},
       {"--input " + f + " --size 10", "--size and --input exclude each other"},
       {"--input " + f + " --seed 3", "--seed and --input exclude each other"},
-      {"--local-size 0", "--local-size must be a whole number from 1 to the device's largest work-group size"},
+      {"--local-size 0",
+       "--local-size must be a whole number from 1 to the device's largest work-group size"},
       {"--local-size -1", "not '-1'"},
       {"--local-size 99999999999", "--local-size must be a whole number from 1"},
       {"--acc int32 --op min", "--acc applies to sum and prod only"},
       {"--acc int8", "unknown type 'int8'"},
       {"--acc uint32 --type int32", "--acc uint32 is not available for sum of int32"},
-      {"--segment-length 99999999999999999999 --size 10", "--segment-length must be a count of 1 or more"},
+      {"--segment-length 99999999999999999999 --size 10",
+       "--segment-length must be a count of 1 or more"},
       {"--segment-length 0 --size 10", "--segment-length must be a count of 1 or more"},
       {"--input ''", "--input needs a file name ('-' for standard input), not an empty value"},
       {"--segments '' --size 10", "--segments needs a .npy file name"},
       {"--output '' --size 10", "--output needs a file name"},
       {"--variant ''", "--variant needs a variant name"},
       {"--kernel-dir ''", "--kernel-dir needs a directory"},
-      {"--warmup 2147483647 --repeat 1", "--warmup must be a whole number from 0 to 1000000, not '2147483647'"},
+      {"--warmup 2147483647 --repeat 1",
+       "--warmup must be a whole number from 0 to 1000000, not '2147483647'"},
       {"--warmup -1", "--warmup must be a whole number from 0 to 1000000"},
       {"--repeat 0", "--repeat must be a whole number from 1 to 1000000, not '0'"},
-      {"--repeat 2000000000", "--repeat must be a whole number from 1 to 1000000, not '2000000000'"},
-      {"--output /nonexistent_dir/x.npy --variant scan-fast --size 10", "directory /nonexistent_dir does not exist"},
-      {"--output " + std::filesystem::temp_directory_path().string() + " --variant scan-fast --size 10", "is a directory"},
+      {"--repeat 2000000000",
+       "--repeat must be a whole number from 1 to 1000000, not '2000000000'"},
+      {"--output /nonexistent_dir/x.npy --variant scan-fast --size 10",
+       "directory /nonexistent_dir does not exist"},
+      {"--output " + std::filesystem::temp_directory_path().string() +
+           " --variant scan-fast --size 10",
+       "is a directory"},
       {"--format yaml", "format"}};
   for (const Case& c : cases) {
     CAPTURE(c.args);
@@ -97,8 +108,10 @@ TEST_CASE("values at the edges of their ranges are taken as given", "[cli][check
   CHECK(r.code == 0);
 }
 
-TEST_CASE("a variant asked for by name that cannot run is an error; under all it is skipped", "[cli][checks]") {
-  // sequential-device refuses more than 2^22 elements: named, that is exit 2, before any data is made.
+TEST_CASE("a variant asked for by name that cannot run is an error; under all it is skipped",
+          "[cli][checks]") {
+  // sequential-device refuses more than 2^22 elements: named, that is exit 2, before any data is
+  // made.
   Result r = run_cli("--variant sequential-device --size 2^23");
   CHECK(r.code == 2);
   CHECK_THAT(r.out, ContainsSubstring("sequential-device cannot run this: n > 2^22"));
@@ -172,8 +185,9 @@ TEST_CASE("a device type as --device picks the first device of that type", "[cli
     } else {
       CHECK(r.code == 0);
       const std::size_t line = all.out.rfind('\n', at);
-      const std::string first = all.out.substr(line == std::string::npos ? 0 : line + 1,
-                                               all.out.find('\n', at) - (line == std::string::npos ? 0 : line + 1) + 1);
+      const std::string first =
+          all.out.substr(line == std::string::npos ? 0 : line + 1,
+                         all.out.find('\n', at) - (line == std::string::npos ? 0 : line + 1) + 1);
       CHECK(r.out == first);
     }
   }

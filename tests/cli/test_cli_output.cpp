@@ -46,8 +46,15 @@ std::set<std::string> json_keys(const std::string& out) {
     for (std::size_t i = 0; i < line.size(); ++i) {
       const char c = line[i];
       if (in_string) {
-        if (c == '\\') { cur += line[++i]; continue; }
-        if (c == '"') { in_string = false; if (key) keys.insert(cur); continue; }
+        if (c == '\\') {
+          cur += line[++i];
+          continue;
+        }
+        if (c == '"') {
+          in_string = false;
+          if (key) keys.insert(cur);
+          continue;
+        }
         cur += c;
       } else if (c == '"') {
         in_string = true;
@@ -72,7 +79,8 @@ std::string row_of(const std::string& out, const std::string& name, const std::s
 }
 
 fs::path temp_dir(const std::string& tag) {
-  const fs::path d = fs::temp_directory_path() / ("clreduce_" + tag + "_" + std::to_string(std::random_device{}()));
+  const fs::path d = fs::temp_directory_path() /
+                     ("clreduce_" + tag + "_" + std::to_string(std::random_device{}()));
   fs::create_directories(d);
   return d;
 }
@@ -83,7 +91,8 @@ TEST_CASE("CSV output: a header, one line per row, a column for every JSON key",
   const std::vector<std::string> runs = {
       "--variant all --op argmin --type float --size 3000 --repeat 2 --peers --measure-copy",
       "--variant all --op sum --size 3000 --repeat 2 --peers --local-size 64",
-      "--variant scan-blelloch,scan-lookback --size 3000 --repeat 1 --exclusive --segment-length 100",
+      "--variant scan-blelloch,scan-lookback --size 3000 --repeat 1 --exclusive --segment-length "
+      "100",
       "--variant ladder --size 3000 --repeat 1 --peers --measure-copy",
       "--variant all-scan --op min --size 0 --repeat 1"};
   const auto& columns = clreduce::run_csv_columns();
@@ -102,8 +111,9 @@ TEST_CASE("CSV output: a header, one line per row, a column for every JSON key",
     CHECK(rows.size() == lines(json.out) + 1);
   }
   // A field with a comma or a quote is quoted; null is empty.
-  const std::string row = clreduce::csv_row("{\"variant\":\"a,b\",\"policy\":\"say \\\"hi\\\"\",\"vs_omp\":null}",
-                                            {"variant", "policy", "vs_omp", "kernel"});
+  const std::string row =
+      clreduce::csv_row("{\"variant\":\"a,b\",\"policy\":\"say \\\"hi\\\"\",\"vs_omp\":null}",
+                        {"variant", "policy", "vs_omp", "kernel"});
   CHECK(row == "\"a,b\",\"say \"\"hi\"\"\",,\n");
   CHECK_THROWS(clreduce::csv_row("{\"nosuchkey\":1}", columns));
   // Lists too.
@@ -123,8 +133,10 @@ TEST_CASE("the variant list as JSON: one object per variant", "[cli][output]") {
     const std::string line = r.out.substr(r.out.find("{\"name\":\"" + v->name() + "\""));
     CHECK_THAT(line.substr(0, line.find('\n')), ContainsSubstring("\"mode\":\"reduce\""));
   }
-  CHECK_THAT(r.out, ContainsSubstring("{\"name\":\"scan-fast\",\"mode\":\"scan\",\"kernel\":null,"));
-  CHECK_THAT(r.out, ContainsSubstring("{\"name\":\"interleaved-divergent\",\"mode\":\"reduce\",\"kernel\":1,"));
+  CHECK_THAT(r.out,
+             ContainsSubstring("{\"name\":\"scan-fast\",\"mode\":\"scan\",\"kernel\":null,"));
+  CHECK_THAT(r.out, ContainsSubstring(
+                        "{\"name\":\"interleaved-divergent\",\"mode\":\"reduce\",\"kernel\":1,"));
   CHECK_THAT(r.out, ContainsSubstring("\"path\":\""));  // with the device: the path taken there
 }
 
@@ -166,7 +178,8 @@ TEST_CASE("the copy row has no sequential time or speedup", "[cli][output]") {
   CHECK_THAT(row_of(r.out, "copy"), ContainsSubstring("\"seq_ms\":null,\"speedup\":null"));
 }
 
-TEST_CASE("beside the ladder, the peer and the copy are rows of their own, outside its speedups", "[cli][output]") {
+TEST_CASE("beside the ladder, the peer and the copy are rows of their own, outside its speedups",
+          "[cli][output]") {
   Result r = run_cli("--variant ladder --peers --measure-copy --size 20000 --repeat 2");
   CHECK(r.code == 0);
   CHECK(lines(r.out) == 11);  // device line, header, omp, copy, kernels 1-7
@@ -177,20 +190,29 @@ TEST_CASE("beside the ladder, the peer and the copy are rows of their own, outsi
   CHECK_THAT(r.out.substr(k1, r.out.find('\n', k1 + 1) - k1), ContainsSubstring("1.00x"));
   r = run_cli("--variant ladder --peers --measure-copy --size 20000 --repeat 1 --format json");
   CHECK(r.code == 0);
-  CHECK_THAT(row_of(r.out, "omp"), ContainsSubstring("\"kernel\":null,\"step_speedup\":null,\"cumulative_speedup\":null}"));
+  CHECK_THAT(
+      row_of(r.out, "omp"),
+      ContainsSubstring("\"kernel\":null,\"step_speedup\":null,\"cumulative_speedup\":null}"));
   CHECK_THAT(row_of(r.out, "copy"), ContainsSubstring("\"kernel\":null"));
-  CHECK_THAT(row_of(r.out, "interleaved-divergent"), ContainsSubstring("\"step_speedup\":null,\"cumulative_speedup\":1}"));
+  CHECK_THAT(row_of(r.out, "interleaved-divergent"),
+             ContainsSubstring("\"step_speedup\":null,\"cumulative_speedup\":1}"));
   CHECK_THAT(row_of(r.out, "interleaved-divergent"), ContainsSubstring("\"vs_omp\":"));
 }
 
-TEST_CASE("peers beside scans: an omp scan row where the peer has the scan, else the reason", "[cli][output]") {
-  struct Case { const char* args; bool runs; };
+TEST_CASE("peers beside scans: an omp scan row where the peer has the scan, else the reason",
+          "[cli][output]") {
+  struct Case {
+    const char* args;
+    bool runs;
+  };
   for (const Case& c : {Case{"--type int32", true}, Case{"--type int32 --acc int32", true},
                         Case{"--type float", true}, Case{"--type int32 --exclusive", false},
-                        Case{"--type int32 --segment-length 1000", false}, Case{"--type int64", false},
-                        Case{"--op max --type int32", false}}) {
+                        Case{"--type int32 --segment-length 1000", false},
+                        Case{"--type int64", false}, Case{"--op max --type int32", false}}) {
     CAPTURE(c.args);
-    const Result r = run_cli(std::string("--variant scan-blelloch --size 100003 --repeat 2 --peers --format json ") + c.args);
+    const Result r = run_cli(
+        std::string("--variant scan-blelloch --size 100003 --repeat 2 --peers --format json ") +
+        c.args);
     CHECK(r.code == 0);
     CHECK(lines(r.out) == 2);
     const std::string omp = row_of(r.out, "omp", "scan");
@@ -202,7 +224,8 @@ TEST_CASE("peers beside scans: an omp scan row where the peer has the scan, else
       CHECK_THAT(omp, ContainsSubstring("openmp two-pass threads="));
       CHECK_THAT(scan, ContainsSubstring("\"vs_omp\":"));
     } else {
-      CHECK_THAT(omp, ContainsSubstring("\"skipped\":true,\"reason\":\"the OpenMP scan peer has inclusive, unsegmented sums of int32 and float only\""));
+      CHECK_THAT(omp, ContainsSubstring("\"skipped\":true,\"reason\":\"the OpenMP scan peer has "
+                                        "inclusive, unsegmented sums of int32 and float only\""));
       CHECK_THAT(scan, !ContainsSubstring("\"vs_omp\":"));
     }
   }
@@ -238,7 +261,8 @@ TEST_CASE("a noisy timing is marked and its ratios are not quoted", "[cli][outpu
   const Result out = run_cli("--size 1000 --repeat 3 --peers --format json");
   CHECK(out.code == 0);
   for (const std::string& line : split_lines(out.out))
-    CHECK((line.find("\"noisy\":false") != std::string::npos || line.find("\"noisy\":true") != std::string::npos));
+    CHECK((line.find("\"noisy\":false") != std::string::npos ||
+           line.find("\"noisy\":true") != std::string::npos));
 }
 
 TEST_CASE("the OpenMP peer waits passively unless the user chose a policy", "[cli][output]") {
@@ -247,12 +271,15 @@ TEST_CASE("the OpenMP peer waits passively unless the user chose a policy", "[cl
   const std::size_t at = r.out.rfind("GOMP_SPINCOUNT = '");
   if (at == std::string::npos) SKIP("not libgomp: no GOMP_SPINCOUNT to read");
   CHECK_THAT(r.out.substr(at), StartsWith("GOMP_SPINCOUNT = '0'"));  // passive: no spinning
-  r = run_cli("--size 100000 --repeat 1 --peers --format json", "OMP_DISPLAY_ENV=verbose OMP_WAIT_POLICY=active");
+  r = run_cli("--size 100000 --repeat 1 --peers --format json",
+              "OMP_DISPLAY_ENV=verbose OMP_WAIT_POLICY=active");
   CHECK(r.code == 0);
-  CHECK_THAT(r.out.substr(r.out.rfind("OMP_WAIT_POLICY = '")), StartsWith("OMP_WAIT_POLICY = 'ACTIVE'"));
+  CHECK_THAT(r.out.substr(r.out.rfind("OMP_WAIT_POLICY = '")),
+             StartsWith("OMP_WAIT_POLICY = 'ACTIVE'"));
 }
 
-TEST_CASE("a cold compiler cache prints nothing but the table; --verbose shows the build log", "[cli][output]") {
+TEST_CASE("a cold compiler cache prints nothing but the table; --verbose shows the build log",
+          "[cli][output]") {
   // A kernel that compiles with a warning, built with PoCL's cache empty: its compiler then
   // writes "1 warning generated." to stderr by itself.
   const fs::path kernels = temp_dir("warnkernels");
@@ -267,7 +294,8 @@ TEST_CASE("a cold compiler cache prints nothing but the table; --verbose shows t
   }
   const fs::path cache = temp_dir("pocl_cache");
   const std::string env = "POCL_CACHE_DIR=" + cache.string();
-  const std::string args = "--kernel-dir " + kernels.string() + " --variant sequential-device --size 1000 --repeat 1";
+  const std::string args =
+      "--kernel-dir " + kernels.string() + " --variant sequential-device --size 1000 --repeat 1";
   Result r = run_cli(args, env);
   CHECK(r.code == 0);
   CHECK(lines(r.out) == 3);  // device line, header, one row

@@ -35,8 +35,9 @@ const std::string kTimeout = "timeout 60";
 struct TempDir {
   fs::path dir;
   TempDir() {
-    dir = fs::temp_directory_path() / ("clreduce_hard_" + std::to_string(std::random_device{}()) + "_" +
-                                       std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    dir = fs::temp_directory_path() /
+          ("clreduce_hard_" + std::to_string(std::random_device{}()) + "_" +
+           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
     fs::create_directories(dir);
   }
   ~TempDir() {
@@ -67,7 +68,8 @@ template <class T> void save(const std::string& path, DType t, const std::vector
 
 }  // namespace
 
-TEST_CASE("a FIFO or a directory as --input or --segments is refused at once (exit 2)", "[cli][hard]") {
+TEST_CASE("a FIFO or a directory as --input or --segments is refused at once (exit 2)",
+          "[cli][hard]") {
   const TempDir d;
   const std::string fifo = d / "fifo.npy";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
@@ -82,19 +84,24 @@ TEST_CASE("a FIFO or a directory as --input or --segments is refused at once (ex
   }
 }
 
-TEST_CASE("a kernel file that is a FIFO or a directory is a build error naming it (exit 4)", "[cli][hard]") {
+TEST_CASE("a kernel file that is a FIFO or a directory is a build error naming it (exit 4)",
+          "[cli][hard]") {
   const TempDir d;
   fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, d.dir / "cl", fs::copy_options::recursive);
   fs::remove(d.dir / "cl" / "reduce_topdown.cl");
   REQUIRE(::mkfifo((d / "cl/reduce_topdown.cl").c_str(), 0600) == 0);
   fs::remove(d.dir / "cl" / "clr_scan.h");
   fs::create_directory(d.dir / "cl" / "clr_scan.h");
-  Result r = run_cli("--kernel-dir " + (d / "cl") + " --variant topdown --size 1000 --repeat 1", kTimeout);
+  Result r =
+      run_cli("--kernel-dir " + (d / "cl") + " --variant topdown --size 1000 --repeat 1", kTimeout);
   CHECK(r.code == 4);
-  CHECK_THAT(r.out, ContainsSubstring("kernel source " + (d / "cl/reduce_topdown.cl") + ": not a regular file (a FIFO)"));
-  r = run_cli("--kernel-dir " + (d / "cl") + " --variant scan-blelloch --size 1000 --repeat 1", kTimeout);
+  CHECK_THAT(r.out, ContainsSubstring("kernel source " + (d / "cl/reduce_topdown.cl") +
+                                      ": not a regular file (a FIFO)"));
+  r = run_cli("--kernel-dir " + (d / "cl") + " --variant scan-blelloch --size 1000 --repeat 1",
+              kTimeout);
   CHECK(r.code == 4);
-  CHECK_THAT(r.out, ContainsSubstring("kernel source " + (d / "cl/clr_scan.h") + ": not a regular file (a directory)"));
+  CHECK_THAT(r.out, ContainsSubstring("kernel source " + (d / "cl/clr_scan.h") +
+                                      ": not a regular file (a directory)"));
   fs::remove(d.dir / "cl" / "clreduce.h");
   REQUIRE(::mkfifo((d / "cl/clreduce.h").c_str(), 0600) == 0);
   r = run_cli("--kernel-dir " + (d / "cl") + " --size 1000 --repeat 1", kTimeout);
@@ -103,12 +110,14 @@ TEST_CASE("a kernel file that is a FIFO or a directory is a build error naming i
   CHECK(lines(r.out) == 1);
 }
 
-TEST_CASE("text from a .npy header is escaped: no colour codes, no forged line (exit 2)", "[cli][hard]") {
+TEST_CASE("text from a .npy header is escaped: no colour codes, no forged line (exit 2)",
+          "[cli][hard]") {
   const TempDir d;
   const std::string path = d / "forged.npy";
-  std::ofstream(path, std::ios::binary)
-      << npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (1,), '\x1b[32mok\nclreduce: all verified': 1}",
-                   std::string(4, '\0'));
+  std::ofstream(path, std::ios::binary) << npy_bytes(
+      "{'descr': '<i4', 'fortran_order': False, 'shape': (1,), '\x1b[32mok\nclreduce: all "
+      "verified': 1}",
+      std::string(4, '\0'));
   const Result r = run_cli("--input " + path, kTimeout);
   CHECK(r.code == 2);
   CHECK(lines(r.out) == 1);
@@ -122,7 +131,8 @@ TEST_CASE("an --output that cannot be written is refused before any work (exit 2
   fs::create_directory(d / "dir.npy");
   for (const std::string& out : {d / "missing/y.npy", d / "dir.npy", d / "fifo.npy"}) {
     CAPTURE(out);
-    const Result r = run_cli("--variant scan-fast --size 1000 --repeat 1 --output " + out, kTimeout);
+    const Result r =
+        run_cli("--variant scan-fast --size 1000 --repeat 1 --output " + out, kTimeout);
     CHECK(r.code == 2);
     CHECK_THAT(r.out, ContainsSubstring("cannot write " + out + ": "));
     CHECK(lines(r.out) == 1);  // no table: nothing ran
@@ -141,10 +151,14 @@ TEST_CASE("an --output written from a scan that did not verify says so on stderr
     std::ofstream(d.dir / "cl" / "scan_add.cl", std::ios::trunc) << s;
   }
   const std::string out = d / "y.npy";
-  Result r = run_cli("--kernel-dir " + (d / "cl") + " --variant scan-hillis-steele --local-size 64 --size 1000 "
-                     "--repeat 1 --output " + out, kTimeout);
+  Result r = run_cli("--kernel-dir " + (d / "cl") +
+                         " --variant scan-hillis-steele --local-size 64 --size 1000 "
+                         "--repeat 1 --output " +
+                         out,
+                     kTimeout);
   CHECK(r.code == 1);
-  CHECK_THAT(r.out, ContainsSubstring("clreduce: wrote " + out + " from scan-hillis-steele, whose result did not verify"));
+  CHECK_THAT(r.out, ContainsSubstring("clreduce: wrote " + out +
+                                      " from scan-hillis-steele, whose result did not verify"));
   CHECK(read_npy(out).n == 1000);
   r = run_cli("--variant scan-hillis-steele --size 1000 --repeat 1 --output " + out, kTimeout);
   CHECK(r.code == 0);
@@ -155,7 +169,8 @@ TEST_CASE("JSON keeps the sign of a -0.0 result, as the table does", "[cli][hard
   const TempDir d;
   const std::string path = d / "negzero.npy";
   save<float>(path, DType::kFloat, {-0.0f, -0.0f});
-  Result r = run_cli("--input " + path + " --op min --variant fast,scan-fast --repeat 1 --format json", kTimeout);
+  Result r = run_cli(
+      "--input " + path + " --op min --variant fast,scan-fast --repeat 1 --format json", kTimeout);
   CHECK(r.code == 0);
   CHECK_THAT(r.out, ContainsSubstring("\"result\":-0.0,\"expected\":-0.0"));
   r = run_cli("--input " + path + " --op max --variant fast --repeat 1", kTimeout);
@@ -163,7 +178,8 @@ TEST_CASE("JSON keeps the sign of a -0.0 result, as the table does", "[cli][hard
   CHECK_THAT(r.out, ContainsSubstring("\nfast                   -0 "));
 }
 
-TEST_CASE("float inputs where an order overflows verify as overflow (exit 0), scans included", "[cli][hard][overflow]") {
+TEST_CASE("float inputs where an order overflows verify as overflow (exit 0), scans included",
+          "[cli][hard][overflow]") {
   const TempDir d;
   save<float>(d / "f32.npy", DType::kFloat, {3e38f, 3e38f, -3e38f, -3e38f});
   save<double>(d / "f64.npy", DType::kDouble, {1.7e308, 1.7e308, -1.7e308, -1.7e308});
@@ -188,9 +204,11 @@ TEST_CASE("float inputs where an order overflows verify as overflow (exit 0), sc
   }
 }
 
-TEST_CASE("under an address-space limit a run is refused with the reason, never aborted", "[cli][hard][memory]") {
+TEST_CASE("under an address-space limit a run is refused with the reason, never aborted",
+          "[cli][hard][memory]") {
   // GPU drivers reserve tens of GB of address space when they load: a limit tests nothing there.
-  if (clreduce::test::device_context().info().is_gpu) SKIP("address-space limits are for CPU runtimes");
+  if (clreduce::test::device_context().info().is_gpu)
+    SKIP("address-space limits are for CPU runtimes");
   // 100 MB: too little for an OpenCL runtime to load: exit 3 naming the limit (or, for a runtime
   // that loads in less, the host-memory check: exit 5).
   Result r = run_cli("--size 2^24 --repeat 1", "ulimit -v 100000 &&");

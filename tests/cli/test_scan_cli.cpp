@@ -4,6 +4,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <sys/wait.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,13 +12,12 @@
 #include <fstream>
 #include <random>
 #include <string>
-#include <sys/wait.h>
 
 #include "io/data.hpp"
 #include "io/npy.hpp"
-#include "verify/scan_reference.hpp"
 #include "scan/scan_variant.hpp"
 #include "test_helpers.hpp"
+#include "verify/scan_reference.hpp"
 
 using Catch::Matchers::ContainsSubstring;
 using namespace clreduce;
@@ -35,11 +35,13 @@ std::filesystem::path temp_path(const std::string& tag) {
 
 }  // namespace
 
-TEST_CASE("the variant list names the scans, and --variant all runs reductions then scans", "[cli][scan]") {
+TEST_CASE("the variant list names the scans, and --variant all runs reductions then scans",
+          "[cli][scan]") {
   Result r = run_cli("--list-variants");
   CHECK(r.code == 0);
   for (const auto& v : scan_variants()) CHECK_THAT(r.out, ContainsSubstring(v->name()));
-  r = run_cli("--variant all --op max --type int64 --size 3000 --local-size 64 --format json --repeat 1");
+  r = run_cli(
+      "--variant all --op max --type int64 --size 3000 --local-size 64 --format json --repeat 1");
   CHECK(r.code == 0);
   CHECK(lines(r.out) == reduce_variants().size() + scan_variants().size());
   CHECK_THAT(r.out, ContainsSubstring("\"mode\":\"reduce\""));
@@ -53,18 +55,26 @@ TEST_CASE("the variant list names the scans, and --variant all runs reductions t
   CHECK_THAT(r.out, ContainsSubstring("skipped: argmin has no prefix scan"));
 }
 
-TEST_CASE("scan JSON has the foundation keys, the scan keys, and the last element as result", "[cli][scan]") {
+TEST_CASE("scan JSON has the foundation keys, the scan keys, and the last element as result",
+          "[cli][scan]") {
   const auto path = temp_path("out");
-  const Result r = run_cli("--variant scan-blelloch,scan-hierarchical --size 5000 --seed 7 --segment-length 300 "
-                           "--exclusive --format json --repeat 1 --output " + path.string());
+  const Result r = run_cli(
+      "--variant scan-blelloch,scan-hierarchical --size 5000 --seed 7 --segment-length 300 "
+      "--exclusive --format json --repeat 1 --output " +
+      path.string());
   CHECK(r.code == 0);
   CHECK(lines(r.out) == 2);
-  for (const char* key : {"\"mode\":\"scan\"", "\"variant\":\"scan-blelloch\"", "\"op\":\"sum\"",
-                          "\"type\":\"int32\"", "\"acc\":\"int64\"", "\"n\":5000", "\"device\":",
-                          "\"exclusive\":true", "\"segmented\":true", "\"result\":", "\"expected\":",
-                          "\"verified\":true", "\"first_wrong\":-1", "\"wrong_count\":0",
-                          "\"kernel_ms\":", "\"wall_ms\":", "\"gbps\":", "\"seq_ms\":", "\"speedup\":",
-                          "\"launches\":", "\"policy\":"})
+  for (const char* key : {"\"mode\":\"scan\"",  "\"variant\":\"scan-blelloch\"",
+                          "\"op\":\"sum\"",     "\"type\":\"int32\"",
+                          "\"acc\":\"int64\"",  "\"n\":5000",
+                          "\"device\":",        "\"exclusive\":true",
+                          "\"segmented\":true", "\"result\":",
+                          "\"expected\":",      "\"verified\":true",
+                          "\"first_wrong\":-1", "\"wrong_count\":0",
+                          "\"kernel_ms\":",     "\"wall_ms\":",
+                          "\"gbps\":",          "\"seq_ms\":",
+                          "\"speedup\":",       "\"launches\":",
+                          "\"policy\":"})
     CHECK_THAT(r.out, ContainsSubstring(key));
   // The file holds the whole exclusive segmented scan, int64 by NumPy's rule.
   const HostArray y = read_npy(path.string());
@@ -91,8 +101,10 @@ TEST_CASE("a --segments flag file and --acc int32 give an int32 result file", "[
   f.bytes.assign(4000 * 4, 0);
   for (std::size_t i = 0; i < 4000; i += 513) f.bytes[i * 4 + 1] = 1;  // 256: nonzero, low byte 0
   write_npy(flags_path.string(), f);
-  const Result r = run_cli("--variant scan-hierarchical --op sum --type int32 --acc int32 --size 4000 --seed 3 "
-                           "--repeat 1 --segments " + flags_path.string() + " --output " + out_path.string());
+  const Result r = run_cli(
+      "--variant scan-hierarchical --op sum --type int32 --acc int32 --size 4000 --seed 3 "
+      "--repeat 1 --segments " +
+      flags_path.string() + " --output " + out_path.string());
   CHECK(r.code == 0);
   CHECK_THAT(r.out, ContainsSubstring("segmented"));
   const HostArray y = read_npy(out_path.string());
@@ -100,7 +112,8 @@ TEST_CASE("a --segments flag file and --acc int32 give an int32 result file", "[
   std::vector<std::uint8_t> flags(4000, 0);
   for (std::size_t i = 0; i < 4000; i += 513) flags[i] = 1;
   std::vector<unsigned char> want(4000 * 4);
-  sequential_scan(generate(DType::kInt32, 4000, 3), ScanMode{Op::kSum, DType::kInt32, false}, flags, want.data());
+  sequential_scan(generate(DType::kInt32, 4000, 3), ScanMode{Op::kSum, DType::kInt32, false}, flags,
+                  want.data());
   CHECK(std::memcmp(want.data(), y.bytes.data(), want.size()) == 0);
   std::filesystem::remove(flags_path);
   std::filesystem::remove(out_path);
@@ -135,14 +148,19 @@ TEST_CASE("bad scan arguments get one line and exit code 2", "[cli][scan]") {
   f.type = DType::kFloat;
   f.bytes.assign(40, 0);
   write_npy(float_flags.string(), f);
-  struct Case { std::string args; std::string says; };
+  struct Case {
+    std::string args;
+    std::string says;
+  };
   const std::vector<Case> cases = {
       {"--variant scan-hierarchical --op argmin", "scan-hierarchical: argmin has no prefix scan"},
       {"--variant all-scan --op argmax", "argmax has no prefix scan"},
       {"--variant scan-blelloch --segments /nonexistent.npy", "cannot open /nonexistent.npy"},
       {"--variant scan-blelloch --segments " + bad.string(), "bad magic"},
-      {"--variant scan-blelloch --size 100 --segments " + short_flags.string(), "10 segment flags for an array of 100 elements"},
-      {"--variant scan-blelloch --size 10 --segments " + float_flags.string(), "unsupported dtype '<f4'"},
+      {"--variant scan-blelloch --size 100 --segments " + short_flags.string(),
+       "10 segment flags for an array of 100 elements"},
+      {"--variant scan-blelloch --size 10 --segments " + float_flags.string(),
+       "unsupported dtype '<f4'"},
       {"--variant scan-blelloch --segments x.npy --segment-length 4", "excludes"},
       {"--variant scan-blelloch --segment-length 0", "segment-length"},
       {"--variant topdown --exclusive", "apply to scans"},
@@ -165,7 +183,8 @@ TEST_CASE("bad scan arguments get one line and exit code 2", "[cli][scan]") {
 
 TEST_CASE("a wrong scan exits 1 and names the first wrong element and the count", "[cli][scan]") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("clreduce_wrongscan_" + std::to_string(std::random_device{}()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("clreduce_wrongscan_" + std::to_string(std::random_device{}()));
   fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir, fs::copy_options::recursive);
   {
     std::ifstream in(dir / "scan_add.cl");
@@ -175,12 +194,14 @@ TEST_CASE("a wrong scan exits 1 and names the first wrong element and the count"
     s.replace(s.find(from), from.size(), "if (k != 5) y[base + k] = clr_op(c, y[base + k]);");
     std::ofstream(dir / "scan_add.cl", std::ios::trunc) << s;
   }
-  Result r = run_cli("--kernel-dir " + dir.string() + " --variant scan-hillis-steele --local-size 64 --size 1000 --repeat 1");
+  Result r = run_cli("--kernel-dir " + dir.string() +
+                     " --variant scan-hillis-steele --local-size 64 --size 1000 --repeat 1");
   CHECK(r.code == 1);
   CHECK_THAT(r.out, ContainsSubstring("NO"));
-  CHECK_THAT(r.out, ContainsSubstring("y[69]"));  // tile 1 starts at 64
+  CHECK_THAT(r.out, ContainsSubstring("y[69]"));                      // tile 1 starts at 64
   CHECK_THAT(r.out, ContainsSubstring("15 of 1000 elements wrong"));  // tiles 1..15
-  r = run_cli("--kernel-dir " + dir.string() + " --variant scan-hillis-steele --local-size 64 --size 1000 --repeat 1 --format json");
+  r = run_cli("--kernel-dir " + dir.string() +
+              " --variant scan-hillis-steele --local-size 64 --size 1000 --repeat 1 --format json");
   CHECK(r.code == 1);
   CHECK_THAT(r.out, ContainsSubstring("\"first_wrong\":69"));
   CHECK_THAT(r.out, ContainsSubstring("\"wrong_count\":15"));

@@ -16,24 +16,33 @@ using clreduce::test::run_cli;
 
 namespace {
 
-std::size_t lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
+std::size_t lines(const std::string& s) {
+  return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
+}
 
 }  // namespace
 
 TEST_CASE("bad knob values are refused up front with one line and exit 2", "[cli][tuning]") {
-  struct Case { const char* env; const char* says; };
-  for (const Case& c : {Case{"CLREDUCE_DISABLE_CAPS=bogus", "CLREDUCE_DISABLE_CAPS must be 'all' or names from"},
-                        Case{"CLREDUCE_LOOKBACK_ROWS=99", "CLREDUCE_LOOKBACK_ROWS must be a count from 1 to 16, not '99'"},
-                        Case{"CLREDUCE_LOOKBACK_ROWS=abc", "CLREDUCE_LOOKBACK_ROWS must be a count from 1 to 16, not 'abc'"},
-                        Case{"CLREDUCE_SCAN_CHUNK=abc", "CLREDUCE_SCAN_CHUNK must be a count"},
-                        Case{"CLREDUCE_SCAN_GROUPS=0", "CLREDUCE_SCAN_GROUPS must be a count from 1 to 4096"},
-                        Case{"CLREDUCE_SCAN_GROUPS=1000000", "CLREDUCE_SCAN_GROUPS must be a count from 1 to 4096"},
-                        Case{"CLREDUCE_LOOKBACK_LIMIT=-1", "CLREDUCE_LOOKBACK_LIMIT must be a count from 0"},
-                        Case{"CLREDUCE_TRANSFER_PIECE=0", "CLREDUCE_TRANSFER_PIECE must be a byte count"},
-                        Case{"CLREDUCE_EXACT_SHAPE=topdown", "CLREDUCE_EXACT_SHAPE must be one of auto, gpu, cpu"},
-                        Case{"CLREDUCE_EXACT_GROUPS=0", "CLREDUCE_EXACT_GROUPS must be a count from 1 to 2^20"},
-                        Case{"CLREDUCE_EXACT_TERMS=5", "CLREDUCE_EXACT_TERMS must be a count from 2 to 4, not '5'"},
-                        Case{"CLREDUCE_SCAN_FAST_PATH=bogus", "CLREDUCE_SCAN_FAST_PATH must be one of auto, lookback, cpu, hierarchical"}}) {
+  struct Case {
+    const char* env;
+    const char* says;
+  };
+  for (const Case& c :
+       {Case{"CLREDUCE_DISABLE_CAPS=bogus", "CLREDUCE_DISABLE_CAPS must be 'all' or names from"},
+        Case{"CLREDUCE_LOOKBACK_ROWS=99",
+             "CLREDUCE_LOOKBACK_ROWS must be a count from 1 to 16, not '99'"},
+        Case{"CLREDUCE_LOOKBACK_ROWS=abc",
+             "CLREDUCE_LOOKBACK_ROWS must be a count from 1 to 16, not 'abc'"},
+        Case{"CLREDUCE_SCAN_CHUNK=abc", "CLREDUCE_SCAN_CHUNK must be a count"},
+        Case{"CLREDUCE_SCAN_GROUPS=0", "CLREDUCE_SCAN_GROUPS must be a count from 1 to 4096"},
+        Case{"CLREDUCE_SCAN_GROUPS=1000000", "CLREDUCE_SCAN_GROUPS must be a count from 1 to 4096"},
+        Case{"CLREDUCE_LOOKBACK_LIMIT=-1", "CLREDUCE_LOOKBACK_LIMIT must be a count from 0"},
+        Case{"CLREDUCE_TRANSFER_PIECE=0", "CLREDUCE_TRANSFER_PIECE must be a byte count"},
+        Case{"CLREDUCE_EXACT_SHAPE=topdown", "CLREDUCE_EXACT_SHAPE must be one of auto, gpu, cpu"},
+        Case{"CLREDUCE_EXACT_GROUPS=0", "CLREDUCE_EXACT_GROUPS must be a count from 1 to 2^20"},
+        Case{"CLREDUCE_EXACT_TERMS=5", "CLREDUCE_EXACT_TERMS must be a count from 2 to 4, not '5'"},
+        Case{"CLREDUCE_SCAN_FAST_PATH=bogus",
+             "CLREDUCE_SCAN_FAST_PATH must be one of auto, lookback, cpu, hierarchical"}}) {
     CAPTURE(c.env);
     // With a reduction before scan-fast in the list: the refusal comes before any variant runs.
     const auto r = run_cli("--variant fast,scan-fast --size 1000", c.env);
@@ -43,10 +52,12 @@ TEST_CASE("bad knob values are refused up front with one line and exit 2", "[cli
   }
 }
 
-TEST_CASE("tuning from the command line: set, checked, applied after the environment", "[cli][tuning]") {
+TEST_CASE("tuning from the command line: set, checked, applied after the environment",
+          "[cli][tuning]") {
   auto r = run_cli("--size 1000 --tune lookback-rows=17");
   CHECK(r.code == 2);
-  CHECK_THAT(r.out, ContainsSubstring("--tune lookback-rows must be a count from 1 to 16, not '17'"));
+  CHECK_THAT(r.out,
+             ContainsSubstring("--tune lookback-rows must be a count from 1 to 16, not '17'"));
   r = run_cli("--size 1000 --tune no-such-knob=1");
   CHECK(r.code == 2);
   CHECK_THAT(r.out, ContainsSubstring("unknown tuning key 'no-such-knob'"));
@@ -57,7 +68,8 @@ TEST_CASE("tuning from the command line: set, checked, applied after the environ
   // the environment is read first and a bad value there is still refused.
   r = run_cli("--size 1000 --tune fast-shape=cpu", "CLREDUCE_FAST_SHAPE=fpga");
   CHECK(r.code == 2);
-  r = run_cli("--size 1000 --tune fast-shape=topdown --verbose --format json", "CLREDUCE_FAST_SHAPE=gpu");
+  r = run_cli("--size 1000 --tune fast-shape=topdown --verbose --format json",
+              "CLREDUCE_FAST_SHAPE=gpu");
   CHECK(r.code == 0);
   CHECK_THAT(r.out, ContainsSubstring("topdown-scheme"));
 }
@@ -80,8 +92,9 @@ TEST_CASE("set_tuning refuses what it cannot take and keeps what it can", "[tuni
   set_tuning(t, "disable-caps", "nv_shfl,subgroups", "x");
   CHECK(cap_disabled(t, "nv_shfl"));
   CHECK_FALSE(cap_disabled(t, "wg_collectives"));
-  for (const char* bad : {"fast-groups=-1", "fast-groups=1e3", "fast-groups= 5", "fast-groups=1048577",
-                          "lookback-rows=0", "scan-chunk=18446744073709551616", "=3"}) {
+  for (const char* bad :
+       {"fast-groups=-1", "fast-groups=1e3", "fast-groups= 5", "fast-groups=1048577",
+        "lookback-rows=0", "scan-chunk=18446744073709551616", "=3"}) {
     CAPTURE(bad);
     try {
       set_tuning(t, bad);

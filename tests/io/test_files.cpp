@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include <csignal>
 #include <cerrno>
+#include <csignal>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -32,8 +32,9 @@ namespace {
 struct TempDir {
   fs::path dir;
   TempDir() {
-    dir = fs::temp_directory_path() / ("clreduce_test_files_" + std::to_string(std::random_device{}()) + "_" +
-                                       std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    dir = fs::temp_directory_path() /
+          ("clreduce_test_files_" + std::to_string(std::random_device{}()) + "_" +
+           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
     fs::create_directories(dir);
   }
   ~TempDir() {
@@ -57,9 +58,11 @@ std::vector<std::string> names(const fs::path& dir) {
 }
 
 // Injected write(2)s for the atomic writer.
-int g_full = -1;         // an fd of /dev/full
-int g_calls = 0;         // calls so far
-long to_dev_full(int, const void* p, std::size_t n) { return static_cast<long>(::write(g_full, p, n)); }
+int g_full = -1;  // an fd of /dev/full
+int g_calls = 0;  // calls so far
+long to_dev_full(int, const void* p, std::size_t n) {
+  return static_cast<long>(::write(g_full, p, n));
+}
 long three_bytes_at_a_time(int fd, const void* p, std::size_t n) {
   return static_cast<long>(::write(fd, p, std::min<std::size_t>(n, 3)));
 }
@@ -102,7 +105,8 @@ TEST_CASE("a regular file is read whole, and by ranges", "[files]") {
   CHECK(read_regular_file(d / "empty", Errc::kInput).empty());
 }
 
-TEST_CASE("a FIFO with no writer, a directory and a device are refused at once, naming the file", "[files]") {
+TEST_CASE("a FIFO with no writer, a directory and a device are refused at once, naming the file",
+          "[files]") {
   const TempDir d;
   const std::string fifo = d / "fifo.npy";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
@@ -113,14 +117,17 @@ TEST_CASE("a FIFO with no writer, a directory and a device are refused at once, 
   CHECK_THAT(std::string(e.what()), Equals(fifo + ": not a regular file (a FIFO)"));
   e = thrown([&] { read_regular_file(fifo, Errc::kBuild, "kernel source"); });
   CHECK(e.category() == Errc::kBuild);
-  CHECK_THAT(std::string(e.what()), Equals("kernel source " + fifo + ": not a regular file (a FIFO)"));
+  CHECK_THAT(std::string(e.what()),
+             Equals("kernel source " + fifo + ": not a regular file (a FIFO)"));
   e = thrown([&] { read_regular_file(d / "dir.cl", Errc::kBuild, "kernel source"); });
   CHECK(e.category() == Errc::kBuild);
-  CHECK_THAT(std::string(e.what()), Equals("kernel source " + (d / "dir.cl") + ": not a regular file (a directory)"));
+  CHECK_THAT(std::string(e.what()),
+             Equals("kernel source " + (d / "dir.cl") + ": not a regular file (a directory)"));
   e = thrown([&] { read_regular_file("/dev/null", Errc::kInput); });
   CHECK_THAT(std::string(e.what()), Equals("/dev/null: not a regular file (a character device)"));
   e = thrown([&] { read_regular_file(d / "missing", Errc::kBuild, "kernel source"); });
-  CHECK_THAT(std::string(e.what()), Equals("cannot open kernel source " + (d / "missing") + ": No such file or directory"));
+  CHECK_THAT(std::string(e.what()), Equals("cannot open kernel source " + (d / "missing") +
+                                           ": No such file or directory"));
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));  // nothing blocked
 }
 
@@ -133,20 +140,25 @@ TEST_CASE("a path with control characters is escaped in the message", "[files]")
   CHECK_THAT(msg, ContainsSubstring("bad\\x0Aname\\x1B[31m: No such file or directory"));
 }
 
-TEST_CASE("check_output_path refuses what cannot be written before any work, and leaves nothing behind", "[files]") {
+TEST_CASE(
+    "check_output_path refuses what cannot be written before any work, and leaves nothing behind",
+    "[files]") {
   const TempDir d;
   REQUIRE(::mkfifo((d / "fifo").c_str(), 0600) == 0);
   std::ofstream(d / "file") << "x";
   fs::create_directory(d / "sub");
-  struct Case { std::string path, says; };
-  for (const Case& c : {Case{d / "missing/out.npy", "cannot write " + (d / "missing/out.npy") + ": directory " +
-                                                         (d / "missing") + " does not exist"},
-                        Case{d / "sub", "cannot write " + (d / "sub") + ": it is a directory"},
-                        Case{d / "sub/", "cannot write " + (d / "sub/") + ": it is a directory"},
-                        Case{d / "fifo", "cannot write " + (d / "fifo") + ": not a regular file (a FIFO)"},
-                        Case{"/dev/null", "cannot write /dev/null: not a regular file (a character device)"},
-                        Case{d / "file/out.npy", "cannot write " + (d / "file/out.npy") + ": Not a directory"},
-                        Case{"", "cannot write an output file with an empty name"}}) {
+  struct Case {
+    std::string path, says;
+  };
+  for (const Case& c :
+       {Case{d / "missing/out.npy", "cannot write " + (d / "missing/out.npy") + ": directory " +
+                                        (d / "missing") + " does not exist"},
+        Case{d / "sub", "cannot write " + (d / "sub") + ": it is a directory"},
+        Case{d / "sub/", "cannot write " + (d / "sub/") + ": it is a directory"},
+        Case{d / "fifo", "cannot write " + (d / "fifo") + ": not a regular file (a FIFO)"},
+        Case{"/dev/null", "cannot write /dev/null: not a regular file (a character device)"},
+        Case{d / "file/out.npy", "cannot write " + (d / "file/out.npy") + ": Not a directory"},
+        Case{"", "cannot write an output file with an empty name"}}) {
     CAPTURE(c.path);
     const Error e = thrown([&] { check_output_path(c.path); });
     CHECK(e.category() == Errc::kUsage);
@@ -158,13 +170,17 @@ TEST_CASE("check_output_path refuses what cannot be written before any work, and
   CHECK(slurp(d / "file") == "x");
 }
 
-TEST_CASE("write_file_atomically writes every piece, replaces a file keeping its mode, leaves no temporary", "[files]") {
+TEST_CASE(
+    "write_file_atomically writes every piece, replaces a file keeping its mode, leaves no "
+    "temporary",
+    "[files]") {
   const TempDir d;
   const std::string path = d / "out.npy";
   write_file_atomically(path, {"abc", "", "defg"});
   CHECK(slurp(path) == "abcdefg");
   REQUIRE(::chmod(path.c_str(), 0640) == 0);
-  write_file_atomically(path, {"second", " version"}, three_bytes_at_a_time);  // short writes are resumed
+  write_file_atomically(path, {"second", " version"},
+                        three_bytes_at_a_time);  // short writes are resumed
   CHECK(slurp(path) == "second version");
   struct stat st {};
   REQUIRE(::stat(path.c_str(), &st) == 0);
@@ -172,34 +188,43 @@ TEST_CASE("write_file_atomically writes every piece, replaces a file keeping its
   CHECK(names(d.dir) == std::vector<std::string>{"out.npy"});
   // The FIFO check also holds at write time (nothing blocks, nothing is replaced).
   REQUIRE(::mkfifo((d / "fifo").c_str(), 0600) == 0);
-  CHECK_THROWS_WITH(write_file_atomically(d / "fifo", {"x"}), ContainsSubstring("not a regular file (a FIFO)"));
+  CHECK_THROWS_WITH(write_file_atomically(d / "fifo", {"x"}),
+                    ContainsSubstring("not a regular file (a FIFO)"));
   CHECK(names(d.dir) == std::vector<std::string>{"fifo", "out.npy"});
 }
 
-TEST_CASE("a full disk or a failing write leaves the old file whole and no temporary file", "[files]") {
+TEST_CASE("a full disk or a failing write leaves the old file whole and no temporary file",
+          "[files]") {
   const TempDir d;
   const std::string path = d / "out.npy";
   write_file_atomically(path, {"the good old file"});
   g_full = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
   if (g_full >= 0) {  // writes to /dev/full fail with ENOSPC, as on a full disk
-    const Error e = thrown([&] { write_file_atomically(path, {"header", std::string(100000, 'x')}, to_dev_full); });
+    const Error e = thrown([&] {
+      write_file_atomically(path, {"header", std::string(100000, 'x')}, to_dev_full);
+    });
     CHECK(e.category() == Errc::kInput);
-    CHECK(std::string(e.what()) == "cannot write " + path + ": No space left on device (the file is unchanged)");
+    CHECK(std::string(e.what()) ==
+          "cannot write " + path + ": No space left on device (the file is unchanged)");
     ::close(g_full);
     CHECK(slurp(path) == "the good old file");
     CHECK(names(d.dir) == std::vector<std::string>{"out.npy"});
   }
   g_calls = 0;
   Error e = thrown([&] { write_file_atomically(path, {"header", "data"}, fails_on_second_call); });
-  CHECK_THAT(std::string(e.what()), ContainsSubstring("Input/output error (the file is unchanged)"));
+  CHECK_THAT(std::string(e.what()),
+             ContainsSubstring("Input/output error (the file is unchanged)"));
   CHECK(slurp(path) == "the good old file");
   g_calls = 0;
-  e = thrown([&] { write_file_atomically(d / "new.npy", {"header", "data"}, fails_on_second_call); });
+  e = thrown([&] {
+    write_file_atomically(d / "new.npy", {"header", "data"}, fails_on_second_call);
+  });
   CHECK_THAT(std::string(e.what()), ContainsSubstring("(no file was written)"));
   CHECK(names(d.dir) == std::vector<std::string>{"out.npy"});
 }
 
-TEST_CASE("a SIGTERM during the write removes the temporary file and leaves the old file whole", "[files]") {
+TEST_CASE("a SIGTERM during the write removes the temporary file and leaves the old file whole",
+          "[files]") {
   const TempDir d;
   const std::string path = d / "out.npy";
   write_file_atomically(path, {"the good old file"});
@@ -209,11 +234,12 @@ TEST_CASE("a SIGTERM during the write removes the temporary file and leaves the 
   fs::remove(d.dir / "scratch");
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
-  if (child == 0) {  // killed by the SIGTERM raised inside the second write, or exits 3
+  if (child == 0) {              // killed by the SIGTERM raised inside the second write, or exits 3
     ::signal(SIGTERM, SIG_DFL);  // the test framework's own handler would report the signal
     g_calls = 0;
     try {
-      write_file_atomically(path, {"new header", std::string(100000, 'y')}, terminated_on_second_call);
+      write_file_atomically(path, {"new header", std::string(100000, 'y')},
+                            terminated_on_second_call);
     } catch (...) {
     }
     ::_exit(3);

@@ -23,7 +23,8 @@ Value float_value(DType t, double f) {
 
 }  // namespace
 
-TEST_CASE("JSON keeps float results floats, the sign of zero, and NaN and inf as strings", "[report]") {
+TEST_CASE("JSON keeps float results floats, the sign of zero, and NaN and inf as strings",
+          "[report]") {
   for (DType t : {DType::kFloat, DType::kDouble}) {
     CAPTURE(dtype_name(t));
     CHECK(json_value(float_value(t, -0.0)) == "-0.0");

@@ -20,15 +20,21 @@ TEST_CASE("printable escapes control characters and backslash, keeps plain text"
   CHECK(printable("") == "");
 }
 
-TEST_CASE("printable keeps valid UTF-8 text and escapes invalid bytes and Unicode controls", "[text]") {
-  CHECK(printable("donn\xc3\xa9" "es \xe2\x82\xac \xf0\x9f\x98\x80") == "donn\xc3\xa9" "es \xe2\x82\xac \xf0\x9f\x98\x80");
-  CHECK(printable("\xc2\x9b" "31m") == "\\xC2\\x9B31m");                  // C1 CSI
-  CHECK(printable("a\xe2\x80\xae" "b") == "a\\xE2\\x80\\xAEb");           // right-to-left override
-  CHECK(printable("x\xe2\x80\xa8y") == "x\\xE2\\x80\\xA8y");              // line separator
-  CHECK(printable("\xff\xfe") == "\\xFF\\xFE");                           // not UTF-8
-  CHECK(printable("\xc0\xaf") == "\\xC0\\xAF");                           // overlong '/'
-  CHECK(printable("\xed\xa0\x80") == "\\xED\\xA0\\x80");                  // a surrogate
-  CHECK(printable("\xe2\x82") == "\\xE2\\x82");                           // cut short
+TEST_CASE("printable keeps valid UTF-8 text and escapes invalid bytes and Unicode controls",
+          "[text]") {
+  CHECK(printable("donn\xc3\xa9"
+                  "es \xe2\x82\xac \xf0\x9f\x98\x80") ==
+        "donn\xc3\xa9"
+        "es \xe2\x82\xac \xf0\x9f\x98\x80");
+  CHECK(printable("\xc2\x9b"
+                  "31m") == "\\xC2\\x9B31m");  // C1 CSI
+  CHECK(printable("a\xe2\x80\xae"
+                  "b") == "a\\xE2\\x80\\xAEb");               // right-to-left override
+  CHECK(printable("x\xe2\x80\xa8y") == "x\\xE2\\x80\\xA8y");  // line separator
+  CHECK(printable("\xff\xfe") == "\\xFF\\xFE");               // not UTF-8
+  CHECK(printable("\xc0\xaf") == "\\xC0\\xAF");               // overlong '/'
+  CHECK(printable("\xed\xa0\x80") == "\\xED\\xA0\\x80");      // a surrogate
+  CHECK(printable("\xe2\x82") == "\\xE2\\x82");               // cut short
 }
 
 TEST_CASE("printable cuts long text and says so", "[text]") {

@@ -90,8 +90,9 @@ template <class T> std::vector<T> wide(std::size_t n, std::uint64_t seed) {
   std::vector<T> v(n);
   for (auto& x : v) {
     const T u = static_cast<T>(static_cast<double>(rng() >> 11) * 0x1p-53);
-    const int e = rng() % 4 == 0 ? lo + static_cast<int>(rng() % static_cast<std::uint64_t>(hi - lo))
-                                 : static_cast<int>(rng() % 41) - 20;
+    const int e = rng() % 4 == 0
+                      ? lo + static_cast<int>(rng() % static_cast<std::uint64_t>(hi - lo))
+                      : static_cast<int>(rng() % 41) - 20;
     x = std::ldexp(u, e) * (rng() & 1 ? T(1) : T(-1));
   }
   return v;
@@ -99,7 +100,8 @@ template <class T> std::vector<T> wide(std::size_t n, std::uint64_t seed) {
 
 // `hard` placed among n - hard.size() elements that cancel in pairs (a wide range of magnitudes,
 // shuffled), so the exact sum is hard's while every group and work-item sees big numbers.
-template <class T> std::vector<T> hidden(const std::vector<T>& hard, std::size_t n, std::uint64_t seed) {
+template <class T>
+std::vector<T> hidden(const std::vector<T>& hard, std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<T> v;
   const std::size_t pairs = (n - std::min(n, hard.size())) / 2;
@@ -113,7 +115,9 @@ template <class T> std::vector<T> hidden(const std::vector<T>& hard, std::size_t
   std::shuffle(v.begin(), v.end(), rng);
   // The hard elements at the start, the end and spread between (the tail, several groups).
   for (std::size_t i = 0; i < hard.size(); ++i)
-    v.insert(v.begin() + static_cast<std::ptrdiff_t>(hard.size() == 1 ? v.size() / 2 : i * v.size() / (hard.size() - 1)), hard[i]);
+    v.insert(v.begin() + static_cast<std::ptrdiff_t>(
+                             hard.size() == 1 ? v.size() / 2 : i * v.size() / (hard.size() - 1)),
+             hard[i]);
   return v;
 }
 
@@ -145,8 +149,9 @@ template <class T> void check_case(const std::vector<T>& hard, T want, const cha
 
 template <class T> void hard_cases() {
   using L = std::numeric_limits<T>;
-  const T mx = L::max(), den = L::denorm_min(), mn = L::min(), inf = L::infinity(), nan = L::quiet_NaN();
-  const T half = std::ldexp(T(1), -L::digits);  // half an ulp of 1
+  const T mx = L::max(), den = L::denorm_min(), mn = L::min(), inf = L::infinity(),
+          nan = L::quiet_NaN();
+  const T half = std::ldexp(T(1), -L::digits);                      // half an ulp of 1
   const T big = std::ldexp(T(1), L::max_exponent - L::digits - 1);  // half an ulp of max()
   check_case<T>({T(1e30), T(3.25), T(-1e30)}, T(3.25), "cancellation");
   check_case<T>({mx, den, -mx, mn, -den}, mn, "largest, smallest, cancelling");
@@ -175,7 +180,8 @@ template <class T> void hard_cases() {
 
 }  // namespace
 
-TEST_CASE("exact: hard cases bit for bit, in both shapes, groups of 1 to 256, 1 to 7 groups", "[exact]") {
+TEST_CASE("exact: hard cases bit for bit, in both shapes, groups of 1 to 256, 1 to 7 groups",
+          "[exact]") {
   if (!device_context().info().fp64) SKIP("no fp64");
   SECTION("float") { hard_cases<float>(); }
   SECTION("double") { hard_cases<double>(); }
@@ -186,15 +192,21 @@ TEST_CASE("exact: n = 0 is +0, n = 1 is the element itself", "[exact]") {
   const RunRecord z = run_exact(array_of<float>({}));
   CHECK(bits(z.result) == 0);
   CHECK(z.verified);
-  const float f[] = {-0.0f, 0.0f, FLT_MAX, -FLT_MIN, std::numeric_limits<float>::denorm_min(), 1.5f,
-                     -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+  const float f[] = {-0.0f,
+                     0.0f,
+                     FLT_MAX,
+                     -FLT_MIN,
+                     std::numeric_limits<float>::denorm_min(),
+                     1.5f,
+                     -std::numeric_limits<float>::infinity(),
+                     std::numeric_limits<float>::quiet_NaN()};
   for (float x : f) {
     CAPTURE(x);
     const HostArray a = array_of<float>({x});
     for (const Launch& l : launches()) require_exact(run_exact(a, l.local, l.shape, l.groups), a);
   }
-  const double d[] = {-0.0, DBL_MAX, -std::numeric_limits<double>::denorm_min(), 0x1p-1000, 0x1p1000,
-                      std::numeric_limits<double>::infinity()};
+  const double d[] = {-0.0,      DBL_MAX,  -std::numeric_limits<double>::denorm_min(),
+                      0x1p-1000, 0x1p1000, std::numeric_limits<double>::infinity()};
   for (double x : d) {
     CAPTURE(x);
     const HostArray a = array_of<double>({x});
@@ -202,7 +214,8 @@ TEST_CASE("exact: n = 0 is +0, n = 1 is the element itself", "[exact]") {
   }
 }
 
-TEST_CASE("exact: sizes around every boundary of both shapes, on data over the whole range", "[exact]") {
+TEST_CASE("exact: sizes around every boundary of both shapes, on data over the whole range",
+          "[exact]") {
   if (!device_context().info().fp64) SKIP("no fp64");
   const std::string shape = GENERATE(std::string("gpu"), std::string("cpu"));
   const DType type = GENERATE(DType::kFloat, DType::kDouble);
@@ -218,12 +231,14 @@ TEST_CASE("exact: sizes around every boundary of both shapes, on data over the w
   sizes.push_back(1000003);
   for (std::size_t n : sizes) {
     CAPTURE(n);
-    const HostArray a = type == DType::kFloat ? array_of(wide<float>(n, seed + n)) : array_of(wide<double>(n, seed + n));
+    const HostArray a = type == DType::kFloat ? array_of(wide<float>(n, seed + n))
+                                              : array_of(wide<double>(n, seed + n));
     require_exact(run_exact(a, 0, shape), a);
   }
 }
 
-TEST_CASE("exact: the CPU shape's float blocks are kept only within their window of binades", "[exact]") {
+TEST_CASE("exact: the CPU shape's float blocks are kept only within their window of binades",
+          "[exact]") {
   if (!device_context().info().fp64) SKIP("no fp64");
   // One work-item (1 group of 1; 2048 floats: 2 streams of 128 vectors of 8, blocks of 64
   // steps). Lane 0 of stream 0 sees x[8 i]: 33 bigs (the running sum passes 2^(k+6)), one small
@@ -244,7 +259,8 @@ TEST_CASE("exact: the CPU shape's float blocks are kept only within their window
   }
 }
 
-TEST_CASE("exact: data over 40 binades, an ill-conditioned sum (the CPU shape's middle path)", "[exact]") {
+TEST_CASE("exact: data over 40 binades, an ill-conditioned sum (the CPU shape's middle path)",
+          "[exact]") {
   if (!device_context().info().fp64) SKIP("no fp64");
   // Pairs x, -x over 41 binades and a few small values: float blocks too wide for plain double
   // sums but within the expansions; for doubles, the cascade's common case.
@@ -277,7 +293,8 @@ TEST_CASE("exact: data over 40 binades, an ill-conditioned sum (the CPU shape's 
 TEST_CASE("exact: the same bits whatever the shape, group size or group count", "[exact]") {
   if (!device_context().info().fp64) SKIP("no fp64");
   for (DType type : {DType::kFloat, DType::kDouble}) {
-    const HostArray a = type == DType::kFloat ? array_of(wide<float>(300007, 4)) : array_of(wide<double>(300007, 4));
+    const HostArray a = type == DType::kFloat ? array_of(wide<float>(300007, 4))
+                                              : array_of(wide<double>(300007, 4));
     const Value ref = exact_sum(a);
     for (const Launch& l : launches())
       for (const char* groups : {"", "1", "13"}) {
@@ -340,7 +357,8 @@ HostArray slice(const HostArray& a, std::size_t offset, std::size_t length) {
 
 }  // namespace
 
-TEST_CASE("exact: plans on sub-ranges at awkward offsets, each chunk correctly rounded", "[exact][plan]") {
+TEST_CASE("exact: plans on sub-ranges at awkward offsets, each chunk correctly rounded",
+          "[exact][plan]") {
   Context& ctx = device_context();
   if (!ctx.info().fp64) SKIP("no fp64");
   const std::string shape = GENERATE(std::string("gpu"), std::string("cpu"));
@@ -351,17 +369,20 @@ TEST_CASE("exact: plans on sub-ranges at awkward offsets, each chunk correctly r
   const std::size_t longest = 70001, total = 13 * step + longest;
   const std::uint64_t seed = std::random_device{}();
   CAPTURE(shape, dtype_name(type), step, seed);
-  const HostArray a = type == DType::kFloat ? array_of(wide<float>(total, seed)) : array_of(wide<double>(total, seed));
+  const HostArray a = type == DType::kFloat ? array_of(wide<float>(total, seed))
+                                            : array_of(wide<double>(total, seed));
   const cl::Buffer in = upload(ctx, a.bytes);
   const ReduceVariant& v = *find_reduce_variant("exact");
   // One plan for the longest range, run on shorter ones too; and a plan made for each length.
   const auto big = v.plan(ctx, sum_of(type, longest), 0);
   CHECK(big->policy().correctly_rounded);
-  struct Range { std::size_t offset, length; };
-  for (const Range& r : {Range{0, 1}, Range{step, 1}, Range{step, 2}, Range{3 * step, 17},
-                         Range{5 * step, 255}, Range{7 * step, 257}, Range{11 * step, 1023},
-                         Range{2 * step, 7919}, Range{13 * step, 65537}, Range{step, longest},
-                         Range{13 * step, longest}}) {
+  struct Range {
+    std::size_t offset, length;
+  };
+  for (const Range& r :
+       {Range{0, 1}, Range{step, 1}, Range{step, 2}, Range{3 * step, 17}, Range{5 * step, 255},
+        Range{7 * step, 257}, Range{11 * step, 1023}, Range{2 * step, 7919},
+        Range{13 * step, 65537}, Range{step, longest}, Range{13 * step, longest}}) {
     CAPTURE(r.offset, r.length);
     const Value want = exact_sum(slice(a, r.offset, r.length));
     REQUIRE(bits(run_range(ctx, *big, in, r.offset, r.length)) == bits(want));
@@ -370,7 +391,8 @@ TEST_CASE("exact: plans on sub-ranges at awkward offsets, each chunk correctly r
   }
 }
 
-TEST_CASE("exact: two plans interleaved on one queue keep their own superaccumulators", "[exact][plan]") {
+TEST_CASE("exact: two plans interleaved on one queue keep their own superaccumulators",
+          "[exact][plan]") {
   Context& ctx = device_context();
   if (!ctx.info().fp64) SKIP("no fp64");
   const HostArray a = array_of(wide<float>(100003, 31)), b = array_of(wide<double>(5001, 32));
@@ -390,7 +412,16 @@ TEST_CASE("exact: two plans interleaved on one queue keep their own superaccumul
   CHECK(bits(Value::from_bytes(DType::kFloat, ra.data())) == bits(exact_sum(a)));
   CHECK(bits(Value::from_bytes(DType::kDouble, rb.data())) == bits(exact_sum(b)));
   try {
-    v.plan(ctx, [] { ReduceProblem p; p.op = Op::kMax; p.type = p.acc_type = DType::kFloat; p.n = 10; return p; }(), 0);
+    v.plan(
+        ctx,
+        [] {
+          ReduceProblem p;
+          p.op = Op::kMax;
+          p.type = p.acc_type = DType::kFloat;
+          p.n = 10;
+          return p;
+        }(),
+        0);
     FAIL("a plan for max");
   } catch (const Error& e) {
     CHECK(e.category() == Errc::kUsage);
@@ -401,8 +432,8 @@ TEST_CASE("exact: two plans interleaved on one queue keep their own superaccumul
 // shapes, with groups of 16 and 4.
 TEST_CASE("exact: a plan on a sub-buffer, small", "[.oclgrind]") {
   // A context of its own: the shared one lives until exit, past Oclgrind's own teardown.
-  Context ctx(select_device(list_devices(), clreduce::test::test_device_spec()), CLREDUCE_SOURCE_KERNEL_DIR,
-              false, tuning_from_env());
+  Context ctx(select_device(list_devices(), clreduce::test::test_device_spec()),
+              CLREDUCE_SOURCE_KERNEL_DIR, false, tuning_from_env());
   if (!ctx.info().fp64) SKIP("no fp64");
   for (const char* shape : {"gpu", "cpu"}) {
     const TuningGuard force(ctx, "exact-shape", shape);
@@ -410,9 +441,11 @@ TEST_CASE("exact: a plan on a sub-buffer, small", "[.oclgrind]") {
     for (DType type : {DType::kFloat, DType::kDouble}) {
       CAPTURE(shape, dtype_name(type));
       const std::size_t step = std::max<std::size_t>(1, ctx.base_align() / dtype_size(type));
-      const HostArray a = type == DType::kFloat ? array_of(wide<float>(step + 300, 5)) : array_of(wide<double>(step + 300, 5));
+      const HostArray a = type == DType::kFloat ? array_of(wide<float>(step + 300, 5))
+                                                : array_of(wide<double>(step + 300, 5));
       const cl::Buffer in = upload(ctx, a.bytes);
-      const auto plan = find_reduce_variant("exact")->plan(ctx, sum_of(type, 300), std::string(shape) == "gpu" ? 16 : 4);
+      const auto plan = find_reduce_variant("exact")->plan(ctx, sum_of(type, 300),
+                                                           std::string(shape) == "gpu" ? 16 : 4);
       CHECK(bits(run_range(ctx, *plan, in, step, 300)) == bits(exact_sum(slice(a, step, 300))));
     }
   }

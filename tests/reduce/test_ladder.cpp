@@ -13,16 +13,16 @@
 #include <filesystem>
 #include <random>
 
-#include "runtime/capabilities.hpp"
-#include "runtime/capabilities_detail.hpp"
-#include "io/data.hpp"
 #include "clreduce/error.hpp"
+#include "io/data.hpp"
 #include "reduce/ladder.hpp"
 #include "reduce/multipass.hpp"
-#include "verify/reference.hpp"
-#include "run/runner.hpp"
-#include "test_helpers.hpp"
 #include "reduce/reduce_butterfly.hpp"
+#include "run/runner.hpp"
+#include "runtime/capabilities.hpp"
+#include "runtime/capabilities_detail.hpp"
+#include "test_helpers.hpp"
+#include "verify/reference.hpp"
 
 using namespace clreduce;
 using Catch::Matchers::ContainsSubstring;
@@ -46,7 +46,8 @@ const std::vector<OpType> kOpTypes = {{Op::kSum, DType::kInt32},    {Op::kArgMin
                                       {Op::kArgMax, DType::kInt64}, {Op::kMin, DType::kUInt32},
                                       {Op::kSum, DType::kFloat}};
 
-RunRecord run_on(Context& ctx, const ReduceVariant& v, const HostArray& a, Op op, std::size_t local = 0) {
+RunRecord run_on(Context& ctx, const ReduceVariant& v, const HostArray& a, Op op,
+                 std::size_t local = 0) {
   RunConfig cfg;
   cfg.warmup = 0;
   cfg.repeat = 1;
@@ -73,7 +74,6 @@ bool is_pocl_31(const DeviceInfo& d) {
          d.driver_version.rfind("3.1", 0) == 0;
 }
 
-
 }  // namespace
 
 TEST_CASE("capability probes give sane answers, cached per context", "[caps]") {
@@ -95,7 +95,8 @@ TEST_CASE("capability probes give sane answers, cached per context", "[caps]") {
     CHECK_FALSE(c.wg_collectives);
     CHECK_THAT(c.detail, ContainsSubstring("not an NVIDIA device"));
   }
-  // Turned off by the disable-caps knob: every answer is no, with the reason, and nothing is probed.
+  // Turned off by the disable-caps knob: every answer is no, with the reason, and nothing is
+  // probed.
   const test::TuningGuard off(ctx, "disable-caps", "all");
   const Capabilities none = probe_capabilities(ctx);
   CHECK_FALSE(none.nv_shfl);

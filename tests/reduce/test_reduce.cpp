@@ -14,13 +14,13 @@
 #include <limits>
 #include <random>
 
-#include "io/data.hpp"
 #include "clreduce/error.hpp"
+#include "io/data.hpp"
 #include "reduce/ladder.hpp"
-#include "verify/reference.hpp"
+#include "reduce/variant.hpp"
 #include "run/runner.hpp"
 #include "test_helpers.hpp"
-#include "reduce/variant.hpp"
+#include "verify/reference.hpp"
 
 using namespace clreduce;
 using clreduce::test::device_context;
@@ -81,7 +81,8 @@ TEST_CASE("every variant, op and type verifies on awkward sizes", "[reduce]") {
   if (type == DType::kDouble && !device_context().info().fp64) SKIP("no fp64");
   const std::uint64_t seed = std::random_device{}();
   CAPTURE(variant, op_name(op), dtype_name(type), seed);
-  for (std::size_t n : {1, 2, 3, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1023, 1025, 7919, 65537, 1000003}) {
+  for (std::size_t n :
+       {1, 2, 3, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1023, 1025, 7919, 65537, 1000003}) {
     CAPTURE(n);
     const HostArray a = generate(type, n, seed + n);
     require_match(run_one(variant, a, op), a, op);
@@ -112,7 +113,8 @@ TEST_CASE("NaN propagates and arg ops return the first NaN, across work-groups",
       const RunRecord r = run_one(variant, a, op);
       require_match(r, a, op);
       if (!is_arg_op(op)) REQUIRE(std::isnan(r.result.f));
-      if (is_arg_op(op)) REQUIRE(r.result.index == static_cast<std::int64_t>(n > 10 ? n / 2 : n - 1));
+      if (is_arg_op(op))
+        REQUIRE(r.result.index == static_cast<std::int64_t>(n > 10 ? n / 2 : n - 1));
     }
   }
 }
@@ -160,7 +162,8 @@ TEST_CASE("integer sums widen and wrap exactly as NumPy's do", "[reduce]") {
   require_match(run_one(variant, f, Op::kSum), f, Op::kSum);
 }
 
-TEST_CASE("32-bit accumulators (--acc int32, uint32): sums and products wrap in every variant", "[reduce]") {
+TEST_CASE("32-bit accumulators (--acc int32, uint32): sums and products wrap in every variant",
+          "[reduce]") {
   const std::string variant = GENERATE(from_range(variant_names()));
   CAPTURE(variant);
   std::mt19937 rng(17);
@@ -185,8 +188,10 @@ TEST_CASE("32-bit accumulators (--acc int32, uint32): sums and products wrap in 
   }
 }
 
-TEST_CASE("a local size override sets the group size, and a size the device refuses is an error", "[reduce]") {
-  const std::string variant = GENERATE(std::string("bottomup"), std::string("topdown"), std::string("fast"));
+TEST_CASE("a local size override sets the group size, and a size the device refuses is an error",
+          "[reduce]") {
+  const std::string variant =
+      GENERATE(std::string("bottomup"), std::string("topdown"), std::string("fast"));
   const HostArray a = generate(DType::kInt32, 1000, 5);
   for (std::size_t wg : {1, 3, 16, 100}) {
     CAPTURE(variant, wg);
@@ -201,23 +206,23 @@ TEST_CASE("a local size override sets the group size, and a size the device refu
   }
 }
 
-namespace {
+namespace {}  // namespace
 
-
-}  // namespace
-
-TEST_CASE("fast verifies in each shape, forced, with its own and with many groups", "[reduce][fast]") {
+TEST_CASE("fast verifies in each shape, forced, with its own and with many groups",
+          "[reduce][fast]") {
   // The device picks one shape; the fast-shape knob forces either, and fast-groups
   // spreads small arrays over several groups.
   // (shape, groups): the device's own shape with its own groups is in the matrix above, and
   // topdown's scheme in the fallback test below.
-  const auto [shape, groups] = GENERATE(table<std::string, std::string>({{"gpu", ""}, {"cpu", "7"}}));
+  const auto [shape, groups] =
+      GENERATE(table<std::string, std::string>({{"gpu", ""}, {"cpu", "7"}}));
   const Op op = GENERATE(from_range(all_ops()));
   const DType type = GENERATE(from_range(all_dtypes()));
   if (type == DType::kDouble && !device_context().info().fp64) SKIP("no fp64");
   // The CPU shape's kernels for every type are in the matrix above; here its many groups, on
   // one type of each kind (the code paths differ by kind, not by width within a kind).
-  if (shape == "cpu" && type != DType::kInt32 && type != DType::kFloat && type != DType::kUInt64) return;
+  if (shape == "cpu" && type != DType::kInt32 && type != DType::kFloat && type != DType::kUInt64)
+    return;
   const test::TuningGuard force(device_context(), "fast-shape", shape);
   const test::TuningGuard spread(device_context(), "fast-groups", groups);
   const std::uint64_t seed = std::random_device{}();
@@ -240,7 +245,8 @@ TEST_CASE("fast verifies in each shape, forced, with its own and with many group
       if (type == DType::kFloat) {
         a.as<float>()[n / 2 + 1] = a.as<float>()[n - 1] = std::numeric_limits<float>::quiet_NaN();
       } else {
-        a.as<double>()[n / 2 + 1] = a.as<double>()[n - 1] = std::numeric_limits<double>::quiet_NaN();
+        a.as<double>()[n / 2 + 1] = a.as<double>()[n - 1] =
+            std::numeric_limits<double>::quiet_NaN();
       }
       const RunRecord rn = run_one("fast", a, op);
       require_match(rn, a, op);
@@ -278,13 +284,16 @@ namespace {
 
 std::filesystem::path copy_kernels(const std::string& tag) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("clreduce_" + tag + "_" + std::to_string(std::random_device{}()));
+  const fs::path dir = fs::temp_directory_path() /
+                       ("clreduce_" + tag + "_" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
-  fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir,
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   return dir;
 }
 
-void replace_in_file(const std::filesystem::path& p, const std::string& from, const std::string& to) {
+void replace_in_file(const std::filesystem::path& p, const std::string& from,
+                     const std::string& to) {
   std::string s = read_text_file(p.string());
   const auto at = s.find(from);
   REQUIRE(at != std::string::npos);
@@ -294,7 +303,8 @@ void replace_in_file(const std::filesystem::path& p, const std::string& from, co
 
 }  // namespace
 
-TEST_CASE("an edited kernel takes effect at the next run, with no rebuild and no stale cache", "[kernels]") {
+TEST_CASE("an edited kernel takes effect at the next run, with no rebuild and no stale cache",
+          "[kernels]") {
   const auto dir = copy_kernels("edit");
   Context ctx(device_context().info(), dir.string());
   const HostArray a = generate(DType::kInt32, 5000, 9);
@@ -312,7 +322,8 @@ TEST_CASE("an edited kernel takes effect at the next run, with no rebuild and no
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("fast falls back to the other shape, then to topdown's scheme, when a check fails", "[kernels][fast]") {
+TEST_CASE("fast falls back to the other shape, then to topdown's scheme, when a check fails",
+          "[kernels][fast]") {
   const auto dir = copy_kernels("fallback");
   const test::TuningGuard no_force(device_context(), "fast-shape", "auto");
   const HostArray a = generate(DType::kInt32, 100003, 4);
@@ -329,18 +340,21 @@ TEST_CASE("fast falls back to the other shape, then to topdown's scheme, when a 
     const RunRecord r = s.run(*find_reduce_variant("fast"));
     CAPTURE(r.policy.str());
     CHECK(r.policy.path.rfind(gpu ? "cpu-shape" : "gpu-shape", 0) == 0);
-    CHECK_THAT(r.policy.path, Catch::Matchers::ContainsSubstring(gpu ? "gpu-shape check gave" : "cpu-shape check gave"));
+    CHECK_THAT(r.policy.path, Catch::Matchers::ContainsSubstring(gpu ? "gpu-shape check gave"
+                                                                     : "cpu-shape check gave"));
     CHECK(r.verified);
   }
   // Break the file for both: topdown's scheme, still correct.
-  replace_in_file(dir / "reduce_fast.cl", "acc_t a = clr_identity();", "acc_t a = clr_identity() +;");
+  replace_in_file(dir / "reduce_fast.cl", "acc_t a = clr_identity();",
+                  "acc_t a = clr_identity() +;");
   {
     Context ctx(device_context().info(), dir.string());
     ReduceSession s(ctx, a, Op::kSum, cfg);
     const RunRecord r = s.run(*find_reduce_variant("fast"));
     CAPTURE(r.policy.str());
     CHECK(r.policy.path.rfind("topdown-scheme", 0) == 0);
-    CHECK_THAT(r.policy.path, Catch::Matchers::ContainsSubstring("check failed: kernel build failed"));
+    CHECK_THAT(r.policy.path,
+               Catch::Matchers::ContainsSubstring("check failed: kernel build failed"));
     CHECK(r.verified);
     CHECK(r.result.i == reference_reduce(a, Op::kSum).i);
   }
@@ -349,7 +363,8 @@ TEST_CASE("fast falls back to the other shape, then to topdown's scheme, when a 
 
 TEST_CASE("a kernel that fails to build names the device, file, options and line", "[kernels]") {
   const auto dir = copy_kernels("broken");
-  replace_in_file(dir / "reduce_topdown.cl", "acc_t a = clr_identity();", "acc_t a = clr_identity() +;");
+  replace_in_file(dir / "reduce_topdown.cl", "acc_t a = clr_identity();",
+                  "acc_t a = clr_identity() +;");
   Context ctx(device_context().info(), dir.string());
   const HostArray a = generate(DType::kInt32, 100, 9);
   ReduceSession s(ctx, a, Op::kSum, RunConfig{});

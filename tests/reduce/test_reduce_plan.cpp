@@ -73,7 +73,8 @@ Value run_range(ReducePlan& plan, const cl::Buffer& in, std::size_t offset, std:
 }
 
 void require_same(const Value& got, const Value& want) {
-  INFO("got " << got.str() << " @" << got.index << ", expected " << want.str() << " @" << want.index);
+  INFO("got " << got.str() << " @" << got.index << ", expected " << want.str() << " @"
+              << want.index);
   REQUIRE(got.i == want.i);
   REQUIRE(got.u == want.u);
   REQUIRE(got.index == want.index);
@@ -83,7 +84,10 @@ void require_same(const Value& got, const Value& want) {
 
 TEST_CASE("every reduction plan runs on sub-ranges at awkward offsets", "[reduce][plan]") {
   const std::string variant = GENERATE(from_range(variant_names()));
-  struct OpType { Op op; DType type; };
+  struct OpType {
+    Op op;
+    DType type;
+  };
   // A widening sum and an arg op on 64-bit elements (indices count from the offset).
   const OpType ot = GENERATE(OpType{Op::kSum, DType::kInt32}, OpType{Op::kArgMin, DType::kInt64});
   Context& ctx = device_context();
@@ -102,11 +106,13 @@ TEST_CASE("every reduction plan runs on sub-ranges at awkward offsets", "[reduce
   // One plan for the longest range, run on shorter ones too; and plans made for some lengths.
   const std::size_t longest = 70001;
   const auto big = v.plan(ctx, problem_of(ot.op, ot.type, longest), 0);
-  struct Range { std::size_t offset, length; };
-  for (const Range& r : {Range{0, 1}, Range{step, 1}, Range{step, 2}, Range{3 * step, 17},
-                         Range{5 * step, 255}, Range{7 * step, 257}, Range{11 * step, 1023},
-                         Range{2 * step, 7919}, Range{13 * step, 65537}, Range{step, longest},
-                         Range{13 * step, longest}}) {
+  struct Range {
+    std::size_t offset, length;
+  };
+  for (const Range& r :
+       {Range{0, 1}, Range{step, 1}, Range{step, 2}, Range{3 * step, 17}, Range{5 * step, 255},
+        Range{7 * step, 257}, Range{11 * step, 1023}, Range{2 * step, 7919},
+        Range{13 * step, 65537}, Range{step, longest}, Range{13 * step, longest}}) {
     CAPTURE(r.offset, r.length);
     const Value want = reference_reduce(slice(a, r.offset, r.length), ot.op);
     require_same(run_range(*big, in, r.offset, r.length), want);
@@ -140,14 +146,18 @@ TEST_CASE("a reduction plan refuses ranges it cannot run", "[reduce][plan]") {
   const HostArray a = generate(DType::kInt32, 4096, 3);
   const cl::Buffer in = upload(a.bytes);
   cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, 16);
-  const auto plan = find_reduce_variant("fast")->plan(ctx, problem_of(Op::kSum, DType::kInt32, 1000), 0);
+  const auto plan =
+      find_reduce_variant("fast")->plan(ctx, problem_of(Op::kSum, DType::kInt32, 1000), 0);
   std::vector<cl::Event> events;
-  struct Case { std::size_t offset, length; const char* says; };
+  struct Case {
+    std::size_t offset, length;
+    const char* says;
+  };
   const std::size_t step = ctx.base_align() / 4;
-  for (const Case& c : {Case{0, 0, "cannot reduce 0"}, Case{0, 1001, "cannot reduce 1001"},
-                        Case{4096 - 10, 20, "pass the end of a buffer"},
-                        Case{1, 100, "base address alignment"},
-                        Case{step + 1, 100, "base address alignment"}}) {
+  for (const Case& c :
+       {Case{0, 0, "cannot reduce 0"}, Case{0, 1001, "cannot reduce 1001"},
+        Case{4096 - 10, 20, "pass the end of a buffer"}, Case{1, 100, "base address alignment"},
+        Case{step + 1, 100, "base address alignment"}}) {
     CAPTURE(c.offset, c.length);
     try {
       plan->enqueue(in, c.offset, c.length, out, events);

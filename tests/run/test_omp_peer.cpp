@@ -60,8 +60,8 @@ std::vector<std::int32_t> make_extreme_i32(std::size_t n, std::uint64_t seed) {
 }
 
 // Sizes from empty through below, at and above the parallel threshold, to several scan blocks.
-const std::size_t kSizes[] = {0, 1, 2, 3, 1000, std::size_t{1} << 15, 100003,
-                              (std::size_t{1} << 20) + 3};
+const std::size_t kSizes[] = {
+    0, 1, 2, 3, 1000, std::size_t{1} << 15, 100003, (std::size_t{1} << 20) + 3};
 const float kEps = std::numeric_limits<float>::epsilon();
 
 void check_timing(const PeerTiming& t) {
@@ -73,8 +73,7 @@ void check_timing(const PeerTiming& t) {
 
 // Runs body once with the default thread count and, with OpenMP, with 1 and 3 threads
 // (3 does not divide the sizes evenly, so partition edges are exercised).
-template <class Body>
-void for_thread_counts(Body body) {
+template <class Body> void for_thread_counts(Body body) {
 #ifdef _OPENMP
   const int saved = omp_get_max_threads();
   for (int nt : {saved, 1, 3}) {

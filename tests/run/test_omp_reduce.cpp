@@ -11,8 +11,8 @@
 
 #include "io/data.hpp"
 #include "run/omp_reduce.hpp"
-#include "verify/reference.hpp"
 #include "test_helpers.hpp"
+#include "verify/reference.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -23,8 +23,7 @@ using namespace clreduce;
 namespace {
 
 // Runs body with all threads and, with OpenMP, with 1 and 3 (3 splits sizes unevenly).
-template <class Body>
-void for_thread_counts(Body body) {
+template <class Body> void for_thread_counts(Body body) {
 #ifdef _OPENMP
   const int saved = omp_get_max_threads();
   for (int nt : {saved, 1, 3}) {
@@ -69,7 +68,8 @@ TEST_CASE("the OpenMP peer matches the reference for every op and type", "[omp_p
   }
 }
 
-TEST_CASE("the OpenMP peer keeps the NaN and first-index rules across thread chunks", "[omp_peer]") {
+TEST_CASE("the OpenMP peer keeps the NaN and first-index rules across thread chunks",
+          "[omp_peer]") {
   const std::size_t n = 100003;
   for (Op op : all_ops()) {
     CAPTURE(op_name(op));
@@ -77,7 +77,9 @@ TEST_CASE("the OpenMP peer keeps the NaN and first-index rules across thread chu
     a.as<float>()[n - 2] = std::numeric_limits<float>::quiet_NaN();
     a.as<float>()[n / 2 + 1] = std::numeric_limits<float>::quiet_NaN();
     check(a, op, DType::kFloat);
-    if (is_arg_op(op)) CHECK(omp_reduce(a, op, DType::kFloat, 0, 1).value.index == static_cast<std::int64_t>(n / 2 + 1));
+    if (is_arg_op(op))
+      CHECK(omp_reduce(a, op, DType::kFloat, 0, 1).value.index ==
+            static_cast<std::int64_t>(n / 2 + 1));
     std::vector<std::int64_t> ties(n, 7);
     ties[n - 1] = ties[n / 3] = ties[2 * n / 3] = -1;
     ties[n - 3] = ties[n / 2] = 9;

@@ -12,7 +12,8 @@
 
 using namespace clreduce;
 
-TEST_CASE("the OpenMP scan peer has inclusive unsegmented int32 and float sums only", "[omp_peer]") {
+TEST_CASE("the OpenMP scan peer has inclusive unsegmented int32 and float sums only",
+          "[omp_peer]") {
   CHECK(omp_scan_unsupported(Op::kSum, DType::kInt32, DType::kInt64, false, false).empty());
   CHECK(omp_scan_unsupported(Op::kSum, DType::kInt32, DType::kInt32, false, false).empty());
   CHECK(omp_scan_unsupported(Op::kSum, DType::kFloat, DType::kFloat, false, false).empty());
@@ -24,10 +25,11 @@ TEST_CASE("the OpenMP scan peer has inclusive unsegmented int32 and float sums o
 }
 
 TEST_CASE("the OpenMP scan peer's results verify at the depth it reports", "[omp_peer]") {
-  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, (std::size_t{3} << 16) + 5,
-                        (std::size_t{1} << 20) + 3}) {
-    for (const auto& [type, acc] : {std::pair{DType::kInt32, DType::kInt64}, std::pair{DType::kInt32, DType::kInt32},
-                                    std::pair{DType::kFloat, DType::kFloat}}) {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000},
+                        (std::size_t{3} << 16) + 5, (std::size_t{1} << 20) + 3}) {
+    for (const auto& [type, acc] :
+         {std::pair{DType::kInt32, DType::kInt64}, std::pair{DType::kInt32, DType::kInt32},
+          std::pair{DType::kFloat, DType::kFloat}}) {
       CAPTURE(n, dtype_name(type), dtype_name(acc));
       const HostArray a = generate(type, n, 5);
       std::vector<unsigned char> out(n * dtype_size(acc), 0xA5);

@@ -10,8 +10,10 @@
 
 using namespace clreduce;
 
-TEST_CASE("the repetition loop runs warm-up calls untimed and keeps at least one timed", "[timing]") {
-  static_assert(std::is_same_v<decltype(RunConfig{}.warmup), std::uint64_t>, "64-bit warm-up count");
+TEST_CASE("the repetition loop runs warm-up calls untimed and keeps at least one timed",
+          "[timing]") {
+  static_assert(std::is_same_v<decltype(RunConfig{}.warmup), std::uint64_t>,
+                "64-bit warm-up count");
   static_assert(std::is_same_v<decltype(RunConfig{}.repeat), std::uint64_t>, "64-bit repeat count");
   std::uint64_t calls = 0;
   const auto run = [&] { return Sample{static_cast<double>(++calls), 0.0, calls}; };

@@ -16,12 +16,14 @@ using clreduce::test::device_context;
 
 TEST_CASE("for_each_piece covers a range in order with pieces of at most the limit", "[transfer]") {
   std::vector<std::pair<std::size_t, std::size_t>> got;
-  for_each_piece(10, 25, 8, 4, [&](std::size_t off, std::size_t len) { got.emplace_back(off, len); });
+  for_each_piece(10, 25, 8, 4,
+                 [&](std::size_t off, std::size_t len) { got.emplace_back(off, len); });
   const std::vector<std::pair<std::size_t, std::size_t>> want{{10, 8}, {18, 8}, {26, 8}, {34, 1}};
   CHECK(got == want);
   got.clear();
   for_each_piece(0, 7, 3, 4, [&](std::size_t off, std::size_t len) { got.emplace_back(off, len); });
-  CHECK(got == (std::vector<std::pair<std::size_t, std::size_t>>{{0, 4}, {4, 3}}));  // piece < align: align
+  CHECK(got == (std::vector<std::pair<std::size_t, std::size_t>>{{0, 4},
+                                                                 {4, 3}}));  // piece < align: align
   got.clear();
   for_each_piece(5, 0, 3, 1, [&](std::size_t off, std::size_t len) { got.emplace_back(off, len); });
   CHECK(got.empty());
@@ -34,7 +36,8 @@ TEST_CASE("transfers in tiny pieces move every byte", "[transfer]") {
   const std::size_t bytes = 5003;
   std::vector<unsigned char> src(bytes), back(bytes, 0xEE);
   for (std::size_t i = 0; i < bytes; ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
-  cl::Buffer a(ctx.context(), CL_MEM_READ_WRITE, bytes + 64), b(ctx.context(), CL_MEM_READ_WRITE, bytes + 64);
+  cl::Buffer a(ctx.context(), CL_MEM_READ_WRITE, bytes + 64),
+      b(ctx.context(), CL_MEM_READ_WRITE, bytes + 64);
   std::vector<cl::Event> events;
   enqueue_write(ctx.queue(), a, 13, bytes, src.data(), piece, &events);
   finish(ctx.queue(), 60, "write");

@@ -17,8 +17,8 @@
 #include <limits>
 #include <random>
 
-#include "io/data.hpp"
 #include "clreduce/error.hpp"
+#include "io/data.hpp"
 #include "run/scan_runner.hpp"
 #include "test_helpers.hpp"
 
@@ -70,8 +70,8 @@ ScanRun run_scan(const std::string& variant, const HostArray& a, Op op, bool exc
 }
 
 void require_verified(const ScanRun& r) {
-  INFO(r.rec.variant << ": " << r.rec.verify_note << "; " << r.rec.policy.str() << "; skipped: "
-                     << r.rec.skip_reason);
+  INFO(r.rec.variant << ": " << r.rec.verify_note << "; " << r.rec.policy.str()
+                     << "; skipped: " << r.rec.skip_reason);
   REQUIRE_FALSE(r.rec.skipped);
   REQUIRE(r.rec.verified);
   REQUIRE(r.rec.scan.has_value());
@@ -106,7 +106,6 @@ std::size_t tile_of(const std::string& variant, std::size_t local, Op op = Op::k
   return pol.wg_size * pol.items_per_thread;
 }
 
-
 // t * t, the size needing three levels of the tiled recursion, capped for the variants with
 // large tiles (scan-lookback, scan-fast), which have no levels.
 std::size_t square(std::size_t t) { return std::min(t * t, std::size_t{300000}); }
@@ -124,7 +123,8 @@ void check_levels(const std::vector<Op>& ops) {
   const std::uint64_t seed = std::random_device{}();
   CAPTURE(variant, op_name(op), dtype_name(type), seed);
   const std::size_t t = tile_of(variant, 64, op, type);
-  for (std::size_t n : {std::size_t{1}, std::size_t{2}, t - 1, t, t + 1, 3 * t - 1, std::size_t{7919}, square(t), square(t) + 1}) {
+  for (std::size_t n : {std::size_t{1}, std::size_t{2}, t - 1, t, t + 1, 3 * t - 1,
+                        std::size_t{7919}, square(t), square(t) + 1}) {
     CAPTURE(n, t);
     const HostArray a = generate(type, n, seed + n);
     const ScanRun r = run_scan(variant, a, op, false, nullptr);
@@ -139,10 +139,13 @@ void check_levels(const std::vector<Op>& ops) {
 // Every scan variant in one mode, for a set of (op, type) pairs that holds every op and every
 // type, on one, two and three levels with random segment starts.
 void check_mode(bool exclusive, bool segmented) {
-  struct Case { Op op; DType type; };
-  const std::vector<Case> cases = {{Op::kSum, DType::kFloat},  {Op::kProd, DType::kUInt32},
-                                   {Op::kMin, DType::kInt64},  {Op::kMax, DType::kDouble},
-                                   {Op::kSum, DType::kInt32},  {Op::kMax, DType::kUInt64}};
+  struct Case {
+    Op op;
+    DType type;
+  };
+  const std::vector<Case> cases = {{Op::kSum, DType::kFloat}, {Op::kProd, DType::kUInt32},
+                                   {Op::kMin, DType::kInt64}, {Op::kMax, DType::kDouble},
+                                   {Op::kSum, DType::kInt32}, {Op::kMax, DType::kUInt64}};
   const std::string variant = GENERATE(from_range(scan_names()));
   const std::uint64_t seed = std::random_device{}();
   CAPTURE(variant, exclusive, segmented, seed);
@@ -161,11 +164,13 @@ void check_mode(bool exclusive, bool segmented) {
 }  // namespace
 
 // The matrix is split so that ctest can run the parts side by side.
-TEST_CASE("every scan variant and type verifies sum and prod on one, two and three levels", "[scan]") {
+TEST_CASE("every scan variant and type verifies sum and prod on one, two and three levels",
+          "[scan]") {
   check_levels({Op::kSum, Op::kProd});
 }
 
-TEST_CASE("every scan variant and type verifies min and max on one, two and three levels", "[scan]") {
+TEST_CASE("every scan variant and type verifies min and max on one, two and three levels",
+          "[scan]") {
   check_levels({Op::kMin, Op::kMax});
 }
 
@@ -173,7 +178,9 @@ TEST_CASE("exclusive scans verify for every op and type", "[scan]") { check_mode
 
 TEST_CASE("segmented scans verify for every op and type", "[scan]") { check_mode(false, true); }
 
-TEST_CASE("segmented exclusive scans verify for every op and type", "[scan]") { check_mode(true, true); }
+TEST_CASE("segmented exclusive scans verify for every op and type", "[scan]") {
+  check_mode(true, true);
+}
 
 TEST_CASE("inclusive equals exclusive shifted by one, within segments too", "[scan]") {
   const std::string variant = GENERATE(from_range(scan_names()));
@@ -231,7 +238,8 @@ TEST_CASE("segment starts on tile edges, one-element segments, all flags and non
     require_verified(inc);
     require_verified(exc);
     for (std::size_t i = 0; i < n; ++i) {
-      if (at<std::int64_t>(inc.out, i) != a.as<std::int32_t>()[i]) FAIL("inclusive[" << i << "] != x");
+      if (at<std::int64_t>(inc.out, i) != a.as<std::int32_t>()[i])
+        FAIL("inclusive[" << i << "] != x");
       if (at<std::int64_t>(exc.out, i) != INT64_MAX) FAIL("exclusive[" << i << "] != the identity");
     }
   }
@@ -264,7 +272,8 @@ TEST_CASE("scans with --acc int32 wrap in 32 bits; the default widens", "[scan]"
   const ScanRun narrow = run_scan(variant, big, Op::kSum, false, nullptr, 64, "int32");
   require_verified(narrow);
   REQUIRE(narrow.out.type == DType::kInt32);
-  REQUIRE(at<std::int32_t>(narrow.out, n - 1) == static_cast<std::int32_t>(static_cast<std::uint32_t>(n) * 0x7fffffffu));
+  REQUIRE(at<std::int32_t>(narrow.out, n - 1) ==
+          static_cast<std::int32_t>(static_cast<std::uint32_t>(n) * 0x7fffffffu));
   const ScanRun wide = run_scan(variant, big, Op::kSum, false, nullptr, 64);
   require_verified(wide);
   REQUIRE(wide.out.type == DType::kInt64);
@@ -314,14 +323,20 @@ TEST_CASE("scans take odd group sizes; n = 0; arg ops are refused", "[scan]") {
 
 TEST_CASE("an element no kernel writes keeps the sentinel and is reported", "[scan][kernels]") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("clreduce_skip_" + std::to_string(std::random_device{}()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("clreduce_skip_" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
-  fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir,
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   // Each edit makes a kernel skip its store of element 77 (level 0 only: n = 1000 leaves fewer
   // than 77 tile totals). The tiled variants store through clr_scan_store; scan-lookback stores
   // whole vectors (the edit sends every tile down its scalar path); scan-fast through CLR_PUT
   // once its vector loop is switched off.
-  const struct { const char* file; const char* from; const char* to; } edits[] = {
+  const struct {
+    const char* file;
+    const char* from;
+    const char* to;
+  } edits[] = {
       {"clr_scan.h", "  const size_t g = get_group_id(0);\n",
        "  const size_t g = get_group_id(0);\n  if (base + k == 77) return;\n"},
       {"scan_lookback.cl", "      if (m == TILE) {\n        ((__global avec*)",
@@ -331,7 +346,8 @@ TEST_CASE("an element no kernel writes keeps the sentinel and is reported", "[sc
       {"scan_cpu_two_pass.cl", "#define VSCAN 8 ", "#define VSCAN 1 "},
       {"scan_cpu_two_pass.cl", "#define CLR_PUT(i, v) __builtin_nontemporal_store((v), y + (i))",
        "#define CLR_PUT(i, v) ((i) == 77 ? 0 : (__builtin_nontemporal_store((v), y + (i)), 0))"},
-      {"scan_cpu_two_pass.cl", "#define CLR_PUT(i, v) (y[i] = (v))", "#define CLR_PUT(i, v) ((i) == 77 ? 0 : (y[i] = (v), 0))"}};
+      {"scan_cpu_two_pass.cl", "#define CLR_PUT(i, v) (y[i] = (v))",
+       "#define CLR_PUT(i, v) ((i) == 77 ? 0 : (y[i] = (v), 0))"}};
   for (const auto& e : edits) {
     std::string s = read_text_file((dir / e.file).string());
     const auto pos = s.find(e.from);
@@ -343,7 +359,10 @@ TEST_CASE("an element no kernel writes keeps the sentinel and is reported", "[sc
   Context ctx(device_context().info(), dir.string());
   // scan-fast's start-up check would catch the edited kernel and pick another path: force it.
   const DeviceInfo& d = device_context().info();
-  const test::TuningGuard force(ctx, "scan-fast-path", !d.is_gpu ? "cpu" : d.is_nvidia ? "lookback" : "hierarchical");
+  const test::TuningGuard force(ctx, "scan-fast-path",
+                                !d.is_gpu     ? "cpu"
+                                : d.is_nvidia ? "lookback"
+                                              : "hierarchical");
   const std::string variant = GENERATE(from_range(scan_names()));
   CAPTURE(variant);
   for (DType type : {DType::kInt32, DType::kFloat}) {
@@ -386,24 +405,31 @@ TEST_CASE("the scan check catches an error just past the float bound", "[scan]")
   CHECK(v.first_wrong == 600);
 }
 
-
-TEST_CASE("scan-lookback whose waits pass the bound redoes the scan and still verifies", "[scan][lookback]") {
+TEST_CASE("scan-lookback whose waits pass the bound redoes the scan and still verifies",
+          "[scan][lookback]") {
   // A limit of 0 makes every tile after the first give up on its first look-back: tile 0 is
   // stored, the others not; the host sees the error flag and redoes the scan another way.
   const test::TuningGuard limit(device_context(), "lookback-limit", "0");
   const std::uint64_t seed = std::random_device{}();
   CAPTURE(seed);
-  struct Case { Op op; DType type; bool exclusive, segmented; };
-  for (const Case& c : {Case{Op::kSum, DType::kInt32, false, false}, Case{Op::kMin, DType::kFloat, true, false},
-                        Case{Op::kSum, DType::kInt64, true, true}, Case{Op::kProd, DType::kUInt32, false, true}}) {
+  struct Case {
+    Op op;
+    DType type;
+    bool exclusive, segmented;
+  };
+  for (const Case& c :
+       {Case{Op::kSum, DType::kInt32, false, false}, Case{Op::kMin, DType::kFloat, true, false},
+        Case{Op::kSum, DType::kInt64, true, true}, Case{Op::kProd, DType::kUInt32, false, true}}) {
     CAPTURE(op_name(c.op), dtype_name(c.type), c.exclusive, c.segmented);
     const std::size_t n = 5 * tile_of("scan-lookback", 64, c.op, c.type) + 17;
     const HostArray a = generate(c.type, n, seed);
     const auto flags = random_flags(n, 0.01, seed);
-    const ScanRun r = run_scan("scan-lookback", a, c.op, c.exclusive, c.segmented ? &flags : nullptr);
+    const ScanRun r =
+        run_scan("scan-lookback", a, c.op, c.exclusive, c.segmented ? &flags : nullptr);
     require_verified(r);
     CHECK_THAT(r.rec.policy.path, Catch::Matchers::ContainsSubstring("limit 0"));
-    CHECK_THAT(r.rec.policy.path, Catch::Matchers::ContainsSubstring("passed its limit in 1 of 1 runs, redone by"));
+    CHECK_THAT(r.rec.policy.path,
+               Catch::Matchers::ContainsSubstring("passed its limit in 1 of 1 runs, redone by"));
     CHECK(r.rec.launches > 1);  // the look-back launch and the redo
   }
   // One tile needs no look-back: nothing to redo.
@@ -413,7 +439,8 @@ TEST_CASE("scan-lookback whose waits pass the bound redoes the scan and still ve
   CHECK(r.rec.launches == 1);
 }
 
-TEST_CASE("scan-lookback runs in one pass with the default bound, many tiles, any group order", "[scan][lookback]") {
+TEST_CASE("scan-lookback runs in one pass with the default bound, many tiles, any group order",
+          "[scan][lookback]") {
   const std::uint64_t seed = std::random_device{}();
   CAPTURE(seed);
   const std::size_t t = tile_of("scan-lookback", 16, Op::kSum, DType::kInt32);
@@ -421,7 +448,8 @@ TEST_CASE("scan-lookback runs in one pass with the default bound, many tiles, an
   const HostArray a = generate(DType::kInt32, n, seed);
   const auto flags = random_flags(n, 0.001, seed);
   for (const bool seg : {false, true}) {
-    const ScanRun r = run_scan("scan-lookback", a, Op::kSum, seg, seg ? &flags : nullptr, 16, "int32");
+    const ScanRun r =
+        run_scan("scan-lookback", a, Op::kSum, seg, seg ? &flags : nullptr, 16, "int32");
     require_verified(r);
     CHECK(r.rec.launches == 1);
     CHECK(r.rec.policy.path.find("redone") == std::string::npos);
@@ -450,9 +478,11 @@ TEST_CASE("scan-fast picks its path per device and records it", "[scan][fast]") 
   }
 }
 
-TEST_CASE("scan-fast's CPU path with large chunks: superblock edges, segments, exclusive", "[scan][fast]") {
+TEST_CASE("scan-fast's CPU path with large chunks: superblock edges, segments, exclusive",
+          "[scan][fast]") {
   if (device_context().info().is_gpu) SKIP("the CPU path is for CPUs");
-  const test::TuningGuard chunk(device_context(), "scan-chunk", "65536");  // the default, 2^20, would make this slow
+  const test::TuningGuard chunk(device_context(), "scan-chunk",
+                                "65536");  // the default, 2^20, would make this slow
   const std::uint64_t seed = std::random_device{}();
   CAPTURE(seed);
   ScanProblem p;
@@ -474,7 +504,8 @@ TEST_CASE("scan-fast's CPU path with large chunks: superblock edges, segments, e
   }
 }
 
-TEST_CASE("scan-fast forced onto the look-back path plans without asking for itself", "[scan][fast][lookback]") {
+TEST_CASE("scan-fast forced onto the look-back path plans without asking for itself",
+          "[scan][fast][lookback]") {
   // The look-back's fallback must not be scan-fast's choice of path, which the knob made the
   // look-back: each would plan the other forever.
   const test::TuningGuard force(device_context(), "scan-fast-path", "lookback");
@@ -487,6 +518,7 @@ TEST_CASE("scan-fast forced onto the look-back path plans without asking for its
     if (r.rec.skipped) SKIP(r.rec.skip_reason);
     require_verified(r);
     CHECK(r.rec.policy.path.rfind("scan-lookback: look-back", 0) == 0);
-    CHECK_THAT(r.rec.policy.path, Catch::Matchers::ContainsSubstring("passed its limit in 1 of 1 runs, redone by"));
+    CHECK_THAT(r.rec.policy.path,
+               Catch::Matchers::ContainsSubstring("passed its limit in 1 of 1 runs, redone by"));
   }
 }

@@ -57,18 +57,21 @@ std::vector<std::uint64_t> host_scan(const HostArray& x, const std::vector<std::
   const auto op = [&](std::uint64_t a, std::uint64_t b) -> std::uint64_t {
     switch (c.op) {
       case Op::kSum: return a + b;
-      case Op::kMax: return static_cast<std::uint64_t>(std::max(static_cast<std::int64_t>(a), static_cast<std::int64_t>(b)));
+      case Op::kMax:
+        return static_cast<std::uint64_t>(
+            std::max(static_cast<std::int64_t>(a), static_cast<std::int64_t>(b)));
       default: return std::min(a, b);  // uint32 values held in uint64
     }
   };
-  const std::uint64_t identity = c.op == Op::kSum ? 0
+  const std::uint64_t identity = c.op == Op::kSum   ? 0
                                  : c.op == Op::kMax ? static_cast<std::uint64_t>(INT64_MIN)
                                                     : std::uint64_t{UINT32_MAX};
   std::uint64_t run = carry ? static_cast<std::uint64_t>(*carry) : identity;
   for (std::size_t k = 0; k < length; ++k) {
     const std::size_t i = offset + k;
     std::uint64_t v = 0;
-    if (c.type == DType::kInt32) v = static_cast<std::uint64_t>(static_cast<std::int64_t>(x.as<std::int32_t>()[i]));
+    if (c.type == DType::kInt32)
+      v = static_cast<std::uint64_t>(static_cast<std::int64_t>(x.as<std::int32_t>()[i]));
     if (c.type == DType::kInt64) v = static_cast<std::uint64_t>(x.as<std::int64_t>()[i]);
     if (c.type == DType::kUInt32) v = x.as<std::uint32_t>()[i];
     if (!flags.empty() && flags[i]) run = identity;
@@ -83,7 +86,8 @@ std::vector<std::uint64_t> host_scan(const HostArray& x, const std::vector<std::
   return y;
 }
 
-ScanProblem problem_of(const Case& c, std::size_t n, bool exclusive, bool segmented, bool carry_in) {
+ScanProblem problem_of(const Case& c, std::size_t n, bool exclusive, bool segmented,
+                       bool carry_in) {
   ScanProblem p;
   p.op = c.op;
   p.type = c.type;
@@ -126,8 +130,9 @@ void check_range(Context& ctx, ScanPlan& plan, const HostArray& x,
     std::uint64_t got = 0;
     std::memcpy(&got, y.data() + i * out_size, out_size);
     const bool inside = i >= offset && i < offset + length;
-    const std::uint64_t expect = inside ? (out_size == 4 ? want[i - offset] & 0xFFFFFFFFu : want[i - offset])
-                                        : (out_size == 4 ? 0xA5A5A5A5u : 0xA5A5A5A5A5A5A5A5u);
+    const std::uint64_t expect =
+        inside ? (out_size == 4 ? want[i - offset] & 0xFFFFFFFFu : want[i - offset])
+               : (out_size == 4 ? 0xA5A5A5A5u : 0xA5A5A5A5A5A5A5A5u);
     if (got != expect && wrong++ == 0)
       UNSCOPED_INFO("first wrong: y[" << i << "] = " << got << ", expected " << expect
                                       << (inside ? "" : " (outside the range)"));
@@ -161,10 +166,12 @@ void check_sub_ranges() {
   const auto plain = v.plan(ctx, problem_of(c, longest, exclusive, segmented, false), 64);
   // Carries: a sum's running value, a min below most values.
   const std::int64_t carry = c.op == Op::kSum ? -123456789 : 50;
-  struct Range { std::size_t offset, length; };
-  for (const Range& r : {Range{0, 1}, Range{step, 1}, Range{step, 2}, Range{3 * step, 17},
-                         Range{5 * step, 1000}, Range{2 * step, 7919}, Range{7 * step, 4097},
-                         Range{9 * step, longest}}) {
+  struct Range {
+    std::size_t offset, length;
+  };
+  for (const Range& r :
+       {Range{0, 1}, Range{step, 1}, Range{step, 2}, Range{3 * step, 17}, Range{5 * step, 1000},
+        Range{2 * step, 7919}, Range{7 * step, 4097}, Range{9 * step, longest}}) {
     CAPTURE(r.offset, r.length);
     check_range(ctx, *plan, x, flags, c, r.offset, r.length, carry);
     check_range(ctx, *plan, x, flags, c, r.offset, r.length, std::nullopt);
@@ -177,8 +184,9 @@ void check_sub_ranges() {
 
 }  // namespace
 
-TEST_CASE("scan plans run on sub-ranges with a carry-in, inclusive and exclusive, plain and segmented",
-          "[scan][plan]") {
+TEST_CASE(
+    "scan plans run on sub-ranges with a carry-in, inclusive and exclusive, plain and segmented",
+    "[scan][plan]") {
   check_sub_ranges();
 }
 
@@ -193,7 +201,8 @@ TEST_CASE("a scan chained chunk by chunk through the carry equals the whole scan
   const HostArray x = generate(c.type, n, 77);
   std::vector<std::uint8_t> flags(n, 0);
   for (std::size_t i = 500; i < n; i += 3001) flags[i] = 1;
-  const auto plan = find_scan_variant(variant)->plan(ctx, problem_of(c, chunk, false, segmented, true), 0);
+  const auto plan =
+      find_scan_variant(variant)->plan(ctx, problem_of(c, chunk, false, segmented, true), 0);
   const cl::Buffer in = upload(ctx, x.bytes.data(), x.bytes.size());
   const cl::Buffer f = upload(ctx, flags.data(), flags.size());
   std::vector<std::int64_t> y(n, 0);
@@ -208,7 +217,8 @@ TEST_CASE("a scan chained chunk by chunk through the carry equals the whole scan
     carry = carry_value(DType::kInt64, last);  // the inclusive scan's last element
   }
   ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, n * 8, y.data());
-  const auto want = host_scan(x, segmented ? flags : std::vector<std::uint8_t>{}, c, false, 0, n, std::nullopt);
+  const auto want =
+      host_scan(x, segmented ? flags : std::vector<std::uint8_t>{}, c, false, 0, n, std::nullopt);
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < n; ++i)
     if (static_cast<std::uint64_t>(y[i]) != want[i] && wrong++ == 0)
@@ -224,11 +234,18 @@ TEST_CASE("a scan plan refuses carries and ranges it cannot take", "[scan][plan]
   const std::vector<std::uint8_t> flags(4096, 0);
   const cl::Buffer f = upload(ctx, flags.data(), flags.size());
   const cl::Buffer out = upload(ctx, std::vector<std::int64_t>(4096).data(), 4096 * 8);
-  const auto plain = find_scan_variant("scan-blelloch")->plan(ctx, problem_of(c, 1000, false, true, false), 0);
-  const auto carried = find_scan_variant("scan-blelloch")->plan(ctx, problem_of(c, 1000, false, true, true), 0);
+  const auto plain =
+      find_scan_variant("scan-blelloch")->plan(ctx, problem_of(c, 1000, false, true, false), 0);
+  const auto carried =
+      find_scan_variant("scan-blelloch")->plan(ctx, problem_of(c, 1000, false, true, true), 0);
   const Value good = carry_value(DType::kInt64, 5), bad = carry_value(DType::kInt32, 5);
   std::vector<cl::Event> events;
-  struct Bad { ScanPlan* plan; std::size_t offset, length; const Value* carry; const char* says; };
+  struct Bad {
+    ScanPlan* plan;
+    std::size_t offset, length;
+    const Value* carry;
+    const char* says;
+  };
   for (const Bad& b : {Bad{plain.get(), 0, 100, &good, "made without one"},
                        Bad{carried.get(), 0, 100, &bad, "a carry of type int32"},
                        Bad{carried.get(), 0, 1001, nullptr, "cannot scan 1001"},
@@ -238,7 +255,8 @@ TEST_CASE("a scan plan refuses carries and ranges it cannot take", "[scan][plan]
                        Bad{carried.get(), 32, 100, nullptr, "base address alignment"},
                        Bad{carried.get(), 3, 100, nullptr, "base address alignment"}}) {
     CAPTURE(b.offset, b.length, b.says);
-    if (std::string(b.says) == "base address alignment" && (b.offset % ctx.base_align()) == 0) continue;
+    if (std::string(b.says) == "base address alignment" && (b.offset % ctx.base_align()) == 0)
+      continue;
     try {
       b.plan->enqueue(in, f, out, b.offset, b.length, b.carry, events);
       FAIL("no error");
@@ -268,7 +286,8 @@ TEST_CASE("carry-in and sub-range plans on small arrays", "[.oclgrind]") {
   for (std::size_t i = step + 40; i < n; i += 70) flags[i] = 1;
   for (const bool segmented : {false, true}) {  // both forms of the pass; exclusive with flags
     CAPTURE(segmented);
-    const auto plan = find_scan_variant("scan-hierarchical")->plan(ctx, problem_of(c, 300, segmented, segmented, true), 16);
+    const auto plan = find_scan_variant("scan-hierarchical")
+                          ->plan(ctx, problem_of(c, 300, segmented, segmented, true), 16);
     check_range(ctx, *plan, x, flags, c, step, 300, 1000);
   }
   // A reduction on a sub-buffer: every read stays inside the range.
@@ -288,6 +307,8 @@ TEST_CASE("carry-in and sub-range plans on small arrays", "[.oclgrind]") {
   std::memcpy(&index, r.data() + 8, 8);
   std::int64_t want = 0;
   for (std::int64_t i = 1; i < 300; ++i)
-    if (x.as<std::int32_t>()[step + static_cast<std::size_t>(i)] < x.as<std::int32_t>()[step + static_cast<std::size_t>(want)]) want = i;
+    if (x.as<std::int32_t>()[step + static_cast<std::size_t>(i)] <
+        x.as<std::int32_t>()[step + static_cast<std::size_t>(want)])
+      want = i;
   CHECK(index == want);
 }

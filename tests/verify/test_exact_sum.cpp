@@ -31,8 +31,10 @@ template <class T> bool same(T a, T b) {
 
 const float fmax_ = FLT_MAX, fden = std::numeric_limits<float>::denorm_min();
 const double dmax = DBL_MAX, dden = std::numeric_limits<double>::denorm_min();
-const float finf = std::numeric_limits<float>::infinity(), fnan = std::numeric_limits<float>::quiet_NaN();
-const double dinf = std::numeric_limits<double>::infinity(), dnan = std::numeric_limits<double>::quiet_NaN();
+const float finf = std::numeric_limits<float>::infinity(),
+            fnan = std::numeric_limits<float>::quiet_NaN();
+const double dinf = std::numeric_limits<double>::infinity(),
+             dnan = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
 
@@ -48,18 +50,20 @@ TEST_CASE("exact_sum: signed zeros and n = 0", "[exact_sum]") {
   CHECK(same(sum_of<double>({dden, -dden}), 0.0));
 }
 
-TEST_CASE("exact_sum: ties to even at the final rounding, both ways, and sticky bits", "[exact_sum]") {
-  const float e24 = 0x1p-24f;  // half an ulp of 1.0f
-  CHECK(same(sum_of<float>({1.0f, e24}), 1.0f));                        // tie, 1.0 even: down
-  CHECK(same(sum_of<float>({1.0f + 2 * e24, e24}), 1.0f + 4 * e24));    // tie, odd: up
-  CHECK(same(sum_of<float>({1.0f, e24, 0x1p-80f}), 1.0f + 2 * e24));    // above the tie: up
-  CHECK(same(sum_of<float>({1.0f, e24, -0x1p-80f}), 1.0f));             // below the tie: down
-  CHECK(same(sum_of<float>({-1.0f, -e24}), -1.0f));                     // negative ties
+TEST_CASE("exact_sum: ties to even at the final rounding, both ways, and sticky bits",
+          "[exact_sum]") {
+  const float e24 = 0x1p-24f;                                         // half an ulp of 1.0f
+  CHECK(same(sum_of<float>({1.0f, e24}), 1.0f));                      // tie, 1.0 even: down
+  CHECK(same(sum_of<float>({1.0f + 2 * e24, e24}), 1.0f + 4 * e24));  // tie, odd: up
+  CHECK(same(sum_of<float>({1.0f, e24, 0x1p-80f}), 1.0f + 2 * e24));  // above the tie: up
+  CHECK(same(sum_of<float>({1.0f, e24, -0x1p-80f}), 1.0f));           // below the tie: down
+  CHECK(same(sum_of<float>({-1.0f, -e24}), -1.0f));                   // negative ties
   CHECK(same(sum_of<float>({-1.0f - 2 * e24, -e24}), -1.0f - 4 * e24));
-  CHECK(same(sum_of<float>({1.0f, e24, fden}), 1.0f + 2 * e24));        // sticky from 2^-149
+  CHECK(same(sum_of<float>({1.0f, e24, fden}), 1.0f + 2 * e24));  // sticky from 2^-149
   // Ties made of elements far apart in magnitude.
   CHECK(same(sum_of<float>({0x1p100f, 1.0f, -0x1p100f, 0x1p-25f, 0x1p-25f}), 1.0f));
-  CHECK(same(sum_of<float>({0x1p100f, 1.0f + 2 * e24, -0x1p100f, 0x1p-25f, 0x1p-25f}), 1.0f + 4 * e24));
+  CHECK(same(sum_of<float>({0x1p100f, 1.0f + 2 * e24, -0x1p100f, 0x1p-25f, 0x1p-25f}),
+             1.0f + 4 * e24));
   const double e53 = 0x1p-53;
   CHECK(same(sum_of<double>({1.0, e53}), 1.0));
   CHECK(same(sum_of<double>({1.0 + 2 * e53, e53}), 1.0 + 4 * e53));
@@ -68,7 +72,8 @@ TEST_CASE("exact_sum: ties to even at the final rounding, both ways, and sticky 
   CHECK(same(sum_of<double>({-1.0, -e53}), -1.0));
 }
 
-TEST_CASE("exact_sum: subnormals, and magnitudes from subnormal to the largest finite", "[exact_sum]") {
+TEST_CASE("exact_sum: subnormals, and magnitudes from subnormal to the largest finite",
+          "[exact_sum]") {
   CHECK(same(sum_of<float>({fden, fden, fden}), 3 * fden));
   CHECK(same(sum_of<float>({FLT_MIN, -fden}), FLT_MIN - fden));  // the largest subnormal
   CHECK(same(sum_of<float>({fmax_, fden, -fmax_}), fden));
@@ -88,11 +93,12 @@ TEST_CASE("exact_sum: catastrophic cancellation", "[exact_sum]") {
   CHECK(same(sum_of<double>({0x1p1000, 1.0, 0x1p-1000, -0x1p1000, -1.0}), 0x1p-1000));
 }
 
-TEST_CASE("exact_sum: overflow to infinity only when the rounded sum is beyond the largest finite", "[exact_sum]") {
+TEST_CASE("exact_sum: overflow to infinity only when the rounded sum is beyond the largest finite",
+          "[exact_sum]") {
   CHECK(same(sum_of<float>({fmax_, fmax_}), finf));
   CHECK(same(sum_of<float>({-fmax_, -fmax_}), -finf));
-  CHECK(same(sum_of<float>({fmax_, fmax_, -fmax_}), fmax_));  // no intermediate overflow
-  CHECK(same(sum_of<float>({fmax_, 0x1p103f}), finf));         // half an ulp above: tie, odd: up
+  CHECK(same(sum_of<float>({fmax_, fmax_, -fmax_}), fmax_));    // no intermediate overflow
+  CHECK(same(sum_of<float>({fmax_, 0x1p103f}), finf));          // half an ulp above: tie, odd: up
   CHECK(same(sum_of<float>({fmax_, 0x1p103f, -fden}), fmax_));  // just below the tie
   CHECK(same(sum_of<float>({fmax_, 0x1p102f}), fmax_));
   CHECK(same(sum_of<double>({dmax, dmax}), dinf));
@@ -113,7 +119,8 @@ TEST_CASE("exact_sum: NaN, and infinities of one or both signs", "[exact_sum]") 
   CHECK(std::isnan(sum_of<double>({dnan})));
 }
 
-TEST_CASE("exact_sum: float sums equal the double sum rounded once where that sum is exact", "[exact_sum]") {
+TEST_CASE("exact_sum: float sums equal the double sum rounded once where that sum is exact",
+          "[exact_sum]") {
   // Floats on a 2^-24 grid in [-2^k, 2^k): their double sum is exact for n < 2^(29 - k).
   std::mt19937_64 rng(5);
   for (int k : {0, 3, 10}) {
@@ -121,7 +128,8 @@ TEST_CASE("exact_sum: float sums equal the double sum rounded once where that su
       std::vector<float> v(n);
       double d = 0.0;
       for (auto& x : v) {
-        x = std::ldexp(static_cast<float>(static_cast<std::int64_t>(rng() >> 39) - (1 << 24)), k - 24);
+        x = std::ldexp(static_cast<float>(static_cast<std::int64_t>(rng() >> 39) - (1 << 24)),
+                       k - 24);
         d += static_cast<double>(x);
       }
       CAPTURE(k, n);
@@ -135,11 +143,13 @@ TEST_CASE("exact_sum: float sums equal the double sum rounded once where that su
   CHECK(same(static_cast<float>(exact_sum(a).f), static_cast<float>(d)));
 }
 
-TEST_CASE("exact_sum: doubles that cancel in pairs leave exactly the rest, in any order", "[exact_sum]") {
+TEST_CASE("exact_sum: doubles that cancel in pairs leave exactly the rest, in any order",
+          "[exact_sum]") {
   std::mt19937_64 rng(9);
   std::vector<double> v;
   for (int i = 0; i < 5000; ++i) {
-    const double x = std::ldexp(static_cast<double>(rng() >> 11), static_cast<int>(rng() % 2000) - 1050);
+    const double x =
+        std::ldexp(static_cast<double>(rng() >> 11), static_cast<int>(rng() % 2000) - 1050);
     v.push_back(x);
     v.push_back(-x);
   }
@@ -149,7 +159,8 @@ TEST_CASE("exact_sum: doubles that cancel in pairs leave exactly the rest, in an
   CHECK(same(sum_of(v), 1.5 - 0x1p-60));  // 2^-1074 is far below half an ulp
 }
 
-TEST_CASE("reference_reduce gives the correctly rounded float sum; verify_bitwise demands its bits", "[exact_sum]") {
+TEST_CASE("reference_reduce gives the correctly rounded float sum; verify_bitwise demands its bits",
+          "[exact_sum]") {
   const auto a = make_array<float>(DType::kFloat, {1e30f, 1.0f, -1e30f, 0x1p-24f});
   const Value ref = reference_reduce(a, Op::kSum);
   CHECK(ref.type == DType::kFloat);

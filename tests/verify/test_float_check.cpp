@@ -16,8 +16,8 @@
 #include "verify/scan_reference.hpp"
 
 using namespace clreduce;
-using clreduce::test::make_array;
 using Catch::Matchers::ContainsSubstring;
+using clreduce::test::make_array;
 
 namespace {
 
@@ -38,7 +38,9 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
 
-TEST_CASE("the issue's inputs: the sequential loop overflows, the reference does not, and both verify", "[reference][overflow]") {
+TEST_CASE(
+    "the issue's inputs: the sequential loop overflows, the reference does not, and both verify",
+    "[reference][overflow]") {
   const auto f32 = make_array<float>(DType::kFloat, {3e38f, 3e38f, -3e38f, -3e38f});
   const auto f64 = make_array<double>(DType::kDouble, {1.7e308, 1.7e308, -1.7e308, -1.7e308});
   const auto prod = make_array<float>(DType::kFloat, {1e30f, 1e30f, 1e-30f, 1e-30f});
@@ -46,9 +48,11 @@ TEST_CASE("the issue's inputs: the sequential loop overflows, the reference does
   CHECK(std::isinf(sequential_reduce(f32, Op::kSum).f));  // as NumPy's float32 loop
   CHECK(std::isinf(sequential_reduce(f64, Op::kSum).f));
   CHECK(std::isinf(sequential_reduce(prod, Op::kProd).f));
-  for (const auto& [a, op] : {std::pair{f32, Op::kSum}, std::pair{f64, Op::kSum}, std::pair{prod, Op::kProd}}) {
+  for (const auto& [a, op] :
+       {std::pair{f32, Op::kSum}, std::pair{f64, Op::kSum}, std::pair{prod, Op::kProd}}) {
     CAPTURE(dtype_name(a.type), op_name(op));
-    const Verdict seq = verify(sequential_reduce(a, op), reference_reduce(a, op), op, a.n, float_stats(a, op));
+    const Verdict seq =
+        verify(sequential_reduce(a, op), reference_reduce(a, op), op, a.n, float_stats(a, op));
     CHECK(seq.ok);
     CHECK(seq.overflow);
     CHECK_THAT(seq.why, ContainsSubstring("an order of the"));
@@ -57,7 +61,8 @@ TEST_CASE("the issue's inputs: the sequential loop overflows, the reference does
       CHECK(v.ok);
       CHECK(v.overflow);
     }
-    const Verdict exact = check(a, op, reference_reduce(a, op).f);  // an order that did not overflow
+    const Verdict exact =
+        check(a, op, reference_reduce(a, op).f);  // an order that did not overflow
     CHECK(exact.ok);
     CHECK_FALSE(exact.overflow);
     CHECK(exact.why.empty());
@@ -69,7 +74,8 @@ TEST_CASE("the issue's inputs: the sequential loop overflows, the reference does
   CHECK(check(f32, Op::kSum, 1e30).ok);  // within (n + 2)·u·Σ|x| of 0
 }
 
-TEST_CASE("inf or NaN is refused where no order can overflow, and NaN where every order gives NaN", "[reference][overflow]") {
+TEST_CASE("inf or NaN is refused where no order can overflow, and NaN where every order gives NaN",
+          "[reference][overflow]") {
   const auto small = make_array<float>(DType::kFloat, {1.f, 2.f, 3e37f});
   CHECK_FALSE(check(small, Op::kSum, kInf).ok);
   CHECK_FALSE(check(small, Op::kSum, kNaN).ok);
@@ -95,7 +101,8 @@ TEST_CASE("inf or NaN is refused where no order can overflow, and NaN where ever
   CHECK_FALSE(check(both, Op::kSum, kInf).ok);
 }
 
-TEST_CASE("a reference that rounds to inf accepts the largest finite value an order reaches", "[reference][overflow]") {
+TEST_CASE("a reference that rounds to inf accepts the largest finite value an order reaches",
+          "[reference][overflow]") {
   // FLT_MAX + 3 quarter-ulps: the exact sum rounds to inf, the float loop stays at FLT_MAX.
   const float q = std::ldexp(1.0f, 102);
   const auto a = make_array<float>(DType::kFloat, {FLT_MAX, q, q, q});
@@ -108,12 +115,13 @@ TEST_CASE("a reference that rounds to inf accepts the largest finite value an or
   CHECK_FALSE(check(a, Op::kSum, 1e38).ok);
 }
 
-TEST_CASE("products whose partial products can underflow accept the precision an order loses", "[reference][overflow]") {
+TEST_CASE("products whose partial products can underflow accept the precision an order loses",
+          "[reference][overflow]") {
   // 1e-30 · 1e-10 is subnormal in float (or flushed to 0): the loop loses digits the reference
   // keeps. No order overflows (1e20 · 1e18 is below float's largest value).
   const auto sub = make_array<float>(DType::kFloat, {1e-30f, 1e-10f, 1e20f, 1e18f});
-  const Verdict seq = verify(sequential_reduce(sub, Op::kProd), reference_reduce(sub, Op::kProd), Op::kProd, 4,
-                             float_stats(sub, Op::kProd));
+  const Verdict seq = verify(sequential_reduce(sub, Op::kProd), reference_reduce(sub, Op::kProd),
+                             Op::kProd, 4, float_stats(sub, Op::kProd));
   CHECK(seq.ok);
   CHECK(check(sub, Op::kProd, 0.0).ok);  // flushed to zero in the first step
   CHECK_FALSE(check(sub, Op::kProd, kInf).ok);
@@ -123,8 +131,12 @@ TEST_CASE("products whose partial products can underflow accept the precision an
   CHECK_FALSE(check(plain, Op::kProd, 0.5001).ok);
 }
 
-TEST_CASE("scans apply the same rule element by element, and their sequential loop passes it", "[scan][overflow]") {
-  struct Case { HostArray a; Op op; };
+TEST_CASE("scans apply the same rule element by element, and their sequential loop passes it",
+          "[scan][overflow]") {
+  struct Case {
+    HostArray a;
+    Op op;
+  };
   const std::vector<Case> cases = {
       {make_array<float>(DType::kFloat, {3e38f, 3e38f, -3e38f, -3e38f}), Op::kSum},
       {make_array<double>(DType::kDouble, {1.7e308, 1.7e308, -1.7e308, -1.7e308}), Op::kSum},
@@ -135,7 +147,8 @@ TEST_CASE("scans apply the same rule element by element, and their sequential lo
       for (bool segmented : {false, true}) {
         CAPTURE(dtype_name(c.a.type), op_name(c.op), exclusive, segmented);
         const ScanMode mode{c.op, c.a.type, exclusive};
-        const std::vector<std::uint8_t> flags = segmented ? std::vector<std::uint8_t>{1, 0, 1, 0} : std::vector<std::uint8_t>{};
+        const std::vector<std::uint8_t> flags =
+            segmented ? std::vector<std::uint8_t>{1, 0, 1, 0} : std::vector<std::uint8_t>{};
         std::vector<unsigned char> y(c.a.bytes.size());
         sequential_scan(c.a, mode, flags, y.data());
         const ScanVerdict v = verify_scan(c.a, mode, flags, c.a.n, y.data());
@@ -154,7 +167,10 @@ TEST_CASE("scans apply the same rule element by element, and their sequential lo
   CHECK(v.ok);
   CHECK(v.overflow);
   CHECK(v.overflowed == 2);
-  CHECK_THAT(v.why, ContainsSubstring("y[2] = inf (and 1 more of 4 elements): an order of the additions overflows float"));
+  CHECK_THAT(
+      v.why,
+      ContainsSubstring(
+          "y[2] = inf (and 1 more of 4 elements): an order of the additions overflows float"));
   // y[0] = 3e38 cannot overflow (one element): inf there is wrong; a finite error is still caught.
   y[0] = HUGE_VALF;
   v = verify_scan(a, mode, {}, 4, reinterpret_cast<const unsigned char*>(y.data()));

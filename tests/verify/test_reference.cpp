@@ -6,11 +6,11 @@
 #include <cstdint>
 #include <limits>
 
-#include "io/data.hpp"
 #include "clreduce/error.hpp"
-#include "verify/reference.hpp"
+#include "io/data.hpp"
 #include "io/size_arg.hpp"
 #include "test_helpers.hpp"
+#include "verify/reference.hpp"
 
 using namespace clreduce;
 using clreduce::test::make_array;
@@ -95,7 +95,8 @@ TEST_CASE("sizes parse as N, 2^K and NeK, and nothing else", "[cli]") {
   CHECK(parse_size("1000003") == 1000003);
   CHECK(parse_size("2^20") == (1u << 20));
   CHECK(parse_size("1e6") == 1000000);
-  for (const char* bad : {"", "-5", "abc", "3^4", "1e99", "2^99", "1.5", "12x", "99999999999999999999"}) {
+  for (const char* bad :
+       {"", "-5", "abc", "3^4", "1e99", "2^99", "1.5", "12x", "99999999999999999999"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(parse_size(bad), Error);
   }
