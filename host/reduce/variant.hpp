@@ -57,6 +57,10 @@ class ReducePlan {
   // The longest chain of operations any element passes through in a launch on up to
   // problem().n elements (sets the float error bound).
   std::uint64_t depth() const { return depth_; }
+  // Bytes a launch leaves at out: the accumulator (problem().acc_bytes()), followed, for plans
+  // whose partial results fold exactly only with more than the rounded value (exact), by that.
+  // Chunks, devices and ranks fold these bytes (run/fold.hpp).
+  virtual std::size_t out_bytes() const { return problem_.acc_bytes(); }
 
   // Enqueues the reduction of in's elements [offset, offset + length), 1 <= length <=
   // problem().n, leaving the accumulator at out[0] (problem().acc_bytes() bytes); arg ops'
