@@ -1,9 +1,12 @@
 // types.cpp: names, sizes and NumPy accumulator rules for DType and Op.
 #include "clreduce/types.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "clreduce/error.hpp"
 
@@ -170,6 +173,78 @@ std::string Value::str() const {
     std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(u));
   }
   return buf;
+}
+
+}  // namespace clreduce
+
+namespace clreduce {
+
+namespace {
+
+constexpr std::size_t kPage = 4096;
+
+// Sets n bytes at p to v, in parallel for large n (first touch spreads the pages over the
+// threads that will read them).
+void fill_bytes(unsigned char* p, std::size_t n, unsigned char v) {
+  constexpr std::size_t kPiece = std::size_t{1} << 24;
+  const auto pieces = static_cast<std::int64_t>((n + kPiece - 1) / kPiece);
+#pragma omp parallel for schedule(static) if (pieces > 4)
+  for (std::int64_t k = 0; k < pieces; ++k) {
+    const std::size_t at = static_cast<std::size_t>(k) * kPiece;
+    std::memset(p + at, v, std::min(kPiece, n - at));
+  }
+}
+
+}  // namespace
+
+void Bytes::allocate(std::size_t n, bool zero) {
+  release();
+  if (n == 0) return;
+  void* p = std::aligned_alloc(kPage, (n + kPage - 1) / kPage * kPage);
+  if (!p) throw std::bad_alloc();
+  data_ = static_cast<unsigned char*>(p);
+  size_ = n;
+  if (zero) fill_bytes(data_, n, 0);
+}
+
+void Bytes::assign(std::size_t n, unsigned char value) {
+  allocate(n, false);
+  fill_bytes(data_, n, value);
+}
+
+void Bytes::adopt(unsigned char* p, std::size_t n, void (*on_release)(void*, std::size_t, void*),
+                  void* arg) {
+  release();
+  data_ = p;
+  size_ = n;
+  release_ = on_release;
+  release_arg_ = arg;
+}
+
+void Bytes::release() {
+  if (release_)
+    release_(data_, size_, release_arg_);
+  else
+    std::free(data_);
+  data_ = nullptr;
+  size_ = 0;
+  release_ = nullptr;
+  release_arg_ = nullptr;
+}
+
+void Bytes::swap(Bytes& o) noexcept {
+  std::swap(data_, o.data_);
+  std::swap(size_, o.size_);
+  std::swap(release_, o.release_);
+  std::swap(release_arg_, o.release_arg_);
+}
+
+bool operator==(const Bytes& a, const Bytes& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
+}
+
+bool operator==(const Bytes& a, const std::vector<unsigned char>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
 }
 
 }  // namespace clreduce

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace clreduce {
@@ -41,11 +43,86 @@ DType resolve_acc(Op op, DType t, const std::string& wanted);
 // True when n = 0 has an answer (the identity): sum and prod.
 bool has_identity(Op op);
 
+// The bytes of a host array: owned memory (page-aligned, not zeroed unless asked: a 64 GiB array
+// is not written twice) or a view of memory someone else keeps alive (a mapped file), behind the
+// part of std::vector's interface the library uses. Copies are deep and owned.
+class Bytes {
+ public:
+  Bytes() = default;
+  explicit Bytes(std::size_t n) { resize(n); }
+  Bytes(const std::vector<unsigned char>& v) { assign(v.begin(), v.end()); }  // NOLINT: implicit
+  Bytes(const Bytes& o) { assign(o.begin(), o.end()); }
+  Bytes(Bytes&& o) noexcept { swap(o); }
+  Bytes& operator=(const Bytes& o) {
+    if (this != &o) {
+      Bytes t(o);
+      swap(t);
+    }
+    return *this;
+  }
+  Bytes& operator=(Bytes&& o) noexcept {
+    Bytes t(std::move(o));
+    swap(t);
+    return *this;
+  }
+  Bytes& operator=(const std::vector<unsigned char>& v) {
+    assign(v.begin(), v.end());
+    return *this;
+  }
+  ~Bytes() { release(); }
+
+  // n bytes of owned memory, zeroed; the contents are not kept.
+  void resize(std::size_t n) { allocate(n, true); }
+  // n bytes of owned memory, uninitialised (the caller writes every byte).
+  void allocate_uninit(std::size_t n) { allocate(n, false); }
+  void assign(std::size_t n, unsigned char value);
+  template <class It, class = std::enable_if_t<!std::is_integral_v<It>>>
+  void assign(It first, It last) {
+    allocate(static_cast<std::size_t>(last - first), false);
+    unsigned char* p = data_;
+    for (; first != last; ++first) *p++ = static_cast<unsigned char>(*first);
+  }
+  // A view of [p, p + n) that someone else owns, handed back when the view is
+  // released (e.g. munmap of a mapped file): on_release(p, n, arg).
+  void adopt(unsigned char* p, std::size_t n, void (*on_release)(void*, std::size_t, void*),
+             void* arg);
+  void clear() { release(); }
+  void swap(Bytes& o) noexcept;
+
+  unsigned char* data() { return data_; }
+  const unsigned char* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  unsigned char& operator[](std::size_t i) { return data_[i]; }
+  const unsigned char& operator[](std::size_t i) const { return data_[i]; }
+  unsigned char* begin() { return data_; }
+  unsigned char* end() { return data_ + size_; }
+  const unsigned char* begin() const { return data_; }
+  const unsigned char* end() const { return data_ + size_; }
+  // True when the memory is a view (adopt()), not owned.
+  bool is_view() const { return release_ != nullptr; }
+  operator std::vector<unsigned char>() const { return {begin(), end()}; }  // NOLINT: implicit
+
+  friend bool operator==(const Bytes& a, const Bytes& b);
+  friend bool operator!=(const Bytes& a, const Bytes& b) { return !(a == b); }
+
+ private:
+  void allocate(std::size_t n, bool zero);
+  void release();
+
+  unsigned char* data_ = nullptr;
+  std::size_t size_ = 0;
+  void (*release_)(void*, std::size_t, void*) = nullptr;  // a view's release; null: owned
+  void* release_arg_ = nullptr;
+};
+bool operator==(const Bytes& a, const std::vector<unsigned char>& b);
+inline bool operator==(const std::vector<unsigned char>& a, const Bytes& b) { return b == a; }
+
 // A 1-D array on the host: raw little-endian bytes of n elements of type.
 struct HostArray {
   DType type = DType::kInt32;
   std::size_t n = 0;
-  std::vector<unsigned char> bytes;  // n * dtype_size(type)
+  Bytes bytes;  // n * dtype_size(type)
 
   template <class T> const T* as() const { return reinterpret_cast<const T*>(bytes.data()); }
   template <class T> T* as() { return reinterpret_cast<T*>(bytes.data()); }
