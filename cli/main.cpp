@@ -209,6 +209,13 @@ int run(int argc, char** argv) {
   app.add_option("-o,--output", output, "scans: write the whole result to this .npy file");
   std::vector<std::string> tunes;
   app.add_option("--tune", tunes, "KEY=VALUE: set a tuning knob (repeatable; keys below)");
+  std::string max_chunk_text, timeout_text;
+  app.add_option("--max-chunk", max_chunk_text,
+                 "largest chunk of the input on the device, in bytes (N, 2^K or NeK); larger "
+                 "arrays run in chunks (default: the device's largest allocation)");
+  app.add_option("--timeout", timeout_text,
+                 "seconds a device may take to finish a run before clreduce gives up with exit 3 "
+                 "(default: 60 plus 1 per 256 MiB moved)");
   std::string knobs =
       "\nTuning knobs (--tune KEY=VALUE, or the environment variable CLREDUCE_KEY with\n"
       "'_' for '-', e.g. CLREDUCE_FAST_SHAPE=cpu; --tune wins):\n";
@@ -270,6 +277,9 @@ int run(int argc, char** argv) {
                 "--seed and --input exclude each other: the seed is for generated data");
   Tuning tuning = tuning_from_env();
   for (const std::string& kv : tunes) set_tuning(tuning, kv);
+  if (app.count("--max-chunk"))
+    tuning.max_chunk = parse_positive_size("--max-chunk", max_chunk_text);
+  if (app.count("--timeout")) set_tuning(tuning, "timeout", timeout_text, "--timeout");
 
   if (list_variants_flag) {
     // With a device, the path each variant takes there; without an OpenCL platform, the plain list.
@@ -359,37 +369,42 @@ int run(int argc, char** argv) {
   const DType acc_type = resolve_acc(the_op, elem, acc);
   if ((elem == DType::kDouble || acc_type == DType::kDouble) && !dev.fp64)
     throw Error(Errc::kUnsupported, dev.name + " has no double precision (cl_khr_fp64); try float");
-  check_fits(dev, elem, count);  // before allocating the host copy
-  if (!plan.scan.empty() && !is_arg_op(the_op) && count * dtype_size(acc_type) > dev.max_alloc)
-    throw Error(Errc::kUnsupported, "scan output of " +
-                                        std::to_string(count * dtype_size(acc_type)) +
-                                        " bytes exceeds " + dev.name + "'s largest allocation (" +
-                                        std::to_string(dev.max_alloc) + " bytes)");
+  const bool scanning = !plan.scan.empty() && !is_arg_op(the_op);
+  // How the array will lie on the device: whole, in chunks, or streamed (run/chunks.hpp).
+  const ChunkLayout reduce_layout =
+      choose_layout(dev, ctx.tuning(), count, ElementBytes{dtype_size(elem)});
+  const ChunkLayout scan_layout =
+      choose_layout(dev, ctx.tuning(), count,
+                    ElementBytes{dtype_size(elem), segmented ? 1u : 0u, dtype_size(acc_type)});
   {
     // The memory the run takes, checked before it is allocated (exit 5, not an abort inside the
-    // runtime): the array (already read with --input), the scans' outputs (twice with --output)
-    // and flags, and the device's copies (host memory too on a CPU device).
+    // runtime): the array (already read with --input), the scans' output and flags, and the
+    // device's copies where they are host memory (a CPU device that does not use the host
+    // arrays in place).
     const std::uint64_t in = count * dtype_size(elem);
-    const std::uint64_t out = plan.scan.empty() || is_arg_op(the_op)
-                                  ? 0
-                                  : count * (dtype_size(acc_type) + (segmented ? 1 : 0));
-    check_host_memory(dev, (input.empty() ? in : 0) + out * (output.empty() ? 1 : 2),
-                      in * (measure_copy ? 2 : 1) + out);
+    const std::uint64_t out = scanning ? count * (dtype_size(acc_type) + (segmented ? 1 : 0)) : 0;
+    const bool copies = !reduce_layout.in_place;
+    const std::uint64_t chunk_in =
+        std::min<std::uint64_t>(in, reduce_layout.chunk * dtype_size(elem));
+    check_host_memory(dev, (input.empty() ? in : 0) + out,
+                      (copies ? in + (scanning ? out : 0) : 0) + (measure_copy ? 2 * chunk_in : 0));
   }
   std::vector<std::uint8_t> flags;
   if (!plan.scan.empty() && segmented) {
     progress.show("reading segment flags");
     flags = segment_flags(count, segments, segment_length);
   }
+  // The problems plans are made for: the whole array, or one chunk of it.
   ReduceProblem rp;
   rp.op = the_op;
   rp.type = elem;
-  rp.n = count;
+  rp.n = reduce_layout.chunks > 1 ? reduce_layout.chunk : count;
   rp.acc_type = acc_type;
   ScanProblem sp;
   sp.op = the_op;
   sp.type = elem;
-  sp.n = count;
+  sp.n = scan_layout.chunks > 1 ? scan_layout.chunk : count;
+  sp.carry_in = scan_layout.chunks > 1;
   sp.acc_type = acc_type;
   sp.exclusive = exclusive;
   sp.segmented = segmented;
@@ -418,6 +433,8 @@ int run(int argc, char** argv) {
 
   RunConfig cfg;
   cfg.warmup = warmup;
+  std::string current;  // what is running, for the chunk progress
+  cfg.progress = [&](const std::string& what) { progress.show(current + ": " + what); };
   cfg.repeat = repeat;
   cfg.local_size = local_size;
   cfg.acc = acc;
@@ -474,10 +491,12 @@ int run(int argc, char** argv) {
                            (scan_peer ? 1 : 0) + (measure_copy ? 1 : 0);
   std::size_t row = 0;
   const auto running = [&](const std::string& what) {
-    progress.show("running " + what + " (" + std::to_string(++row) + "/" + std::to_string(rows) +
-                  ")");
+    current = "running " + what + " (" + std::to_string(++row) + "/" + std::to_string(rows) + ")";
+    progress.show(current);
   };
-  const std::string seq_note = repeat > 1 ? " (" + std::to_string(repeat) + " runs)" : "";
+  const std::string seq_note = data.bytes.size() > kSeqOnceBytes ? " (once: a large array)"
+                               : repeat > 1 ? " (" + std::to_string(repeat) + " runs)"
+                                            : "";
   std::unique_ptr<ReduceSession> session;
   if (!plan.reduce.empty() || measure_copy) {
     progress.show("timing the sequential loop" + seq_note);
@@ -516,12 +535,11 @@ int run(int argc, char** argv) {
     omp_scan = stamp(scans->run_omp());
     print(omp_scan);
   }
-  HostArray result;
-  std::string result_from;  // the variant whose output `result` holds, when it did not verify
+  std::string result_from;  // the variant whose output the session holds, when it did not verify
   bool have_result = false;
   for (ScanVariant* v : plan.scan) {
     running(v->name());
-    RunRecord r = stamp(scans->run(*v, output.empty() ? nullptr : &result));
+    RunRecord r = stamp(scans->run(*v));
     if (scan_peer) add_ratio(r, omp_scan);
     if (!r.skipped) result_from = r.verified ? "" : r.variant;
     have_result = have_result || !r.skipped;
@@ -532,7 +550,7 @@ int run(int argc, char** argv) {
               << "x the fastest; ratios against it are not quoted\n";
   if (!output.empty() && have_result) {
     progress.show("writing " + output);
-    write_npy(output, result);
+    write_npy(output, scans->last_output());
     progress.clear();
     if (!result_from.empty())
       std::cerr << "clreduce: wrote " << output << " from " << result_from

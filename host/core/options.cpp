@@ -65,6 +65,21 @@ const std::vector<TuningKey>& tuning_keys() {
       {"scan-groups", "1-4096 (one per compute unit)", "scan-fast CPU path: work-groups"},
       {"transfer-piece", "1-1073741824 (1073741824)",
        "largest piece of one fill, copy, read or write of device memory, in bytes"},
+      {"max-chunk", "1-2^62 bytes (0: the device's largest allocation)",
+       "largest chunk of the input on the device; larger arrays run in chunks (also --max-chunk)"},
+      {"stream", "auto | on | off (auto)",
+       "stream host arrays through the device in chunks; auto: when they do not fit in its memory"},
+      {"stream-bytes", "1-2^62 (4 GiB or half the device's memory)",
+       "device memory a streamed run keeps for its chunks in flight"},
+      {"stream-slots", "2-8 (3)", "chunks in flight when streaming (upload, kernel, read-back)"},
+      {"stream-source", "auto | write | stage | host-ptr (auto)",
+       "how streamed chunks reach the device: a write from the array, a copy through pinned "
+       "staging buffers, or a copy from a buffer over the array (CL_MEM_USE_HOST_PTR)"},
+      {"in-place", "auto | on | off (auto: on for CPU devices)",
+       "use host arrays in place (CL_MEM_USE_HOST_PTR) instead of uploading them"},
+      {"timeout", "1-1000000 seconds (60 + 1 per 256 MiB moved)",
+       "how long a device may take to finish a run before it is abandoned (exit 3; also "
+       "--timeout)"},
   };
   return keys;
 }
@@ -114,6 +129,21 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.scan_chunk = parse_count(v, 1, 1u << 30, source, "a count from 1 to 2^30");
   } else if (key == "transfer-piece") {
     t.transfer_piece = parse_count(v, 1, 1u << 30, source, "a byte count from 1 to 2^30");
+  } else if (key == "max-chunk") {
+    t.max_chunk = parse_count(v, 1, 1ull << 62, source, "a byte count from 1 to 2^62");
+  } else if (key == "stream") {
+    t.stream = one_of(v, {"auto", "on", "off"}, source);
+  } else if (key == "stream-bytes") {
+    t.stream_bytes = parse_count(v, 1, 1ull << 62, source, "a byte count from 1 to 2^62");
+  } else if (key == "stream-slots") {
+    t.stream_slots = static_cast<unsigned>(parse_count(v, 2, 8, source, "a count from 2 to 8"));
+  } else if (key == "stream-source") {
+    t.stream_source = one_of(v, {"auto", "write", "stage", "host-ptr"}, source);
+  } else if (key == "in-place") {
+    t.in_place = one_of(v, {"auto", "on", "off"}, source);
+  } else if (key == "timeout") {
+    t.timeout =
+        static_cast<double>(parse_count(v, 1, 1000000, source, "whole seconds from 1 to 10^6"));
   } else if (key == "scan-groups") {
     t.scan_groups = parse_count(v, 1, 4096, source, "a count from 1 to 4096");
   } else {

@@ -198,6 +198,10 @@ void fill_bytes(unsigned char* p, std::size_t n, unsigned char v) {
 }  // namespace
 
 void Bytes::allocate(std::size_t n, bool zero) {
+  if (n == size_ && !release_ && n > 0) {  // owned memory of the size asked: kept, not moved
+    if (zero) fill_bytes(data_, n, 0);
+    return;
+  }
   release();
   if (n == 0) return;
   void* p = std::aligned_alloc(kPage, (n + kPage - 1) / kPage * kPage);

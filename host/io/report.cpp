@@ -83,7 +83,14 @@ std::string to_json(const RunRecord& r) {
        ",\"seq_ms\":" + (ceiling ? "null" : num(r.seq_ms)) +
        ",\"speedup\":" + (ceiling ? "null" : num(r.speedup)) +
        ",\"launches\":" + std::to_string(r.launches) + ",\"policy\":\"" +
-       json_escape(r.kind == "clreduce" ? r.policy.str() : r.policy.path) + "\"";
+       json_escape(r.kind == "clreduce" ? r.policy.str() : r.policy.path) +
+       (r.chunks > 1 || r.layout.find("stream") != std::string::npos ? "; " + json_escape(r.layout)
+                                                                     : std::string()) +
+       "\"";
+  if (!r.layout.empty())
+    s += ",\"chunks\":" + std::to_string(r.chunks) + ",\"layout\":\"" + json_escape(r.layout) +
+         "\",\"upload_ms\":" + num(r.upload_ms) + ",\"e2e_gbps\":" + num(r.e2e_gbps);
+  if (!ceiling) s += ",\"seq_runs\":" + std::to_string(r.seq_runs);
   for (const auto& [key, value] : r.ratios) s += ",\"" + json_escape(key) + "\":" + num(value);
   if (r.has_error)
     s += ",\"err_ulp\":" + json_error(r.err_ulp) + ",\"err_rel\":" + json_error(r.err_rel);

@@ -8,7 +8,9 @@
 #include <memory>
 
 #include "clreduce/error.hpp"
+#include "run/fold.hpp"
 #include "run/omp_reduce.hpp"
+#include "runtime/transfer.hpp"
 #include "verify/exact_sum.hpp"
 
 namespace clreduce {
@@ -54,14 +56,26 @@ RunRecord Session::record(const std::string& variant, Op op, DType acc) const {
   rec.n = data_.n;
   rec.device = ctx_.info().name;
   rec.seq_ms = seq_ms_;
+  rec.seq_runs = seq_runs_;
   return rec;
 }
 
 void Session::time_sequential(const std::function<void()>& fn) {
   std::vector<double> ms;
-  for (const Sample& s : repeat_runs(0, cfg_.repeat, [&] { return time_call(fn); }))
+  seq_runs_ = data_.bytes.size() > kSeqOnceBytes ? 1 : cfg_.repeat;
+  for (const Sample& s : repeat_runs(0, seq_runs_, [&] { return time_call(fn); }))
     ms.push_back(s.wall_ms);
   seq_ms_ = median(ms);
+}
+
+double Session::timeout_s(double bytes) const { return run_timeout_s(ctx_.tuning(), bytes); }
+
+void Session::set_layout(RunRecord& rec, const ChunkLayout& layout, double upload_ms) const {
+  rec.chunks = layout.chunks;
+  rec.layout = layout.str();
+  rec.upload_ms = upload_ms;
+  const double e2e = upload_ms + rec.wall_ms;
+  if (e2e > 0) rec.e2e_gbps = static_cast<double>(data_.bytes.size()) / (e2e * 1e6);
 }
 
 void Session::time_device(RunRecord& rec, const std::function<void()>& prepare,
@@ -94,7 +108,7 @@ ReduceSession::ReduceSession(Context& ctx, const HostArray& data, Op op, RunConf
   problem_.n = data.n;
   problem_.acc_type = resolve_acc(op, data.type, cfg_.acc);
   check_fp64(problem_.acc());
-  check_fits(ctx.info(), data.type, data.n);
+  layout_ = choose_layout(ctx.info(), ctx.tuning(), data.n, ElementBytes{dtype_size(data.type)});
   expected_ = reference_reduce(data, op, problem_.acc_type);  // throws for n = 0 without identity
   stats_ = float_stats(data, op);
   bool checked = false;
@@ -106,10 +120,30 @@ ReduceSession::ReduceSession(Context& ctx, const HostArray& data, Op op, RunConf
   });
 }
 
+ReduceProblem ReduceSession::plan_problem() const {
+  ReduceProblem p = problem_;
+  if (layout_.chunks > 1) p.n = layout_.chunk;
+  return p;
+}
+
+ChunkedArray& ReduceSession::device_array() {
+  if (!array_) {
+    array_ = std::make_unique<ChunkedArray>(ctx_, layout_, data_, nullptr, nullptr,
+                                            ElementBytes{dtype_size(data_.type)});
+    if (cfg_.progress && layout_.chunks > 1)
+      array_->on_chunk([this](std::size_t done, std::size_t total) {
+        cfg_.progress("chunk " + std::to_string(done) + "/" + std::to_string(total));
+      });
+    upload_ms_ = array_->upload("uploading " + std::to_string(data_.n) + " elements");
+  }
+  return *array_;
+}
+
 RunRecord ReduceSession::run(const ReduceVariant& v) {
   RunRecord rec = record(v.name(), problem_.op, problem_.acc_type);
   rec.expected = expected_;
-  rec.skip_reason = v.unsupported(ctx_, problem_);
+  const ReduceProblem pp = plan_problem();
+  rec.skip_reason = v.unsupported(ctx_, pp);
   if (!rec.skip_reason.empty()) {
     rec.skipped = true;
     return rec;
@@ -118,30 +152,26 @@ RunRecord ReduceSession::run(const ReduceVariant& v) {
   if (problem_.n == 0) {  // sum and prod: the identity, with no launch
     rec.result = identity_value(problem_.op, problem_.acc_type);
   } else {
-    plan = v.plan(ctx_, problem_, cfg_.local_size);
+    plan = v.plan(ctx_, pp, cfg_.local_size);
     rec.policy = plan->policy();
-    cl::Buffer in = ctx_.scratch("input", data_.bytes.size());
-    cl::Buffer out = ctx_.scratch("result", 16);
-    std::vector<unsigned char> result(16, 0);
-    time_device(
-        rec,
-        [&] {  // a sentinel, so an unwritten result cannot pass
-          std::fill(result.begin(), result.end(), 0xA5);
-          ctx_.queue().enqueueWriteBuffer(out, CL_TRUE, 0, 16, result.data());
-        },
-        [&](std::vector<cl::Event>& events) {
-          ctx_.queue().enqueueWriteBuffer(in, CL_FALSE, 0, data_.bytes.size(), data_.bytes.data());
-          plan->enqueue(in, out, events);
-          ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, problem_.acc_bytes(), result.data());
-        });
-    rec.result = Value::from_bytes(problem_.acc(), result.data());
-    if (is_arg_op(problem_.op)) {
-      std::int64_t idx;
-      std::memcpy(&idx, result.data() + 8, 8);
-      rec.result.index = idx;
+    if (layout_.chunks > 1) {
+      rec.skip_reason = ReduceFold::cannot_fold(*plan);
+      if (!rec.skip_reason.empty()) {
+        rec.skipped = true;
+        return rec;
+      }
     }
+    ChunkedArray& array = device_array();
+    const std::string what = v.name() + " " + op_name(problem_.op) + " of " +
+                             std::to_string(problem_.n) + " " + dtype_name(problem_.type) +
+                             " elements";
+    time_device(
+        rec, [&] { array.prepare_reduce(plan->out_bytes()); },
+        [&](std::vector<cl::Event>& events) { rec.result = array.reduce(*plan, events, what); });
+    set_layout(rec, layout_, upload_ms_);
   }
-  finish_reduce(rec, plan ? plan->depth() : 0);
+  // The chunks' results are folded one after another: one more operation per chunk.
+  finish_reduce(rec, plan ? plan->depth() + (layout_.chunks > 1 ? layout_.chunks : 0) : 0);
   return rec;
 }
 
@@ -182,7 +212,8 @@ RunRecord ReduceSession::run_copy() {
   RunRecord rec = record("copy", problem_.op, problem_.acc_type);
   rec.kind = "ceiling";
   rec.expected = expected_;
-  const std::size_t bytes = data_.bytes.size();
+  // The copy of one chunk at most: a chunk is what any one launch reads.
+  const std::size_t bytes = std::min(data_.bytes.size(), layout_.chunk * dtype_size(data_.type));
   if (bytes == 0) {
     rec.skipped = true;
     rec.skip_reason = "nothing to copy (n = 0)";
@@ -191,18 +222,21 @@ RunRecord ReduceSession::run_copy() {
   try {
     cl::Buffer in = ctx_.scratch("input", bytes);
     cl::Buffer dst = ctx_.scratch("copy", bytes);
-    ctx_.queue().enqueueWriteBuffer(in, CL_TRUE, 0, bytes, data_.bytes.data());
+    const std::size_t piece = ctx_.tuning().transfer_piece;
+    enqueue_write(ctx_.queue(), in, 0, bytes, data_.bytes.data(), piece);
+    clreduce::finish(ctx_.queue(), timeout_s(static_cast<double>(bytes)), "the copy's upload");
     time_device(
         rec, [] {},
         [&](std::vector<cl::Event>& events) {
-          events.emplace_back();
-          ctx_.queue().enqueueCopyBuffer(in, dst, 0, 0, bytes, nullptr, &events.back());
-          events.back().wait();
+          enqueue_copy(ctx_.queue(), in, dst, 0, 0, bytes, piece, &events);
+          clreduce::finish(ctx_.queue(), timeout_s(2.0 * static_cast<double>(bytes)),
+                           "the device copy");
         });
     rec.wall_ms = rec.kernel_ms;  // the copy alone: no upload, no read-back
     std::vector<unsigned char> back(bytes);
-    ctx_.queue().enqueueReadBuffer(dst, CL_TRUE, 0, bytes, back.data());
-    const bool same = back == data_.bytes;
+    enqueue_read(ctx_.queue(), dst, 0, bytes, back.data(), piece);
+    clreduce::finish(ctx_.queue(), timeout_s(static_cast<double>(bytes)), "the copy's read-back");
+    const bool same = std::memcmp(back.data(), data_.bytes.data(), bytes) == 0;
     rec.policy.path = "clEnqueueCopyBuffer";
     finish(rec, same, same ? "" : "the copy differs from the input", 0.0,
            2.0 * static_cast<double>(bytes));

@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "reduce/variant.hpp"
+#include "run/chunks.hpp"
 #include "run/timing.hpp"
 #include "runtime/context.hpp"
 #include "verify/reference.hpp"
@@ -17,8 +19,10 @@
 namespace clreduce {
 
 struct RunConfig {
-  std::uint64_t warmup = 1;    // untimed runs before the timed ones
-  std::uint64_t repeat = 5;    // timed runs (at least one); medians are reported
+  std::uint64_t warmup = 1;  // untimed runs before the timed ones
+  std::uint64_t repeat = 5;  // timed runs (at least one); medians are reported
+  // Called (done, total) as chunks are launched, and with a description of each long step.
+  std::function<void(const std::string&)> progress;
   std::size_t local_size = 0;  // work-group size; 0: the variant's choice
   std::string acc;             // accumulator type name (resolve_acc()); empty for NumPy's
 };
@@ -56,11 +60,17 @@ struct RunRecord {
   double kernel_ms = 0.0;      // median over repetitions of the summed kernel times of all launches
   double kernel_ms_min = 0.0;  // fastest and slowest repetition (the spread)
   double kernel_ms_max = 0.0;
-  double wall_ms = 0.0;  // median of upload + launches + read-back, host clock
-  double gbps = 0.0;     // bytes moved / kernel time (reductions: input; scans: input, flags
-                         // and output; copy: bytes read + written)
-  double seq_ms = 0.0;   // the seeds' sequential loop on the host, median
-  double speedup = 0.0;  // seq_ms / kernel_ms
+  double wall_ms = 0.0;        // median of launches + read-back, host clock (streamed: and uploads)
+  double upload_ms = 0.0;      // the one upload of the array before the timed runs (0: in place or
+                               // streamed, which upload inside each run)
+  double e2e_gbps = 0.0;       // input bytes / (upload_ms + wall_ms): the rate end to end
+  std::size_t chunks = 1;      // chunks the array ran in (run/chunks.hpp)
+  std::string layout;          // how the array lay on the device (ChunkLayout::str())
+  double gbps = 0.0;           // bytes moved / kernel time (reductions: input; scans: input, flags
+                               // and output; copy: bytes read + written)
+  double seq_ms = 0.0;         // the seeds' sequential loop on the host, median
+  std::uint64_t seq_runs = 0;  // how many times it was timed (once for large arrays)
+  double speedup = 0.0;        // seq_ms / kernel_ms
   std::size_t launches = 0;
   LaunchPolicy policy;
   // Peer time / this kernel time, by key ("vs_omp"): above 1, clreduce is faster. NaN: not
@@ -94,8 +104,13 @@ class Session {
   void check_fp64(DType acc) const;
   // A record of this array and device for `variant`, with the sequential loop's time.
   RunRecord record(const std::string& variant, Op op, DType acc) const;
-  // Times the seeds' sequential loop: fn() config().repeat times (no warm-up); sets seq_ms.
+  // Times the seeds' sequential loop: fn() config().repeat times (no warm-up; once when the array
+  // is larger than kSeqOnceBytes); sets seq_ms and seq_runs.
   void time_sequential(const std::function<void()>& fn);
+  // The timeout for a run moving `bytes` (the timeout knob, else scaled by bytes).
+  double timeout_s(double bytes) const;
+  // Sets rec's chunk fields from the layout, and its end-to-end rate.
+  void set_layout(RunRecord& rec, const ChunkLayout& layout, double upload_ms) const;
   // The timed loop of a device run, warmup + repeat times: prepare() untimed (e.g. a sentinel
   // write), then body(events) between two reads of the host clock (uploads, launches, read-back);
   // sets rec's kernel and wall times, their spread and its launches.
@@ -110,7 +125,11 @@ class Session {
   const HostArray& data_;
   RunConfig cfg_;
   double seq_ms_ = 0.0;
+  std::uint64_t seq_runs_ = 0;
 };
+
+// Arrays larger than this have their sequential loop timed once, not once per repetition.
+constexpr std::size_t kSeqOnceBytes = std::size_t{256} << 20;
 
 // Sets rec's kernel_ms (median), kernel_ms_min, kernel_ms_max, wall_ms (median) and launches
 // (the last run's) from the timed samples (non-empty).
@@ -120,8 +139,8 @@ void set_timings(RunRecord& rec, const std::vector<Sample>& samples);
 // run on it.
 class ReduceSession : public Session {
  public:
-  // Throws Error for n = 0 with an op that has no identity, for double on a device without
-  // fp64, and for arrays larger than the device's largest allocation.
+  // Throws Error for n = 0 with an op that has no identity and for double on a device without
+  // fp64. Arrays of any size run: in chunks past one allocation, streamed past device memory.
   ReduceSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg);
   // Plans v for this array and runs the plan: a record, skipped (with the reason) where v cannot.
   RunRecord run(const ReduceVariant& v);
@@ -131,8 +150,14 @@ class ReduceSession : public Session {
   // gbps counting bytes read and written; verified by reading the copy back.
   RunRecord run_copy();
   const ReduceProblem& problem() const { return problem_; }
+  // How the array lies on the device.
+  const ChunkLayout& layout() const { return layout_; }
+  // The problem a plan is made for: the whole, or one chunk of it.
+  ReduceProblem plan_problem() const;
 
  private:
+  // The device side of the array, made and uploaded on first use.
+  ChunkedArray& device_array();
   // Verifies rec.result against the reference (chain: the run's longest chain of operations,
   // the float bound's depth) and rates it.
   void finish_reduce(RunRecord& rec, std::uint64_t chain) const;
@@ -140,9 +165,13 @@ class ReduceSession : public Session {
   ReduceProblem problem_;
   Value expected_;
   FloatStats stats_;
+  ChunkLayout layout_;
+  std::unique_ptr<ChunkedArray> array_;
+  double upload_ms_ = 0.0;
 };
 
-// Throws Error(Errc::kUnsupported) when n elements of t exceed the device's largest allocation.
+// Throws Error(Errc::kUnsupported) when n elements of t exceed the device's largest allocation
+// (for a caller's own device buffer, which cannot be chunked).
 void check_fits(const DeviceInfo& d, DType t, std::size_t n);
 
 }  // namespace clreduce

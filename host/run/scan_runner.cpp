@@ -48,14 +48,12 @@ ScanSession::ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig c
                                   " segment flags for an array of " + std::to_string(data.n) +
                                   " elements");
   check_fp64(problem_.acc_type);
-  const DeviceInfo& d = ctx.info();
   const std::size_t out_bytes = data.n * problem_.acc_bytes();
-  if (std::max(data.bytes.size(), out_bytes) > d.max_alloc)
-    throw Error(Errc::kUnsupported, "scan output of " + std::to_string(out_bytes) +
-                                        " bytes exceeds " + d.name + "'s largest allocation (" +
-                                        std::to_string(d.max_alloc) + " bytes)");
+  layout_ = choose_layout(
+      ctx.info(), ctx.tuning(), data.n,
+      ElementBytes{dtype_size(data.type), opts_.segmented ? 1u : 0u, problem_.acc_bytes()});
   const ScanMode mode{op, problem_.acc_type, opts_.exclusive};
-  host_out_.assign(out_bytes, 0);
+  host_out_.allocate_uninit(out_bytes);  // the sequential scan writes every element
   time_sequential([&] { sequential_scan(data, mode, opts_.flags, host_out_.data()); });
   // The loop must pass its own check (depth n: a chain of n operations).
   const ScanVerdict self = verify_scan(data, mode, opts_.flags, data.n, host_out_.data());
@@ -78,7 +76,7 @@ RunRecord ScanSession::run_omp() {
     rec.skipped = true;
     return rec;
   }
-  std::fill(host_out_.begin(), host_out_.end(), 0xA5);
+  host_out_.assign(host_out_.size(), 0xA5);
   const OmpScanResult r = omp_scan(data_, problem_.acc_type, static_cast<int>(cfg_.warmup),
                                    static_cast<int>(cfg_.repeat), host_out_.data());
   rec.kernel_ms = rec.wall_ms = r.timing.ms_median;
@@ -99,11 +97,40 @@ RunRecord ScanSession::run_omp() {
   return rec;
 }
 
+ChunkedArray& ScanSession::device_array() {
+  if (!array_) {
+    array_ = std::make_unique<ChunkedArray>(
+        ctx_, layout_, data_, opts_.segmented ? opts_.flags.data() : nullptr, host_out_.data(),
+        ElementBytes{dtype_size(data_.type), opts_.segmented ? 1u : 0u, problem_.acc_bytes()});
+    if (cfg_.progress && layout_.chunks > 1)
+      array_->on_chunk([this](std::size_t done, std::size_t total) {
+        cfg_.progress("chunk " + std::to_string(done) + "/" + std::to_string(total));
+      });
+    upload_ms_ = array_->upload("uploading " + std::to_string(data_.n) + " elements");
+  }
+  return *array_;
+}
+
+HostArray ScanSession::last_output() const {
+  HostArray a;
+  a.type = problem_.acc_type;
+  a.n = problem_.n;
+  a.bytes.adopt(
+      const_cast<unsigned char*>(host_out_.data()), host_out_.size(),
+      [](void*, std::size_t, void*) {}, nullptr);
+  return a;
+}
+
 RunRecord ScanSession::run(const ScanVariant& v, HostArray* output) {
   RunRecord rec = record(v.name(), problem_.op, problem_.acc_type);
   rec.expected = expected_;
   rec.scan = ScanRunInfo{problem_.exclusive, problem_.segmented, -1, 0};
-  rec.skip_reason = refused_.empty() ? v.unsupported(ctx_, problem_) : refused_;
+  ScanProblem pp = problem_;
+  if (layout_.chunks > 1) {
+    pp.n = layout_.chunk;
+    pp.carry_in = true;
+  }
+  rec.skip_reason = refused_.empty() ? v.unsupported(ctx_, pp) : refused_;
   if (!rec.skip_reason.empty()) {
     rec.skipped = true;
     return rec;
@@ -113,36 +140,31 @@ RunRecord ScanSession::run(const ScanVariant& v, HostArray* output) {
   const std::size_t flag_bytes = problem_.segmented ? n : 0;
   std::unique_ptr<ScanPlan> plan;
   if (n > 0) {
-    plan = v.plan(ctx_, problem_, cfg_.local_size);
+    plan = v.plan(ctx_, pp, cfg_.local_size);
     rec.policy = plan->policy();
-    cl::Buffer in = ctx_.scratch("input", data_.bytes.size());
-    cl::Buffer flags = ctx_.scratch(problem_.segmented ? "scan.flags" : "scan.noflags",
-                                    std::max<std::size_t>(flag_bytes, 1));
-    cl::Buffer out = ctx_.scratch("scan.output", out_bytes);
+    ChunkedArray& array = device_array();
+    const std::string what =
+        v.name() + " scan of " + std::to_string(n) + " " + dtype_name(problem_.type) + " elements";
     // The sentinel: 0xA5 bytes for integers (far from any generated prefix), NaN for floats.
-    const cl_uchar sentinel = is_float(problem_.acc_type) ? 0xFF : 0xA5;
+    // On the device, a host write, not a fill: Oclgrind would report the kernels' later loads of
+    // a filled buffer as uninitialised.
+    const unsigned char sentinel = is_float(problem_.acc_type) ? 0xFF : 0xA5;
     time_device(
         rec,
         [&] {
-          // A host write, not a fill: Oclgrind would report the kernels' later loads of a filled
-          // buffer as uninitialised.
-          std::fill(host_out_.begin(), host_out_.end(), sentinel);
-          ctx_.queue().enqueueWriteBuffer(out, CL_TRUE, 0, out_bytes, host_out_.data());
+          host_out_.assign(host_out_.size(), sentinel);
+          array.prepare_scan(what);
         },
-        [&](std::vector<cl::Event>& events) {
-          ctx_.queue().enqueueWriteBuffer(in, CL_FALSE, 0, data_.bytes.size(), data_.bytes.data());
-          if (flag_bytes)
-            ctx_.queue().enqueueWriteBuffer(flags, CL_FALSE, 0, flag_bytes, opts_.flags.data());
-          plan->enqueue(in, flags, out, events);
-          ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, out_bytes, host_out_.data());
-        });
+        [&](std::vector<cl::Event>& events) { array.scan(*plan, events, what); });
+    set_layout(rec, layout_, upload_ms_);
     if (const std::string note = plan->run_note(); !note.empty()) rec.policy.path += "; " + note;
     rec.result =
         Value::from_bytes(problem_.acc_type, host_out_.data() + out_bytes - problem_.acc_bytes());
   }
   const ScanMode mode{problem_.op, problem_.acc_type, problem_.exclusive};
-  const ScanVerdict verdict =
-      verify_scan(data_, mode, opts_.flags, plan ? plan->depth() : 0, host_out_.data());
+  // Each chunk's carry comes through the chunks before it: one more operation per chunk.
+  const std::uint64_t depth = plan ? plan->depth() + (layout_.chunks > 1 ? layout_.chunks : 0) : 0;
+  const ScanVerdict verdict = verify_scan(data_, mode, opts_.flags, depth, host_out_.data());
   rec.scan->first_wrong = verdict.first_wrong;
   rec.scan->wrong_count = verdict.wrong;
   finish(rec, verdict.ok, verdict.why, verdict.bound,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,13 +31,17 @@ std::vector<std::uint8_t> segment_flags(std::size_t n, const std::string& file, 
 // and step.
 class ScanSession : public Session {
  public:
-  // Throws Error for double on a device without fp64, arrays (input or output) larger than the
-  // device's largest allocation, and flags whose length is not data.n. An arg op is accepted:
-  // every run is then skipped with the reason.
+  // Throws Error for double on a device without fp64 and flags whose length is not data.n.
+  // Arrays of any size run: in chunks past one allocation, streamed past device memory. An arg op
+  // is accepted: every run is then skipped with the reason.
   ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg, ScanOptions opts);
-  // Plans v for this array and runs the plan; with output, the device's last result is stored
+  // Plans v for this array and runs the plan; with output, the device's last result is copied
   // there (type acc, data.n elements).
   RunRecord run(const ScanVariant& v, HostArray* output = nullptr);
+  // The last run's output (of a variant or the peer), as a view of the session's memory: valid
+  // until the next run or the session's end. No copy, for writing large outputs.
+  HostArray last_output() const;
+  const ChunkLayout& layout() const { return layout_; }
   // The OpenMP scan peer on the same array (omp_scan.hpp): variant "omp", kind "peer", verified
   // like a variant; skipped, with the reason, for a scan the peer does not have.
   RunRecord run_omp();
@@ -47,7 +52,11 @@ class ScanSession : public Session {
   ScanOptions opts_;
   std::string refused_;  // why no scan variant can run this (arg ops)
   Value expected_;
-  std::vector<unsigned char> host_out_;  // the sequential loop's output, then each device result
+  Bytes host_out_;  // the sequential loop's output, then each device result
+  ChunkLayout layout_;
+  std::unique_ptr<ChunkedArray> array_;
+  double upload_ms_ = 0.0;
+  ChunkedArray& device_array();
 };
 
 }  // namespace clreduce

@@ -33,20 +33,27 @@ void enqueue_zero(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset
 
 void enqueue_write(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset,
                    std::size_t bytes, const void* src, std::size_t piece,
-                   std::vector<cl::Event>* events) {
+                   std::vector<cl::Event>* events, const std::vector<cl::Event>* waits) {
   cl::Event e;
   const auto* p = static_cast<const unsigned char*>(src);
+  bool first = true;
   for_each_piece(offset, bytes, piece, 1, [&](std::size_t off, std::size_t len) {
-    q.enqueueWriteBuffer(buf, CL_FALSE, off, len, p + (off - offset), nullptr, next(events, e));
+    q.enqueueWriteBuffer(buf, CL_FALSE, off, len, p + (off - offset),
+                         first && waits && !waits->empty() ? waits : nullptr, next(events, e));
+    first = false;
   });
 }
 
 void enqueue_read(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset, std::size_t bytes,
-                  void* dst, std::size_t piece, std::vector<cl::Event>* events) {
+                  void* dst, std::size_t piece, std::vector<cl::Event>* events,
+                  const std::vector<cl::Event>* waits) {
   cl::Event e;
   auto* p = static_cast<unsigned char*>(dst);
+  bool first = true;
   for_each_piece(offset, bytes, piece, 1, [&](std::size_t off, std::size_t len) {
-    q.enqueueReadBuffer(buf, CL_FALSE, off, len, p + (off - offset), nullptr, next(events, e));
+    q.enqueueReadBuffer(buf, CL_FALSE, off, len, p + (off - offset),
+                        first && waits && !waits->empty() ? waits : nullptr, next(events, e));
+    first = false;
   });
 }
 
@@ -60,17 +67,14 @@ void enqueue_copy(cl::CommandQueue& q, const cl::Buffer& src, const cl::Buffer& 
   });
 }
 
-void finish(cl::CommandQueue& q, double timeout_s, const std::string& what) {
-  cl::Event marker;
-  q.enqueueMarkerWithWaitList(nullptr, &marker);
-  q.flush();
+void wait(const cl::Event& e, double timeout_s, const std::string& what) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   // Short waits (most launches) are caught by yielding polls for the first 2 ms; after that the
   // poll sleeps, backing off to 5 ms, so a long wait costs no CPU.
   auto sleep = std::chrono::microseconds(50);
   for (;;) {
-    const cl_int status = marker.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
+    const cl_int status = e.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
     if (status == CL_COMPLETE) return;
     if (status < 0)
       throw Error(Errc::kRuntime, what + " failed on the device: " + cl_error_name(status) + " (" +
@@ -87,6 +91,13 @@ void finish(cl::CommandQueue& q, double timeout_s, const std::string& what) {
     std::this_thread::sleep_for(sleep);
     if (sleep < std::chrono::milliseconds(5)) sleep *= 2;
   }
+}
+
+void finish(cl::CommandQueue& q, double timeout_s, const std::string& what) {
+  cl::Event marker;
+  q.enqueueMarkerWithWaitList(nullptr, &marker);
+  q.flush();
+  wait(marker, timeout_s, what);
 }
 
 double default_timeout_s(double bytes) { return 60.0 + bytes / double(std::size_t{1} << 28); }

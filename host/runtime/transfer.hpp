@@ -34,17 +34,25 @@ void for_each_piece(std::size_t offset, std::size_t bytes, std::size_t piece, st
 void enqueue_zero(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset, std::size_t bytes,
                   std::size_t piece, std::vector<cl::Event>* events = nullptr);
 // Enqueues a write of host src to buf[offset, offset + bytes) in pieces, non-blocking: src must
-// stay alive until the queue has finished. Appends one event per piece when events is given.
+// stay alive until the queue has finished. Appends one event per piece when events is given;
+// the first piece waits for `waits` when given (the rest follow it on the in-order queue).
 void enqueue_write(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset,
                    std::size_t bytes, const void* src, std::size_t piece,
-                   std::vector<cl::Event>* events = nullptr);
+                   std::vector<cl::Event>* events = nullptr,
+                   const std::vector<cl::Event>* waits = nullptr);
 // Enqueues a read of buf[offset, offset + bytes) into host dst in pieces, non-blocking.
 void enqueue_read(cl::CommandQueue& q, const cl::Buffer& buf, std::size_t offset, std::size_t bytes,
-                  void* dst, std::size_t piece, std::vector<cl::Event>* events = nullptr);
+                  void* dst, std::size_t piece, std::vector<cl::Event>* events = nullptr,
+                  const std::vector<cl::Event>* waits = nullptr);
 // Enqueues a device-to-device copy in pieces, non-blocking.
 void enqueue_copy(cl::CommandQueue& q, const cl::Buffer& src, const cl::Buffer& dst,
                   std::size_t src_offset, std::size_t dst_offset, std::size_t bytes,
                   std::size_t piece, std::vector<cl::Event>* events = nullptr);
+
+// Waits until event e has completed, polling its status; past `timeout_s` seconds (0: no limit)
+// throws Error(Errc::kTimeout) saying `what` did not finish; a command that ended in an error
+// throws Error(Errc::kRuntime). The event's queue must have been flushed.
+void wait(const cl::Event& e, double timeout_s, const std::string& what);
 
 // Flushes q and waits until everything enqueued on it has completed, polling a marker's status;
 // past `timeout_s` seconds (0: no limit) throws Error(Errc::kTimeout) saying `what` did not

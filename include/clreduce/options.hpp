@@ -25,6 +25,14 @@ struct Tuning {
   std::size_t scan_groups = 0;     // scan-groups: groups of scan-fast's CPU path; 0 = one per CU
   std::size_t transfer_piece = std::size_t{1}
                                << 30;  // transfer-piece: bytes per fill/copy/read/write
+  // Arrays past one allocation or past device memory (run/chunks.hpp).
+  std::size_t max_chunk = 0;  // max-chunk: bytes per chunk of the input; 0 = the largest allocation
+  std::string stream = "auto";         // stream: auto | on | off
+  std::size_t stream_bytes = 0;        // stream-bytes: device bytes a streamed run keeps; 0: 4 GiB
+  unsigned stream_slots = 3;           // stream-slots: chunks in flight when streaming, 2-8
+  std::string stream_source = "auto";  // stream-source: auto | write | stage | host-ptr
+  std::string in_place = "auto";       // in-place: auto | on | off (CPU devices)
+  double timeout = 0;  // timeout: seconds a device may take to finish; 0 = scaled by bytes moved
 };
 
 // One knob as documented: its key, accepted values and default, and what it does.

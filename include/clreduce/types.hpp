@@ -71,7 +71,8 @@ class Bytes {
   }
   ~Bytes() { release(); }
 
-  // n bytes of owned memory, zeroed; the contents are not kept.
+  // n bytes of owned memory, zeroed; the contents are not kept. Owned memory of n bytes already
+  // stays where it is (buffers over it stay valid); assign() too.
   void resize(std::size_t n) { allocate(n, true); }
   // n bytes of owned memory, uninitialised (the caller writes every byte).
   void allocate_uninit(std::size_t n) { allocate(n, false); }

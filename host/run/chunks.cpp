@@ -1,0 +1,321 @@
+// chunks.cpp: layouts and the chunk driver (resident, streamed, in place).
+#include "run/chunks.hpp"
+
+#include <cstring>
+
+#include "clreduce/error.hpp"
+#include "run/fold.hpp"
+#include "run/timing.hpp"
+#include "runtime/transfer.hpp"
+
+namespace clreduce {
+
+namespace {
+
+constexpr std::size_t kGiB = std::size_t{1} << 30;
+// Chunks past this many elements are cut at a multiple of it (aligned loads, whole groups).
+constexpr std::size_t kChunkGrain = 4096;
+
+std::size_t round_chunk(std::size_t c) {
+  return c > kChunkGrain ? c / kChunkGrain * kChunkGrain : c;
+}
+
+// Copies n bytes, in parallel for large n.
+void parallel_copy(unsigned char* dst, const unsigned char* src, std::size_t n) {
+  constexpr std::size_t kPiece = std::size_t{1} << 22;
+  const auto pieces = static_cast<std::int64_t>((n + kPiece - 1) / kPiece);
+#pragma omp parallel for schedule(static) if (pieces > 4)
+  for (std::int64_t k = 0; k < pieces; ++k) {
+    const std::size_t at = static_cast<std::size_t>(k) * kPiece;
+    std::memcpy(dst + at, src + at, std::min(kPiece, n - at));
+  }
+}
+
+}  // namespace
+
+std::string ChunkLayout::str() const {
+  std::string s;
+  if (chunks <= 1 && !streamed()) {
+    s = "whole";
+  } else {
+    s = (streamed() ? "streamed: " : "") + std::to_string(chunks) + " chunk" +
+        (chunks == 1 ? "" : "s") + " of " + std::to_string(chunk);
+    if (streamed())
+      s += ", " + std::to_string(slots) + " in flight, " + source;
+    else
+      s += ", resident";
+  }
+  if (in_place) s += ", in place";
+  return s;
+}
+
+ChunkLayout choose_layout(const DeviceInfo& d, const Tuning& t, std::size_t n, ElementBytes e) {
+  ChunkLayout L;
+  L.n = n;
+  L.in_place = t.in_place == "on" || (t.in_place == "auto" && d.type == "CPU");
+  const std::size_t widest = std::max({e.in, e.flags, e.out, std::size_t{1}});
+  std::size_t cap = std::max<std::size_t>(1, static_cast<std::size_t>(d.max_alloc) / widest);
+  if (t.max_chunk) cap = std::min(cap, std::max<std::size_t>(1, t.max_chunk / e.in));
+  const double need = static_cast<double>(n) * static_cast<double>(e.total());
+  const bool stream =
+      !L.in_place &&
+      (t.stream == "on" || (t.stream == "auto" && need > 0.85 * static_cast<double>(d.global_mem)));
+  if (!stream) {
+    L.chunk = n <= cap ? std::max<std::size_t>(n, 1) : round_chunk(cap);
+  } else {
+    L.kind = ChunkLayout::Kind::kStreamed;
+    L.slots = t.stream_slots;
+    const std::size_t budget =
+        t.stream_bytes
+            ? t.stream_bytes
+            : std::min<std::size_t>(4 * kGiB, static_cast<std::size_t>(d.global_mem / 2));
+    const std::size_t per = std::max<std::size_t>(1, budget / (L.slots * e.total()));
+    L.chunk =
+        std::max<std::size_t>(1, round_chunk(std::min({cap, per, std::max<std::size_t>(n, 1)})));
+    L.source = t.stream_source == "auto" ? "write" : t.stream_source;
+  }
+  L.chunks = (n + L.chunk - 1) / L.chunk;
+  if (L.streamed()) L.slots = std::min<std::size_t>(L.slots, std::max<std::size_t>(L.chunks, 1));
+  return L;
+}
+
+double run_timeout_s(const Tuning& t, double bytes) {
+  return t.timeout > 0 ? t.timeout : default_timeout_s(bytes);
+}
+
+ChunkedArray::ChunkedArray(Context& ctx, const ChunkLayout& layout, const HostArray& data,
+                           const std::uint8_t* flags, unsigned char* out, ElementBytes e)
+    : ctx_(ctx),
+      layout_(layout),
+      data_(data),
+      flags_(flags),
+      out_(out),
+      e_(e),
+      piece_(ctx.tuning().transfer_piece) {
+  if (!flags_) e_.flags = 0;
+  noflags_ = ctx.zeroed_buffer(1);
+  if (layout_.chunks == 0) return;
+  cl::Context& cc = ctx.context();
+  try {
+    if (layout_.streamed()) {
+      xfer_ = cl::CommandQueue(cc, ctx.info().device, 0);
+      slots_.resize(layout_.slots);
+      for (Slot& s : slots_) {
+        s.in = cl::Buffer(cc, CL_MEM_READ_ONLY, layout_.chunk * e_.in);
+        if (e_.flags) s.flags = cl::Buffer(cc, CL_MEM_READ_ONLY, layout_.chunk * e_.flags);
+        if (e_.out) s.out = cl::Buffer(cc, CL_MEM_READ_WRITE, layout_.chunk * e_.out);
+        if (layout_.source == "stage") {
+          s.stage = cl::Buffer(cc, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, layout_.chunk * e_.in);
+          s.stage_ptr = static_cast<unsigned char*>(ctx.queue().enqueueMapBuffer(
+              s.stage, CL_TRUE, CL_MAP_WRITE, 0, layout_.chunk * e_.in));
+        }
+      }
+      return;
+    }
+    slots_.resize(layout_.chunks);
+    for (std::size_t c = 0; c < layout_.chunks; ++c) {
+      Slot& s = slots_[c];
+      const std::size_t at = layout_.begin(c), len = layout_.length(c);
+      auto* in_host = const_cast<unsigned char*>(data_.bytes.data() + at * e_.in);
+      if (layout_.in_place) {
+        s.in = cl::Buffer(cc, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, len * e_.in, in_host);
+        if (e_.flags)
+          s.flags = cl::Buffer(cc, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, len,
+                               const_cast<std::uint8_t*>(flags_ + at));
+        if (e_.out)
+          s.out = cl::Buffer(cc, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, len * e_.out,
+                             out_ + at * e_.out);
+      } else {
+        s.in = cl::Buffer(cc, CL_MEM_READ_ONLY, len * e_.in);
+        if (e_.flags) s.flags = cl::Buffer(cc, CL_MEM_READ_ONLY, len * e_.flags);
+        if (e_.out) s.out = cl::Buffer(cc, CL_MEM_READ_WRITE, len * e_.out);
+      }
+    }
+  } catch (const cl::Error& err) {
+    throw Error(Errc::kRuntime, "cannot allocate the array's device buffers (" + layout_.str() +
+                                    "): " + cl_error_name(err.err()) +
+                                    "; try a smaller --max-chunk or --tune stream=on");
+  }
+}
+
+ChunkedArray::~ChunkedArray() {
+  try {
+    for (Slot& s : slots_)
+      if (s.stage_ptr) ctx_.queue().enqueueUnmapMemObject(s.stage, s.stage_ptr);
+    if (!slots_.empty() && slots_.front().stage_ptr) ctx_.queue().finish();
+  } catch (...) {  // a device that failed: nothing more to release here
+  }
+}
+
+double ChunkedArray::timeout(double bytes) const { return run_timeout_s(ctx_.tuning(), bytes); }
+
+double ChunkedArray::upload(const std::string& what) {
+  if (layout_.streamed() || layout_.in_place || layout_.chunks == 0) return 0.0;
+  const double t0 = now_ms();
+  double bytes = 0;
+  for (std::size_t c = 0; c < layout_.chunks; ++c) {
+    const std::size_t at = layout_.begin(c), len = layout_.length(c);
+    enqueue_write(ctx_.queue(), slots_[c].in, 0, len * e_.in, data_.bytes.data() + at * e_.in,
+                  piece_);
+    if (e_.flags) enqueue_write(ctx_.queue(), slots_[c].flags, 0, len, flags_ + at, piece_);
+    bytes += static_cast<double>(len * (e_.in + e_.flags));
+  }
+  finish(ctx_.queue(), timeout(bytes), what + " (upload)");
+  return now_ms() - t0;
+}
+
+void ChunkedArray::stream_in(std::size_t c) {
+  const std::size_t k = slots_.size();
+  Slot& s = slots_[c % k];
+  const std::size_t at = layout_.begin(c), len = layout_.length(c), bytes = len * e_.in;
+  std::vector<cl::Event> waits;
+  if (c >= k) waits.push_back(s.done);  // the slot's last kernel has read it
+  std::vector<cl::Event> evs;
+  const unsigned char* src = data_.bytes.data() + at * e_.in;
+  if (layout_.source == "stage") {
+    if (c >= k) wait(s.written, timeout(static_cast<double>(bytes)), "an upload");
+    parallel_copy(s.stage_ptr, src, bytes);
+    enqueue_write(xfer_, s.in, 0, bytes, s.stage_ptr, piece_, &evs, &waits);
+  } else if (layout_.source == "host-ptr") {
+    const cl::Buffer host(ctx_.context(), CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, bytes,
+                          const_cast<unsigned char*>(src));
+    bool first = true;
+    for_each_piece(0, bytes, piece_, 1, [&](std::size_t off, std::size_t n) {
+      evs.emplace_back();
+      xfer_.enqueueCopyBuffer(host, s.in, off, off, n, first ? &waits : nullptr, &evs.back());
+      first = false;
+    });
+  } else {
+    enqueue_write(xfer_, s.in, 0, bytes, src, piece_, &evs, &waits);
+  }
+  if (e_.flags) enqueue_write(xfer_, s.flags, 0, len, flags_ + at, piece_, &evs, &waits);
+  s.written = evs.back();
+  xfer_.flush();
+}
+
+void ChunkedArray::prepare_reduce(std::size_t out_bytes) {
+  const std::size_t chunks = std::max<std::size_t>(layout_.chunks, 1);
+  const std::size_t stride =
+      (out_bytes + ctx_.base_align() - 1) / ctx_.base_align() * ctx_.base_align();
+  if (stride != partial_stride_ || out_bytes != partial_bytes_) {
+    partial_stride_ = stride;
+    partial_bytes_ = out_bytes;
+    partials_ = cl::Buffer(ctx_.context(), CL_MEM_READ_WRITE, stride * chunks);
+    partial_views_.clear();
+    for (std::size_t c = 0; c < chunks; ++c)
+      partial_views_.push_back(ctx_.view(partials_, c * stride, out_bytes));
+  }
+  // A sentinel, so an unwritten result cannot pass.
+  partial_host_.assign(stride * chunks, 0xA5);
+  enqueue_write(ctx_.queue(), partials_, 0, partial_host_.size(), partial_host_.data(), piece_);
+  finish(ctx_.queue(), timeout(static_cast<double>(partial_host_.size())), "a result reset");
+}
+
+Value ChunkedArray::reduce(ReducePlan& plan, std::vector<cl::Event>& events,
+                           const std::string& what) {
+  cl::CommandQueue& q = ctx_.queue();
+  const std::size_t chunks = layout_.chunks;
+  if (!layout_.streamed()) {
+    for (std::size_t c = 0; c < chunks; ++c) {
+      plan.enqueue(slots_[c].in, 0, layout_.length(c), partial_views_[c], events);
+      if (progress_) progress_(c + 1, chunks);
+    }
+  } else {
+    const std::size_t k = slots_.size();
+    std::size_t next_up = 0;
+    for (std::size_t c = 0; c < chunks; ++c) {
+      for (; next_up < chunks && next_up < c + k; ++next_up) stream_in(next_up);
+      Slot& s = slots_[c % k];
+      const std::vector<cl::Event> ready{s.written};
+      q.enqueueBarrierWithWaitList(&ready);
+      plan.enqueue(s.in, 0, layout_.length(c), partial_views_[c], events);
+      q.enqueueMarkerWithWaitList(nullptr, &s.done);
+      q.flush();
+      if (progress_) progress_(c + 1, chunks);
+    }
+  }
+  enqueue_read(q, partials_, 0, partial_stride_ * chunks, partial_host_.data(), piece_);
+  finish(q, timeout(static_cast<double>(layout_.n * e_.in)), what);
+  const ReduceProblem& p = plan.problem();
+  if (chunks == 1) {  // the plan's own result, whatever its out bytes hold beyond it
+    Value v = Value::from_bytes(p.acc(), partial_host_.data());
+    if (is_arg_op(p.op)) std::memcpy(&v.index, partial_host_.data() + 8, 8);
+    return v;
+  }
+  ReduceFold fold(p, plan.out_bytes(), plan.policy().correctly_rounded);
+  for (std::size_t c = 0; c < chunks; ++c)
+    fold.add(partial_host_.data() + c * partial_stride_, layout_.begin(c));
+  return fold.result();
+}
+
+void ChunkedArray::prepare_scan(const std::string& what) {
+  if (layout_.streamed() || layout_.in_place) return;
+  double bytes = 0;
+  for (std::size_t c = 0; c < layout_.chunks; ++c) {
+    const std::size_t len = layout_.length(c);
+    enqueue_write(ctx_.queue(), slots_[c].out, 0, len * e_.out, out_ + layout_.begin(c) * e_.out,
+                  piece_);
+    bytes += static_cast<double>(len * e_.out);
+  }
+  finish(ctx_.queue(), timeout(bytes), what + " (output reset)");
+}
+
+void ChunkedArray::scan(ScanPlan& plan, std::vector<cl::Event>& events, const std::string& what) {
+  cl::CommandQueue& q = ctx_.queue();
+  const ScanProblem& p = plan.problem();
+  const std::size_t chunks = layout_.chunks;
+  const double run_bytes = static_cast<double>(layout_.n * e_.total());
+  Value carry;
+  // The running value after chunk c - 1, whose output is in `out`: read back its last element.
+  auto carry_after = [&](std::size_t c, const cl::Buffer& out) {
+    const std::size_t len = layout_.length(c - 1), end = layout_.begin(c - 1) + len;
+    unsigned char last[8] = {};
+    q.enqueueReadBuffer(out, CL_FALSE, (len - 1) * e_.out, e_.out, last);
+    finish(q, timeout(run_bytes), what);
+    const Value last_out = Value::from_bytes(p.acc_type, last);
+    const Value last_in = Value::from_bytes(data_.type, data_.bytes.data() + (end - 1) * e_.in);
+    carry = scan_carry(p.op, p.acc_type, p.exclusive, last_out, last_in);
+  };
+  if (!layout_.streamed()) {
+    for (std::size_t c = 0; c < chunks; ++c) {
+      Slot& s = slots_[c];
+      if (c > 0) carry_after(c, slots_[c - 1].out);
+      plan.enqueue(s.in, e_.flags ? s.flags : noflags_, s.out, 0, layout_.length(c),
+                   c > 0 ? &carry : nullptr, events);
+      if (progress_) progress_(c + 1, chunks);
+    }
+    for (std::size_t c = 0; c < chunks; ++c) {
+      const std::size_t len = layout_.length(c);
+      if (layout_.in_place) {  // the host output is the device's: map it to see the writes
+        void* m = q.enqueueMapBuffer(slots_[c].out, CL_FALSE, CL_MAP_READ, 0, len * e_.out);
+        q.enqueueUnmapMemObject(slots_[c].out, m);
+      } else {
+        enqueue_read(q, slots_[c].out, 0, len * e_.out, out_ + layout_.begin(c) * e_.out, piece_);
+      }
+    }
+    finish(q, timeout(run_bytes), what);
+    return;
+  }
+  const std::size_t k = slots_.size();
+  std::size_t next_up = 0;
+  for (std::size_t c = 0; c < chunks; ++c) {
+    for (; next_up < chunks && next_up < c + k; ++next_up) stream_in(next_up);
+    Slot& s = slots_[c % k];
+    if (c > 0) carry_after(c, slots_[(c - 1) % k].out);
+    const std::vector<cl::Event> ready{s.written};
+    q.enqueueBarrierWithWaitList(&ready);
+    plan.enqueue(s.in, e_.flags ? s.flags : noflags_, s.out, 0, layout_.length(c),
+                 c > 0 ? &carry : nullptr, events);
+    q.enqueueMarkerWithWaitList(nullptr, &s.done);
+    q.flush();
+    const std::vector<cl::Event> done{s.done};
+    enqueue_read(xfer_, s.out, 0, layout_.length(c) * e_.out, out_ + layout_.begin(c) * e_.out,
+                 piece_, nullptr, &done);
+    xfer_.flush();
+    if (progress_) progress_(c + 1, chunks);
+  }
+  finish(q, timeout(run_bytes), what);
+  finish(xfer_, timeout(run_bytes), what + " (read-back)");
+}
+
+}  // namespace clreduce

@@ -1,0 +1,122 @@
+// chunks.hpp: one array on one device, whatever its size. It lies on the device whole or in
+// chunks that each fit one allocation (resident: uploaded once, all on the device together), or
+// streams through a few device buffers from host memory with uploads overlapped with kernels
+// (streamed: for arrays past device memory); on CPU devices the host arrays are used in place.
+// One driver for every plan: a reduction's chunks are folded in chunk order (run/fold.hpp), a
+// scan carries its running value (and, segmented, the segment state) from chunk to chunk.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "clreduce/cl.hpp"
+#include "clreduce/types.hpp"
+#include "reduce/variant.hpp"
+#include "runtime/context.hpp"
+#include "scan/scan_variant.hpp"
+
+namespace clreduce {
+
+struct ChunkLayout {
+  enum class Kind { kResident, kStreamed };
+  Kind kind = Kind::kResident;
+  bool in_place = false;   // device buffers over the host arrays (CL_MEM_USE_HOST_PTR)
+  std::size_t n = 0;       // elements of the array
+  std::size_t chunk = 0;   // elements per chunk (the last may be shorter); >= 1
+  std::size_t chunks = 0;  // ceil(n / chunk); 0 for n = 0
+  std::size_t slots = 0;   // streamed: chunks in flight (device buffer sets)
+  std::string source;      // streamed: "write", "stage" or "host-ptr"
+
+  std::size_t begin(std::size_t c) const { return c * chunk; }
+  std::size_t length(std::size_t c) const { return std::min(chunk, n - c * chunk); }
+  bool streamed() const { return kind == Kind::kStreamed; }
+  // "whole", "4 chunks of 536870912, resident", "streamed: 64 chunks of 268435456, 3 in
+  // flight, stage", with ", in place" where it applies.
+  std::string str() const;
+};
+
+// Element sizes of one run: the input, the segment flags (0 when none) and the output (scans;
+// 0 for reductions), in bytes.
+struct ElementBytes {
+  std::size_t in = 4;
+  std::size_t flags = 0;
+  std::size_t out = 0;
+  std::size_t total() const { return in + flags + out; }
+};
+
+// Chooses how n elements lie on device d under the tuning knobs (max-chunk, stream,
+// stream-bytes, stream-slots, stream-source, in-place).
+ChunkLayout choose_layout(const DeviceInfo& d, const Tuning& t, std::size_t n, ElementBytes e);
+
+// The time limit for a run that moves `bytes`: the timeout knob, else default_timeout_s().
+double run_timeout_s(const Tuning& t, double bytes);
+
+// The device side of one array under a layout: buffers, uploads, and the chunked launches of any
+// plan made for problems of layout.chunk elements (or fewer, when n is smaller). Made once per
+// array and device, reused by every plan run on it. Waits poll with a time limit (Errc::kTimeout
+// names `what`).
+class ChunkedArray {
+ public:
+  // data: the input (alive as long as this); flags: n segment flags or null; out: the host
+  // output of n elements of e.out bytes (scans; null for reductions).
+  ChunkedArray(Context& ctx, const ChunkLayout& layout, const HostArray& data,
+               const std::uint8_t* flags, unsigned char* out, ElementBytes e);
+  ~ChunkedArray();
+  ChunkedArray(const ChunkedArray&) = delete;
+  ChunkedArray& operator=(const ChunkedArray&) = delete;
+
+  const ChunkLayout& layout() const { return layout_; }
+  // Resident layouts: uploads every chunk (input and flags) once and waits; returns the host
+  // milliseconds it took (0 when in place or streamed, which upload inside each run).
+  double upload(const std::string& what);
+  // Called after each chunk's launches are enqueued (done, total): progress on long runs.
+  void on_chunk(std::function<void(std::size_t, std::size_t)> f) { progress_ = std::move(f); }
+
+  // A reduction over every chunk with `plan`; returns the folded result. Appends the plan's
+  // launch events to events. The partial results are reset to a sentinel first (prepare()).
+  void prepare_reduce(std::size_t out_bytes);
+  Value reduce(ReducePlan& plan, std::vector<cl::Event>& events, const std::string& what);
+
+  // Writes the output's sentinel where the device will write (resident: the device outputs
+  // from the host output, which the caller has filled).
+  void prepare_scan(const std::string& what);
+  // A scan over every chunk with `plan` (carry-in when there is more than one chunk), the
+  // output read back into the host output. Appends the plan's launch events to events.
+  void scan(ScanPlan& plan, std::vector<cl::Event>& events, const std::string& what);
+
+ private:
+  struct Slot {
+    cl::Buffer in, flags, out;
+    cl::Event done;     // the last kernel that used the slot
+    cl::Event written;  // the last upload into it
+    cl::Buffer stage;   // stream-source=stage: pinned staging buffer, mapped at stage_ptr
+    unsigned char* stage_ptr = nullptr;
+  };
+  cl::Buffer make_input(std::size_t c, const unsigned char* host, std::size_t bytes);
+  // Streamed: enqueues the upload of chunk c into its slot (after the slot's last kernel).
+  void stream_in(std::size_t c);
+  double timeout(double bytes) const;
+
+  Context& ctx_;
+  ChunkLayout layout_;
+  const HostArray& data_;
+  const std::uint8_t* flags_;
+  unsigned char* out_;
+  ElementBytes e_;
+  std::size_t piece_;
+  cl::CommandQueue xfer_;    // streamed: uploads and read-backs, beside the kernels' queue
+  std::vector<Slot> slots_;  // resident: one per chunk; streamed: layout.slots
+  cl::Buffer noflags_;
+  // Reductions: each chunk's out bytes at a base-aligned stride in one buffer.
+  cl::Buffer partials_;
+  std::vector<cl::Buffer> partial_views_;
+  std::size_t partial_stride_ = 0, partial_bytes_ = 0;
+  std::vector<unsigned char> partial_host_;
+  std::function<void(std::size_t, std::size_t)> progress_;
+};
+
+}  // namespace clreduce

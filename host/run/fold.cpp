@@ -1,0 +1,137 @@
+// fold.cpp: the host's fold of piece results and the scan's carry between pieces.
+#include "run/fold.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include "clreduce/error.hpp"
+
+namespace clreduce {
+
+namespace {
+
+template <class A> A get(const Value& v) {
+  if constexpr (std::is_floating_point_v<A>)
+    return static_cast<A>(v.f);
+  else if constexpr (std::is_signed_v<A>)
+    return static_cast<A>(v.i);
+  else
+    return static_cast<A>(v.u);
+}
+
+template <class A> Value put(A a, std::int64_t index) {
+  Value v;
+  v.index = index;
+  if constexpr (std::is_same_v<A, std::int32_t>) v.type = DType::kInt32;
+  if constexpr (std::is_same_v<A, std::uint32_t>) v.type = DType::kUInt32;
+  if constexpr (std::is_same_v<A, std::int64_t>) v.type = DType::kInt64;
+  if constexpr (std::is_same_v<A, std::uint64_t>) v.type = DType::kUInt64;
+  if constexpr (std::is_same_v<A, float>) v.type = DType::kFloat;
+  if constexpr (std::is_same_v<A, double>) v.type = DType::kDouble;
+  if constexpr (std::is_floating_point_v<A>)
+    v.f = static_cast<double>(a);
+  else if constexpr (std::is_signed_v<A>)
+    v.i = static_cast<std::int64_t>(a);
+  else
+    v.u = static_cast<std::uint64_t>(a);
+  return v;
+}
+
+template <class A> bool nan_of(A x) {
+  if constexpr (std::is_floating_point_v<A>)
+    return std::isnan(x);
+  else
+    return false;
+}
+
+template <class A> Value fold_as(Op op, const Value& ea, const Value& la) {
+  const A a = get<A>(ea), b = get<A>(la);
+  if (op == Op::kSum || op == Op::kProd) {
+    if constexpr (std::is_integral_v<A>) {
+      using U = std::make_unsigned_t<A>;
+      const U r = op == Op::kSum ? static_cast<U>(static_cast<U>(a) + static_cast<U>(b))
+                                 : static_cast<U>(static_cast<U>(a) * static_cast<U>(b));
+      return put<A>(static_cast<A>(r), -1);
+    } else {
+      return put<A>(op == Op::kSum ? static_cast<A>(a + b) : static_cast<A>(a * b), -1);
+    }
+  }
+  const bool want_min = op == Op::kMin || op == Op::kArgMin;
+  if (is_arg_op(op)) {
+    if (nan_of(a)) return ea;  // the first NaN wins
+    if (nan_of(b) || (want_min ? b < a : b > a)) return la;
+    return ea;  // ties keep the earlier index
+  }
+  if (nan_of(a)) return ea;
+  if (nan_of(b)) return la;
+  return put<A>(want_min ? (b < a ? b : a) : (b > a ? b : a), -1);
+}
+
+}  // namespace
+
+Value fold_values(Op op, const Value& earlier, const Value& later) {
+  if (earlier.type != later.type)
+    throw Error(Errc::kInternal, "internal: folding " + dtype_name(earlier.type) + " with " +
+                                     dtype_name(later.type));
+  return dispatch_dtype(earlier.type,
+                        [&](auto tag) { return fold_as<decltype(tag)>(op, earlier, later); });
+}
+
+Value convert_value(const Value& v, DType acc) {
+  return dispatch_dtype(acc, [&](auto acc_tag) {
+    using A = decltype(acc_tag);
+    return dispatch_dtype(v.type, [&](auto tag) {
+      using T = decltype(tag);
+      return put<A>(static_cast<A>(get<T>(v)), v.index);
+    });
+  });
+}
+
+std::string ReduceFold::cannot_fold(const ReducePlan& plan) {
+  if (plan.policy().correctly_rounded && plan.out_bytes() <= plan.problem().acc_bytes())
+    return "its results are rounded: a sum of chunks would not be correctly rounded, so it "
+           "runs on arrays of one chunk only";
+  return "";
+}
+
+ReduceFold::ReduceFold(const ReduceProblem& p, std::size_t out_bytes, bool exact)
+    : p_(p), out_bytes_(out_bytes), exact_(exact) {
+  if (exact_)
+    throw Error(Errc::kUnsupported, "correctly rounded partial results cannot be folded yet");
+}
+
+void ReduceFold::add(const unsigned char* out, std::uint64_t offset) {
+  Value v = Value::from_bytes(p_.acc(), out);
+  if (is_arg_op(p_.op)) {
+    std::int64_t idx;
+    std::memcpy(&idx, out + 8, 8);
+    v.index = idx + static_cast<std::int64_t>(offset);
+  }
+  add(v);
+}
+
+void ReduceFold::add(const Value& v) {
+  acc_ = pieces_ == 0 ? v : fold_values(p_.op, acc_, v);
+  ++pieces_;
+}
+
+Value ReduceFold::result() const {
+  if (pieces_ > 0) return acc_;
+  if (!has_identity(p_.op))
+    throw Error(Errc::kInternal, "internal: " + op_name(p_.op) + " of no pieces");
+  Value v;
+  v.type = p_.acc();
+  const int one = p_.op == Op::kProd ? 1 : 0;
+  v.i = one;
+  v.u = static_cast<std::uint64_t>(one);
+  v.f = one;
+  return v;
+}
+
+Value scan_carry(Op op, DType acc, bool exclusive, const Value& last_out, const Value& last_in) {
+  if (!exclusive) return last_out;
+  return fold_values(op, last_out, convert_value(last_in, acc));
+}
+
+}  // namespace clreduce

@@ -1,0 +1,59 @@
+// fold.hpp: results of consecutive pieces of one array (chunks on one device, shares of several
+// devices, slices of MPI ranks) folded into the result of the whole, in piece order: integers
+// exactly (wrapping as the accumulator type does), arg ops with global indices and the
+// first-index rule, NaN as the kernels treat it, floats in the accumulator type; and the running
+// value a scan carries from one piece into the next.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "clreduce/types.hpp"
+#include "reduce/variant.hpp"
+
+namespace clreduce {
+
+// op(earlier, later) in the accumulator type `earlier.type` (both must have it): sums and
+// products wrap for integers and round once for floats; min and max return NaN when either is
+// NaN; arg ops keep the earlier on a tie, and the first NaN.
+Value fold_values(Op op, const Value& earlier, const Value& later);
+
+// Converts v (any type) to the accumulator type acc, as the kernels' conversion does.
+Value convert_value(const Value& v, DType acc);
+
+// Folds the results of a reduction's pieces, added in piece order. For plans whose partial
+// results fold exactly only with more than the rounded value (exact), add() takes the whole
+// out_bytes() the plan left.
+class ReduceFold {
+ public:
+  // p: the problem of the whole array; out_bytes: what one piece's plan leaves at out
+  // (ReducePlan::out_bytes()); exact: the pieces are correctly rounded sums (exact), whose fold
+  // must be too. Throws Error(Errc::kUnsupported) where the pieces cannot be folded so.
+  ReduceFold(const ReduceProblem& p, std::size_t out_bytes, bool exact);
+  // Empty when a plan's pieces can be folded; else why not.
+  static std::string cannot_fold(const ReducePlan& plan);
+  // The bytes a plan left at out for the piece that starts at element `offset` of the array.
+  void add(const unsigned char* out, std::uint64_t offset);
+  // A piece's value, its index (arg ops) already global.
+  void add(const Value& v);
+  // The whole's result (the identity when nothing was added: sum and prod only).
+  Value result() const;
+  std::size_t pieces() const { return pieces_; }
+
+ private:
+  ReduceProblem p_;
+  std::size_t out_bytes_;
+  bool exact_;
+  std::size_t pieces_ = 0;
+  Value acc_;
+  std::vector<unsigned char> exact_state_;  // reserved for exact partials
+};
+
+// The running value after a scan's piece, to carry into the next: the piece's last output
+// (an inclusive scan's value, of type acc) or, for an exclusive scan, that output op the
+// piece's last input element (`last_in`, of the element type). A segment start at the last
+// element needs no special case: an exclusive scan's output there is the identity.
+Value scan_carry(Op op, DType acc, bool exclusive, const Value& last_out, const Value& last_in);
+
+}  // namespace clreduce
