@@ -183,7 +183,9 @@ int run(int argc, char** argv) {
                "also run the OpenMP peer on the same array (row 'omp', for reductions and for the "
                "scans it has; vs_omp ratios)");
   app.add_flag("--measure-copy", measure_copy,
-               "also time a device-to-device copy of the array (row 'copy', GB/s read + written)");
+               "also time a device-to-device copy of the array (row 'copy', GB/s read + written) "
+               "and, where the array crosses to the device (not used in place), a copy to the "
+               "device from pinned host memory (row 'copy-h2d'): the ceilings of the runs");
   app.add_flag("--accuracy", accuracy,
                "table: add each float sum's distance from the correctly rounded sum (err ulp, err "
                "rel; JSON and CSV always have them)");
@@ -445,6 +447,7 @@ int run(int argc, char** argv) {
   const bool ratio_column = (reduce_peer || scan_peer) && !ladder;
   bool all_ok = true, header = format != "json", any_noisy = false;
   LadderTable ladder_table;
+  std::string shown_layout;
   const auto print = [&](RunRecord& r) {
     progress.clear();
     if (header &&
@@ -456,6 +459,7 @@ int run(int argc, char** argv) {
                         ? std::string()
                         : std::string("  scans: ") + (exclusive ? "exclusive" : "inclusive") +
                               (segmented ? ", segmented" : ""))
+                << (data.bytes.size() > kSeqOnceBytes ? "  seq ms: one run (a large array)" : "")
                 << "\n"
                 << (ladder ? LadderTable::header() : table_header(ratio_column, accuracy));
     if (header && format == "csv") std::cout << csv_header(run_csv_columns());
@@ -469,6 +473,12 @@ int run(int argc, char** argv) {
     else
       line = format == "table" ? table_row(r, ratio_column, accuracy) : to_json(r) + "\n";
     if (format == "csv") line = csv_row(line, run_csv_columns());
+    // In the table, how the array went through the device, each time it changes.
+    if (format == "table" && !r.skipped && !r.layout.empty() && r.layout != shown_layout &&
+        (r.chunks > 1 || r.layout.find("stream") != std::string::npos)) {
+      std::cout << "  (" << r.layout << ")\n";
+      shown_layout = r.layout;
+    }
     std::cout << line << std::flush;
   };
   // How the array was made, and whether the timing can be trusted.
@@ -487,8 +497,8 @@ int run(int argc, char** argv) {
     r.ratios.emplace_back("vs_omp", peer.noisy || r.noisy ? std::numeric_limits<double>::quiet_NaN()
                                                           : peer.kernel_ms / r.kernel_ms);
   };
-  const std::size_t rows = plan.reduce.size() + plan.scan.size() + (reduce_peer ? 1 : 0) +
-                           (scan_peer ? 1 : 0) + (measure_copy ? 1 : 0);
+  std::size_t rows = plan.reduce.size() + plan.scan.size() + (reduce_peer ? 1 : 0) +
+                     (scan_peer ? 1 : 0) + (measure_copy ? 1 : 0);
   std::size_t row = 0;
   const auto running = [&](const std::string& what) {
     current = "running " + what + " (" + std::to_string(++row) + "/" + std::to_string(rows) + ")";
@@ -522,6 +532,12 @@ int run(int argc, char** argv) {
     running("the device copy");
     RunRecord c = stamp(session->run_copy());
     print(c);
+    if (session->crosses_link()) {  // the array crosses the link: its ceiling too
+      ++rows;
+      running("the host-to-device copy");
+      RunRecord h = stamp(session->run_host_copy());
+      print(h);
+    }
   }
   for (ReduceVariant* v : plan.reduce) {
     running(v->name());
@@ -568,6 +584,14 @@ int main(int argc, char** argv) {
       reexec_with_passive_omp_wait(argv);
       break;
     }
+  // A timeout ends the process where it happens: the device may still be using memory that
+  // unwinding would free.
+  set_timeout_handler([](const Error& e) {
+    std::cout.flush();
+    std::cerr << "clreduce: " << flag_words(e) << "\n";
+    std::cerr.flush();
+    std::_Exit(exit_code(e.category()));
+  });
   try {
     return run(argc, argv);
   } catch (const Error& e) {

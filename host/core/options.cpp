@@ -12,12 +12,21 @@ namespace {
 
 const char* const kCaps[] = {"nv_shfl", "subgroups", "wg_collectives"};
 
-// A decimal count in [lo, hi]; anything else (signs, spaces, suffixes, overflow) is refused.
+// A count in [lo, hi], decimal or a power of two written 2^K; anything else (signs, spaces,
+// suffixes, overflow) is refused.
 unsigned long long parse_count(const std::string& v, unsigned long long lo, unsigned long long hi,
                                const std::string& source, const std::string& what) {
-  const bool digits = !v.empty() && v.size() <= 19 &&
-                      std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
-  const unsigned long long k = digits ? std::strtoull(v.c_str(), nullptr, 10) : 0;
+  const auto all_digits = [](const std::string& d) {
+    return !d.empty() && d.size() <= 19 &&
+           std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  bool digits = all_digits(v);
+  unsigned long long k = digits ? std::strtoull(v.c_str(), nullptr, 10) : 0;
+  if (!digits && v.rfind("2^", 0) == 0 && all_digits(v.substr(2))) {
+    const unsigned long long e = std::strtoull(v.c_str() + 2, nullptr, 10);
+    digits = e < 64;
+    k = digits ? 1ull << e : 0;
+  }
   if (!digits || k < lo || k > hi)
     throw Error(Errc::kUsage, source + " must be " + what + ", not '" + v + "'");
   return k;
@@ -77,7 +86,7 @@ const std::vector<TuningKey>& tuning_keys() {
        "staging buffers, or a copy from a buffer over the array (CL_MEM_USE_HOST_PTR)"},
       {"in-place", "auto | on | off (auto: on for CPU devices)",
        "use host arrays in place (CL_MEM_USE_HOST_PTR) instead of uploading them"},
-      {"timeout", "1-1000000 seconds (60 + 1 per 256 MiB moved)",
+      {"timeout", "0.001-1000000 seconds (60 + 1 per 256 MiB moved)",
        "how long a device may take to finish a run before it is abandoned (exit 3; also "
        "--timeout)"},
   };
@@ -142,8 +151,12 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
   } else if (key == "in-place") {
     t.in_place = one_of(v, {"auto", "on", "off"}, source);
   } else if (key == "timeout") {
-    t.timeout =
-        static_cast<double>(parse_count(v, 1, 1000000, source, "whole seconds from 1 to 10^6"));
+    // Decimal seconds: 0.001 up to 10^6 (fractions make a timeout testable on a fast device).
+    char* end = nullptr;
+    const double s = v.empty() ? 0 : std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(s >= 0.001 && s <= 1e6))
+      throw Error(Errc::kUsage, source + " must be seconds from 0.001 to 10^6, not '" + v + "'");
+    t.timeout = s;
   } else if (key == "scan-groups") {
     t.scan_groups = parse_count(v, 1, 4096, source, "a count from 1 to 4096");
   } else {

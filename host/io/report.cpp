@@ -126,7 +126,8 @@ std::string table_row(const RunRecord& r, bool ratios, bool accuracy) {
                   r.skip_reason.c_str());
     return line;
   }
-  std::string res = r.kind == "ceiling"  ? "(bytes read + written)"
+  std::string res = r.kind == "ceiling"  ? (r.variant == "copy-h2d" ? "(bytes host to device)"
+                                                                    : "(bytes read + written)")
                     : r.scan && r.n == 0 ? "(empty)"
                                          : r.result.str();
   if (is_arg_op(r.op) && r.kind != "ceiling") res += " @" + std::to_string(r.result.index);

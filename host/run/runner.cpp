@@ -247,4 +247,43 @@ RunRecord ReduceSession::run_copy() {
   return rec;
 }
 
+RunRecord ReduceSession::run_host_copy() {
+  RunRecord rec = record("copy-h2d", problem_.op, problem_.acc_type);
+  rec.kind = "ceiling";
+  rec.expected = expected_;
+  const std::size_t bytes = std::min(data_.bytes.size(), std::size_t{1} << 30);
+  if (bytes == 0) {
+    rec.skipped = true;
+    rec.skip_reason = "nothing to copy (n = 0)";
+    return rec;
+  }
+  try {
+    cl::CommandQueue& q = ctx_.queue();
+    cl::Buffer pinned(ctx_.context(), CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, bytes);
+    cl::Buffer dst = ctx_.scratch("copy", bytes);
+    void* host = q.enqueueMapBuffer(pinned, CL_TRUE, CL_MAP_WRITE, 0, bytes);
+    std::memcpy(host, data_.bytes.data(), bytes);
+    const std::size_t piece = ctx_.tuning().transfer_piece;
+    time_device(
+        rec, [] {},
+        [&](std::vector<cl::Event>& events) {
+          enqueue_write(q, dst, 0, bytes, host, piece, &events);
+          clreduce::finish(q, timeout_s(static_cast<double>(bytes)), "the host-to-device copy");
+        });
+    rec.wall_ms = rec.kernel_ms;
+    std::vector<unsigned char> back(bytes);
+    enqueue_read(q, dst, 0, bytes, back.data(), piece);
+    q.enqueueUnmapMemObject(pinned, host);
+    clreduce::finish(q, timeout_s(static_cast<double>(bytes)), "the copy's read-back");
+    const bool same = std::memcmp(back.data(), data_.bytes.data(), bytes) == 0;
+    rec.policy.path = "clEnqueueWriteBuffer from mapped CL_MEM_ALLOC_HOST_PTR";
+    finish(rec, same, same ? "" : "the copy differs from the input", 0.0,
+           static_cast<double>(bytes));
+  } catch (const cl::Error& e) {
+    rec.skipped = true;
+    rec.skip_reason = std::string("copy failed: ") + e.what() + " " + cl_error_name(e.err());
+  }
+  return rec;
+}
+
 }  // namespace clreduce

@@ -149,6 +149,12 @@ class ReduceSession : public Session {
   // Device-to-device copy of the array (clEnqueueCopyBuffer): variant "copy", kind "ceiling",
   // gbps counting bytes read and written; verified by reading the copy back.
   RunRecord run_copy();
+  // Host-to-device copy from pinned host memory (CL_MEM_ALLOC_HOST_PTR, mapped) of up to 1 GiB
+  // of the array: variant "copy-h2d", kind "ceiling", gbps counting the bytes written: the
+  // ceiling of a run whose array crosses the link (not used in place). Verified by reading back.
+  RunRecord run_host_copy();
+  // Whether run_host_copy() measures anything this run depends on: the array is not in place.
+  bool crosses_link() const { return !layout_.in_place && layout_.chunks > 0; }
   const ReduceProblem& problem() const { return problem_; }
   // How the array lies on the device.
   const ChunkLayout& layout() const { return layout_; }

@@ -1,7 +1,9 @@
 // transfer.cpp: transfers in pieces, and waits that poll instead of blocking forever.
 #include "runtime/transfer.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "clreduce/error.hpp"
@@ -67,6 +69,12 @@ void enqueue_copy(cl::CommandQueue& q, const cl::Buffer& src, const cl::Buffer& 
   });
 }
 
+namespace {
+std::atomic<TimeoutHandler> timeout_handler{nullptr};
+}  // namespace
+
+void set_timeout_handler(TimeoutHandler handler) { timeout_handler.store(handler); }
+
 void wait(const cl::Event& e, double timeout_s, const std::string& what) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
@@ -81,9 +89,14 @@ void wait(const cl::Event& e, double timeout_s, const std::string& what) {
                                       std::to_string(status) + ")");
     const double waited = std::chrono::duration<double>(clock::now() - start).count();
     if (timeout_s > 0 && waited > timeout_s)
-      throw Error(Errc::kTimeout, what + " did not finish within " +
-                                      std::to_string(static_cast<long long>(timeout_s)) +
-                                      " s; the device may have stopped responding");
+    {
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", timeout_s);
+      const Error error(Errc::kTimeout, what + " did not finish within " + limit +
+                                            " s (--timeout); the device may have stopped responding");
+      if (const TimeoutHandler handler = timeout_handler.load()) handler(error);
+      throw error;
+    }
     if (waited < 2e-3) {
       std::this_thread::yield();
       continue;

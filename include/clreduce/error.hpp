@@ -30,6 +30,14 @@ class Error : public std::runtime_error {
   Errc category_;
 };
 
+// A device that does not finish within the time limit may still be running, reading and writing
+// the buffers (and host memory) it was given: unwinding the stack would free memory under it. The
+// library calls this handler, when set, with the timeout's Error before it throws; a program
+// usually reports the error and ends at once (std::_Exit) without running destructors. Without a
+// handler the Error is thrown, and the caller should end the process soon after.
+using TimeoutHandler = void (*)(const Error&);
+void set_timeout_handler(TimeoutHandler handler);
+
 // Name of an OpenCL error code ("CL_INVALID_WORK_GROUP_SIZE"), or "CL_ERROR" when unknown.
 const char* cl_error_name(int err);
 

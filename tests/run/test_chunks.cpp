@@ -1,0 +1,284 @@
+// test_chunks.cpp: arrays run in chunks (--max-chunk forces them small) and streamed through a
+// few device slots, for every variant: reductions fold chunk results in order (ints exact, arg ops
+// with global indices and the first index on ties), scans carry the running value and segment
+// state across chunk edges, --output is the same file, transfers split into tiny pieces, and a
+// device that does not finish within --timeout ends the run with exit 3.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/npy.hpp"
+#include "test_helpers.hpp"
+
+using Catch::Matchers::ContainsSubstring;
+using namespace clreduce;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Result = clreduce::test::CliResult;
+using clreduce::test::run_cli;
+
+// A command that hangs fails the test instead of the suite: timeout exits 124.
+const std::string kTimeout = "timeout 300";
+
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    dir = fs::temp_directory_path() /
+          ("clreduce_chunks_" + std::to_string(std::random_device{}()) + "_" +
+           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    fs::create_directories(dir);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::string operator/(const std::string& name) const { return (dir / name).string(); }
+};
+
+std::vector<std::string> json_rows(const std::string& out) {
+  std::vector<std::string> rows;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("{\"variant\"", 0) == 0) rows.push_back(line);
+  return rows;
+}
+
+// The raw text of a JSON row's field ("" when absent): a number, true/false, or "..." unquoted.
+std::string field(const std::string& row, const std::string& key) {
+  const std::string k = "\"" + key + "\":";
+  const std::size_t at = row.find(k);
+  if (at == std::string::npos) return "";
+  std::size_t b = at + k.size();
+  if (row[b] == '"') {
+    const std::size_t e = row.find('"', b + 1);
+    return row.substr(b + 1, e - b - 1);
+  }
+  std::size_t e = b;
+  while (e < row.size() && row[e] != ',' && row[e] != '}') ++e;
+  return row.substr(b, e - b);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+template <class T> void save(const std::string& path, DType t, const std::vector<T>& v) {
+  HostArray a;
+  a.type = t;
+  a.n = v.size();
+  a.bytes.resize(v.size() * sizeof(T));
+  std::memcpy(a.bytes.data(), v.data(), a.bytes.size());
+  write_npy(path, a);
+}
+
+// Every row ran (not skipped) in `chunks` chunks and verified; reductions of integers and arg
+// ops match the reference exactly (result, and the first index). Returns the number of rows.
+std::size_t check_rows(const std::string& out, const std::string& chunks, bool exact_values) {
+  std::size_t ran = 0;
+  for (const std::string& row : json_rows(out)) {
+    CAPTURE(row);
+    if (field(row, "skipped") == "true") continue;
+    ++ran;
+    CHECK(field(row, "verified") == "true");
+    CHECK(field(row, "chunks") == chunks);
+    if (field(row, "mode") == "reduce" && exact_values)
+      CHECK(field(row, "result") == field(row, "expected"));
+    if (!field(row, "index").empty()) CHECK(field(row, "index") == field(row, "expected_index"));
+  }
+  return ran;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "chunked reductions and scans: every variant, ops and types, chunk edges at 1, a prime "
+    "and group multiples",
+    "[chunks]") {
+  struct Case {
+    std::string args;
+    std::size_t n;
+    std::size_t chunk;  // elements
+    bool exact;         // integer results, or arg ops: compared exactly
+  };
+  // Element sizes: int32/float 4, double/int64/uint64 8. Chunks of 1 element, 7 (a prime), and
+  // 4096 (a multiple of every group size, where the rounding of chunk sizes starts).
+  const Case cases[] = {
+      {"--op sum --type int32 --max-chunk 4", 37, 1, true},
+      {"--op argmin --type float --max-chunk 4", 23, 1, true},
+      {"--op sum --type int32 --max-chunk 28", 1000, 7, true},
+      {"--op argmax --type int64 --max-chunk 56", 1000, 7, true},
+      {"--op max --type double --max-chunk 56", 999, 7, true},
+      {"--op sum --type float --max-chunk 28", 1000, 7, false},
+      {"--op prod --type uint64 --max-chunk 56", 500, 7, true},
+      {"--op min --type int32 --max-chunk 16384", 3 * 4096 + 5, 4096, true},
+      {"--op sum --type double --max-chunk 2^15", 2 * 4096 + 1, 4096, false},
+  };
+  for (const Case& c : cases) {
+    const std::string args = "--variant all --format json --repeat 1 --warmup 0 --size " +
+                             std::to_string(c.n) + " " + c.args;
+    CAPTURE(args);
+    const Result r = run_cli(args, kTimeout);
+    CHECK(r.code == 0);
+    const std::size_t chunks = (c.n + c.chunk - 1) / c.chunk;
+    CHECK(check_rows(r.out, std::to_string(chunks), c.exact) >= 12);
+  }
+}
+
+TEST_CASE("chunked arg ops: the extreme in a later chunk, ties across chunks give the first index",
+          "[chunks]") {
+  const TempDir d;
+  std::vector<std::int32_t> ints(1000, 0);
+  ints[300] = 5;  // chunk 42 of 7 elements
+  ints[701] = 5;  // a tie in a later chunk
+  ints[999] = 5;  // and in the last, partial chunk
+  save(d / "ints.npy", DType::kInt32, ints);
+  std::vector<float> floats(1000, 1.0f);
+  floats[514] = -2.0f;  // only in a later chunk
+  floats[997] = -2.0f;
+  save(d / "floats.npy", DType::kFloat, floats);
+  struct Case {
+    std::string args, index;
+  };
+  const Case cases[] = {
+      {"--input " + (d / "ints.npy") + " --op argmax --max-chunk 28", "300"},
+      {"--input " + (d / "ints.npy") + " --op argmax --max-chunk 4", "300"},
+      {"--input " + (d / "floats.npy") + " --op argmin --max-chunk 28", "514"},
+      {"--input " + (d / "floats.npy") + " --op argmin --max-chunk 2000", "514"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    const Result r =
+        run_cli(c.args + " --variant all --format json --repeat 1 --warmup 0", kTimeout);
+    CHECK(r.code == 0);
+    std::size_t ran = 0;
+    for (const std::string& row : json_rows(r.out)) {
+      if (field(row, "skipped") == "true") continue;
+      CAPTURE(row);
+      ++ran;
+      CHECK(field(row, "verified") == "true");
+      CHECK(field(row, "index") == c.index);
+    }
+    CHECK(ran >= 12);
+  }
+}
+
+TEST_CASE(
+    "chunked scans: segments and exclusive mode straddle chunk edges, --output is the same "
+    "file",
+    "[chunks]") {
+  const TempDir d;
+  const std::string scans =
+      "--variant scan-hillis-steele,scan-blelloch,scan-hierarchical,scan-lookback,scan-fast";
+  for (const std::string& mode :
+       {std::string("--op sum --type int32"), std::string("--op sum --type int32 --exclusive"),
+        std::string("--op max --type float --segment-length 7"),
+        std::string("--op sum --type int64 --segment-length 5 --exclusive"),
+        std::string("--op prod --type uint32 --segment-length 3")}) {
+    // Chunks of 1 element (or 1 input element where the output is wider), 5 or 2, and 4096.
+    const std::pair<const char*, const char*> chunkings[] = {
+        {"4", "301"}, {"20", "2001"}, {"2^14", "9001"}};
+    for (const auto& [chunk, n] : chunkings) {
+      const std::string args = scans + " --size " + n + " --format json --repeat 1 --warmup 0 " +
+                               mode + " --max-chunk " + chunk;
+      CAPTURE(args);
+      const Result r = run_cli(args, kTimeout);
+      CHECK(r.code == 0);
+      std::size_t ran = 0;
+      for (const std::string& row : json_rows(r.out)) {
+        CAPTURE(row);
+        ++ran;
+        CHECK(field(row, "verified") == "true");
+        CHECK(field(row, "wrong_count") == "0");
+        CHECK(std::stoul(field(row, "chunks")) > 1);
+      }
+      CHECK(ran == 5);
+    }
+  }
+  // --output, written chunk by chunk, is byte for byte the file of a run in one piece.
+  for (const std::string& v : {"scan-fast", "scan-blelloch"}) {
+    const std::string base = "--variant " + v + " --size 10007 --segment-length 13 --exclusive " +
+                             "--repeat 1 --warmup 0 --output ";
+    const Result whole = run_cli(base + (d / "whole.npy"), kTimeout);
+    const Result chunked = run_cli(base + (d / "chunked.npy") + " --max-chunk 44", kTimeout);
+    CHECK(whole.code == 0);
+    CHECK(chunked.code == 0);
+    CHECK_THAT(chunked.out, ContainsSubstring("chunks of"));
+    CHECK(read_file(d / "whole.npy").size() > 40000);
+    CHECK(read_file(d / "whole.npy") == read_file(d / "chunked.npy"));
+  }
+}
+
+TEST_CASE("streamed runs: a few device slots, each way of feeding them, in pieces of a few bytes",
+          "[chunks]") {
+  const TempDir d;
+  const Result ref = run_cli(
+      "--variant scan-fast --size 20011 --type int32 --segment-length 9 "
+      "--repeat 1 --warmup 0 --output " +
+          (d / "ref.npy"),
+      kTimeout);
+  REQUIRE(ref.code == 0);
+  int k = 0;
+  for (const std::string source : {"write", "stage", "host-ptr"}) {
+    for (const std::string slots : {"2", "3"}) {
+      for (const std::string piece : {"1073741824", "12"}) {
+        const std::string stream =
+            " --tune in-place=off --tune stream=on --tune stream-bytes=2^14"
+            " --tune stream-slots=" +
+            slots + " --tune stream-source=" + source + " --tune transfer-piece=" + piece +
+            " --repeat 2 --warmup 1 --format json";
+        CAPTURE(stream);
+        const Result r = run_cli(
+            "--variant fast,topdown,bottomup --op argmax --type float "
+            "--size 30011" +
+                stream,
+            kTimeout);
+        CHECK(r.code == 0);
+        CHECK(check_rows(r.out, field(json_rows(r.out).front(), "chunks"), true) == 3);
+        CHECK(std::stoul(field(json_rows(r.out).front(), "chunks")) > 2);
+        CHECK_THAT(r.out, ContainsSubstring("streamed"));
+        // A scan through the slots writes the same file.
+        const std::string out = d / ("s" + std::to_string(++k) + ".npy");
+        const Result s = run_cli(
+            "--variant scan-fast --size 20011 --type int32 --segment-length 9 "
+            "--output " +
+                out + stream,
+            kTimeout);
+        CHECK(s.code == 0);
+        CHECK_THAT(s.out, ContainsSubstring("\"verified\":true"));
+        CHECK(read_file(out) == read_file(d / "ref.npy"));
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "a device that does not finish within --timeout ends the run: exit 3, one line naming "
+    "the variant and size",
+    "[chunks]") {
+  // 2^25 elements take well over a millisecond on any CPU device; the wait polls and gives up.
+  for (const std::string v : {"fast", "scan-fast", "bottomup --max-chunk 2^20"}) {
+    CAPTURE(v);
+    const Result r = run_cli("--size 2^25 --timeout 0.001 --variant " + v, kTimeout);
+    CHECK(r.code == 3);
+    CHECK_THAT(r.out, ContainsSubstring("did not finish within 0.001 s"));
+    CHECK_THAT(r.out, ContainsSubstring("33554432"));
+    CHECK_THAT(r.out, ContainsSubstring(v.substr(0, v.find(' '))));
+    CHECK(clreduce::test::count_lines(r.out) == 1);
+  }
+  CHECK(run_cli("--size 10 --timeout 0").code == 2);
+  CHECK(run_cli("--size 10 --timeout 1s").code == 2);
+}
