@@ -52,8 +52,8 @@ const char* kExitCodes =
     "  3  OpenCL runtime error, no OpenCL platform/device, or a device that did not finish in "
     "time\n"
     "  4  a kernel failed to build, or the kernel directory was not found\n"
-    "  5  the device cannot run this (no fp64, array larger than its largest allocation, a\n"
-    "     variant asked for by name that needs what the device lacks), or out of memory\n";
+    "  5  the device cannot run this (no fp64, a variant asked for by name that needs what the\n"
+    "     device lacks), or out of memory (an array larger than the host's memory)\n";
 
 // A timing is noisy when its slowest timed run took more than this many times its fastest: its
 // median is not to be trusted, and ratios against it are not quoted (README, "Noisy timings").

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,6 +61,23 @@ InputFile::~InputFile() {
 }
 
 void InputFile::fail(const std::string& what) const { throw Error(category_, name_ + ": " + what); }
+
+bool InputFile::map(std::uint64_t offset, std::uint64_t n, Bytes& to) const {
+  if (n == 0 || offset + n > size_) return false;
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const std::uint64_t start = offset / page * page, delta = offset - start;
+  void* m = ::mmap(nullptr, static_cast<std::size_t>(n + delta), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE, fd_, static_cast<off_t>(start));
+  if (m == MAP_FAILED) return false;
+  to.adopt(
+      static_cast<unsigned char*>(m) + delta, static_cast<std::size_t>(n),
+      [](void* p, std::size_t len, void* arg) {
+        const auto d = reinterpret_cast<std::uintptr_t>(arg);
+        ::munmap(static_cast<unsigned char*>(p) - d, len + d);
+      },
+      reinterpret_cast<void*>(static_cast<std::uintptr_t>(delta)));
+  return true;
+}
 
 void InputFile::read_at(std::uint64_t offset, void* dst, std::uint64_t n) const {
   auto* p = static_cast<unsigned char*>(dst);

@@ -8,8 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
 #include <string_view>
 #include <vector>
+#include "clreduce/types.hpp"
 
 #include "clreduce/error.hpp"
 
@@ -29,6 +31,10 @@ class InputFile {
   std::uint64_t size() const { return size_; }
   // Reads exactly n bytes at offset; a short read (the file shrank) or an I/O error throws.
   void read_at(std::uint64_t offset, void* dst, std::uint64_t n) const;
+  // Maps [offset, offset + n) of the file copy-on-write (the file is never written) into `to`,
+  // a view unmapped when released: pages are read as they are touched, so a large input is not
+  // held twice. Returns false (to untouched) where the file cannot be mapped.
+  bool map(std::uint64_t offset, std::uint64_t n, Bytes& to) const;
   // Reads from offset to the end of the file.
   std::string read_rest(std::uint64_t offset) const;
   // How messages name the file.

@@ -237,11 +237,13 @@ Header read_header(const InputFile& in, const std::string& path, std::uint64_t& 
   fail(path, "unsupported dtype " + shown + " (supported: " + supported + ")");
 }
 
-// Checks order and rank, then reads exactly n elements of `size` bytes, rejecting short or long
-// data.
-std::vector<unsigned char> read_data(const InputFile& in, const std::string& path, const Header& h,
-                                     std::size_t size, std::uint64_t data_at,
-                                     std::uint64_t data_bytes, std::size_t& n_out) {
+// Arrays of this many bytes or more are mapped, not read.
+constexpr std::uint64_t kMapAtLeast = std::uint64_t{1} << 20;
+
+// Checks order and rank, and that the data holds exactly n elements of `size` bytes (rejecting
+// short or long data); sets n_out to n.
+void check_data(const std::string& path, const Header& h, std::size_t size,
+                std::uint64_t data_bytes, std::size_t& n_out) {
   if (h.fortran) fail(path, "Fortran order is not supported");
   if (h.shape.size() != 1) {
     std::string s = "(";
@@ -259,10 +261,18 @@ std::vector<unsigned char> read_data(const InputFile& in, const std::string& pat
   }
   if (data_bytes > std::numeric_limits<std::size_t>::max())
     fail(path, "too large for this platform");
-  std::vector<unsigned char> bytes(static_cast<std::size_t>(data_bytes));
-  if (data_bytes) in.read_at(data_at, bytes.data(), data_bytes);
   n_out = static_cast<std::size_t>(n);
-  return bytes;
+}
+
+// Checks the data as check_data does, then reads it (or maps it, when it is large and map is
+// true: the pages are read as they are used and memory is not spent twice).
+void read_data(const InputFile& in, const std::string& path, const Header& h, std::size_t size,
+               std::uint64_t data_at, std::uint64_t data_bytes, std::size_t& n_out, Bytes& bytes,
+               bool map) {
+  check_data(path, h, size, data_bytes, n_out);
+  if (map && data_bytes >= kMapAtLeast && in.map(data_at, data_bytes, bytes)) return;
+  bytes.allocate_uninit(static_cast<std::size_t>(data_bytes));
+  if (data_bytes) in.read_at(data_at, bytes.data(), data_bytes);
 }
 
 // The little-endian descr of a dtype; its last character is the element size.
@@ -294,7 +304,8 @@ HostArray read_npy(const std::string& path) {
     a.type = d.size == 4 ? DType::kUInt32 : DType::kUInt64;
   else
     a.type = d.size == 4 ? DType::kFloat : DType::kDouble;
-  a.bytes = read_data(in, path, h, d.size, data_at, data_bytes, a.n);
+  // Little-endian data is used where it lies in the file; big-endian is read and swapped.
+  read_data(in, path, h, d.size, data_at, data_bytes, a.n, a.bytes, !d.big);
   if (d.big)
     for (std::size_t k = 0; k < a.bytes.size(); k += d.size)
       std::reverse(&a.bytes[k], &a.bytes[k] + d.size);
@@ -310,7 +321,8 @@ std::vector<std::uint8_t> read_npy_flags(const std::string& path) {
     unsupported_dtype(path, h.descr,
                       "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64");
   std::size_t n = 0;
-  std::vector<unsigned char> bytes = read_data(in, path, h, d.size, data_at, data_bytes, n);
+  Bytes bytes;
+  read_data(in, path, h, d.size, data_at, data_bytes, n, bytes, false);
   // Nonzero does not depend on byte order; compacting in place is safe: element i starts at i*size
   // >= i.
   for (std::size_t i = 0; i < n; ++i) {
@@ -318,9 +330,7 @@ std::vector<std::uint8_t> read_npy_flags(const std::string& path) {
     for (std::size_t k = 0; k < d.size; ++k) any |= bytes[i * d.size + k];
     bytes[i] = any != 0;
   }
-  bytes.resize(n);
-  bytes.shrink_to_fit();
-  return bytes;
+  return std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + n);
 }
 
 void write_npy(const std::string& path, const HostArray& a) {

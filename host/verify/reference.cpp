@@ -1,12 +1,15 @@
 // reference.cpp: sequential loops over every type, wrapping integer arithmetic, NaN rules.
 #include "verify/reference.hpp"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "clreduce/error.hpp"
+#include "run/fold.hpp"
 #include "verify/exact_sum.hpp"
 
 namespace clreduce {
@@ -116,6 +119,29 @@ void require_nonempty(const HostArray& a, Op op) {
     throw Error(Errc::kUsage, op_name(op) + " of an empty array has no identity (n = 0)");
 }
 
+// The sequential loop's result, computed in blocks on every core and folded in block order
+// (fold_values: integers wrap, NaN and the first index as the loop has them), for large arrays.
+Value parallel_reduce(const HostArray& a, Op op, DType acc) {
+  constexpr std::size_t kBlock = std::size_t{1} << 22;
+  const std::size_t blocks = (a.n + kBlock - 1) / kBlock;
+  if (blocks < 4) return sequential_reduce(a, op, acc);
+  std::vector<Value> part(blocks);
+  dispatch_dtype(a.type, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = a.as<T>();
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const std::size_t at = b * kBlock, len = std::min(kBlock, a.n - at);
+      part[b] = seq_value_op<T>(x + at, len, op, acc == a.type);
+      if (part[b].index >= 0) part[b].index += static_cast<std::int64_t>(at);
+    }
+    return 0;
+  });
+  Value v = part[0];
+  for (std::size_t b = 1; b < blocks; ++b) v = fold_values(op, v, part[b]);
+  return v;
+}
+
 }  // namespace
 
 Value sequential_reduce(const HostArray& a, Op op) {
@@ -136,8 +162,7 @@ Value reference_reduce(const HostArray& a, Op op) {
 
 Value reference_reduce(const HostArray& a, Op op, DType acc) {
   require_nonempty(a, op);
-  if (!is_float(a.type) || !(op == Op::kSum || op == Op::kProd))
-    return sequential_reduce(a, op, acc);
+  if (!is_float(a.type) || !(op == Op::kSum || op == Op::kProd)) return parallel_reduce(a, op, acc);
   if (op == Op::kSum) return exact_sum(a);
   return dispatch_dtype(a.type, [&](auto tag) {
     using T = decltype(tag);

@@ -364,3 +364,34 @@ TEST_CASE("npy writes replace a file whole and leave no temporary file", "[npy]"
   CHECK(files == 1);
   fs::remove_all(dir);
 }
+
+TEST_CASE("npy maps large little-endian data where it lies; big-endian and small data are read",
+          "[npy]") {
+  HostArray a;
+  a.type = DType::kInt64;
+  a.n = (std::size_t{1} << 17) + 3;  // over 1 MiB: mapped
+  a.bytes.resize(a.n * 8);
+  for (std::size_t i = 0; i < a.n; ++i) {
+    const auto v = static_cast<std::int64_t>(i * 2654435761u) - (std::int64_t{1} << 40);
+    std::memcpy(&a.bytes[i * 8], &v, 8);
+  }
+  write_npy(tmp("big.npy"), a);
+  {
+    const HostArray b = read_npy(tmp("big.npy"));
+    CHECK(b.type == DType::kInt64);
+    CHECK(b.n == a.n);
+    CHECK(b.bytes.is_view());
+    CHECK(b.bytes == a.bytes);
+    // Copy-on-write: changing the array changes no byte of the file.
+    HostArray c = read_npy(tmp("big.npy"));
+    c.bytes[0] ^= 0xff;
+  }
+  CHECK(read_npy(tmp("big.npy")).bytes == a.bytes);
+  HostArray small = a;
+  small.n = 100;
+  small.bytes.resize(800);
+  write_npy(tmp("small.npy"), small);
+  const HostArray s = read_npy(tmp("small.npy"));
+  CHECK(!s.bytes.is_view());
+  CHECK(s.bytes == small.bytes);
+}
