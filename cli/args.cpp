@@ -27,7 +27,7 @@ std::uint64_t parse_count(const std::string& flag, const std::string& text, std:
 
 std::uint64_t parse_positive_size(const std::string& flag, const std::string& text) {
   const Error bad(Errc::kUsage, flag +
-                                    " must be a count of 1 or more, written N, 2^K or NeK "
+                                    " must be a count of 1 or more, written N, 2^K, NeK or 2^K+M "
                                     "(e.g. 1000, 2^10, 1e3), not '" +
                                     text + "'");
   std::uint64_t v = 0;

@@ -157,7 +157,7 @@ int run(int argc, char** argv) {
   app.add_option("--acc", acc,
                  "sum and prod only: the accumulator and result type, the element type or NumPy's "
                  "(int32 -> int64, uint32 -> uint64: the default)");
-  app.add_option("-n,--size", size, "elements to generate: N, 2^K or NeK (not with --input)")
+  app.add_option("-n,--size", size, "elements to generate: N, 2^K, NeK or 2^K+M, 2^K-M (not with --input)")
       ->capture_default_str();
   app.add_option("--seed", seed_text, "seed of the generated data, 0 to 2^64-1 (not with --input)")
       ->capture_default_str();

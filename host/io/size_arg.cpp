@@ -16,8 +16,27 @@ static bool all_digits(const std::string& s) {
 }
 
 std::size_t parse_size(const std::string& s) {
-  const Error bad(Errc::kUsage,
-                  "invalid size '" + s + "' (expected N, 2^K or NeK, e.g. 1000000, 2^20, 1e6)");
+  const Error bad(Errc::kUsage, "invalid size '" + s +
+                                    "' (expected N, 2^K, 2^K+M, 2^K-M or NeK, e.g. 1000000, 2^20, "
+                                    "2^29+1, 1e6)");
+  // A power of two or of ten, then + or - a count: 2^29+1, 1e6-1.
+  if (const auto pm = s.find_first_of("+-", 1); pm != std::string::npos && s.find('^') != 0) {
+    const std::string head = s.substr(0, pm), tail = s.substr(pm + 1);
+    if (head.find_first_of("^eE") == std::string::npos || !all_digits(tail)) throw bad;
+    std::size_t base = 0;
+    try {
+      base = parse_size(head);
+    } catch (const Error&) {
+      throw bad;
+    }
+    const std::size_t m = std::stoull(tail);
+    if (s[pm] == '+') {
+      if (m > std::numeric_limits<std::size_t>::max() - base) throw bad;
+      return base + m;
+    }
+    if (m > base) throw bad;
+    return base - m;
+  }
   auto pow_of = [&](const std::string& base_s, const std::string& exp_s, unsigned base_mul) {
     if (!all_digits(base_s) || !all_digits(exp_s)) throw bad;
     std::size_t v = std::stoull(base_s);

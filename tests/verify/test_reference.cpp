@@ -90,13 +90,19 @@ TEST_CASE("generated data is deterministic and in its documented range", "[data]
   }
 }
 
-TEST_CASE("sizes parse as N, 2^K and NeK, and nothing else", "[cli]") {
+TEST_CASE("sizes parse as N, 2^K, NeK and 2^K+M / 2^K-M, and nothing else", "[cli]") {
+  CHECK(parse_size("2^29+1") == (std::size_t{1} << 29) + 1);
+  CHECK(parse_size("2^31+5") == (std::size_t{1} << 31) + 5);
+  CHECK(parse_size("2^10-1") == 1023);
+  CHECK(parse_size("1e3+7") == 1007);
+  CHECK(parse_size("2^3-8") == 0);
   CHECK(parse_size("0") == 0);
   CHECK(parse_size("1000003") == 1000003);
   CHECK(parse_size("2^20") == (1u << 20));
   CHECK(parse_size("1e6") == 1000000);
   for (const char* bad :
-       {"", "-5", "abc", "3^4", "1e99", "2^99", "1.5", "12x", "99999999999999999999"}) {
+       {"", "-5", "abc", "3^4", "1e99", "2^99", "1.5", "12x", "99999999999999999999", "5+1",
+        "2^3-9", "2^64+1", "2^+1", "2^2+", "2^4--1", "2^4+-1", "2^63+2^63", "1e+3"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(parse_size(bad), Error);
   }
