@@ -212,8 +212,10 @@ RunRecord ReduceSession::run_copy() {
   RunRecord rec = record("copy", problem_.op, problem_.acc_type);
   rec.kind = "ceiling";
   rec.expected = expected_;
-  // The copy of one chunk at most: a chunk is what any one launch reads.
-  const std::size_t bytes = std::min(data_.bytes.size(), layout_.chunk * dtype_size(data_.type));
+  // The copy of one chunk at most (what any one launch reads), and of 1 GiB at most: enough for
+  // the rate, and little device memory beside a large resident array.
+  const std::size_t bytes = std::min({data_.bytes.size(), layout_.chunk * dtype_size(data_.type),
+                                      std::size_t{1} << 30});
   if (bytes == 0) {
     rec.skipped = true;
     rec.skip_reason = "nothing to copy (n = 0)";
