@@ -81,7 +81,7 @@ const std::vector<TuningKey>& tuning_keys() {
       {"stream-bytes", "1-2^62 (4 GiB or half the device's memory)",
        "device memory a streamed run keeps for its chunks in flight"},
       {"stream-slots", "2-8 (3)", "chunks in flight when streaming (upload, kernel, read-back)"},
-      {"stream-source", "auto | write | stage | host-ptr (auto)",
+      {"stream-source", "auto | write | stage | host-ptr (auto: stage)",
        "how streamed chunks reach the device: a write from the array, a copy through pinned "
        "staging buffers, or a copy from a buffer over the array (CL_MEM_USE_HOST_PTR)"},
       {"in-place", "auto | on | off (auto: on for CPU devices)",
