@@ -13,16 +13,17 @@ std::uint64_t data_bits(std::uint64_t seed, std::uint64_t i) {
 
 namespace {
 
-template <class T, class F> void fill(HostArray& a, std::uint64_t seed, F f) {
+template <class T, class F> void fill(HostArray& a, std::uint64_t seed, std::uint64_t first, F f) {
   T* p = a.as<T>();
   const auto n = static_cast<std::int64_t>(a.n);
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) p[i] = f(data_bits(seed, static_cast<std::uint64_t>(i)));
+  for (std::int64_t i = 0; i < n; ++i)
+    p[i] = f(data_bits(seed, first + static_cast<std::uint64_t>(i)));
 }
 
 }  // namespace
 
-HostArray generate(DType t, std::size_t n, std::uint64_t seed) {
+HostArray generate(DType t, std::size_t n, std::uint64_t seed, std::uint64_t first) {
   HostArray a;
   a.type = t;
   a.n = n;
@@ -30,28 +31,29 @@ HostArray generate(DType t, std::size_t n, std::uint64_t seed) {
   constexpr std::uint64_t kWide = 1000000000000ull;
   switch (t) {
     case DType::kInt32:
-      fill<std::int32_t>(
-          a, seed, [](std::uint64_t z) { return static_cast<std::int32_t>(z % 2001) - 1000; });
+      fill<std::int32_t>(a, seed, first, [](std::uint64_t z) {
+        return static_cast<std::int32_t>(z % 2001) - 1000;
+      });
       break;
     case DType::kUInt32:
-      fill<std::uint32_t>(a, seed,
+      fill<std::uint32_t>(a, seed, first,
                           [](std::uint64_t z) { return static_cast<std::uint32_t>(z % 2001); });
       break;
     case DType::kInt64:
-      fill<std::int64_t>(a, seed, [](std::uint64_t z) {
+      fill<std::int64_t>(a, seed, first, [](std::uint64_t z) {
         return static_cast<std::int64_t>(z % (2 * kWide + 1)) - static_cast<std::int64_t>(kWide);
       });
       break;
     case DType::kUInt64:
-      fill<std::uint64_t>(a, seed, [](std::uint64_t z) { return z % (2 * kWide + 1); });
+      fill<std::uint64_t>(a, seed, first, [](std::uint64_t z) { return z % (2 * kWide + 1); });
       break;
     case DType::kFloat:
-      fill<float>(a, seed, [](std::uint64_t z) {
+      fill<float>(a, seed, first, [](std::uint64_t z) {
         return static_cast<float>(static_cast<double>(z >> 40) * 0x1p-24 * 2.0 - 1.0);
       });
       break;
     case DType::kDouble:
-      fill<double>(a, seed, [](std::uint64_t z) {
+      fill<double>(a, seed, first, [](std::uint64_t z) {
         return static_cast<double>(z >> 11) * 0x1p-53 * 2.0 - 1.0;
       });
       break;

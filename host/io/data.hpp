@@ -15,6 +15,8 @@ std::uint64_t data_bits(std::uint64_t seed, std::uint64_t i);
 //   int32, int64: uniform integers in [-1000, 1000] and [-10^12, 10^12];
 //   uint32, uint64: uniform in [0, 2000] and [0, 2*10^12];
 //   float, double: uniform in [-1, 1) on a 2^-24 / 2^-53 grid.
-HostArray generate(DType t, std::size_t n, std::uint64_t seed);
+// first: the global index of element 0, so a slice [first, first + n) of the array of any
+// larger length is generated alone (an MPI rank's slice) with the same values.
+HostArray generate(DType t, std::size_t n, std::uint64_t seed, std::uint64_t first = 0);
 
 }  // namespace clreduce

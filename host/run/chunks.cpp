@@ -263,7 +263,8 @@ void ChunkedArray::prepare_scan(const std::string& what) {
   finish(ctx_.queue(), timeout(bytes), what + " (output reset)");
 }
 
-void ChunkedArray::scan(ScanPlan& plan, std::vector<cl::Event>& events, const std::string& what) {
+void ChunkedArray::scan(ScanPlan& plan, std::vector<cl::Event>& events, const std::string& what,
+                        bool read_back) {
   cl::CommandQueue& q = ctx_.queue();
   const ScanProblem& p = plan.problem();
   const std::size_t chunks = layout_.chunks;
@@ -287,16 +288,10 @@ void ChunkedArray::scan(ScanPlan& plan, std::vector<cl::Event>& events, const st
                    c > 0 ? &carry : nullptr, events);
       if (progress_) progress_(c + 1, chunks);
     }
-    for (std::size_t c = 0; c < chunks; ++c) {
-      const std::size_t len = layout_.length(c);
-      if (layout_.in_place) {  // the host output is the device's: map it to see the writes
-        void* m = q.enqueueMapBuffer(slots_[c].out, CL_FALSE, CL_MAP_READ, 0, len * e_.out);
-        q.enqueueUnmapMemObject(slots_[c].out, m);
-      } else {
-        enqueue_read(q, slots_[c].out, 0, len * e_.out, out_ + layout_.begin(c) * e_.out, piece_);
-      }
-    }
-    finish(q, timeout(run_bytes), what);
+    if (read_back)
+      read_output(what);
+    else
+      q.flush();
     return;
   }
   const std::size_t k = slots_.size();
@@ -319,6 +314,61 @@ void ChunkedArray::scan(ScanPlan& plan, std::vector<cl::Event>& events, const st
   }
   finish(q, timeout(run_bytes), what);
   finish(xfer_, timeout(run_bytes), what + " (read-back)");
+}
+
+void ChunkedArray::read_output(const std::string& what) {
+  if (layout_.streamed() || layout_.chunks == 0) return;
+  cl::CommandQueue& q = ctx_.queue();
+  for (std::size_t c = 0; c < layout_.chunks; ++c) {
+    const std::size_t len = layout_.length(c);
+    if (layout_.in_place) {  // the host output is the device's: map it to see the writes
+      void* m = q.enqueueMapBuffer(slots_[c].out, CL_FALSE, CL_MAP_READ, 0, len * e_.out);
+      q.enqueueUnmapMemObject(slots_[c].out, m);
+    } else {
+      enqueue_read(q, slots_[c].out, 0, len * e_.out, out_ + layout_.begin(c) * e_.out, piece_);
+    }
+  }
+  finish(q, timeout(static_cast<double>(layout_.n * e_.out)), what);
+}
+
+ScanCarry ChunkedArray::carry_out(const ScanPlan& plan, const std::string& what) {
+  ScanCarry r;
+  if (layout_.n == 0) return r;
+  const ScanProblem& p = plan.problem();
+  const std::size_t c = layout_.chunks - 1, len = layout_.length(c), end = layout_.n;
+  unsigned char last[8] = {};
+  if (layout_.streamed()) {  // the output is on the host already
+    finish(xfer_, timeout(static_cast<double>(layout_.n * e_.out)), what + " (read-back)");
+    std::memcpy(last, out_ + (end - 1) * e_.out, e_.out);
+  } else {
+    ctx_.queue().enqueueReadBuffer(slots_[c].out, CL_FALSE, (len - 1) * e_.out, e_.out, last);
+    finish(ctx_.queue(), timeout(static_cast<double>(layout_.n * e_.out)), what);
+  }
+  const Value last_out = Value::from_bytes(p.acc_type, last);
+  const Value last_in = Value::from_bytes(data_.type, data_.bytes.data() + (end - 1) * e_.in);
+  r.value = scan_carry(p.op, p.acc_type, p.exclusive, last_out, last_in);
+  r.reset = e_.flags && first_flag(flags_, layout_.n) < layout_.n;
+  r.empty = false;
+  return r;
+}
+
+void ChunkedArray::add_carry(ScanPlan& plan, const Value& carry, std::vector<cl::Event>& events,
+                             const std::string& what) {
+  if (layout_.n == 0) return;
+  const ScanProblem& p = plan.problem();
+  if (layout_.streamed()) {
+    finish(xfer_, timeout(static_cast<double>(layout_.n * e_.out)), what + " (read-back)");
+    apply_carry_host(p.op, p.acc_type, out_, layout_.n, e_.flags ? flags_ : nullptr, carry);
+    return;
+  }
+  for (std::size_t c = 0; c < layout_.chunks; ++c) {
+    Slot& s = slots_[c];
+    const std::size_t len = layout_.length(c);
+    plan.enqueue_carry(e_.flags ? s.flags : noflags_, s.out, 0, len, carry, events);
+    // A segment start ends the carry's reach.
+    if (e_.flags && first_flag(flags_ + layout_.begin(c), len) < len) break;
+  }
+  ctx_.queue().flush();
 }
 
 }  // namespace clreduce

@@ -16,6 +16,7 @@
 #include "clreduce/cl.hpp"
 #include "clreduce/types.hpp"
 #include "reduce/variant.hpp"
+#include "run/fold.hpp"
 #include "runtime/context.hpp"
 #include "scan/scan_variant.hpp"
 
@@ -86,7 +87,22 @@ class ChunkedArray {
   void prepare_scan(const std::string& what);
   // A scan over every chunk with `plan` (carry-in when there is more than one chunk), the
   // output read back into the host output. Appends the plan's launch events to events.
-  void scan(ScanPlan& plan, std::vector<cl::Event>& events, const std::string& what);
+  // read_back = false leaves a resident output on the device, for add_carry() then
+  // read_output() (a streamed output comes back chunk by chunk whatever it says).
+  void scan(ScanPlan& plan, std::vector<cl::Event>& events, const std::string& what,
+            bool read_back = true);
+  // After scan(): what this array passes on to the pieces after it (its last running value, read
+  // from the device, and whether a segment starts in it). `plan` made the scan.
+  ScanCarry carry_out(const ScanPlan& plan, const std::string& what);
+  // After scan(): the carry-in pass for a running value that reaches this array from before it
+  // (a plan made with carry_in), on the device where the output is still there (resident, in
+  // place), else on the host output; only up to the first segment start. Appends the pass's
+  // launch events to events.
+  void add_carry(ScanPlan& plan, const Value& carry, std::vector<cl::Event>& events,
+                 const std::string& what);
+  // After scan(..., false): reads a resident output back into the host output (in place: makes
+  // the device's writes visible there) and waits.
+  void read_output(const std::string& what);
 
  private:
   struct Slot {

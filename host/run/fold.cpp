@@ -1,6 +1,7 @@
 // fold.cpp: the host's fold of piece results and the scan's carry between pieces.
 #include "run/fold.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -68,6 +69,21 @@ template <class A> Value fold_as(Op op, const Value& ea, const Value& la) {
   return put<A>(want_min ? (b < a ? b : a) : (b > a ? b : a), -1);
 }
 
+// op(carry, y) as the kernels' clr_op(carry, y) computes it for scans (sum, prod, min, max).
+template <class A> A scan_op(Op op, A a, A b) {
+  if (op == Op::kSum || op == Op::kProd) {
+    if constexpr (std::is_integral_v<A>) {
+      using U = std::make_unsigned_t<A>;
+      return static_cast<A>(op == Op::kSum ? static_cast<U>(static_cast<U>(a) + static_cast<U>(b))
+                                           : static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+    } else {
+      return op == Op::kSum ? static_cast<A>(a + b) : static_cast<A>(a * b);
+    }
+  }
+  if (op == Op::kMin) return (nan_of(a) || a < b) ? a : b;  // clr_op's rule, bit for bit
+  return (nan_of(a) || a > b) ? a : b;
+}
+
 }  // namespace
 
 Value fold_values(Op op, const Value& earlier, const Value& later) {
@@ -132,6 +148,59 @@ Value ReduceFold::result() const {
 Value scan_carry(Op op, DType acc, bool exclusive, const Value& last_out, const Value& last_in) {
   if (!exclusive) return last_out;
   return fold_values(op, last_out, convert_value(last_in, acc));
+}
+
+}  // namespace clreduce
+
+namespace clreduce {
+
+ScanCarry fold_carry(Op op, const ScanCarry& earlier, const ScanCarry& later) {
+  if (later.empty) return earlier;
+  if (earlier.empty || later.reset) return later;
+  ScanCarry r;
+  r.value = fold_values(op, earlier.value, later.value);
+  r.reset = earlier.reset;
+  r.empty = false;
+  return r;
+}
+
+std::vector<ScanCarry> exclusive_carries(Op op, const std::vector<ScanCarry>& pieces) {
+  std::vector<ScanCarry> into(pieces.size());
+  ScanCarry run;  // empty
+  for (std::size_t s = 0; s < pieces.size(); ++s) {
+    into[s] = run;
+    run = fold_carry(op, run, pieces[s]);
+  }
+  return into;
+}
+
+std::size_t first_flag(const std::uint8_t* flags, std::size_t n) {
+  if (!flags) return n;
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, flags + i, 8);
+    if (w) break;
+  }
+  for (; i < n; ++i)
+    if (flags[i]) return i;
+  return n;
+}
+
+void apply_carry_host(Op op, DType acc, unsigned char* out, std::size_t n,
+                      const std::uint8_t* flags, const Value& carry) {
+  if (carry.type != acc)
+    throw Error(Errc::kInternal,
+                "internal: a carry of " + dtype_name(carry.type) + " into " + dtype_name(acc));
+  const std::size_t stop = first_flag(flags, n);
+  dispatch_dtype(acc, [&](auto tag) {
+    using A = decltype(tag);
+    const A c = get<A>(carry);
+    A* y = reinterpret_cast<A*>(out);
+    const auto m = static_cast<std::int64_t>(stop);
+#pragma omp parallel for schedule(static) if (m > (1 << 20))
+    for (std::int64_t i = 0; i < m; ++i) y[i] = scan_op<A>(op, c, y[i]);
+  });
 }
 
 }  // namespace clreduce

@@ -56,4 +56,31 @@ class ReduceFold {
 // element needs no special case: an exclusive scan's output there is the identity.
 Value scan_carry(Op op, DType acc, bool exclusive, const Value& last_out, const Value& last_in);
 
+// What a scan's piece, scanned without a carry-in, passes on to the pieces after it: its
+// running value at the end, and whether a segment starts in it (then nothing from before the
+// piece reaches past it). An empty piece passes nothing on.
+struct ScanCarry {
+  Value value;         // the running value after the piece (acc type), from scan_carry()
+  bool reset = false;  // a segment starts in the piece
+  bool empty = true;   // the piece has no elements
+};
+
+// The seeds' flag operator on pieces, earlier then later: a later piece with a segment start
+// keeps its own running value; otherwise the two fold. Associative, so pieces may be combined
+// in any grouping (an MPI_Exscan's).
+ScanCarry fold_carry(Op op, const ScanCarry& earlier, const ScanCarry& later);
+
+// The exclusive scan of pieces' ScanCarry in piece order: element s is what reaches piece s from
+// the pieces before it (empty for the first, and while only empty pieces came before).
+std::vector<ScanCarry> exclusive_carries(Op op, const std::vector<ScanCarry>& pieces);
+
+// The carry-in pass on the host, for outputs already there: each of out's n elements (type acc)
+// before the first nonzero flag (flags null: all n) becomes carry OP y, as cl/scan_carry.cl
+// computes it. In parallel for large n.
+void apply_carry_host(Op op, DType acc, unsigned char* out, std::size_t n,
+                      const std::uint8_t* flags, const Value& carry);
+
+// The first nonzero flag among n (flags null: n), searched a word at a time.
+std::size_t first_flag(const std::uint8_t* flags, std::size_t n);
+
 }  // namespace clreduce

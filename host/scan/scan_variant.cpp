@@ -102,13 +102,30 @@ void ScanPlan::enqueue(const cl::Buffer& in, const cl::Buffer& flags, const cl::
   if (carry && !problem_.carry_in)
     throw Error(Errc::kUsage, variant_ + ": a carry-in for a plan made without one");
   const std::size_t in_size = dtype_size(problem_.type), out_size = problem_.acc_bytes();
-  std::vector<unsigned char> c;
-  if (carry) c = carry_bytes(*carry, problem_.acc_type);
+  if (carry) carry_bytes(*carry, problem_.acc_type);  // a carry of the wrong type: before launching
   const cl::Buffer x = ctx_.view(in, offset * in_size, length * in_size);
   const cl::Buffer f = problem_.segmented ? ctx_.view(flags, offset, length) : flags;
   const cl::Buffer y = ctx_.view(out, offset * out_size, length * out_size);
   launch(x, f, y, length, events);
-  if (!carry) return;
+  if (carry) apply_carry(f, y, length, *carry, events);
+}
+
+void ScanPlan::enqueue_carry(const cl::Buffer& flags, const cl::Buffer& out, std::size_t offset,
+                             std::size_t length, const Value& carry,
+                             std::vector<cl::Event>& events) {
+  if (length == 0 || length > problem_.n)
+    throw Error(Errc::kUsage, variant_ + ": a plan for " + std::to_string(problem_.n) +
+                                  " elements cannot carry into " + std::to_string(length));
+  if (!problem_.carry_in)
+    throw Error(Errc::kUsage, variant_ + ": a carry-in for a plan made without one");
+  const std::size_t out_size = problem_.acc_bytes();
+  apply_carry(problem_.segmented ? ctx_.view(flags, offset, length) : flags,
+              ctx_.view(out, offset * out_size, length * out_size), length, carry, events);
+}
+
+void ScanPlan::apply_carry(const cl::Buffer& f, const cl::Buffer& y, std::size_t length,
+                           const Value& carry, std::vector<cl::Event>& events) {
+  const std::vector<unsigned char> c = carry_bytes(carry, problem_.acc_type);
   const std::size_t groups =
       std::clamp<std::size_t>((length + carry_wg_ - 1) / carry_wg_, 1, carry_max_groups_);
   if (problem_.segmented) {

@@ -70,6 +70,13 @@ class ScanPlan {
   void enqueue(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
                std::size_t offset, std::size_t length, const Value* carry,
                std::vector<cl::Event>& events);
+  // The carry-in pass alone, on out's [offset, offset + length) as enqueue() would apply it
+  // after scanning that range: every element before the range's first segment start (flags read
+  // over the same range when segmented) becomes carry OP y. For a range scanned without a carry
+  // whose running value before it became known later (another device's share, another rank's
+  // slice). Same rules and throws as enqueue(); a carry_in plan only.
+  void enqueue_carry(const cl::Buffer& flags, const cl::Buffer& out, std::size_t offset,
+                     std::size_t length, const Value& carry, std::vector<cl::Event>& events);
   // The whole problem, no carry.
   void enqueue(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
                std::vector<cl::Event>& events) {
@@ -88,6 +95,10 @@ class ScanPlan {
   Context& ctx_;
 
  private:
+  // The carry-in pass over f (this range's flags view) and y (its output view).
+  void apply_carry(const cl::Buffer& f, const cl::Buffer& y, std::size_t length, const Value& carry,
+                   std::vector<cl::Event>& events);
+
   std::string variant_;
   ScanProblem problem_;
   LaunchPolicy policy_;
