@@ -1,0 +1,90 @@
+// ranks.hpp: MPI ranks (Open MPI), the distributed engine behind `mpirun -n R clreduce ...`. Each
+// rank owns a contiguous slice of the global array and runs it on one device; the slices'
+// results meet here: reductions through MPI_Allreduce with a user-defined, non-commutative
+// MPI_Op (rank order, so arg ops keep the first index and NumPy's widening holds), scans through
+// MPI_Exscan of the slices' carries (the seeds' flag operator as a user-defined op). Without MPI
+// at build time (CLREDUCE_HAVE_MPI 0) every function works for one rank, and mpi_built() says so.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "clreduce/types.hpp"
+#include "run/fold.hpp"
+#include "verify/float_check.hpp"
+
+namespace clreduce {
+
+// Whether clreduce was built with MPI, and which ("Open MPI v4.1.4"; "" without).
+bool mpi_built();
+std::string mpi_library_version();
+
+// The ranks of this run: this process's rank among `size`, and its rank among the ranks on its
+// host (to pick a device). One rank (size 1) when not started by mpirun or built without MPI.
+struct Ranks {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  bool many() const { return size > 1; }
+  bool root() const { return rank == 0; }
+};
+
+// Starts MPI when this process was started by an MPI launcher (Open MPI's OMPI_COMM_WORLD_SIZE,
+// or PMIX_RANK, in the environment) and MPI was built in; else one rank, and MPI is never
+// touched. Call once, first thing in main(). finalize_ranks() at exit (a no-op when not
+// started); abort_ranks(code) ends every rank (MPI_Abort) after a fatal error on one.
+Ranks init_ranks(int* argc, char*** argv);
+void finalize_ranks();
+[[noreturn]] void abort_ranks(int code);
+
+// Rank r's slice of n elements among R ranks: [first, first + count), contiguous, in rank
+// order, the first n % R ranks one element longer (a rank may own nothing when n < R).
+struct Slice {
+  std::uint64_t first = 0;
+  std::uint64_t count = 0;
+};
+Slice rank_slice(std::uint64_t n, int r, int R);
+
+// The slices' reduction results combined in rank order: fold_values(op, ...) (run/fold.hpp)
+// semantics exactly (integers wrap, arg ops keep the earlier index on ties and the first NaN).
+// `mine` has its index already global. empty: this rank's slice has no elements (it then
+// contributes nothing). Returns the whole's result on every rank (has = false when every slice
+// was empty). ms: the MPI call's wall time on this rank.
+struct Combined {
+  Value value;
+  bool has = false;
+  double ms = 0.0;
+};
+Combined allreduce_value(Op op, const Value& mine, bool empty);
+
+// The exclusive scan of the slices' carries in rank order with fold_carry(op, ...): what reaches
+// this rank's slice from the slices before it (empty on rank 0). ms: the MPI call's wall time.
+ScanCarry exscan_carry(Op op, const ScanCarry& mine, double* ms = nullptr);
+
+// The host reference's state at a slice's end, for distributed verification of scans: the
+// exact running value (integers, min, max: `exact`, of the accumulator type) or the long double
+// running value and the magnitudes the float check needs (sum, prod of floats), the number of
+// elements since the last segment start, whether a segment starts in the slice, whether it is
+// empty. fold_ref_state(earlier, later) is the flag operator on these.
+struct ScanRefState {
+  Value exact;
+  long double run = 0.0L;
+  Magnitudes mag;
+  std::uint64_t count = 0;
+  bool reset = false;
+  bool empty = true;
+};
+ScanRefState fold_ref_state(Op op, const ScanRefState& earlier, const ScanRefState& later);
+ScanRefState exscan_ref_state(Op op, const ScanRefState& mine);
+
+// Logical AND of a flag over every rank (the verdicts), a sum of counts, and every rank's
+// double gathered at every rank in rank order (per-rank kernel ms).
+bool all_ranks(bool mine);
+std::uint64_t sum_ranks(std::uint64_t mine);
+std::vector<double> gather_ranks(double mine);
+// A barrier (timing the ranks' runs from a common start).
+void barrier_ranks();
+
+}  // namespace clreduce
