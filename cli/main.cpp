@@ -121,6 +121,44 @@ std::string count_words(std::uint64_t n) {
   return std::to_string(n);
 }
 
+// "device 0: NAME (PLATFORM)  " or, for several, "devices 1, 0: NAME + NAME  ".
+std::string devices_words(const std::vector<DeviceInfo>& devs) {
+  if (devs.size() == 1)
+    return "device " + std::to_string(devs[0].index) + ": " + devs[0].name + " (" +
+           devs[0].platform_name + ")  ";
+  std::string ids, names;
+  for (const DeviceInfo& d : devs) {
+    ids += (ids.empty() ? "" : ", ") + std::to_string(d.index);
+    names += (names.empty() ? "" : " + ") + d.name;
+  }
+  return "devices " + ids + ": " + names + "  ";
+}
+
+// --shares W1,W2,...: one finite weight >= 0 per device, not all 0.
+std::vector<double> parse_shares(const std::string& text, std::size_t devices) {
+  std::vector<double> w;
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', pos);
+    const std::string one = text.substr(pos, comma == std::string::npos ? comma : comma - pos);
+    char* end = nullptr;
+    const double x = std::strtod(one.c_str(), &end);
+    if (one.empty() || end != one.c_str() + one.size() || !std::isfinite(x) || x < 0)
+      throw Error(Errc::kUsage, "--shares " + text + ": '" + one +
+                                    "' is not a weight (a number >= 0, one per device)");
+    w.push_back(x);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  if (w.size() != devices)
+    throw Error(Errc::kUsage, "--shares " + text + ": " + std::to_string(w.size()) +
+                                  " weights for " + std::to_string(devices) + " devices");
+  double sum = 0;
+  for (double x : w) sum += x;
+  if (sum <= 0) throw Error(Errc::kUsage, "--shares " + text + ": every weight is 0");
+  return w;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{
       "clreduce: run, verify and time parallel reductions and prefix scans on OpenCL devices.\n"
@@ -143,8 +181,14 @@ int run(int argc, char** argv) {
   bool peers = false, measure_copy = false, accuracy = false, show_version = false;
   app.add_option("-d,--device", device,
                  "device index from --list-devices, a type (cpu, gpu: the first of that type), or "
-                 "a name substring (nvidia, pocl)")
+                 "a name substring (nvidia, pocl); several devices: a comma-separated list "
+                 "(0,1 or nvidia,pocl) or all, all-gpus, all-cpus: each runs its share of the "
+                 "array at once, and the shares' results are combined")
       ->capture_default_str();
+  std::string shares_text;
+  app.add_option("--shares", shares_text,
+                 "several devices: each one's share of the array, relative weights in --device's "
+                 "order (e.g. 1,3; default: equal shares)");
   app.add_option("--variant", variant,
                  "variant name (scan-* are scans), comma-separated names, 'all', 'all-reduce', "
                  "'all-scan', or 'ladder' (kernels 1-7 as the seeds' table); with a scan-only flag "
@@ -157,7 +201,8 @@ int run(int argc, char** argv) {
   app.add_option("--acc", acc,
                  "sum and prod only: the accumulator and result type, the element type or NumPy's "
                  "(int32 -> int64, uint32 -> uint64: the default)");
-  app.add_option("-n,--size", size, "elements to generate: N, 2^K, NeK or 2^K+M, 2^K-M (not with --input)")
+  app.add_option("-n,--size", size,
+                 "elements to generate: N, 2^K, NeK or 2^K+M, 2^K-M (not with --input)")
       ->capture_default_str();
   app.add_option("--seed", seed_text, "seed of the generated data, 0 to 2^64-1 (not with --input)")
       ->capture_default_str();
@@ -343,17 +388,32 @@ int run(int argc, char** argv) {
     print_devices(devices);
     return kExitOk;
   }
-  const DeviceInfo dev = select_device(devices, device);
+  const std::vector<DeviceInfo> devs = select_devices(devices, device);
+  const DeviceInfo& dev = devs.front();
   if (list_devices_flag) {
-    print_devices({dev});
+    print_devices(devs);
     return kExitOk;
   }
-  if (local_size > dev.max_wg_size)
-    throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
-                                  " is larger than device " + std::to_string(dev.index) +
-                                  "'s largest work-group (" + std::to_string(dev.max_wg_size) +
-                                  ")");
+  for (const DeviceInfo& d : devs)
+    if (local_size > d.max_wg_size)
+      throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
+                                    " is larger than device " + std::to_string(d.index) +
+                                    "'s largest work-group (" + std::to_string(d.max_wg_size) +
+                                    ")");
+  std::vector<double> share_weights;
+  if (app.count("--shares")) {
+    if (devs.size() < 2)
+      throw Error(Errc::kUsage, "--shares needs several devices (--device 0,1 or all)");
+    share_weights = parse_shares(shares_text, devs.size());
+  }
   Context ctx(dev, find_kernel_dir(kernel_dir), verbose, tuning);
+  // Several devices: a context (and queue) each, the first being ctx.
+  std::vector<std::unique_ptr<Context>> more;
+  std::vector<Context*> contexts{&ctx};
+  for (std::size_t d = 1; d < devs.size(); ++d) {
+    more.push_back(std::make_unique<Context>(devs[d], ctx.kernel_dir(), verbose, tuning));
+    contexts.push_back(more.back().get());
+  }
   if (verbose) std::cerr << "kernels: " << ctx.kernel_dir() << "\n";
 
   // ---- Before the first kernel runs: the data's shape, the memory, every variant's refusal and
@@ -440,6 +500,7 @@ int run(int argc, char** argv) {
   cfg.repeat = repeat;
   cfg.local_size = local_size;
   cfg.acc = acc;
+  cfg.share_weights = share_weights;
   // Peers run beside reductions and beside scans; beside the ladder they are rows of their own,
   // outside its chain of speedups.
   const bool reduce_peer = peers && !plan.reduce.empty();
@@ -453,8 +514,8 @@ int run(int argc, char** argv) {
     if (header &&
         format ==
             "table")  // after the first run, so an unusable --local-size is the only line printed
-      std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  "
-                << op_name(the_op) << " " << dtype_name(data.type) << "  n = " << data.n
+      std::cout << devices_words(devs) << op_name(the_op) << " " << dtype_name(data.type)
+                << "  n = " << data.n
                 << (plan.scan.empty()
                         ? std::string()
                         : std::string("  scans: ") + (exclusive ? "exclusive" : "inclusive") +
@@ -478,6 +539,10 @@ int run(int argc, char** argv) {
         (r.chunks > 1 || r.layout.find("stream") != std::string::npos)) {
       std::cout << "  (" << r.layout << ")\n";
       shown_layout = r.layout;
+    }
+    // Several devices: a line per device's share under the combined row.
+    if (!r.skipped && !r.parts.empty()) {
+      if (format == "table") line += table_parts(r);
     }
     std::cout << line << std::flush;
   };
@@ -510,7 +575,7 @@ int run(int argc, char** argv) {
   std::unique_ptr<ReduceSession> session;
   if (!plan.reduce.empty() || measure_copy) {
     progress.show("timing the sequential loop" + seq_note);
-    session = std::make_unique<ReduceSession>(ctx, data, the_op, cfg);
+    session = std::make_unique<ReduceSession>(contexts, data, the_op, cfg);
   }
   std::unique_ptr<ScanSession> scans;
   if (!plan.scan.empty()) {
@@ -519,7 +584,7 @@ int run(int argc, char** argv) {
     so.exclusive = exclusive;
     so.segmented = segmented;
     so.flags = std::move(flags);
-    scans = std::make_unique<ScanSession>(ctx, data, the_op, cfg, std::move(so));
+    scans = std::make_unique<ScanSession>(contexts, data, the_op, cfg, std::move(so));
   }
   // Peers first, so every variant's row can carry its ratio against them.
   RunRecord omp;

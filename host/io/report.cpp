@@ -94,7 +94,46 @@ std::string to_json(const RunRecord& r) {
   for (const auto& [key, value] : r.ratios) s += ",\"" + json_escape(key) + "\":" + num(value);
   if (r.has_error)
     s += ",\"err_ulp\":" + json_error(r.err_ulp) + ",\"err_rel\":" + json_error(r.err_rel);
+  if (!r.parts.empty()) {
+    s += std::string(",\"") + (r.ranks > 1 ? "ranks" : "devices") +
+         "\":" + std::to_string(r.ranks > 1 ? r.ranks : static_cast<int>(r.parts.size())) +
+         ",\"combine_ms\":" + num(r.combine_ms) + ",\"slowest\":\"" + json_escape(r.slowest) +
+         "\",\"parts\":[";
+    for (std::size_t i = 0; i < r.parts.size(); ++i) {
+      const PartInfo& p = r.parts[i];
+      s += std::string(i ? "," : "") + "{\"device\":\"" + json_escape(p.device) +
+           "\",\"device_index\":" + std::to_string(p.device_index) +
+           ",\"rank\":" + std::to_string(p.rank) + ",\"first\":" + std::to_string(p.first) +
+           ",\"n\":" + std::to_string(p.n) + ",\"kernel_ms\":" + num(p.kernel_ms) +
+           ",\"wall_ms\":" + num(p.wall_ms) + ",\"gbps\":" + num(p.gbps) +
+           ",\"verified\":" + (p.verified ? "true" : "false") + "}";
+    }
+    s += "]";
+  }
   return s + "}";
+}
+
+std::string table_parts(const RunRecord& r) {
+  std::string out;
+  std::size_t slow = 0;
+  for (std::size_t i = 1; i < r.parts.size(); ++i)
+    if (r.parts[i].kernel_ms > r.parts[slow].kernel_ms) slow = i;
+  for (std::size_t i = 0; i < r.parts.size(); ++i) {
+    const PartInfo& p = r.parts[i];
+    const std::string who =
+        p.rank >= 0 ? "rank " + std::to_string(p.rank) : "device " + std::to_string(p.device_index);
+    const std::string range = "[" + std::to_string(p.first) + ", +" + std::to_string(p.n) + ")";
+    const std::string name = (i == slow ? "slowest: " : "") + p.device;
+    char line[512];
+    std::snprintf(line, sizeof line, "  %-20s %-28s %-8s %9.4f  %10.4f %9.2f   %s\n", who.c_str(),
+                  range.c_str(), p.verified ? "yes" : "NO", p.kernel_ms, p.wall_ms, p.gbps,
+                  name.c_str());
+    out += line;
+  }
+  char tail[160];
+  std::snprintf(tail, sizeof tail, "  (kernel ms above: the slowest part; combine %.4f ms)\n",
+                r.combine_ms);
+  return out + tail;
 }
 
 std::string to_json(const DeviceInfo& d) {

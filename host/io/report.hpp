@@ -27,6 +27,9 @@ std::string to_json(const RunRecord& r);
 // err_rel (float sums). A noisy time has a '~' after it.
 std::string table_header(bool ratios = false, bool accuracy = false);
 std::string table_row(const RunRecord& r, bool ratios = false, bool accuracy = false);
+// Several devices or ranks: one indented line per part (its range, verdict, kernel ms, wall
+// ms, GB/s, device), and the combine's time.
+std::string table_parts(const RunRecord& r);
 
 // One device as a JSON object (--list-devices --format json), no trailing newline. Keys: index,
 // type, name, platform, vendor, driver, version, opencl_c, compute_units, global_mem,

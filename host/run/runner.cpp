@@ -10,6 +10,7 @@
 #include "clreduce/error.hpp"
 #include "run/fold.hpp"
 #include "run/omp_reduce.hpp"
+#include "run/shares.hpp"
 #include "runtime/transfer.hpp"
 #include "verify/exact_sum.hpp"
 
@@ -120,6 +121,161 @@ ReduceSession::ReduceSession(Context& ctx, const HostArray& data, Op op, RunConf
   });
 }
 
+ReduceSession::ReduceSession(const std::vector<Context*>& ctxs, const HostArray& data, Op op,
+                             RunConfig cfg)
+    : ReduceSession(*ctxs.at(0), data, op, std::move(cfg)) {
+  if (ctxs.size() < 2) return;
+  if (!cfg_.share_weights.empty() && cfg_.share_weights.size() != ctxs.size())
+    throw Error(Errc::kUsage, std::to_string(cfg_.share_weights.size()) + " shares for " +
+                                  std::to_string(ctxs.size()) + " devices");
+  const std::vector<std::size_t> counts =
+      split_shares(data.n, cfg_.share_weights.empty() ? std::vector<double>(ctxs.size(), 1.0)
+                                                      : cfg_.share_weights);
+  std::size_t at = 0;
+  for (std::size_t d = 0; d < ctxs.size(); ++d) {
+    Part p;
+    p.ctx = ctxs[d];
+    const DeviceInfo& info = p.ctx->info();
+    if ((data.type == DType::kDouble || problem_.acc() == DType::kDouble) && !info.fp64)
+      throw Error(Errc::kUnsupported,
+                  info.name + " has no double precision (cl_khr_fp64); try float");
+    p.view = view_of(data, at, counts[d]);
+    p.first = at;
+    p.layout = choose_layout(info, p.ctx->tuning(), counts[d], ElementBytes{dtype_size(data.type)});
+    if (counts[d]) {
+      p.expected = reference_reduce(p.view, op, problem_.acc_type);
+      p.stats = float_stats(p.view, op);
+    }
+    at += counts[d];
+    parts_.push_back(std::move(p));
+  }
+}
+
+RunRecord ReduceSession::run_parts(const ReduceVariant& v, RunRecord rec) {
+  const std::size_t k = parts_.size();
+  std::vector<std::unique_ptr<ReducePlan>> plans(k);
+  const std::string what_all = v.name() + " " + op_name(problem_.op) + " of " +
+                               std::to_string(problem_.n) + " " + dtype_name(problem_.type) +
+                               " elements";
+  std::uint64_t chain = 0, pieces = 0;
+  for (std::size_t d = 0; d < k; ++d) {
+    Part& part = parts_[d];
+    if (part.view.n == 0) continue;
+    ReduceProblem pp = problem_;
+    pp.n = part.layout.chunks > 1 ? part.layout.chunk : part.view.n;
+    std::string why = v.unsupported(*part.ctx, pp);
+    if (why.empty()) {
+      plans[d] = v.plan(*part.ctx, pp, cfg_.local_size);
+      why = ReduceFold::cannot_fold(*plans[d]);
+    }
+    if (!why.empty()) {
+      rec.skipped = true;
+      rec.skip_reason = part.ctx->info().name + ": " + why;
+      return rec;
+    }
+    if (rec.policy.path.empty()) rec.policy = plans[d]->policy();
+    chain = std::max<std::uint64_t>(chain, plans[d]->depth());
+    pieces += part.layout.chunks;
+    if (!part.array) {
+      part.array = std::make_unique<ChunkedArray>(*part.ctx, part.layout, part.view, nullptr,
+                                                  nullptr, ElementBytes{dtype_size(data_.type)});
+      part.upload_ms = part.array->upload("uploading " + std::to_string(part.view.n) +
+                                          " elements to " + part.ctx->info().name);
+    }
+  }
+  std::vector<std::vector<Sample>> part_samples(k);
+  std::vector<double> combine;
+  std::vector<Value> values(k);
+  std::uint64_t run_index = 0;
+  const std::vector<Sample> whole = repeat_runs(cfg_.warmup, cfg_.repeat, [&] {
+    for (std::size_t d = 0; d < k; ++d)
+      if (plans[d]) parts_[d].array->prepare_reduce(plans[d]->out_bytes());
+    std::vector<Sample> s(k);
+    const double t0 = now_ms();
+    run_parallel(k, [&](std::size_t d) {
+      if (!plans[d]) return;
+      std::vector<cl::Event> events;
+      const double a = now_ms();
+      values[d] = parts_[d].array->reduce(*plans[d], events,
+                                          what_all + " (on " + parts_[d].ctx->info().name + ")");
+      s[d] = Sample{events_ms(events), now_ms() - a, events.size()};
+    });
+    const double t1 = now_ms();
+    ReduceFold fold(problem_, 0, false);
+    for (std::size_t d = 0; d < k; ++d) {
+      if (!plans[d]) continue;
+      Value piece = values[d];
+      if (is_arg_op(problem_.op)) piece.index += static_cast<std::int64_t>(parts_[d].first);
+      fold.add(piece);
+    }
+    rec.result = fold.result();
+    const double t2 = now_ms();
+    Sample all{0.0, t2 - t0, 0};
+    for (const Sample& x : s) {
+      all.kernel_ms = std::max(all.kernel_ms, x.kernel_ms);
+      all.launches += x.launches;
+    }
+    if (run_index++ >= cfg_.warmup) {
+      for (std::size_t d = 0; d < k; ++d) part_samples[d].push_back(s[d]);
+      combine.push_back(t2 - t1);
+    }
+    return all;
+  });
+  set_timings(rec, whole);
+  rec.combine_ms = median(combine);
+  double slowest = -1.0, uploads = 0.0;
+  std::string layout;
+  for (std::size_t d = 0; d < k; ++d) {
+    const Part& part = parts_[d];
+    PartInfo info;
+    info.device = part.ctx->info().name;
+    info.device_index = static_cast<int>(part.ctx->info().index);
+    info.first = part.first;
+    info.n = part.view.n;
+    uploads += part.upload_ms;
+    rec.chunks = d == 0 ? part.layout.chunks : rec.chunks + part.layout.chunks;
+    layout += (d ? "; " : "") + std::string("device ") + std::to_string(info.device_index) + ": " +
+              std::to_string(info.n) + " (" + part.layout.str() + ")";
+    if (plans[d]) {
+      std::vector<double> km, wm;
+      for (const Sample& x : part_samples[d]) {
+        km.push_back(x.kernel_ms);
+        wm.push_back(x.wall_ms);
+      }
+      info.kernel_ms = median(km);
+      info.wall_ms = median(wm);
+      if (info.kernel_ms > 0)
+        info.gbps = static_cast<double>(part.view.bytes.size()) / (info.kernel_ms * 1e6);
+      Value piece = values[d];
+      if (is_arg_op(problem_.op)) piece.index += static_cast<std::int64_t>(part.first);
+      info.result = piece;
+      Value want = part.expected;
+      if (is_arg_op(problem_.op)) want.index += static_cast<std::int64_t>(part.first);
+      info.verified =
+          plans[d]->policy().correctly_rounded
+              ? verify_bitwise(piece, want).ok
+              : verify(
+                    piece, want, problem_.op,
+                    problem_.op == Op::kProd ? part.view.n : plans[d]->depth() + part.layout.chunks,
+                    part.stats)
+                    .ok;
+      if (info.kernel_ms > slowest) {
+        slowest = info.kernel_ms;
+        rec.slowest = info.device;
+      }
+    } else {
+      info.verified = true;  // an empty share: nothing to check
+    }
+    rec.parts.push_back(info);
+  }
+  rec.layout = std::to_string(k) + " devices: " + layout;
+  rec.upload_ms = uploads;
+  const double e2e = uploads + rec.wall_ms;
+  if (e2e > 0) rec.e2e_gbps = static_cast<double>(data_.bytes.size()) / (e2e * 1e6);
+  finish_reduce(rec, chain + pieces);
+  return rec;
+}
+
 ReduceProblem ReduceSession::plan_problem() const {
   ReduceProblem p = problem_;
   if (layout_.chunks > 1) p.n = layout_.chunk;
@@ -142,6 +298,7 @@ ChunkedArray& ReduceSession::device_array() {
 RunRecord ReduceSession::run(const ReduceVariant& v) {
   RunRecord rec = record(v.name(), problem_.op, problem_.acc_type);
   rec.expected = expected_;
+  if (!parts_.empty()) return run_parts(v, rec);
   const ReduceProblem pp = plan_problem();
   rec.skip_reason = v.unsupported(ctx_, pp);
   if (!rec.skip_reason.empty()) {
@@ -214,8 +371,8 @@ RunRecord ReduceSession::run_copy() {
   rec.expected = expected_;
   // The copy of one chunk at most (what any one launch reads), and of 1 GiB at most: enough for
   // the rate, and little device memory beside a large resident array.
-  const std::size_t bytes = std::min({data_.bytes.size(), layout_.chunk * dtype_size(data_.type),
-                                      std::size_t{1} << 30});
+  const std::size_t bytes =
+      std::min({data_.bytes.size(), layout_.chunk * dtype_size(data_.type), std::size_t{1} << 30});
   if (bytes == 0) {
     rec.skipped = true;
     rec.skip_reason = "nothing to copy (n = 0)";

@@ -12,6 +12,7 @@
 
 #include "reduce/variant.hpp"
 #include "run/chunks.hpp"
+#include "run/ranks.hpp"
 #include "run/timing.hpp"
 #include "runtime/context.hpp"
 #include "verify/reference.hpp"
@@ -25,6 +26,28 @@ struct RunConfig {
   std::function<void(const std::string&)> progress;
   std::size_t local_size = 0;  // work-group size; 0: the variant's choice
   std::string acc;             // accumulator type name (resolve_acc()); empty for NumPy's
+  // Several devices (a session made with more than one context): each device's share of the
+  // array, relative (empty: equal shares).
+  std::vector<double> share_weights;
+  // MPI: the ranks this process's array is one slice of (run/ranks.hpp; null or one rank: the
+  // array is the whole), and the slice's place in the whole.
+  const Ranks* ranks = nullptr;
+  std::uint64_t first = 0;  // global index of the array's element 0
+  std::uint64_t total = 0;  // elements of the whole array (0: this array's n)
+};
+
+// One device's share of a run over several devices, or one rank's slice (RunRecord::parts).
+struct PartInfo {
+  std::string device;       // the device's name
+  int device_index = -1;    // its global index (--list-devices); -1 for a rank
+  int rank = -1;            // the MPI rank; -1 for a device share
+  std::uint64_t first = 0;  // global index of the part's first element
+  std::uint64_t n = 0;      // its elements
+  double kernel_ms = 0.0;   // median of its summed kernel times
+  double wall_ms = 0.0;     // median of its host time (launches to its read-back)
+  double gbps = 0.0;        // its bytes moved / kernel_ms
+  bool verified = false;    // its own result checked (reductions: against its part's reference)
+  Value result;             // its own result (reductions), its last output (scans)
 };
 
 // What a scan's record adds to a reduction's.
@@ -87,6 +110,14 @@ struct RunRecord {
   int repeat = 0;
   // The mode-specific part: set for scans, empty for reductions.
   std::optional<ScanRunInfo> scan;
+  // Several devices or ranks: each part's figures, in array order (empty: one device). The
+  // record's own kernel_ms is then the slowest part's (per run, median over runs), wall_ms the
+  // whole's, and gbps the whole array's bytes over that kernel time.
+  std::vector<PartInfo> parts;
+  std::string slowest;    // the slowest part's device (or "rank R")
+  int ranks = 1;          // MPI ranks the array was split across
+  double combine_ms = 0;  // the combine's time per run (host fold, MPI_Allreduce, MPI_Exscan
+                          // and the carry pass), median
 
   // "reduce" or "scan".
   const char* mode() const { return scan ? "scan" : "reduce"; }
@@ -142,6 +173,9 @@ class ReduceSession : public Session {
   // Throws Error for n = 0 with an op that has no identity and for double on a device without
   // fp64. Arrays of any size run: in chunks past one allocation, streamed past device memory.
   ReduceSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg);
+  // Several devices: each context runs its share of the array (cfg.share_weights; equal when
+  // empty), all at once; every run's record has the combined result and one PartInfo per device.
+  ReduceSession(const std::vector<Context*>& ctxs, const HostArray& data, Op op, RunConfig cfg);
   // Plans v for this array and runs the plan: a record, skipped (with the reason) where v cannot.
   RunRecord run(const ReduceVariant& v);
   // The OpenMP peer on the same array: variant "omp", kind "peer", verified like a variant.
@@ -168,12 +202,28 @@ class ReduceSession : public Session {
   // the float bound's depth) and rates it.
   void finish_reduce(RunRecord& rec, std::uint64_t chain) const;
 
+  // One device's share of the array (several devices).
+  struct Part {
+    Context* ctx = nullptr;
+    HostArray view;  // the share's elements, a view of the array
+    std::uint64_t first = 0;
+    ChunkLayout layout;
+    std::unique_ptr<ChunkedArray> array;
+    double upload_ms = 0.0;
+    Value expected;  // the share's own reference (empty shares: none)
+    FloatStats stats;
+  };
+  RunRecord run_parts(const ReduceVariant& v, RunRecord rec);
+  // MPI: joins this rank's result with the other ranks' (rank order), checks the whole.
+  void join_ranks(RunRecord& rec, std::uint64_t chain);
+
   ReduceProblem problem_;
   Value expected_;
   FloatStats stats_;
   ChunkLayout layout_;
   std::unique_ptr<ChunkedArray> array_;
   double upload_ms_ = 0.0;
+  std::vector<Part> parts_;  // several devices; empty for one
 };
 
 // Throws Error(Errc::kUnsupported) when n elements of t exceed the device's largest allocation

@@ -9,6 +9,7 @@
 #include "clreduce/error.hpp"
 #include "io/npy.hpp"
 #include "run/omp_scan.hpp"
+#include "run/shares.hpp"
 
 namespace clreduce {
 
@@ -61,6 +62,169 @@ ScanSession::ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig c
     throw Error(Errc::kInternal,
                 "internal: the sequential scan disagrees with the reference: " + self.why);
   expected_ = self.expected_last;
+}
+
+ScanSession::ScanSession(const std::vector<Context*>& ctxs, const HostArray& data, Op op,
+                         RunConfig cfg, ScanOptions opts)
+    : ScanSession(*ctxs.at(0), data, op, std::move(cfg), std::move(opts)) {
+  if (ctxs.size() < 2 || !refused_.empty()) return;
+  if (!cfg_.share_weights.empty() && cfg_.share_weights.size() != ctxs.size())
+    throw Error(Errc::kUsage, std::to_string(cfg_.share_weights.size()) + " shares for " +
+                                  std::to_string(ctxs.size()) + " devices");
+  const std::vector<std::size_t> counts =
+      split_shares(data.n, cfg_.share_weights.empty() ? std::vector<double>(ctxs.size(), 1.0)
+                                                      : cfg_.share_weights);
+  std::size_t at = 0;
+  for (std::size_t d = 0; d < ctxs.size(); ++d) {
+    Part p;
+    p.ctx = ctxs[d];
+    const DeviceInfo& info = p.ctx->info();
+    if ((data.type == DType::kDouble || problem_.acc_type == DType::kDouble) && !info.fp64)
+      throw Error(Errc::kUnsupported,
+                  info.name + " has no double precision (cl_khr_fp64); try float");
+    p.view = view_of(data, at, counts[d]);
+    p.first = at;
+    p.layout = choose_layout(
+        info, p.ctx->tuning(), counts[d],
+        ElementBytes{dtype_size(data.type), opts_.segmented ? 1u : 0u, problem_.acc_bytes()});
+    at += counts[d];
+    parts_.push_back(std::move(p));
+  }
+}
+
+RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
+  const std::size_t k = parts_.size(), n = problem_.n, acc = problem_.acc_bytes();
+  std::vector<std::unique_ptr<ScanPlan>> plans(k);
+  const std::string what =
+      v.name() + " scan of " + std::to_string(n) + " " + dtype_name(problem_.type) + " elements";
+  std::uint64_t chain = 0, pieces = 0;
+  for (std::size_t d = 0; d < k; ++d) {
+    Part& part = parts_[d];
+    if (part.view.n == 0) continue;
+    ScanProblem pp = problem_;
+    pp.n = part.layout.chunks > 1 ? part.layout.chunk : part.view.n;
+    pp.carry_in = true;
+    if (std::string why = v.unsupported(*part.ctx, pp); !why.empty()) {
+      rec.skipped = true;
+      rec.skip_reason = part.ctx->info().name + ": " + why;
+      return rec;
+    }
+    plans[d] = v.plan(*part.ctx, pp, cfg_.local_size);
+    if (rec.policy.path.empty()) rec.policy = plans[d]->policy();
+    chain = std::max<std::uint64_t>(chain, plans[d]->depth());
+    pieces += part.layout.chunks;
+    if (!part.array) {
+      part.array = std::make_unique<ChunkedArray>(
+          *part.ctx, part.layout, part.view,
+          opts_.segmented ? opts_.flags.data() + part.first : nullptr,
+          host_out_.data() + part.first * acc,
+          ElementBytes{dtype_size(data_.type), opts_.segmented ? 1u : 0u, acc});
+      part.upload_ms = part.array->upload("uploading " + std::to_string(part.view.n) +
+                                          " elements to " + part.ctx->info().name);
+    }
+  }
+  const unsigned char sentinel = is_float(problem_.acc_type) ? 0xFF : 0xA5;
+  std::vector<std::vector<Sample>> part_samples(k);
+  std::vector<double> combine;
+  std::uint64_t run_index = 0;
+  const std::vector<Sample> whole = repeat_runs(cfg_.warmup, cfg_.repeat, [&] {
+    host_out_.assign(host_out_.size(), sentinel);
+    for (std::size_t d = 0; d < k; ++d)
+      if (plans[d]) parts_[d].array->prepare_scan(what);
+    std::vector<Sample> s(k);
+    std::vector<ScanCarry> carries(k);
+    std::vector<double> carry_ms(k, 0.0);
+    const double t0 = now_ms();
+    run_parallel(k, [&](std::size_t d) {
+      if (!plans[d]) return;
+      std::vector<cl::Event> events;
+      parts_[d].array->scan(*plans[d], events, what, false);
+      carries[d] = parts_[d].array->carry_out(*plans[d], what);
+      s[d].kernel_ms = events_ms(events);
+      s[d].launches = events.size();
+    });
+    const double t1 = now_ms();
+    const std::vector<ScanCarry> into = exclusive_carries(problem_.op, carries);
+    const double t2 = now_ms();
+    run_parallel(k, [&](std::size_t d) {
+      if (!plans[d]) return;
+      std::vector<cl::Event> events;
+      if (!into[d].empty) parts_[d].array->add_carry(*plans[d], into[d].value, events, what);
+      parts_[d].array->read_output(what);
+      carry_ms[d] = events_ms(events);
+      s[d].kernel_ms += carry_ms[d];
+      s[d].launches += events.size();
+      s[d].wall_ms = now_ms() - t0;
+    });
+    const double t3 = now_ms();
+    Sample all{0.0, t3 - t0, 0};
+    double carry_max = 0.0;
+    for (std::size_t d = 0; d < k; ++d) {
+      all.kernel_ms = std::max(all.kernel_ms, s[d].kernel_ms);
+      all.launches += s[d].launches;
+      carry_max = std::max(carry_max, carry_ms[d]);
+    }
+    if (run_index++ >= cfg_.warmup) {
+      for (std::size_t d = 0; d < k; ++d) part_samples[d].push_back(s[d]);
+      combine.push_back((t2 - t1) + carry_max);
+    }
+    return all;
+  });
+  set_timings(rec, whole);
+  rec.combine_ms = median(combine);
+  if (n) rec.result = Value::from_bytes(problem_.acc_type, host_out_.data() + (n - 1) * acc);
+  const ScanMode mode{problem_.op, problem_.acc_type, problem_.exclusive};
+  // A share's carry passes through the shares and chunks before it: one operation each.
+  const ScanVerdict verdict =
+      verify_scan(data_, mode, opts_.flags, chain + pieces + k, host_out_.data());
+  rec.scan->first_wrong = verdict.first_wrong;
+  rec.scan->wrong_count = verdict.wrong;
+  const std::size_t flag_bytes = problem_.segmented ? n : 0;
+  double slowest = -1.0, uploads = 0.0;
+  std::string layout;
+  rec.chunks = 0;
+  for (std::size_t d = 0; d < k; ++d) {
+    const Part& part = parts_[d];
+    PartInfo info;
+    info.device = part.ctx->info().name;
+    info.device_index = static_cast<int>(part.ctx->info().index);
+    info.first = part.first;
+    info.n = part.view.n;
+    uploads += part.upload_ms;
+    rec.chunks += part.layout.chunks;
+    layout += (d ? "; " : "") + std::string("device ") + std::to_string(info.device_index) + ": " +
+              std::to_string(info.n) + " (" + part.layout.str() + ")";
+    // A share's output is checked with the whole's (its carry comes from the shares before it).
+    info.verified = verdict.ok;
+    if (plans[d]) {
+      std::vector<double> km, wm;
+      for (const Sample& x : part_samples[d]) {
+        km.push_back(x.kernel_ms);
+        wm.push_back(x.wall_ms);
+      }
+      info.kernel_ms = median(km);
+      info.wall_ms = median(wm);
+      if (info.kernel_ms > 0)
+        info.gbps = static_cast<double>(info.n * (dtype_size(data_.type) + acc) +
+                                        (problem_.segmented ? info.n : 0)) /
+                    (info.kernel_ms * 1e6);
+      info.result =
+          Value::from_bytes(problem_.acc_type, host_out_.data() + (part.first + info.n - 1) * acc);
+      if (info.kernel_ms > slowest) {
+        slowest = info.kernel_ms;
+        rec.slowest = info.device;
+      }
+    }
+    rec.parts.push_back(info);
+  }
+  rec.layout = std::to_string(k) + " devices: " + layout;
+  rec.upload_ms = uploads;
+  const double e2e = uploads + rec.wall_ms;
+  if (e2e > 0) rec.e2e_gbps = static_cast<double>(data_.bytes.size()) / (e2e * 1e6);
+  finish(rec, verdict.ok, verdict.why, verdict.bound,
+         static_cast<double>(data_.bytes.size() + n * acc + flag_bytes));
+  rec.overflow = verdict.overflow;
+  return rec;
 }
 
 RunRecord ScanSession::run_omp() {
@@ -125,6 +289,7 @@ RunRecord ScanSession::run(const ScanVariant& v, HostArray* output) {
   RunRecord rec = record(v.name(), problem_.op, problem_.acc_type);
   rec.expected = expected_;
   rec.scan = ScanRunInfo{problem_.exclusive, problem_.segmented, -1, 0};
+  if (!parts_.empty() && refused_.empty()) return run_parts(v, rec);
   ScanProblem pp = problem_;
   if (layout_.chunks > 1) {
     pp.n = layout_.chunk;

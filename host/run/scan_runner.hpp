@@ -35,6 +35,11 @@ class ScanSession : public Session {
   // Arrays of any size run: in chunks past one allocation, streamed past device memory. An arg op
   // is accepted: every run is then skipped with the reason.
   ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg, ScanOptions opts);
+  // Several devices: each context scans its share of the array (cfg.share_weights; equal when
+  // empty), all at once; the shares' carries are scanned on the host (the seeds' flag operator)
+  // and each device adds its carry to its share's output before reading it back.
+  ScanSession(const std::vector<Context*>& ctxs, const HostArray& data, Op op, RunConfig cfg,
+              ScanOptions opts);
   // Plans v for this array and runs the plan; with output, the device's last result is copied
   // there (type acc, data.n elements).
   RunRecord run(const ScanVariant& v, HostArray* output = nullptr);
@@ -57,6 +62,17 @@ class ScanSession : public Session {
   std::unique_ptr<ChunkedArray> array_;
   double upload_ms_ = 0.0;
   ChunkedArray& device_array();
+  // One device's share (several devices).
+  struct Part {
+    Context* ctx = nullptr;
+    HostArray view;
+    std::uint64_t first = 0;
+    ChunkLayout layout;
+    std::unique_ptr<ChunkedArray> array;
+    double upload_ms = 0.0;
+  };
+  std::vector<Part> parts_;
+  RunRecord run_parts(const ScanVariant& v, RunRecord rec);
 };
 
 }  // namespace clreduce

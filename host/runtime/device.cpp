@@ -180,6 +180,29 @@ DeviceInfo select_device(const std::vector<DeviceInfo>& devices, const std::stri
   throw Error(Errc::kUsage, "no device matches '" + spec + "' (devices: " + names + ")");
 }
 
+std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& devices,
+                                       const std::string& spec) {
+  std::vector<DeviceInfo> out;
+  const std::string want = lower(spec);
+  if (want == "all" || want == "all-gpus" || want == "all-cpus") {
+    for (const auto& d : devices)
+      if (want == "all" || lower(d.type) == want.substr(4, 3)) out.push_back(d);
+    if (out.empty())
+      throw Error(Errc::kUsage, "--device " + spec + ": no such device (--list-devices)");
+    return out;
+  }
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t comma = spec.find(',', pos);
+    const std::string one = spec.substr(pos, comma == std::string::npos ? comma : comma - pos);
+    if (one.empty()) throw Error(Errc::kUsage, "--device " + spec + ": an empty name in the list");
+    out.push_back(select_device(devices, one));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
 std::string format_device_list(const std::vector<DeviceInfo>& devices) {
   std::string out;
   char line[512];

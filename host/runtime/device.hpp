@@ -42,6 +42,11 @@ std::vector<DeviceInfo> list_devices();
 // that type) or by case-insensitive substring of its platform, name, vendor or version ("nvidia",
 // "pocl"). Throws Error(Errc::kUsage) listing what exists.
 DeviceInfo select_device(const std::vector<DeviceInfo>& devices, const std::string& spec);
+// Several devices: a comma-separated list of what select_device() takes ("0,1", "nvidia,pocl";
+// a device may be listed twice: two contexts on it), or a class: "all", "all-gpus", "all-cpus"
+// (every device of that type, in index order). A single spec gives one device.
+std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& devices,
+                                       const std::string& spec);
 
 // Prints the --list-devices table.
 std::string format_device_list(const std::vector<DeviceInfo>& devices);

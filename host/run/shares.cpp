@@ -1,0 +1,76 @@
+// shares.cpp: shares of an array and the threads that run them.
+#include "run/shares.hpp"
+
+#include <cmath>
+#include <exception>
+#include <thread>
+
+#include "clreduce/error.hpp"
+
+namespace clreduce {
+
+HostArray view_of(const HostArray& a, std::size_t first, std::size_t n) {
+  HostArray v;
+  v.type = a.type;
+  v.n = n;
+  const std::size_t size = dtype_size(a.type);
+  v.bytes.adopt(
+      const_cast<unsigned char*>(a.bytes.data()) + first * size, n * size,
+      [](void*, std::size_t, void*) {}, nullptr);
+  return v;
+}
+
+std::vector<std::size_t> split_shares(std::size_t n, const std::vector<double>& weights,
+                                      std::size_t grain) {
+  const std::size_t k = weights.empty() ? 1 : weights.size();
+  double sum = 0.0;
+  for (double w : weights) {
+    if (!(w >= 0.0) || !std::isfinite(w))
+      throw Error(Errc::kUsage, "a device's share must be a finite number >= 0");
+    sum += w;
+  }
+  if (!weights.empty() && sum <= 0.0)
+    throw Error(Errc::kUsage, "the devices' shares are all 0: nothing would run the array");
+  grain = grain ? grain : 1;
+  std::vector<std::size_t> counts(k, 0);
+  std::size_t given = 0;
+  double before = 0.0;
+  for (std::size_t d = 0; d + 1 < k; ++d) {
+    before += weights.empty() ? 1.0 : weights[d];
+    const double total = weights.empty() ? static_cast<double>(k) : sum;
+    // The share's end, rounded to the grain, never before the previous end nor past n.
+    auto end = static_cast<std::size_t>(std::llround(static_cast<double>(n) * (before / total)));
+    end = end / grain * grain;
+    end = std::min(std::max(end, given), n);
+    counts[d] = end - given;
+    given = end;
+  }
+  counts[k - 1] = n - given;
+  return counts;
+}
+
+void run_parallel(std::size_t k, const std::function<void(std::size_t)>& fn) {
+  std::vector<std::exception_ptr> errors(k);
+  std::vector<std::thread> threads;
+  threads.reserve(k);
+  for (std::size_t i = 1; i < k; ++i)
+    threads.emplace_back([&, i] {
+      try {
+        fn(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  if (k > 0) {
+    try {
+      fn(0);
+    } catch (...) {
+      errors[0] = std::current_exception();
+    }
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace clreduce
