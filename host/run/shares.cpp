@@ -40,7 +40,7 @@ std::vector<std::size_t> split_shares(std::size_t n, const std::vector<double>& 
     const double total = weights.empty() ? static_cast<double>(k) : sum;
     // The share's end, rounded to the grain, never before the previous end nor past n.
     auto end = static_cast<std::size_t>(std::llround(static_cast<double>(n) * (before / total)));
-    end = end / grain * grain;
+    end = before >= total ? n : end / grain * grain;  // the rest weigh nothing: all here
     end = std::min(std::max(end, given), n);
     counts[d] = end - given;
     given = end;

@@ -1,0 +1,260 @@
+// test_shares.cpp: one array over several devices in one process (the test device listed twice:
+// two contexts, two queues, two threads): shares are cut as asked, the combine code folds
+// results and carries in share order, and every op, type and scan mode gives the one-device
+// answer: integers and arg indices exactly, scan outputs element by element (--output).
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "clreduce/error.hpp"
+#include "io/npy.hpp"
+#include "run/fold.hpp"
+#include "run/shares.hpp"
+#include "test_helpers.hpp"
+
+using Catch::Matchers::ContainsSubstring;
+using namespace clreduce;
+namespace fs = std::filesystem;
+
+namespace {
+
+using clreduce::test::run_cli;
+
+const std::string kTimeout = "timeout 300";
+
+// The device under test, twice.
+std::string two_devices() {
+  const char* d = std::getenv("CLREDUCE_TEST_DEVICE");
+  const std::string one = d && *d ? d : "0";
+  return "--device '" + one + "," + one + "'";
+}
+
+std::string field(const std::string& row, const std::string& key) {
+  const std::string k = "\"" + key + "\":";
+  const std::size_t at = row.find(k);
+  if (at == std::string::npos) return "";
+  std::size_t b = at + k.size();
+  if (row[b] == '"') return row.substr(b + 1, row.find('"', b + 1) - b - 1);
+  std::size_t e = b;
+  while (e < row.size() && row[e] != ',' && row[e] != '}') ++e;
+  return row.substr(b, e - b);
+}
+
+std::string first_row(const std::string& out) {
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("{\"variant\"", 0) == 0) return line;
+  return "";
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    dir = fs::temp_directory_path() /
+          ("clreduce_shares_" + std::to_string(std::random_device{}()) + "_" +
+           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    fs::create_directories(dir);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::string operator/(const std::string& name) const { return (dir / name).string(); }
+};
+
+Value int_value(std::int64_t x) {
+  Value v;
+  v.type = DType::kInt64;
+  v.i = x;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("shares: proportional, on the grain, summing to n; bad weights refused", "[shares]") {
+  CHECK(split_shares(1000, {1, 1}, 16) == std::vector<std::size_t>{496, 504});
+  CHECK(split_shares(1000, {1, 3}, 1) == std::vector<std::size_t>{250, 750});
+  CHECK(split_shares(1000, {0, 1}, 16) == std::vector<std::size_t>{0, 1000});
+  CHECK(split_shares(1000, {1, 0}, 16) == std::vector<std::size_t>{1000, 0});
+  CHECK(split_shares(10, {1, 1, 1}, 16) == std::vector<std::size_t>{0, 0, 10});
+  CHECK(split_shares(0, {1, 2}, 16) == std::vector<std::size_t>{0, 0});
+  for (std::size_t n : {1u, 17u, 4097u, 1000003u}) {
+    const auto s = split_shares(n, {0.3, 1.7, 1.0}, 16);
+    std::size_t sum = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (i + 1 < s.size()) CHECK(s[i] % 16 == 0);
+      sum += s[i];
+    }
+    CHECK(sum == n);
+  }
+  CHECK_THROWS_AS(split_shares(10, {0, 0}), Error);
+  CHECK_THROWS_AS(split_shares(10, {-1, 2}), Error);
+}
+
+TEST_CASE("carries across pieces: the flag operator's exclusive scan equals the sequential one",
+          "[shares]") {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    // A segmented running sum over n values, cut into pieces at random places (empty pieces too).
+    const std::size_t n = 1 + rng() % 60;
+    std::vector<std::int64_t> x(n);
+    std::vector<std::uint8_t> f(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      x[i] = static_cast<std::int64_t>(rng() % 100) - 50;
+      f[i] = rng() % 5 == 0;
+    }
+    std::vector<std::size_t> cuts{0, n};
+    for (int c = 0; c < 4; ++c) cuts.push_back(rng() % (n + 1));
+    std::sort(cuts.begin(), cuts.end());
+    std::vector<ScanCarry> pieces;
+    for (std::size_t p = 0; p + 1 < cuts.size(); ++p) {
+      ScanCarry c;
+      std::int64_t run = 0;
+      for (std::size_t i = cuts[p]; i < cuts[p + 1]; ++i) {
+        if (f[i]) {
+          run = 0;
+          c.reset = true;
+        }
+        run += x[i];
+        c.empty = false;
+      }
+      c.value = int_value(run);
+      pieces.push_back(c);
+    }
+    const std::vector<ScanCarry> into = exclusive_carries(Op::kSum, pieces);
+    for (std::size_t p = 0; p + 1 < cuts.size(); ++p) {
+      // What really reaches piece p: the running value before it, unless nothing came before.
+      std::int64_t run = 0;
+      bool any = false;
+      for (std::size_t i = 0; i < cuts[p]; ++i) {
+        if (f[i]) run = 0;
+        run += x[i];
+        any = true;
+      }
+      CAPTURE(trial, p);
+      REQUIRE(into[p].empty == !any);
+      if (any) CHECK(into[p].value.i == run);
+    }
+  }
+}
+
+TEST_CASE("the host carry pass stops at the first segment start", "[shares]") {
+  std::vector<std::int64_t> y{1, 2, 3, 4, 5};
+  std::vector<std::uint8_t> flags{0, 0, 1, 0, 0};
+  apply_carry_host(Op::kSum, DType::kInt64, reinterpret_cast<unsigned char*>(y.data()), 5,
+                   flags.data(), int_value(10));
+  CHECK(y == std::vector<std::int64_t>{11, 12, 3, 4, 5});
+  std::vector<float> m{1.0f, -3.0f, 2.0f};
+  Value c;
+  c.type = DType::kFloat;
+  c.f = 0.5;
+  apply_carry_host(Op::kMax, DType::kFloat, reinterpret_cast<unsigned char*>(m.data()), 3, nullptr,
+                   c);
+  CHECK(m == std::vector<float>{1.0f, 0.5f, 2.0f});
+  CHECK(first_flag(flags.data(), 5) == 2);
+  CHECK(first_flag(nullptr, 5) == 5);
+}
+
+TEST_CASE("two devices give the one-device answer for every op and type", "[shares][cli]") {
+  const char* types[] = {"int32", "uint32", "int64", "uint64", "float", "double"};
+  const char* ops[] = {"sum", "prod", "min", "max", "argmin", "argmax"};
+  for (const char* t : types) {
+    for (const char* op : ops) {
+      const std::string args = std::string("--variant fast --format json --repeat 1 --warmup 0 ") +
+                               "--size 20011 --op " + op + " --type " + t;
+      CAPTURE(args);
+      const auto one = run_cli(args, kTimeout);
+      const auto two = run_cli(two_devices() + " --shares 2,3 " + args, kTimeout);
+      REQUIRE(one.code == 0);
+      REQUIRE(two.code == 0);
+      const std::string a = first_row(one.out), b = first_row(two.out);
+      CAPTURE(a, b);
+      CHECK(field(b, "verified") == "true");
+      CHECK(field(b, "devices") == "2");
+      CHECK(field(b, "expected") == field(a, "expected"));
+      const bool exact = std::string(t).find("int") != std::string::npos ||
+                         std::string(op) != "sum" && std::string(op) != "prod";
+      if (exact) CHECK(field(b, "result") == field(a, "result"));
+      if (std::string(op).rfind("arg", 0) == 0) CHECK(field(b, "index") == field(a, "index"));
+    }
+  }
+}
+
+TEST_CASE(
+    "two devices: scans equal the one-device output element by element, segments and "
+    "ties spanning the shares",
+    "[shares][cli]") {
+  const TempDir d;
+  for (const std::string& mode :
+       {std::string("--op sum --type int32"), std::string("--op sum --type int32 --exclusive"),
+        std::string("--op max --type float --segment-length 3001"),
+        std::string("--op sum --type int64 --segment-length 7 --exclusive"),
+        std::string("--op prod --type uint32 --segment-length 5000"),
+        std::string("--op min --type double --exclusive")}) {
+    for (const char* v : {"scan-hierarchical", "scan-lookback", "scan-fast"}) {
+      const std::string args = std::string("--variant ") + v +
+                               " --size 10007 --format json --repeat 1 --warmup 0 " + mode;
+      CAPTURE(args);
+      const auto one = run_cli(args + " --output " + (d / "one.npy"), kTimeout);
+      const auto two =
+          run_cli(two_devices() + " " + args + " --output " + (d / "two.npy"), kTimeout);
+      REQUIRE(one.code == 0);
+      REQUIRE(two.code == 0);
+      CHECK(field(first_row(two.out), "verified") == "true");
+      CHECK(field(first_row(two.out), "devices") == "2");
+      CHECK(read_file(d / "one.npy") == read_file(d / "two.npy"));
+    }
+  }
+  // An extreme tied in both shares: the first index wins; an empty share changes nothing.
+  std::vector<std::int32_t> ints(1000, 0);
+  ints[10] = 9;
+  ints[990] = 9;
+  HostArray a;
+  a.type = DType::kInt32;
+  a.n = ints.size();
+  a.bytes.resize(ints.size() * 4);
+  std::memcpy(a.bytes.data(), ints.data(), a.bytes.size());
+  write_npy(d / "ties.npy", a);
+  for (const char* shares : {"1,1", "0,1", "1,0", "1,99"}) {
+    const auto r = run_cli(two_devices() + " --shares " + shares + " --input " + (d / "ties.npy") +
+                               " --op argmax --variant fast,topdown --format json",
+                           kTimeout);
+    CAPTURE(shares, r.out);
+    CHECK(r.code == 0);
+    CHECK(field(first_row(r.out), "index") == "10");
+    CHECK(field(first_row(r.out), "verified") == "true");
+  }
+}
+
+TEST_CASE("--device lists and --shares: bad values are one-line errors, exit 2", "[shares][cli]") {
+  for (const std::string& args :
+       {std::string("--device 0, --size 100"), std::string("--device 0,0 --shares 1 --size 100"),
+        std::string("--device 0,0 --shares 1,-2 --size 100"),
+        std::string("--device 0,0 --shares 0,0 --size 100"),
+        std::string("--device 0,0 --shares 1,x --size 100"),
+        std::string("--device 0 --shares 1,2 --size 100"), std::string("--device 0,99 --size 100"),
+        std::string("--device all-accelerators")}) {
+    CAPTURE(args);
+    const auto r = run_cli(args, kTimeout);
+    CHECK(r.code == 2);
+    CHECK(clreduce::test::count_lines(r.out) == 1);
+    CHECK_THAT(r.out, ContainsSubstring("clreduce: "));
+  }
+}
