@@ -288,6 +288,19 @@ std::string descr_of(DType t) {
   return "<?0";
 }
 
+// The element type of a header's descr, for the types read_npy() reads.
+DType array_dtype(const std::string& path, const Header& h, Descr& d) {
+  if (h.descr.kind != PyValue::kStr || !parse_descr(h.descr.str, d) || d.size < 4)
+    unsupported_dtype(path, h.descr, "int32, uint32, int64, uint64, float32, float64");
+  if (d.kind == 'i') return d.size == 4 ? DType::kInt32 : DType::kInt64;
+  if (d.kind == 'u') return d.size == 4 ? DType::kUInt32 : DType::kUInt64;
+  return d.size == 4 ? DType::kFloat : DType::kDouble;
+}
+
+void swap_bytes(Bytes& bytes, std::size_t size) {
+  for (std::size_t k = 0; k < bytes.size(); k += size) std::reverse(&bytes[k], &bytes[k] + size);
+}
+
 }  // namespace
 
 HostArray read_npy(const std::string& path) {
@@ -296,19 +309,47 @@ HostArray read_npy(const std::string& path) {
   const Header h = read_header(in, path, data_at, data_bytes);
   Descr d;
   HostArray a;
-  if (h.descr.kind != PyValue::kStr || !parse_descr(h.descr.str, d) || d.size < 4)
-    unsupported_dtype(path, h.descr, "int32, uint32, int64, uint64, float32, float64");
-  if (d.kind == 'i')
-    a.type = d.size == 4 ? DType::kInt32 : DType::kInt64;
-  else if (d.kind == 'u')
-    a.type = d.size == 4 ? DType::kUInt32 : DType::kUInt64;
-  else
-    a.type = d.size == 4 ? DType::kFloat : DType::kDouble;
+  a.type = array_dtype(path, h, d);
   // Little-endian data is used where it lies in the file; big-endian is read and swapped.
   read_data(in, path, h, d.size, data_at, data_bytes, a.n, a.bytes, !d.big);
-  if (d.big)
-    for (std::size_t k = 0; k < a.bytes.size(); k += d.size)
-      std::reverse(&a.bytes[k], &a.bytes[k] + d.size);
+  if (d.big) swap_bytes(a.bytes, d.size);
+  return a;
+}
+
+NpyInfo npy_info(const std::string& path) {
+  const InputFile in(path, Errc::kInput);
+  std::uint64_t data_at = 0, data_bytes = 0;
+  const Header h = read_header(in, path, data_at, data_bytes);
+  Descr d;
+  NpyInfo info;
+  info.type = array_dtype(path, h, d);
+  std::size_t n = 0;
+  check_data(path, h, d.size, data_bytes, n);
+  info.n = n;
+  info.data_at = data_at;
+  info.big_endian = d.big;
+  return info;
+}
+
+HostArray read_npy_slice(const std::string& path, std::uint64_t first, std::uint64_t count) {
+  const InputFile in(path, Errc::kInput);
+  std::uint64_t data_at = 0, data_bytes = 0;
+  const Header h = read_header(in, path, data_at, data_bytes);
+  Descr d;
+  HostArray a;
+  a.type = array_dtype(path, h, d);
+  std::size_t n = 0;
+  check_data(path, h, d.size, data_bytes, n);
+  if (first > n || count > n - first)
+    fail(path, "elements [" + std::to_string(first) + ", " + std::to_string(first) + " + " +
+                   std::to_string(count) + ") run past the end of its " + std::to_string(n) +
+                   " elements");
+  a.n = static_cast<std::size_t>(count);
+  const std::uint64_t at = data_at + first * d.size, bytes = count * d.size;
+  if (!d.big && bytes >= kMapAtLeast && in.map(at, bytes, a.bytes)) return a;
+  a.bytes.allocate_uninit(static_cast<std::size_t>(bytes));
+  if (bytes) in.read_at(at, a.bytes.data(), bytes);
+  if (d.big) swap_bytes(a.bytes, d.size);
   return a;
 }
 
@@ -333,14 +374,9 @@ std::vector<std::uint8_t> read_npy_flags(const std::string& path) {
   return std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + n);
 }
 
-void write_npy(const std::string& path, const HostArray& a) {
-  const std::string descr = descr_of(a.type);
-  const auto size = static_cast<std::size_t>(descr[2] - '0');
-  if (size == 0 || a.n > a.bytes.size() / size || a.n * size != a.bytes.size())
-    fail(path, "internal error: array of " + std::to_string(a.n) + " elements holds " +
-                   std::to_string(a.bytes.size()) + " bytes");
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" +
-                       std::to_string(a.n) + ",), }";
+std::string npy_header(DType t, std::uint64_t n) {
+  std::string header = "{'descr': '" + descr_of(t) + "', 'fortran_order': False, 'shape': (" +
+                       std::to_string(n) + ",), }";
   // Pad with spaces and a newline so the data starts at a multiple of 64; v2.0 when v1.0's 16 bits
   // are short.
   std::size_t prefix = 10;
@@ -352,10 +388,18 @@ void write_npy(const std::string& path, const HostArray& a) {
   pre += '\0';
   for (std::size_t k = 0; k < prefix - 8; ++k)
     pre += static_cast<char>((header.size() >> (8 * k)) & 0xff);
+  return pre + header;
+}
 
+void write_npy(const std::string& path, const HostArray& a) {
+  const std::size_t size = dtype_size(a.type);
+  if (size == 0 || a.n > a.bytes.size() / size || a.n * size != a.bytes.size())
+    fail(path, "internal error: array of " + std::to_string(a.n) + " elements holds " +
+                   std::to_string(a.bytes.size()) + " bytes");
+  const std::string header = npy_header(a.type, a.n);
   write_file_atomically(
-      path, {pre, header,
-             std::string_view(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size())});
+      path,
+      {header, std::string_view(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size())});
 }
 
 }  // namespace clreduce

@@ -23,4 +23,25 @@ std::vector<std::uint8_t> read_npy_flags(const std::string& path);
 // a partial one.
 void write_npy(const std::string& path, const HostArray& a);
 
+// The preamble and header dict write_npy() writes for n elements of type t (little-endian,
+// C order, 1-D), padded so that the data starts right after it at a multiple of 64 bytes.
+std::string npy_header(DType t, std::uint64_t n);
+
+// What a .npy's header says, read without touching the data: the element type, the number of
+// elements, where the data starts, and whether it is big-endian. Checks everything read_npy()
+// checks (dtype, order, 1-D, that the file holds exactly n elements).
+struct NpyInfo {
+  DType type = DType::kInt32;
+  std::uint64_t n = 0;
+  std::uint64_t data_at = 0;
+  bool big_endian = false;
+};
+NpyInfo npy_info(const std::string& path);
+
+// Elements [first, first + count) of a .npy that read_npy() reads, as host order, without
+// reading the rest of the file: a little-endian slice of 1 MiB or more is mapped copy-on-write
+// (a view, read as it is used), a smaller or big-endian one is read. Throws Error(Errc::kInput)
+// when the slice runs past the array's end.
+HostArray read_npy_slice(const std::string& path, std::uint64_t first, std::uint64_t count);
+
 }  // namespace clreduce

@@ -87,4 +87,12 @@ std::vector<double> gather_ranks(double mine);
 // A barrier (timing the ranks' runs from a common start).
 void barrier_ranks();
 
+// Writes the global .npy of `total` elements from every rank's slice (its elements [first,
+// first + slice.n)), collectively: rank 0 writes the header, every rank its slice (MPI-IO) into
+// a temporary file beside path, renamed over path by rank 0 once every rank's write succeeded
+// and removed on any failure, when every rank throws Error(Errc::kInput). One rank: write_npy().
+// Slices are read back with read_npy_slice() (io/npy.hpp).
+void write_npy_ranks(const std::string& path, const HostArray& slice, std::uint64_t first,
+                     std::uint64_t total, const Ranks& ranks);
+
 }  // namespace clreduce
