@@ -2,6 +2,7 @@
 #include "clreduce/version.hpp"
 
 #include "clreduce/cl.hpp"
+#include "run/ranks.hpp"
 
 namespace clreduce {
 
@@ -16,7 +17,7 @@ std::string build_options() {
 #else
   s += "openmp: no\n";
 #endif
-  s += "mpi: no\n";
+  s += "mpi: " + (mpi_built() ? mpi_library_version() : std::string("not built in")) + "\n";
   return s;
 }
 

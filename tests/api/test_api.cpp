@@ -76,7 +76,11 @@ TEST_CASE("api: devices are listed and opened by index or name", "[api]") {
   CHECK(dev.queue()() != nullptr);
   CHECK(dev.device()() != nullptr);
   CHECK(std::string(clreduce::version()) == CLREDUCE_VERSION);
-  CHECK_THAT(clreduce::build_options(), ContainsSubstring("mpi: no"));
+#if CLREDUCE_HAVE_MPI
+  CHECK_THAT(clreduce::build_options(), ContainsSubstring("\nmpi: Open MPI v"));
+#else
+  CHECK_THAT(clreduce::build_options(), ContainsSubstring("\nmpi: not built in\n"));
+#endif
 }
 
 TEST_CASE("api: reduce a host array: value, timings, plan, verdict, no rebuild", "[api]") {

@@ -61,7 +61,11 @@ TEST_CASE("clreduce --version names the version, the build options and the kerne
   CHECK_THAT(r.out, ContainsSubstring(std::string("clreduce ") + CLREDUCE_VERSION + "\n"));
   CHECK_THAT(r.out, ContainsSubstring("\nopencl: API 1.2"));
   CHECK_THAT(r.out, ContainsSubstring("\nopenmp: "));
-  CHECK_THAT(r.out, ContainsSubstring("\nmpi: no\n"));
+#if CLREDUCE_HAVE_MPI
+  CHECK_THAT(r.out, ContainsSubstring("\nmpi: Open MPI v"));
+#else
+  CHECK_THAT(r.out, ContainsSubstring("\nmpi: not built in\n"));
+#endif
   // A build-tree run reads the source tree's kernels.
   CHECK_THAT(r.out,
              ContainsSubstring(std::string("\nkernels: ") + CLREDUCE_SOURCE_KERNEL_DIR + "\n"));

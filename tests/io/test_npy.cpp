@@ -395,3 +395,47 @@ TEST_CASE("npy maps large little-endian data where it lies; big-endian and small
   CHECK(!s.bytes.is_view());
   CHECK(s.bytes == small.bytes);
 }
+
+TEST_CASE("npy_info and read_npy_slice: a slice alone, either byte order, the header as written",
+          "[npy]") {
+  // Big-endian, version 2.0: elements [1, 3) of 4, swapped to host order; a small slice is read.
+  const std::string be =
+      put("slice_be.npy",
+          npy(dict(">i8", "(4,)"), raw<std::int64_t>({7, -8, 0x0102030405060708, 9}, true), 2, 0));
+  const NpyInfo bi = npy_info(be);
+  CHECK(bi.type == DType::kInt64);
+  CHECK(bi.n == 4);
+  CHECK(bi.big_endian);
+  CHECK(bi.data_at % 64 == 0);
+  const HostArray s = read_npy_slice(be, 1, 2);
+  REQUIRE(s.type == DType::kInt64);
+  REQUIRE(s.n == 2);
+  CHECK(s.as<std::int64_t>()[0] == -8);
+  CHECK(s.as<std::int64_t>()[1] == 0x0102030405060708);
+  CHECK(!s.bytes.is_view());
+  CHECK(read_npy_slice(be, 4, 0).n == 0);
+  CHECK_THROWS_AS(read_npy_slice(be, 3, 2), Error);
+  CHECK_THROWS_AS(read_npy_slice(be, 5, 0), Error);
+  // Little-endian and large: the slice is a view of the file where it lies.
+  std::vector<float> v(1 << 20);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 0.5f;
+  write_npy(tmp("slice_le.npy"), host(DType::kFloat, v));
+  const NpyInfo li = npy_info(tmp("slice_le.npy"));
+  CHECK(li.type == DType::kFloat);
+  CHECK(li.n == v.size());
+  CHECK(!li.big_endian);
+  CHECK(li.data_at == npy_header(DType::kFloat, v.size()).size());
+  const HostArray l = read_npy_slice(tmp("slice_le.npy"), 12345, 300000);
+  CHECK(l.bytes.is_view());
+  REQUIRE(l.n == 300000);
+  CHECK(std::memcmp(l.bytes.data(), v.data() + 12345, 300000 * sizeof(float)) == 0);
+  // npy_header is what write_npy writes in front of the data.
+  std::ifstream f(tmp("slice_le.npy"), std::ios::binary);
+  std::string head(li.data_at, '\0');
+  f.read(&head[0], static_cast<std::streamsize>(head.size()));
+  CHECK(head == npy_header(DType::kFloat, v.size()));
+  CHECK_THAT(head, ContainsSubstring("'shape': (1048576,)"));
+  // What read_npy refuses, npy_info refuses too.
+  CHECK_THROWS_AS(npy_info(put("slice_i2.npy", npy(dict("<i2", "(1,)"), "ab"))), Error);
+  CHECK_THROWS_AS(npy_info(put("slice_short.npy", npy(dict("<i4", "(2,)"), "abcd"))), Error);
+}
