@@ -32,6 +32,7 @@
 #include "reduce/ladder.hpp"
 #include "reduce/variant.hpp"
 #include "run/omp_wait.hpp"
+#include "run/ranks.hpp"
 #include "run/runner.hpp"
 #include "run/scan_runner.hpp"
 #include "runtime/context.hpp"
@@ -121,6 +122,24 @@ std::string count_words(std::uint64_t n) {
   return std::to_string(n);
 }
 
+// "rank 2: " under mpirun, else "".
+std::string rank_words(const Ranks& r) {
+  return r.many() ? "rank " + std::to_string(r.rank) + ": " : "";
+}
+
+// A rank's segment flags: its slice of the file's, or a start every `length` global elements.
+std::vector<std::uint8_t> slice_flags(std::uint64_t total, const Slice& s, const std::string& file,
+                                      std::size_t length) {
+  if (!file.empty()) {
+    const std::vector<std::uint8_t> all = segment_flags(total, file, 0);
+    return {all.begin() + static_cast<std::ptrdiff_t>(s.first),
+            all.begin() + static_cast<std::ptrdiff_t>(s.first + s.count)};
+  }
+  std::vector<std::uint8_t> f(s.count, 0);
+  for (std::uint64_t i = 0; i < s.count; ++i) f[i] = (s.first + i) % length == 0;
+  return f;
+}
+
 // "device 0: NAME (PLATFORM)  " or, for several, "devices 1, 0: NAME + NAME  ".
 std::string devices_words(const std::vector<DeviceInfo>& devs) {
   if (devs.size() == 1)
@@ -159,7 +178,7 @@ std::vector<double> parse_shares(const std::string& text, std::size_t devices) {
   return w;
 }
 
-int run(int argc, char** argv) {
+int run(int argc, char** argv, const Ranks& ranks) {
   CLI::App app{
       "clreduce: run, verify and time parallel reductions and prefix scans on OpenCL devices.\n"
       "Every result is checked against the sequential loop on the host."};
@@ -280,6 +299,15 @@ int run(int argc, char** argv) {
     return kExitUsage;
   }
 
+  // MPI ranks: rank 0 prints; the others run, check and time their slices silently.
+  if (!ranks.root()) std::cout.setstate(std::ios::failbit);
+  if (ranks.many()) {
+    if (peers) throw Error(Errc::kUsage, "--peers does not run under mpirun (one rank per device)");
+    if (measure_copy)
+      throw Error(Errc::kUsage, "--measure-copy does not run under mpirun (one rank per device)");
+    if (app.count("--shares"))
+      throw Error(Errc::kUsage, "--shares does not run under mpirun: each rank has one device");
+  }
   if (show_version) {
     std::cout << "clreduce " << version() << "\n" << build_options();
     try {
@@ -370,6 +398,9 @@ int run(int argc, char** argv) {
   check_scan_flags(plan, the_op, exclusive || segmented || !output.empty());
   const bool ladder = variant == "ladder";
   const std::size_t n = input.empty() ? parse_size(size) : 0;
+  // Under mpirun each rank owns a contiguous slice of the global array (run/ranks.hpp).
+  const std::uint64_t total_n = input.empty() ? n : (ranks.many() ? npy_info(input).n : 0);
+  const Slice slice = rank_slice(total_n, ranks.rank, ranks.size);
   if (!output.empty()) check_output_path(output);  // before any work, not after it
 
   Progress progress(!verbose);  // --verbose writes its own lines to stderr
@@ -388,7 +419,9 @@ int run(int argc, char** argv) {
     print_devices(devices);
     return kExitOk;
   }
-  const std::vector<DeviceInfo> devs = select_devices(devices, device);
+  std::vector<DeviceInfo> devs = select_devices(devices, device);
+  // A rank takes one of the devices named, by its rank on the host.
+  if (ranks.many()) devs = {devs[static_cast<std::size_t>(ranks.local_rank) % devs.size()]};
   const DeviceInfo& dev = devs.front();
   if (list_devices_flag) {
     print_devices(devs);
@@ -421,13 +454,13 @@ int run(int argc, char** argv) {
   HostArray data;
   if (!input.empty()) {
     progress.show("reading " + (input == "-" ? std::string("standard input") : input));
-    data = read_input(input);
+    data = ranks.many() ? read_npy_slice(input, slice.first, slice.count) : read_input(input);
     if (app.count("--type") && data.type != the_type)
       throw Error(Errc::kUsage, (input == "-" ? std::string("standard input") : input) + " holds " +
                                     dtype_name(data.type) + ", not --type " + type);
   }
   const DType elem = input.empty() ? the_type : data.type;
-  const std::size_t count = input.empty() ? n : data.n;
+  const std::size_t count = input.empty() ? (ranks.many() ? slice.count : n) : data.n;
   const DType acc_type = resolve_acc(the_op, elem, acc);
   if ((elem == DType::kDouble || acc_type == DType::kDouble) && !dev.fp64)
     throw Error(Errc::kUnsupported, dev.name + " has no double precision (cl_khr_fp64); try float");
@@ -454,7 +487,8 @@ int run(int argc, char** argv) {
   std::vector<std::uint8_t> flags;
   if (!plan.scan.empty() && segmented) {
     progress.show("reading segment flags");
-    flags = segment_flags(count, segments, segment_length);
+    flags = ranks.many() ? slice_flags(total_n, slice, segments, segment_length)
+                         : segment_flags(count, segments, segment_length);
   }
   // The problems plans are made for: the whole array, or one chunk of it.
   ReduceProblem rp;
@@ -490,7 +524,8 @@ int run(int argc, char** argv) {
 
   if (input.empty()) {
     progress.show("generating " + count_words(n) + " " + dtype_name(the_type) + " elements");
-    data = generate(the_type, n, seed);
+    data = ranks.many() ? generate(the_type, slice.count, seed, slice.first)
+                        : generate(the_type, n, seed);
   }
 
   RunConfig cfg;
@@ -501,6 +536,11 @@ int run(int argc, char** argv) {
   cfg.local_size = local_size;
   cfg.acc = acc;
   cfg.share_weights = share_weights;
+  if (ranks.many()) {
+    cfg.ranks = &ranks;
+    cfg.first = slice.first;
+    cfg.total = total_n;
+  }
   // Peers run beside reductions and beside scans; beside the ladder they are rows of their own,
   // outside its chain of speedups.
   const bool reduce_peer = peers && !plan.reduce.empty();
@@ -515,7 +555,8 @@ int run(int argc, char** argv) {
         format ==
             "table")  // after the first run, so an unusable --local-size is the only line printed
       std::cout << devices_words(devs) << op_name(the_op) << " " << dtype_name(data.type)
-                << "  n = " << data.n
+                << "  n = " << (ranks.many() ? total_n : data.n)
+                << (ranks.many() ? "  ranks = " + std::to_string(ranks.size) : std::string())
                 << (plan.scan.empty()
                         ? std::string()
                         : std::string("  scans: ") + (exclusive ? "exclusive" : "inclusive") +
@@ -631,7 +672,10 @@ int run(int argc, char** argv) {
               << "x the fastest; ratios against it are not quoted\n";
   if (!output.empty() && have_result) {
     progress.show("writing " + output);
-    write_npy(output, scans->last_output());
+    if (ranks.many())
+      write_npy_ranks(output, scans->last_output(), slice.first, total_n, ranks);
+    else
+      write_npy(output, scans->last_output());
     progress.clear();
     if (!result_from.empty())
       std::cerr << "clreduce: wrote " << output << " from " << result_from
@@ -649,35 +693,51 @@ int main(int argc, char** argv) {
       reexec_with_passive_omp_wait(argv);
       break;
     }
+  // Under mpirun, MPI starts here; otherwise one rank and MPI is never touched.
+  static Ranks ranks;
+  ranks = init_ranks(&argc, &argv);
   // A timeout ends the process where it happens: the device may still be using memory that
-  // unwinding would free.
+  // unwinding would free. Under mpirun it ends every rank.
   set_timeout_handler([](const Error& e) {
     std::cout.flush();
-    std::cerr << "clreduce: " << flag_words(e) << "\n";
+    std::cerr << "clreduce: " << rank_words(ranks) << flag_words(e) << "\n";
     std::cerr.flush();
+    if (ranks.many()) abort_ranks(exit_code(e.category()));
     std::_Exit(exit_code(e.category()));
   });
+  // An error every rank meets alike (a bad flag or file) is printed once and every rank leaves
+  // with its code; any other ends every rank (MPI_Abort), since the others may wait on it.
+  const auto fail = [&](Errc c, const std::string& what) {
+    const bool alike = c == Errc::kUsage || c == Errc::kInput;
+    if (!alike || ranks.root())
+      std::cerr << "clreduce: " << (alike ? "" : rank_words(ranks)) << what << "\n";
+    if (ranks.many()) {
+      if (!alike) abort_ranks(exit_code(c));
+      finalize_ranks();
+    }
+    return exit_code(c);
+  };
   try {
-    return run(argc, argv);
+    const int rc = run(argc, argv, ranks);
+    finalize_ranks();
+    return rc;
   } catch (const Error& e) {
-    std::cerr << "clreduce: " << flag_words(e) << "\n";
     if (e.category() == Errc::kTimeout) {
       // A device that stopped responding can block the release of its queue and buffers: leave
       // without running destructors.
+      std::cerr << "clreduce: " << rank_words(ranks) << flag_words(e) << "\n";
       std::cout.flush();
       std::cerr.flush();
+      if (ranks.many()) abort_ranks(exit_code(e.category()));
       std::_Exit(exit_code(e.category()));
     }
-    return exit_code(e.category());
+    return fail(e.category(), flag_words(e));
   } catch (const cl::Error& e) {
     const Error described = describe_cl_error(e);  // allocation failures exit 5
-    std::cerr << "clreduce: " << described.what() << "\n";
-    return exit_code(described.category());
+    return fail(described.category(), described.what());
   } catch (const std::bad_alloc&) {
-    std::cerr << "clreduce: out of host memory\n";
-    return kExitUnsupported;
+    return fail(Errc::kUnsupported, "out of host memory");
   } catch (const std::exception& e) {
-    std::cerr << "clreduce: " << e.what() << "\n";
-    return kExitOpenCL;
+    return fail(Errc::kRuntime, e.what());
   }
 }

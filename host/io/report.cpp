@@ -123,7 +123,9 @@ std::string table_parts(const RunRecord& r) {
     const std::string who =
         p.rank >= 0 ? "rank " + std::to_string(p.rank) : "device " + std::to_string(p.device_index);
     const std::string range = "[" + std::to_string(p.first) + ", +" + std::to_string(p.n) + ")";
-    const std::string name = (i == slow ? "slowest: " : "") + p.device;
+    // A rank's row names no device (each rank knows only its own).
+    const std::string name =
+        p.rank >= 0 ? (i == slow ? "slowest" : "") : (i == slow ? "slowest: " : "") + p.device;
     char line[512];
     std::snprintf(line, sizeof line, "  %-20s %-28s %-8s %9.4f  %10.4f %9.2f   %s\n", who.c_str(),
                   range.c_str(), p.verified ? "yes" : "NO", p.kernel_ms, p.wall_ms, p.gbps,

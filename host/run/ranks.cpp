@@ -229,6 +229,20 @@ Combined allreduce_value(Op op, const Value& mine, bool empty) {
   return c;
 }
 
+Value last_of_ranks(const Value& mine, bool empty) {
+  Value v = mine;
+#if CLREDUCE_HAVE_MPI
+  if (g_mpi) {
+    int me = empty ? -1 : g_ranks.rank, last = -1;
+    MPI_Allreduce(&me, &last, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (last >= 0) MPI_Bcast(&v, sizeof v, MPI_BYTE, last, MPI_COMM_WORLD);
+  }
+#else
+  (void)empty;
+#endif
+  return v;
+}
+
 ScanCarry exscan_carry(Op op, const ScanCarry& mine, double* ms) {
   ScanCarry r;  // empty: rank 0's, and the only rank's
   double t = 0.0;

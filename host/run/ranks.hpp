@@ -13,6 +13,7 @@
 #include "clreduce/types.hpp"
 #include "run/fold.hpp"
 #include "verify/float_check.hpp"
+#include "verify/scan_reference.hpp"
 
 namespace clreduce {
 
@@ -63,19 +64,8 @@ Combined allreduce_value(Op op, const Value& mine, bool empty);
 // this rank's slice from the slices before it (empty on rank 0). ms: the MPI call's wall time.
 ScanCarry exscan_carry(Op op, const ScanCarry& mine, double* ms = nullptr);
 
-// The host reference's state at a slice's end, for distributed verification of scans: the
-// exact running value (integers, min, max: `exact`, of the accumulator type) or the long double
-// running value and the magnitudes the float check needs (sum, prod of floats), the number of
-// elements since the last segment start, whether a segment starts in the slice, whether it is
-// empty. fold_ref_state(earlier, later) is the flag operator on these.
-struct ScanRefState {
-  Value exact;
-  long double run = 0.0L;
-  Magnitudes mag;
-  std::uint64_t count = 0;
-  bool reset = false;
-  bool empty = true;
-};
+// The host reference's state at a slice's end (verify/scan_reference.hpp's ScanRefState), for
+// distributed verification of scans; fold_ref_state(earlier, later) is the flag operator on these.
 ScanRefState fold_ref_state(Op op, const ScanRefState& earlier, const ScanRefState& later);
 ScanRefState exscan_ref_state(Op op, const ScanRefState& mine);
 
@@ -84,6 +74,9 @@ ScanRefState exscan_ref_state(Op op, const ScanRefState& mine);
 bool all_ranks(bool mine);
 std::uint64_t sum_ranks(std::uint64_t mine);
 std::vector<double> gather_ranks(double mine);
+// The value of the last rank whose slice is not empty (mine when no rank has one): a scan's
+// last element, which that rank holds.
+Value last_of_ranks(const Value& mine, bool empty);
 // A barrier (timing the ranks' runs from a common start).
 void barrier_ranks();
 

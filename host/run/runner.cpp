@@ -110,6 +110,12 @@ ReduceSession::ReduceSession(Context& ctx, const HostArray& data, Op op, RunConf
   problem_.acc_type = resolve_acc(op, data.type, cfg_.acc);
   check_fp64(problem_.acc());
   layout_ = choose_layout(ctx.info(), ctx.tuning(), data.n, ElementBytes{dtype_size(data.type)});
+  // A rank's empty slice of a larger array has nothing to check or time.
+  const bool empty_slice = data.n == 0 && cfg_.ranks && cfg_.ranks->many() && cfg_.total > 0;
+  if (empty_slice) {
+    expected_.type = problem_.acc_type;
+    return;
+  }
   expected_ = reference_reduce(data, op, problem_.acc_type);  // throws for n = 0 without identity
   stats_ = float_stats(data, op);
   bool checked = false;
@@ -300,14 +306,21 @@ RunRecord ReduceSession::run(const ReduceVariant& v) {
   rec.expected = expected_;
   if (!parts_.empty()) return run_parts(v, rec);
   const ReduceProblem pp = plan_problem();
-  rec.skip_reason = v.unsupported(ctx_, pp);
+  rec.skip_reason = problem_.n ? v.unsupported(ctx_, pp) : "";
+  const bool ranked = cfg_.ranks && cfg_.ranks->many();
+  // Ranks run a variant together or not at all (each collective needs every rank).
+  if (ranked && !all_ranks(rec.skip_reason.empty()) && rec.skip_reason.empty())
+    rec.skip_reason = "another rank's device cannot run it";
   if (!rec.skip_reason.empty()) {
     rec.skipped = true;
     return rec;
   }
   std::unique_ptr<ReducePlan> plan;
-  if (problem_.n == 0) {  // sum and prod: the identity, with no launch
-    rec.result = identity_value(problem_.op, problem_.acc_type);
+  if (problem_.n == 0) {  // sum and prod: the identity, with no launch (a rank's empty slice:
+                          // nothing, which join_ranks() leaves out)
+    rec.result.type = problem_.acc_type;
+    if (has_identity(problem_.op)) rec.result = identity_value(problem_.op, problem_.acc_type);
+    rec.verified = true;
   } else {
     plan = v.plan(ctx_, pp, cfg_.local_size);
     rec.policy = plan->policy();
@@ -328,8 +341,85 @@ RunRecord ReduceSession::run(const ReduceVariant& v) {
     set_layout(rec, layout_, upload_ms_);
   }
   // The chunks' results are folded one after another: one more operation per chunk.
-  finish_reduce(rec, plan ? plan->depth() + (layout_.chunks > 1 ? layout_.chunks : 0) : 0);
+  const std::uint64_t chain = plan ? plan->depth() + (layout_.chunks > 1 ? layout_.chunks : 0) : 0;
+  if (problem_.n > 0 || !ranked) finish_reduce(rec, chain);
+  if (ranked) join_ranks(rec, chain);
   return rec;
+}
+
+void ReduceSession::join_ranks(RunRecord& rec, std::uint64_t chain) {
+  const Ranks& R = *cfg_.ranks;
+  const bool empty = problem_.n == 0;
+  // Indices become global; the slice's own verdict stands beside the whole's.
+  Value mine = rec.result, want = expected_;
+  if (is_arg_op(problem_.op)) {
+    mine.index += static_cast<std::int64_t>(cfg_.first);
+    want.index += static_cast<std::int64_t>(cfg_.first);
+  }
+  const bool slice_ok = rec.verified;
+  const Combined got = allreduce_value(problem_.op, mine, empty);
+  const Combined ref = allreduce_value(problem_.op, want, empty);
+  const std::vector<double> kernel = gather_ranks(rec.kernel_ms);
+  const std::vector<double> wall = gather_ranks(rec.wall_ms);
+  const std::vector<double> sum_abs = gather_ranks(static_cast<double>(stats_.m.abs_sum));
+  const std::vector<double> seq = gather_ranks(rec.seq_ms);
+  bool whole_ok = got.has == ref.has;
+  Verdict v;
+  if (got.has && ref.has) {
+    if (is_float(problem_.acc()) && (problem_.op == Op::kSum || problem_.op == Op::kProd) &&
+        !rec.policy.correctly_rounded) {
+      long double s = 0.0L;
+      for (double x : sum_abs) s += x;
+      // Floats: the slices' checks hold each slice; the whole adds R - 1 operations. A product's
+      // combine is checked slice by slice only (its bound needs every factor's magnitude).
+      v = problem_.op == Op::kSum ? verify(got.value, ref.value, problem_.op, chain + R.size, s)
+                                  : Verdict{true, false, 0.0, ""};
+    } else {
+      v = verify_bitwise(got.value, ref.value);
+      if (!is_float(got.value.type))
+        v.ok = got.value.i == ref.value.i && got.value.u == ref.value.u;
+      v.ok = v.ok && got.value.index == ref.value.index;
+      if (!v.ok) v.why = "the ranks' combined result differs from the combined reference";
+    }
+    whole_ok = whole_ok && (v.ok || v.overflow);
+  }
+  rec.verified = all_ranks(slice_ok && whole_ok);
+  if (!rec.verified && rec.verify_note.empty())
+    rec.verify_note = slice_ok ? v.why : "a rank's slice did not verify";
+  rec.result = got.value;
+  rec.expected = ref.value;
+  rec.ranks = R.size;
+  rec.n = cfg_.total;
+  rec.combine_ms = got.ms;
+  rec.parts.clear();
+  double slowest = -1.0, seq_ms = 0.0;
+  for (int r = 0; r < R.size; ++r) {
+    const Slice sl = rank_slice(cfg_.total, r, R.size);
+    PartInfo p;
+    p.rank = r;
+    p.device = "rank " + std::to_string(r);
+    p.first = sl.first;
+    p.n = sl.count;
+    p.kernel_ms = kernel[static_cast<std::size_t>(r)];
+    p.wall_ms = wall[static_cast<std::size_t>(r)];
+    if (p.kernel_ms > 0)
+      p.gbps = static_cast<double>(p.n * dtype_size(problem_.type)) / (p.kernel_ms * 1e6);
+    p.verified = rec.verified;
+    if (p.kernel_ms > slowest) {
+      slowest = p.kernel_ms;
+      rec.slowest = p.device;
+    }
+    seq_ms += seq[static_cast<std::size_t>(r)];
+    rec.parts.push_back(p);
+  }
+  // The whole: the slowest rank's kernel time, the whole array's bytes, the slices' sequential
+  // loops one after another (as one process would run them).
+  rec.kernel_ms = slowest;
+  rec.seq_ms = seq_ms;
+  if (rec.kernel_ms > 0) {
+    rec.gbps = static_cast<double>(cfg_.total * dtype_size(problem_.type)) / (rec.kernel_ms * 1e6);
+    rec.speedup = rec.seq_ms / rec.kernel_ms;
+  }
 }
 
 RunRecord ReduceSession::run_omp() {

@@ -62,6 +62,9 @@ ScanSession::ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig c
     throw Error(Errc::kInternal,
                 "internal: the sequential scan disagrees with the reference: " + self.why);
   expected_ = self.expected_last;
+  // MPI: the reference's state where this rank's slice starts, from the slices before it.
+  if (cfg_.ranks && cfg_.ranks->many())
+    ref_start_ = exscan_ref_state(op, scan_ref_state(data, mode, opts_.flags));
 }
 
 ScanSession::ScanSession(const std::vector<Context*>& ctxs, const HostArray& data, Op op,
@@ -227,6 +230,103 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
   return rec;
 }
 
+RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const ScanProblem& pp) {
+  const Ranks& R = *cfg_.ranks;
+  const std::size_t n = problem_.n, acc = problem_.acc_bytes();
+  std::unique_ptr<ScanPlan> plan;
+  ChunkedArray* array = nullptr;
+  const std::string what =
+      v.name() + " scan of " + std::to_string(n) + " " + dtype_name(problem_.type) + " elements";
+  if (n > 0) {
+    plan = v.plan(ctx_, pp, cfg_.local_size);
+    rec.policy = plan->policy();
+    array = &device_array();
+  }
+  const unsigned char sentinel = is_float(problem_.acc_type) ? 0xFF : 0xA5;
+  std::vector<double> mpi;
+  std::uint64_t run_index = 0;
+  barrier_ranks();
+  time_device(
+      rec,
+      [&] {
+        host_out_.assign(host_out_.size(), sentinel);
+        if (array) array->prepare_scan(what);
+      },
+      [&](std::vector<cl::Event>& events) {
+        ScanCarry mine;
+        if (array) {
+          array->scan(*plan, events, what, false);
+          mine = array->carry_out(*plan, what);
+        }
+        double ms = 0.0;
+        const ScanCarry into = exscan_carry(problem_.op, mine, &ms);
+        if (array) {
+          if (!into.empty) array->add_carry(*plan, into.value, events, what);
+          array->read_output(what);
+        }
+        if (run_index++ >= cfg_.warmup) mpi.push_back(ms);
+      });
+  set_layout(rec, layout_, upload_ms_);
+  if (n) rec.result = Value::from_bytes(problem_.acc_type, host_out_.data() + (n - 1) * acc);
+  const ScanMode mode{problem_.op, problem_.acc_type, problem_.exclusive};
+  const std::uint64_t depth =
+      (plan ? plan->depth() : 0) + (layout_.chunks > 1 ? layout_.chunks : 0) + R.size;
+  const ScanVerdict verdict =
+      verify_scan(data_, mode, opts_.flags, depth, host_out_.data(), &ref_start_);
+  const std::size_t flag_bytes = problem_.segmented ? n : 0;
+  finish(rec, verdict.ok, verdict.why, verdict.bound,
+         static_cast<double>(data_.bytes.size() + n * acc + flag_bytes));
+  rec.overflow = verdict.overflow;
+  // The whole: every rank's verdict, the wrong elements of all, the last rank's last element,
+  // the slowest rank's kernel time.
+  const std::uint64_t wrong = sum_ranks(verdict.wrong);
+  rec.verified = all_ranks(verdict.ok);
+  const std::vector<double> kernel = gather_ranks(rec.kernel_ms);
+  const std::vector<double> wall = gather_ranks(rec.wall_ms);
+  const std::vector<double> seq = gather_ranks(rec.seq_ms);
+  rec.combine_ms = mpi.empty() ? 0.0 : median(mpi);
+  rec.result = last_of_ranks(rec.result, n == 0);
+  rec.expected = last_of_ranks(verdict.expected_last, n == 0);  // with the carry from before
+  rec.scan->first_wrong =
+      verdict.first_wrong >= 0 ? verdict.first_wrong + static_cast<std::int64_t>(cfg_.first) : -1;
+  rec.scan->wrong_count = wrong;
+  if (!rec.verified && verdict.ok)
+    rec.verify_note = std::to_string(wrong) + " elements wrong on other ranks";
+  rec.ranks = R.size;
+  rec.n = cfg_.total;
+  double slowest = -1.0, seq_ms = 0.0;
+  for (int r = 0; r < R.size; ++r) {
+    const Slice sl = rank_slice(cfg_.total, r, R.size);
+    PartInfo p;
+    p.rank = r;
+    p.device = "rank " + std::to_string(r);
+    p.first = sl.first;
+    p.n = sl.count;
+    p.kernel_ms = kernel[static_cast<std::size_t>(r)];
+    p.wall_ms = wall[static_cast<std::size_t>(r)];
+    if (p.kernel_ms > 0)
+      p.gbps = static_cast<double>(p.n * (dtype_size(problem_.type) + acc) +
+                                   (problem_.segmented ? p.n : 0)) /
+               (p.kernel_ms * 1e6);
+    p.verified = rec.verified;
+    if (p.kernel_ms > slowest) {
+      slowest = p.kernel_ms;
+      rec.slowest = p.device;
+    }
+    seq_ms += seq[static_cast<std::size_t>(r)];
+    rec.parts.push_back(p);
+  }
+  rec.kernel_ms = slowest;
+  rec.seq_ms = seq_ms;
+  if (rec.kernel_ms > 0) {
+    rec.gbps = static_cast<double>(cfg_.total * (dtype_size(problem_.type) + acc) +
+                                   (problem_.segmented ? cfg_.total : 0)) /
+               (rec.kernel_ms * 1e6);
+    rec.speedup = rec.seq_ms / rec.kernel_ms;
+  }
+  return rec;
+}
+
 RunRecord ScanSession::run_omp() {
   RunRecord rec = record("omp", problem_.op, problem_.acc_type);
   rec.kind = "peer";
@@ -290,16 +390,21 @@ RunRecord ScanSession::run(const ScanVariant& v, HostArray* output) {
   rec.expected = expected_;
   rec.scan = ScanRunInfo{problem_.exclusive, problem_.segmented, -1, 0};
   if (!parts_.empty() && refused_.empty()) return run_parts(v, rec);
+  const bool ranked = cfg_.ranks && cfg_.ranks->many();
   ScanProblem pp = problem_;
   if (layout_.chunks > 1) {
     pp.n = layout_.chunk;
     pp.carry_in = true;
   }
-  rec.skip_reason = refused_.empty() ? v.unsupported(ctx_, pp) : refused_;
+  if (ranked) pp.carry_in = true;  // the carry from the ranks before
+  rec.skip_reason = refused_.empty() ? (problem_.n ? v.unsupported(ctx_, pp) : "") : refused_;
+  if (ranked && refused_.empty() && !all_ranks(rec.skip_reason.empty()) && rec.skip_reason.empty())
+    rec.skip_reason = "another rank's device cannot run it";
   if (!rec.skip_reason.empty()) {
     rec.skipped = true;
     return rec;
   }
+  if (ranked) return run_ranked(v, rec, pp);
   const std::size_t n = problem_.n;
   const std::size_t out_bytes = n * problem_.acc_bytes();
   const std::size_t flag_bytes = problem_.segmented ? n : 0;

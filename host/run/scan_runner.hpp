@@ -73,6 +73,10 @@ class ScanSession : public Session {
   };
   std::vector<Part> parts_;
   RunRecord run_parts(const ScanVariant& v, RunRecord rec);
+  // MPI: this rank's slice scanned, the carry from the ranks before it (MPI_Exscan) added on the
+  // device, checked from the reference's state where the slice starts.
+  RunRecord run_ranked(const ScanVariant& v, RunRecord rec, const ScanProblem& pp);
+  ScanRefState ref_start_;
 };
 
 }  // namespace clreduce

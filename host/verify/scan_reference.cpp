@@ -109,9 +109,47 @@ template <class A> void mark_wrong(ScanVerdict& v, std::size_t i, A got, A ref, 
   }
 }
 
+template <class A> A get_as(const Value& v) {
+  if constexpr (std::is_floating_point_v<A>)
+    return static_cast<A>(v.f);
+  else if constexpr (std::is_signed_v<A>)
+    return static_cast<A>(v.i);
+  else
+    return static_cast<A>(v.u);
+}
+
+template <class T, class A>
+ScanRefState ref_state_typed(const HostArray& a, const ScanMode& m, const std::uint8_t* flags) {
+  ScanRefState st;
+  const T* x = a.as<T>();
+  const bool sum = m.op == Op::kSum;
+  const A id = identity<A>(m.op);
+  A acc = id;
+  st.run = sum ? 0.0L : 1.0L;
+  for (std::size_t i = 0; i < a.n; ++i) {
+    if (flags && flags[i]) {
+      acc = id;
+      st.run = sum ? 0.0L : 1.0L;
+      st.mag = Magnitudes{};
+      st.count = 0;
+      st.reset = true;
+    }
+    acc = apply(m.op, acc, static_cast<A>(x[i]));
+    const long double xi = static_cast<long double>(x[i]);
+    st.run = sum ? st.run + xi : st.run * xi;
+    st.mag.add(xi);
+    ++st.count;
+  }
+  st.exact = value_of(acc);
+  st.empty = a.n == 0;
+  return st;
+}
+
 template <class T, class A>
 ScanVerdict verify_typed(const HostArray& a, const ScanMode& m, const std::uint8_t* flags,
-                         std::uint64_t depth, const unsigned char* got_bytes) {
+                         std::uint64_t depth, const unsigned char* got_bytes,
+                         const ScanRefState* start) {
+  const bool carried = start && !start->empty;
   ScanVerdict v;
   const T* x = a.as<T>();
   const std::size_t n = a.n;
@@ -126,9 +164,9 @@ ScanVerdict verify_typed(const HostArray& a, const ScanMode& m, const std::uint8
       // The running long double value and the magnitudes of the elements y_i combines (its
       // segment, up to i), checked by the rule reductions use (float_check.hpp).
       const bool sum = m.op == Op::kSum, single = std::is_same_v<A, float>;
-      long double run = sum ? 0.0L : 1.0L;
-      Magnitudes mag;
-      std::uint64_t count = 0;
+      long double run = carried ? start->run : sum ? 0.0L : 1.0L;
+      Magnitudes mag = carried ? start->mag : Magnitudes{};
+      std::uint64_t count = carried ? start->count : 0;
       std::int64_t first_overflow = -1;
       Magnitudes first_overflow_mag;
       for (std::size_t i = 0; i < n; ++i) {
@@ -179,7 +217,7 @@ ScanVerdict verify_typed(const HostArray& a, const ScanMode& m, const std::uint8
   }
   // Exact: integers (wrapping), min and max.
   const A id = identity<A>(m.op);
-  A acc = id;
+  A acc = carried ? get_as<A>(start->exact) : id;
   for (std::size_t i = 0; i < n; ++i) {
     if (flags && flags[i]) acc = id;
     const A before = acc;
@@ -238,14 +276,25 @@ void sequential_scan(const HostArray& a, const ScanMode& mode,
 
 ScanVerdict verify_scan(const HostArray& a, const ScanMode& mode,
                         const std::vector<std::uint8_t>& flags, std::uint64_t depth,
-                        const unsigned char* got) {
+                        const unsigned char* got, const ScanRefState* start) {
   require_scan_op(mode.op);
   const std::uint8_t* f = flag_ptr(a, flags);
   ScanVerdict v;
   dispatch_pair(a.type, mode.acc, [&](auto tt, auto aa) {
-    v = verify_typed<decltype(tt), decltype(aa)>(a, mode, f, depth, got);
+    v = verify_typed<decltype(tt), decltype(aa)>(a, mode, f, depth, got, start);
   });
   return v;
+}
+
+ScanRefState scan_ref_state(const HostArray& a, const ScanMode& mode,
+                            const std::vector<std::uint8_t>& flags) {
+  require_scan_op(mode.op);
+  const std::uint8_t* f = flag_ptr(a, flags);
+  ScanRefState st;
+  dispatch_pair(a.type, mode.acc, [&](auto tt, auto aa) {
+    st = ref_state_typed<decltype(tt), decltype(aa)>(a, mode, f);
+  });
+  return st;
 }
 
 }  // namespace clreduce

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "clreduce/types.hpp"
+#include "verify/float_check.hpp"
 
 namespace clreduce {
 
@@ -38,6 +39,24 @@ struct ScanVerdict {
   Value expected_last;            // the reference's last element (type mode.acc; 0 for n = 0)
 };
 
+// The reference's running state after a slice of a larger array, for checking the slices of
+// MPI ranks apart (run/ranks.hpp folds them in rank order): the exact running value (integers,
+// min, max: `exact`, of the accumulator type) or the long double running value and the
+// magnitudes of its elements (float sums and products), the elements since the last segment
+// start, whether a segment starts in the slice, and whether it is empty.
+struct ScanRefState {
+  Value exact;
+  long double run = 0.0L;
+  Magnitudes mag;
+  std::uint64_t count = 0;
+  bool reset = false;
+  bool empty = true;
+};
+
+// The state after a's elements, scanned alone (no state before them).
+ScanRefState scan_ref_state(const HostArray& a, const ScanMode& mode,
+                            const std::vector<std::uint8_t>& flags);
+
 // Checks every element of got (a.n values of type mode.acc, as the device wrote them):
 // integers, min and max exactly (NaN matches NaN); float sums and products by check_float()
 // (float_check.hpp) over the elements y_i combines (its segment, up to i): sums |y_i - ref_i| <=
@@ -47,8 +66,9 @@ struct ScanVerdict {
 // scan rounded to the accumulator type; a non-finite y_i must match it, unless an order of those
 // elements may overflow: then ±inf or NaN is accepted and counted in `overflowed`. depth: the
 // longest chain of operations the variant applies.
+// start (null or empty: none): the state the elements before a leave (a slice of a larger array).
 ScanVerdict verify_scan(const HostArray& a, const ScanMode& mode,
                         const std::vector<std::uint8_t>& flags, std::uint64_t depth,
-                        const unsigned char* got);
+                        const unsigned char* got, const ScanRefState* start = nullptr);
 
 }  // namespace clreduce
