@@ -35,6 +35,7 @@
 #include "run/ranks.hpp"
 #include "run/runner.hpp"
 #include "run/scan_runner.hpp"
+#include "run/shares.hpp"
 #include "runtime/context.hpp"
 #include "runtime/device.hpp"
 #include "runtime/kernel_dir.hpp"
@@ -192,7 +193,12 @@ int run(int argc, char** argv, const Ranks& ranks) {
       "\nNoisy timings: when the slowest timed run takes more than 4x the fastest, the time is\n"
       "marked '~' in the table (JSON \"noisy\": true) and ratios against it are not quoted\n"
       "(table 'noisy', JSON null). The OpenMP peer's threads sleep when idle\n"
-      "(OMP_WAIT_POLICY=passive) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.");
+      "(OMP_WAIT_POLICY=passive) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.\n"
+      "\nSeveral devices: --device 0,1 (or nvidia,pocl, all, all-gpus) runs one share of the "
+      "array on\neach device at once (--shares sets them) and combines the shares' results.\n"
+      "MPI: mpirun -n R clreduce ... gives each rank a slice of the array and one device, and\n"
+      "combines the ranks' results (MPI_Allreduce, MPI_Exscan); rank 0 prints. This build: " +
+      (mpi_built() ? mpi_library_version() : std::string("MPI not built in")) + ".");
   std::string device = "0", variant = "fast", op = "sum", type = "int32", format = "table";
   std::string size = "16777216", seed_text = "1", input, kernel_dir, acc;
   std::string warmup_text = "1", repeat_text = "5", local_size_text, segment_length_text;
@@ -207,7 +213,9 @@ int run(int argc, char** argv, const Ranks& ranks) {
   std::string shares_text;
   app.add_option("--shares", shares_text,
                  "several devices: each one's share of the array, relative weights in --device's "
-                 "order (e.g. 1,3; default: equal shares)");
+                 "order (e.g. 1,3), 'rate': each device's measured end-to-end rate on a sample "
+                 "(uploads included: for arrays that cross the link), or 'kernel-rate': its "
+                 "kernel rate (for data already on the devices); default: equal shares");
   app.add_option("--variant", variant,
                  "variant name (scan-* are scans), comma-separated names, 'all', 'all-reduce', "
                  "'all-scan', or 'ladder' (kernels 1-7 as the seeds' table); with a scan-only flag "
@@ -437,8 +445,12 @@ int run(int argc, char** argv, const Ranks& ranks) {
   if (app.count("--shares")) {
     if (devs.size() < 2)
       throw Error(Errc::kUsage, "--shares needs several devices (--device 0,1 or all)");
-    share_weights = parse_shares(shares_text, devs.size());
+    if (shares_text != "rate" && shares_text != "kernel-rate")
+      share_weights = parse_shares(shares_text, devs.size());
   }
+  const bool shares_by_rate =
+      app.count("--shares") && (shares_text == "rate" || shares_text == "kernel-rate");
+  const bool kernel_rate = shares_text == "kernel-rate";
   Context ctx(dev, find_kernel_dir(kernel_dir), verbose, tuning);
   // Several devices: a context (and queue) each, the first being ctx.
   std::vector<std::unique_ptr<Context>> more;
@@ -536,6 +548,44 @@ int run(int argc, char** argv, const Ranks& ranks) {
   cfg.local_size = local_size;
   cfg.acc = acc;
   cfg.share_weights = share_weights;
+  if (shares_by_rate && data.n > 0) {
+    // Each device's end-to-end rate (upload, where the array crosses to it, and one run) on a
+    // sample of the array, alone: the shares follow those rates.
+    const std::size_t sample = std::min<std::size_t>(data.n, std::size_t{1} << 26);
+    const HostArray part = view_of(data, 0, sample);
+    RunConfig probe;
+    probe.warmup = 1;
+    probe.repeat = 3;
+    probe.acc = acc;
+    probe.local_size = local_size;
+    std::string rates;
+    for (Context* c : contexts) {
+      progress.show("measuring " + c->info().name + "'s rate for --shares rate");
+      double gbps = 0.0;
+      if (!plan.reduce.empty()) {
+        ReduceSession s(*c, part, the_op, probe);
+        const RunRecord r = s.run(*plan.reduce.front());
+        gbps = r.skipped ? 0.0 : kernel_rate ? r.gbps : r.e2e_gbps;
+      } else {
+        ScanOptions so;
+        so.exclusive = exclusive;
+        so.segmented = segmented;
+        if (segmented) so.flags = std::vector<std::uint8_t>(sample, 0);
+        ScanSession s(*c, part, the_op, probe, std::move(so));
+        const RunRecord r = s.run(*plan.scan.front());
+        gbps = r.skipped ? 0.0 : kernel_rate ? r.gbps : r.e2e_gbps;
+      }
+      cfg.share_weights.push_back(gbps);
+      char b[64];
+      std::snprintf(b, sizeof b, "%s%.1f", rates.empty() ? "" : ", ", gbps);
+      rates += b;
+    }
+    progress.clear();
+    if (verbose || format == "table")
+      std::cerr << "clreduce: --shares " << shares_text << ": " << rates
+                << (kernel_rate ? " GB/s kernel rates on " : " GB/s end to end on ")
+                << count_words(sample) << " elements\n";
+  }
   if (ranks.many()) {
     cfg.ranks = &ranks;
     cfg.first = slice.first;

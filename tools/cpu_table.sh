@@ -5,7 +5,9 @@
 # in the same process (--peers: medians of 10 after 2 warm-ups, OMP_WAIT_POLICY=passive).
 # DEVICE defaults to pocl. Full JSON rows go to $OUT/cpu.jsonl (or ./cpu.jsonl); a markdown
 # table of the ratios (OpenMP time / clreduce time: above 1, clreduce is ahead) is printed last.
-# MAX_LOG (default 28) caps the sizes.
+# MIN_LOG and MAX_LOG (default 20 and 28) bound the reduction sizes (every second power from
+# MIN_LOG); below 2^20 a PoCL launch's fixed cost shows, so the table also gives `fast` at n = 1
+# (the launch alone) when MIN_LOG < 20.
 set -u
 bin=${1:?usage: cpu_table.sh CLREDUCE [DEVICE]}
 dev=${2:-pocl}
@@ -13,13 +15,14 @@ out=${OUT:-.}
 rows="$out/cpu.jsonl"
 : >"$rows"
 max=${MAX_LOG:-28}
+min=${MIN_LOG:-20}
 fail=0
 run() {
   timeout 300 "$bin" --device "$dev" --format json --peers --repeat 10 --warmup 2 "$@" >>"$rows" ||
     { echo "failed ($?): clreduce $*" >&2; fail=1; }
 }
-for k in 20 22 24 26 28; do
-  [ "$k" -le "$max" ] || continue
+if [ "$min" -lt 20 ]; then run --variant fast --op sum --type int32 --size 1; fi
+for k in $(seq "$min" 2 "$max"); do
   for t in int32 float; do
     for op in sum min argmin; do run --variant fast --op "$op" --type "$t" --size "2^$k"; done
   done
@@ -43,9 +46,10 @@ for r in rows:
         continue
     p = omp.get((r["mode"], r["op"], r["type"], r["acc"], r["n"]))
     k = r["n"].bit_length() - 1
+    k = f"2^{k}" if r["n"] > 1 else "1"
     ratio = "" if not p else f"{p['kernel_ms'] / r['kernel_ms']:.2f}x" + ("~" if r.get("noisy") or p.get("noisy") else "")
     ok = "" if r.get("verified") else " **NOT VERIFIED**"
-    print(f"| {r['variant']} {r['op']} {r['type']} -> {r['acc']}{ok} | 2^{k} | {r['kernel_ms']:.3f} | "
-          f"{r['wall_ms']:.3f} | {'' if not p else format(p['kernel_ms'], '.3f')} | {ratio} |")
+    print(f"| {r['variant']} {r['op']} {r['type']} -> {r['acc']}{ok} | {k} | {r['kernel_ms']:.4f} | "
+          f"{r['wall_ms']:.4f} | {'' if not p else format(p['kernel_ms'], '.4f')} | {ratio} |")
 EOF
 exit $fail
