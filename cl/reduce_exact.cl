@@ -288,6 +288,178 @@ inline void ex_add_scalar(double* f, double r, __local long* sa) {
   if (r != 0.0) sa_add_double(sa, r);
 }
 
+// The work-item's own store: what would otherwise go to the group's superaccumulator through
+// local atomics, element by element, on data that the expansions cannot hold (a wide range of
+// exponents). Each work-item owns its slots in local memory, laid out slot-major ([slot][item]:
+// neighbouring work-items in neighbouring banks whatever slot they touch), so an element costs a
+// few integer operations and plain loads and stores; the group adds the slots up once, at the end.
+#ifndef EX_DIRECT
+#define EX_DIRECT 0  // GPU shape: 1: no expansions, every element into the work-item's store
+#endif
+#ifndef EX_LANE_LIMBS
+#define EX_LANE_LIMBS 0  // GPU shape, doubles: 1: the expansions' leftovers into the store too
+#endif
+#define EX_NO_FPE (EX_DIRECT && !EXACT_CPU)  // the expansions (and their tree) unused
+
+#if CLR_TYPE == 4 && (EX_DIRECT || EXACT_CPU)
+// Floats: 16 bins of doubles, keyed by the top 4 bits of the exponent field (bin k takes biased
+// exponents 16k..16k+15; bin 15 also inf and NaN, which a double sum carries as IEEE says). A float
+// in bin k is an integer multiple of the bin's unit, 2^(16k - 150) (2^-149 for k = 0), and below
+// 2^39 of them, so a double holds the exact sum of 2^14 such (Demmel and Hida's window, fixed in
+// advance instead of found): converted to double and added, exactly, with no test. A set of bins
+// is flushed to the superaccumulator after BIN_FLUSH elements (rare), so each stays below 2^52
+// units. The GPU shape keeps one set per work-item (128 bytes of local memory); the CPU shape one
+// per vector lane, so that consecutive elements do not wait on each other's stores.
+#define EX_BINS 1
+#define BIN_COUNT 16u
+#if EXACT_CPU
+#define BIN_LANES VEC
+#else
+#define BIN_LANES 1
+#endif
+#define BIN_SETS (WG_SIZE * BIN_LANES)
+#define BIN_PER_VEC (VEC / BIN_LANES)  // elements per set per vector
+#define BIN_FLUSH 8192u                // elements per set between flushes: below 2^52 units
+#define BIN_CHUNK 64u                  // sets summed by one work-item at the end: below 2^58
+#define BIN_PARTS ((BIN_SETS + BIN_CHUNK - 1) / BIN_CHUNK)
+#define BIN_EMPTY ((long)0x8000000000000000ul)  // -0.0: nothing (or only -0) added yet
+
+// Bin k's unit is 2^bin_shift(k) superaccumulator units; bin_scale(k) = 2^(149 - bin_shift(k))
+// turns a bin's sum into its integer count of units, exactly.
+inline uint bin_shift(uint k) { return k ? 16u * k - 1u : 0u; }
+inline double bin_scale(uint k) { return as_double((ulong)(1172u - bin_shift(k)) << 52); }
+
+// Adds the VEC floats of t to the bins at my (my[k * BIN_SETS + lane]).
+inline void bin_add_vec(__local long* my, VT t) {
+  ex_bits b;
+  b.v = AS_VB(t);
+  ex_lanes d;
+  d.v = CONVERT_DV(t);
+#pragma unroll
+  for (uint j = 0; j < VEC; ++j) {
+    __local long* p = my + ((b.s[j] >> 27) & 15u) * BIN_SETS + (BIN_LANES > 1 ? j : 0u);
+    *p = as_long(as_double(*p) + d.s[j]);
+  }
+}
+
+// A bin's sum as its integer count of units; inf and NaN, and whether it saw an element other
+// than -0, go to *flags.
+inline long bin_units(long bits, uint k, uint* flags) {
+  const ulong b = (ulong)bits;
+  if (((b >> 52) & 0x7FFul) == 0x7FFul) {
+    *flags |= (b << 12) ? EX_NAN : (b >> 63) ? EX_NINF : EX_PINF;
+    return 0;
+  }
+  if (bits != BIN_EMPTY) *flags |= EX_NOT_NEG_ZERO;
+  return convert_long(as_double(b) * bin_scale(k));
+}
+
+// Adds u * 2^s units (|u| < 2^63) to the superaccumulator.
+inline void sa_add_units(__local long* sa, long u, uint s) {
+  if (u) sa_add(sa, (ulong)(u < 0 ? -u : u), s, u < 0);
+}
+
+// Empties the work-item's bins into the superaccumulator (every BIN_FLUSH elements per set).
+inline void bin_flush(__local long* sa, __local long* my, uint* flags) {
+  for (uint k = 0; k < BIN_COUNT; ++k)
+    for (uint j = 0; j < BIN_LANES; ++j) {
+      __local long* p = my + k * BIN_SETS + j;
+      sa_add_units(sa, bin_units(*p, k, flags), bin_shift(k));
+      *p = BIN_EMPTY;
+    }
+}
+
+// The group's bins into the superaccumulator: work-item q takes bin q % 16 of BIN_CHUNK sets.
+// After a barrier; integer sums, so the order is free.
+inline void bin_merge(__local long* sa, __local long* bins, uint lid, uint* flags) {
+  for (uint q = lid; q < BIN_COUNT * BIN_PARTS; q += WG_SIZE) {
+    const uint k = q % BIN_COUNT, c = q / BIN_COUNT;
+    const uint end = min(c * BIN_CHUNK + BIN_CHUNK, (uint)BIN_SETS);
+    long u = 0;
+    for (uint i = c * BIN_CHUNK; i < end; ++i) u += bin_units(bins[k * BIN_SETS + i], k, flags);
+    sa_add_units(sa, u, bin_shift(k));
+  }
+}
+#endif
+
+#if CLR_TYPE == 5 && !EXACT_CPU && (EX_DIRECT || EX_LANE_LIMBS)
+// Doubles: a whole superaccumulator per work-item (SA_LIMBS limbs of 32-bit digits in 64-bit
+// integers, 544 bytes of local memory; the GPU shape's groups of doubles are small for it). An
+// element adds its 3 pieces with plain loads and stores; a limb takes at most one piece per
+// element, so no carry is needed before the group's 2^29 elements.
+#define EX_LIMBS 1
+#define LIMB_CHUNK 64u
+#define LIMB_PARTS ((WG_SIZE + LIMB_CHUNK - 1) / LIMB_CHUNK)
+
+// Adds (neg ? -1 : 1) * m * 2^s units (m < 2^53) to the limbs at my (my[j * WG_SIZE]).
+inline void lane_add(__local long* my, ulong m, uint s, uint neg) {
+  const uint r = s & 31u;
+  const ulong lo = m << r;
+  const long hi = (long)((m >> 1) >> (63u - r));  // m >> (64 - r), 0 when r = 0
+  const long mask = -(long)neg;                  // (p ^ mask) - mask: p or -p
+  __local long* p = my + (s >> 5) * WG_SIZE;
+  p[0] += ((long)(lo & 0xFFFFFFFFul) ^ mask) - mask;
+  p[WG_SIZE] += ((long)(lo >> 32) ^ mask) - mask;
+  p[2 * WG_SIZE] += (hi ^ mask) - mask;
+}
+
+// Adds one element, by its bits, to the limbs at my; inf and NaN to *flags, and to *nz its bits
+// other than the sign (non-zero once an element other than -0 was seen).
+inline void lane_add_elem(__local long* my, ulong b, uint* flags, ulong* nz) {
+  const uint e = (uint)(b >> 52) & 0x7FFu;
+  ulong m = b & 0xFFFFFFFFFFFFFul;
+  if (e == 0x7FFu) *flags |= m ? EX_NAN : (b >> 63) ? EX_NINF : EX_PINF;
+  m = e == 0x7FFu ? 0ul : e ? m | (1ul << 52) : m;
+  *nz |= b ^ 0x8000000000000000ul;
+  lane_add(my, m, max(e, 1u) - 1u, (uint)(b >> 63));
+}
+
+// Adds the VEC elements of t to the limbs at my.
+inline void lane_add_vec(__local long* my, VT t, uint* flags, ulong* nz) {
+  ex_bits b;
+  b.v = AS_VB(t);
+#pragma unroll
+  for (uint j = 0; j < VEC; ++j) lane_add_elem(my, b.s[j], flags, nz);
+}
+
+#if !EX_DIRECT
+// ex_add_vec with the work-item's limbs in place of the group's superaccumulator: the elements
+// the expansions must not take and what is left after the last term go to my.
+inline void ex_add_vec_lane(DV* e, VT t, __local long* my, uint* flags, ulong* nz) {
+  if (EX_ANY(!ex_fits(t))) {
+    lane_add_vec(my, t, flags, nz);
+    return;
+  }
+  DV r = CONVERT_DV(t);
+#pragma unroll
+  for (uint k = 0; k < FPE_TERMS; ++k) EX_TWO_SUM(DV, e[k], r, 1.0);
+  if (EX_ANY(r != (DV)0.0)) {
+    ex_lanes l;
+    l.v = r;
+#pragma unroll
+    for (uint j = 0; j < VEC; ++j) {
+      const ulong b = as_ulong(l.s[j]);  // finite, a multiple of the unit; 0 adds nothing
+      const uint e2 = (uint)(b >> 52) & 0x7FFu;
+      const ulong m = (b & 0xFFFFFFFFFFFFFul) | (e2 ? 1ul << 52 : 0ul);
+      lane_add(my, m, max(e2, 1u) - 1u, (uint)(b >> 63));
+    }
+  }
+}
+#endif
+
+// The group's limbs into the superaccumulator: work-item q takes limb q % SA_LIMBS of
+// LIMB_CHUNK work-items. After a barrier.
+inline void limb_merge(__local long* sa, __local long* limbs, uint lid) {
+  for (uint q = lid; q < SA_LIMBS * LIMB_PARTS; q += WG_SIZE) {
+    const uint j = q % SA_LIMBS, c = q / SA_LIMBS;
+    const uint end = min(c * LIMB_CHUNK + LIMB_CHUNK, (uint)WG_SIZE);
+    long u = 0;
+    for (uint i = c * LIMB_CHUNK; i < end; ++i) u += limbs[j * WG_SIZE + i];
+    if (u) SA_ADD(sa + j, u);
+  }
+}
+#endif
+
 // Normalises sa[0..SA_LIMBS): limbs below the top in [0, 2^32), the top one signed.
 inline void sa_normalise(__local long* sa) {
   long carry = 0;
@@ -349,8 +521,14 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
   __local long sa[SA_LIMBS];
   __local uint lflags;
   __local int is_last;
-#if WG_SIZE > 1
+#if WG_SIZE > 1 && !EX_NO_FPE
   __local double tree[FPE_TERMS * WG_SIZE];
+#endif
+#ifdef EX_BINS
+  __local long bins[BIN_COUNT * BIN_SETS];
+#endif
+#ifdef EX_LIMBS
+  __local long limbs[SA_LIMBS * WG_SIZE];
 #endif
   const uint lid = (uint)get_local_id(0);
   const uint groups = (uint)get_num_groups(0);
@@ -358,6 +536,17 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
   const ulong gid = (ulong)get_global_id(0);
   for (uint j = lid; j < SA_LIMBS; j += WG_SIZE) sa[j] = 0;
   if (lid == 0) lflags = 0u;
+#ifdef EX_BINS
+  __local long* const my_bins = bins + lid * BIN_LANES;
+  for (uint k = 0; k < BIN_COUNT; ++k)
+    for (uint j = 0; j < BIN_LANES; ++j) my_bins[k * BIN_SETS + j] = BIN_EMPTY;
+  uint binned = 0;  // elements per set since the last flush
+#endif
+#ifdef EX_LIMBS
+  __local long* const my_limbs = limbs + lid;
+  for (uint j = 0; j < SA_LIMBS; ++j) my_limbs[j * WG_SIZE] = 0;
+  ulong nz = 0;  // non-zero once an element other than -0 went to my_limbs
+#endif
   barrier(CLK_LOCAL_MEM_FENCE);
 
   uint flags = 0u;
@@ -441,6 +630,17 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
 #pragma unroll
           for (uint k = 0; k < FPE_TERMS; ++k) e[s][k] = saved[s][k];
       }
+#ifdef EX_BINS
+      // Floats wider than the expansions hold: the block's elements into the bins.
+      for (ulong i = b0; i < b1; ++i)
+#pragma unroll
+        for (uint s = 0; s < STREAMS; ++s) bin_add_vec(my_bins, xv[v + i + s * q]);
+      binned += (uint)(b1 - b0) * STREAMS * BIN_PER_VEC;
+      if (binned > BIN_FLUSH - EX_BLOCK * STREAMS * BIN_PER_VEC) {
+        bin_flush(sa, my_bins, &flags);
+        binned = 0;
+      }
+#else
       // Rare: the block's elements straight into the superaccumulator, by their bits.
       for (ulong i = b0; i < b1; ++i)
 #pragma unroll
@@ -450,20 +650,37 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
 #pragma unroll
           for (uint j = 0; j < VEC; ++j) sa_add_elem(sa, b.s[j], &flags);
         }
+#endif
     }
     for (v += STREAMS * q; v < end; ++v) ex_add_vec(e[0], xv[v], sa, &flags);
   }
 #else
   {  // grid-stride: neighbouring work-items read neighbouring vectors
+#if defined(EX_BINS)
+#define EX_GPU_ADD(t) bin_add_vec(my_bins, (t))
+#elif EX_DIRECT
+#define EX_GPU_ADD(t) lane_add_vec(my_limbs, (t), &flags, &nz)
+#elif defined(EX_LIMBS)
+#define EX_GPU_ADD(t) ex_add_vec_lane(e[0], (t), my_limbs, &flags, &nz)
+#else
+#define EX_GPU_ADD(t) ex_add_vec(e[0], (t), sa, &flags)
+#endif
     ulong v = gid;
     for (; v < nv && nv - v > (UNROLL - 1) * items; v += UNROLL * items) {
       VT t[UNROLL];
 #pragma unroll
       for (uint k = 0; k < UNROLL; ++k) t[k] = xv[v + k * items];
 #pragma unroll
-      for (uint k = 0; k < UNROLL; ++k) ex_add_vec(e[0], t[k], sa, &flags);
+      for (uint k = 0; k < UNROLL; ++k) EX_GPU_ADD(t[k]);
+#ifdef EX_BINS
+      binned += UNROLL * BIN_PER_VEC;
+      if (binned > BIN_FLUSH - UNROLL * BIN_PER_VEC) {  // rare: after BIN_FLUSH elements
+        bin_flush(sa, my_bins, &flags);
+        binned = 0;
+      }
+#endif
     }
-    for (; v < nv; v += items) ex_add_vec(e[0], xv[v], sa, &flags);
+    for (; v < nv; v += items) EX_GPU_ADD(xv[v]);  // fewer than UNROLL: no flush needed
   }
 #endif
 
@@ -487,7 +704,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
     }
   }
 
-#if WG_SIZE > 1
+#if WG_SIZE > 1 && !EX_NO_FPE
   // The group's expansions, folded pairwise: step w -> h = ceil(w / 2) adds f of lid + h to lid's.
 #pragma unroll
   for (uint k = 0; k < FPE_TERMS; ++k) tree[k * WG_SIZE + lid] = f[k];
@@ -506,6 +723,15 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
     barrier(CLK_LOCAL_MEM_FENCE);
     w = h;
   }
+#elif WG_SIZE > 1
+  barrier(CLK_LOCAL_MEM_FENCE);  // every work-item's store written before the merge reads it
+#endif
+#ifdef EX_BINS
+  bin_merge(sa, bins, lid, &flags);
+#endif
+#ifdef EX_LIMBS
+  if (nz) flags |= EX_NOT_NEG_ZERO;
+  limb_merge(sa, limbs, lid);
 #endif
   if (lid == 0) {
 #pragma unroll
