@@ -558,6 +558,38 @@ TEST_CASE("exact: a plan on a sub-buffer, small", "[.oclgrind]") {
   }
 }
 
+// Small enough for Oclgrind: data over the whole exponent range through each store of the GPU
+// shape (one work-item alone past its float bins' first flush; 3 groups of 16) and the CPU
+// shape's bins (groups of 4), bit for bit.
+TEST_CASE("exact: the work-items' stores on data over the whole exponent range, small",
+          "[.oclgrind]") {
+  Context ctx(select_device(list_devices(), clreduce::test::test_device_spec()),
+              CLREDUCE_SOURCE_KERNEL_DIR, false, tuning_from_env());
+  if (!ctx.info().fp64) SKIP("no fp64");
+  struct L {
+    const char* shape;
+    const char* store;
+    std::size_t local;
+    const char* groups;
+    std::size_t n;
+  };
+  for (const L& l : {L{"gpu", "item", 1, "1", 8300}, L{"gpu", "item", 16, "3", 700},
+                     L{"gpu", "expansions", 16, "3", 700}, L{"cpu", "item", 4, "3", 3000}})
+    for (DType type : {DType::kFloat, DType::kDouble}) {
+      if (l.local == 1 && type == DType::kDouble) continue;  // no flush: the 16-group run covers it
+      CAPTURE(l.shape, l.store, l.local, dtype_name(type));
+      const TuningGuard shape(ctx, "exact-shape", l.shape);
+      const TuningGuard store(ctx, "exact-store", l.store);
+      const TuningGuard groups(ctx, "exact-groups", l.groups);
+      const HostArray a = type == DType::kFloat ? array_of(every_exponent<float>(l.n, 3, 228))
+                                                : array_of(every_exponent<double>(l.n, 3, 2014));
+      const cl::Buffer in = upload(ctx, a.bytes);
+      const auto plan = find_reduce_variant("exact")->plan(ctx, sum_of(type, l.n), l.local);
+      CHECK(plan->policy().path.find(l.shape) == 0);
+      CHECK(bits(run_range(ctx, *plan, in, 0, l.n)) == bits(exact_sum(a)));
+    }
+}
+
 TEST_CASE("exact: other ops and types are skipped with a reason", "[exact]") {
   const HostArray ints = generate(DType::kInt32, 100, 1);
   RunConfig cfg;
