@@ -54,6 +54,9 @@
 #define EX_BLOCK_LOG2 6  // CPU shape: 2^this loop steps (STREAMS vectors each) per block
 #endif
 #define EX_BLOCK (1u << EX_BLOCK_LOG2)
+#ifndef EX_SKIP
+#define EX_SKIP 7  // CPU shape: blocks taken straight to the careful path after one that failed
+#endif
 
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
@@ -396,7 +399,7 @@ inline void lane_add(__local long* my, ulong m, uint s, uint neg) {
   const uint r = s & 31u;
   const ulong lo = m << r;
   const long hi = (long)((m >> 1) >> (63u - r));  // m >> (64 - r), 0 when r = 0
-  const long mask = -(long)neg;                  // (p ^ mask) - mask: p or -p
+  const long mask = -(long)neg;                   // (p ^ mask) - mask: p or -p
   __local long* p = my + (s >> 5) * WG_SIZE;
   p[0] += ((long)(lo & 0xFFFFFFFFul) ^ mask) - mask;
   p[WG_SIZE] += ((long)(lo >> 32) ^ mask) - mask;
@@ -575,60 +578,66 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
     ulong v = min(gid * per, nv);
     const ulong end = min(v + per, nv);
     const ulong q = (end - v) / STREAMS;
+    uint skip = 0;  // blocks still to take straight to the careful path
     for (ulong b0 = 0; b0 < q; b0 += EX_BLOCK) {
       const ulong b1 = min(b0 + EX_BLOCK, q);
+      if (skip) {  // the data was wide a block ago: no optimistic try (the careful path is exact)
+        --skip;
+      } else {
 #if CLR_TYPE == 4
-      // Floats: each lane adds its block's floats in plain double arithmetic, which is exact
-      // when all of them lie within a window of binades (Demmel and Hida 2003): a float of
-      // biased exponent E >= Emin is a multiple of 2^(Emin - 150) and below 2^(Emax - 126), so
-      // 2^k of them sum exactly in 53 bits when Emax - Emin <= 29 - k. Per vector: a
-      // conversion, an addition and 4 integer operations tracking the extreme exponents.
-      DV p[STREAMS];
-      VB hi = (VB)0u, lo = (VB)0xFFFFFFFFu;  // of (bits << 1): the exponent in the top byte
+        // Floats: each lane adds its block's floats in plain double arithmetic, which is exact
+        // when all of them lie within a window of binades (Demmel and Hida 2003): a float of
+        // biased exponent E >= Emin is a multiple of 2^(Emin - 150) and below 2^(Emax - 126), so
+        // 2^k of them sum exactly in 53 bits when Emax - Emin <= 29 - k. Per vector: a
+        // conversion, an addition and 4 integer operations tracking the extreme exponents.
+        DV p[STREAMS];
+        VB hi = (VB)0u, lo = (VB)0xFFFFFFFFu;  // of (bits << 1): the exponent in the top byte
 #pragma unroll
-      for (uint s = 0; s < STREAMS; ++s) p[s] = (DV)(-0.0);
-      for (ulong i = b0; i < b1; ++i) {
-        VT t[STREAMS];
-#pragma unroll
-        for (uint s = 0; s < STREAMS; ++s) t[s] = xv[v + i + s * q];
-#pragma unroll
-        for (uint s = 0; s < STREAMS; ++s) {
-          p[s] += CONVERT_DV(t[s]);
-          const VB b2 = AS_VB(t[s]) << 1;
-          hi = max(hi, b2);
-          lo = min(lo, b2 - (VB)1u);  // zeros wrap to 255; powers of two read one binade low
-        }
-      }
-      // Largest exponent (255: an inf or NaN was there) and smallest (subnormals count as 1).
-      const VB emax = hi >> 24, emin = max(lo >> 24, (VB)1u);
-      if (!EX_ANYI(emax > emin + (VB)(29u - EX_BLOCK_LOG2))) {  // 255 never passes
-#pragma unroll
-        for (uint s = 0; s < STREAMS; ++s) ex_add_dv(e[s], p[s], sa);
-        continue;
-      }
-      // Wider than the window: through the expansions, unless wider than they would hold.
-      if (!EX_ANYI(emax > emin + (VB)60u))
-#endif
-      {  // Each element through the TwoSum cascade; the block is kept when nothing was left
-         // over and (doubles) no element was huge (ex_try).
-        DV saved[STREAMS][FPE_TERMS];
-#pragma unroll
-        for (uint s = 0; s < STREAMS; ++s)
-#pragma unroll
-          for (uint k = 0; k < FPE_TERMS; ++k) saved[s][k] = e[s][k];
-        LV bad = (LV)0;
+        for (uint s = 0; s < STREAMS; ++s) p[s] = (DV)(-0.0);
         for (ulong i = b0; i < b1; ++i) {
           VT t[STREAMS];
 #pragma unroll
           for (uint s = 0; s < STREAMS; ++s) t[s] = xv[v + i + s * q];
 #pragma unroll
-          for (uint s = 0; s < STREAMS; ++s) ex_try(e[s], t[s], one, &bad);
+          for (uint s = 0; s < STREAMS; ++s) {
+            p[s] += CONVERT_DV(t[s]);
+            const VB b2 = AS_VB(t[s]) << 1;
+            hi = max(hi, b2);
+            lo = min(lo, b2 - (VB)1u);  // zeros wrap to 255; powers of two read one binade low
+          }
         }
-        if (!EX_ANY(bad != (LV)0)) continue;
+        // Largest exponent (255: an inf or NaN was there) and smallest (subnormals count as 1).
+        const VB emax = hi >> 24, emin = max(lo >> 24, (VB)1u);
+        if (!EX_ANYI(emax > emin + (VB)(29u - EX_BLOCK_LOG2))) {  // 255 never passes
 #pragma unroll
-        for (uint s = 0; s < STREAMS; ++s)
+          for (uint s = 0; s < STREAMS; ++s) ex_add_dv(e[s], p[s], sa);
+          continue;
+        }
+        // Wider than the window: through the expansions, unless wider than they would hold.
+        if (!EX_ANYI(emax > emin + (VB)60u))
+#endif
+        {  // Each element through the TwoSum cascade; the block is kept when nothing was left
+           // over and (doubles) no element was huge (ex_try).
+          DV saved[STREAMS][FPE_TERMS];
 #pragma unroll
-          for (uint k = 0; k < FPE_TERMS; ++k) e[s][k] = saved[s][k];
+          for (uint s = 0; s < STREAMS; ++s)
+#pragma unroll
+            for (uint k = 0; k < FPE_TERMS; ++k) saved[s][k] = e[s][k];
+          LV bad = (LV)0;
+          for (ulong i = b0; i < b1; ++i) {
+            VT t[STREAMS];
+#pragma unroll
+            for (uint s = 0; s < STREAMS; ++s) t[s] = xv[v + i + s * q];
+#pragma unroll
+            for (uint s = 0; s < STREAMS; ++s) ex_try(e[s], t[s], one, &bad);
+          }
+          if (!EX_ANY(bad != (LV)0)) continue;
+#pragma unroll
+          for (uint s = 0; s < STREAMS; ++s)
+#pragma unroll
+            for (uint k = 0; k < FPE_TERMS; ++k) e[s][k] = saved[s][k];
+        }
+        skip = EX_SKIP;  // wide data comes in runs: try again EX_SKIP blocks on
       }
 #ifdef EX_BINS
       // Floats wider than the expansions hold: the block's elements into the bins.

@@ -118,8 +118,8 @@ cl::Kernel build(Context& ctx, const ReduceProblem& p, const ShapeParams& sp, st
           " -DSTREAMS=" + std::to_string(sp.streams) +
           " -DEX_BLOCK_LOG2=" + std::to_string(kBlockLog2) +
           " -DEX_FMA_ADDS=" + (sp.cpu ? "1" : "0") + " -DFPE_TERMS=" + std::to_string(terms) +
-      " -DEX_DIRECT=" + (!sp.cpu && sp.store == Store::kItem ? "1" : "0") +
-      " -DEX_LANE_LIMBS=" + (!sp.cpu && sp.store == Store::kExpansions ? "1" : "0"));
+          " -DEX_DIRECT=" + (!sp.cpu && sp.store == Store::kItem ? "1" : "0") +
+          " -DEX_LANE_LIMBS=" + (!sp.cpu && sp.store == Store::kExpansions ? "1" : "0"));
 }
 
 // The most work-items a group may have for the local memory the kernel takes (its fixed part:
@@ -167,9 +167,8 @@ LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::si
   pol.path =
       std::string(shape_name(s)) + " " + dtype_cl_name(p.type) + std::to_string(sp.vec) +
       (sp.cpu ? " x" + std::to_string(sp.streams) + " streams" : " x" + std::to_string(sp.unroll)) +
-      (sp.cpu                          ? " fpe" + std::to_string(terms) +
-                                    (p.type == DType::kFloat ? " + item bins" : "")
-       : sp.store == Store::kItem     ? (p.type == DType::kFloat ? " item bins" : " item limbs")
+      (sp.cpu ? " fpe" + std::to_string(terms) + (p.type == DType::kFloat ? " + item bins" : "")
+       : sp.store == Store::kItem       ? (p.type == DType::kFloat ? " item bins" : " item limbs")
        : sp.store == Store::kExpansions ? " fpe" + std::to_string(terms) + " + item limbs"
                                         : " fpe" + std::to_string(terms)) +
       " ticket";
@@ -240,8 +239,7 @@ template <class T> std::vector<T> check_data(std::size_t n) {
 std::string check_shape(Context& ctx, Shape s, DType t, unsigned terms) {
   const std::string what = std::string(shape_name(s)) + " " + dtype_name(t);
   try {
-    const ShapeParams sp =
-        shape_params(s, t, store_of(ctx.tuning().exact_store, t), terms);
+    const ShapeParams sp = shape_params(s, t, store_of(ctx.tuning().exact_store, t), terms);
     std::size_t wg = sp.wg;
     while (wg > 1 && wg > local_cap(ctx, sp, t)) wg /= 2;
     ReduceProblem p;
@@ -301,8 +299,7 @@ bool chosen_shape(Context& ctx, DType t, Shape* shape, std::string* why) {
   why->clear();
   for (Shape s : {first, second}) {
     const std::string key = std::string("reduce_exact.") + shape_name(s) + "." + dtype_name(t) +
-                            ".fpe" + std::to_string(terms) + "." + ctx.tuning().exact_store +
-                            " " +
+                            ".fpe" + std::to_string(terms) + "." + ctx.tuning().exact_store + " " +
                             std::to_string(ctx.source_hash("reduce_exact.cl")) + " " +
                             ctx.tuning().build_options;
     const std::string& answer = ctx.probe(key, [&] {

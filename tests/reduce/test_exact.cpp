@@ -129,8 +129,8 @@ template <class T> std::vector<T> every_exponent(std::size_t n, std::uint64_t se
   for (auto& x : v) {
     const std::uint64_t r = rng(), e = rng() % (top + 1);
     if constexpr (std::is_same_v<T, float>) {
-      const std::uint32_t b = (static_cast<std::uint32_t>(r) & 0x807FFFFFu) |
-                              static_cast<std::uint32_t>(e << 23);
+      const std::uint32_t b =
+          (static_cast<std::uint32_t>(r) & 0x807FFFFFu) | static_cast<std::uint32_t>(e << 23);
       std::memcpy(&x, &b, 4);
     } else {
       const std::uint64_t b = (r & 0x800FFFFFFFFFFFFFull) | (e << 52);
@@ -267,13 +267,14 @@ TEST_CASE("exact: sizes around every boundary of both shapes, on data over the w
   }
 }
 
-TEST_CASE("exact: each store of the GPU shape on data over the whole exponent range: flushes, "
-          "merges, cancellation, specials",
-          "[exact]") {
+TEST_CASE(
+    "exact: each store of the GPU shape on data over the whole exponent range: flushes, "
+    "merges, cancellation, specials",
+    "[exact]") {
   if (!device_context().info().fp64) SKIP("no fp64");
   using L = std::numeric_limits<float>;
-  const std::string store = GENERATE(std::string("item"), std::string("expansions"),
-                                     std::string("group"));
+  const std::string store =
+      GENERATE(std::string("item"), std::string("expansions"), std::string("group"));
   const DType type = GENERATE(DType::kFloat, DType::kDouble);
   const TuningGuard st(device_context(), "exact-store", store);
   const bool f = type == DType::kFloat;
@@ -291,7 +292,7 @@ TEST_CASE("exact: each store of the GPU shape on data over the whole exponent ra
                                    {0, "", {20011, 100003}}};
   // The path each store must take (a shape that fails its start-up check falls back to the
   // other, which would hide a broken store).
-  const std::string path = store == "item" ? (f ? "item bins" : "item limbs")
+  const std::string path = store == "item"               ? (f ? "item bins" : "item limbs")
                            : store == "expansions" && !f ? "fpe2 + item limbs"
                                                          : "fpe2 ticket";
   {
@@ -316,8 +317,8 @@ TEST_CASE("exact: each store of the GPU shape on data over the whole exponent ra
       const HostArray fin = make(finite_top, n + 1);
       require_exact(run_exact(fin, c.local, "gpu", c.groups), fin);
       // Pairs x, -x over every finite exponent around a few subnormals: only these are left.
-      HostArray pairs = f ? arr(hidden_pairs<float>(n, n + 2, top))
-                          : arr(hidden_pairs<double>(n, n + 2, top));
+      HostArray pairs =
+          f ? arr(hidden_pairs<float>(n, n + 2, top)) : arr(hidden_pairs<double>(n, n + 2, top));
       require_exact(run_exact(pairs, c.local, "gpu", c.groups), pairs);
       if (n > 20011) continue;
       // inf, -inf and NaN among them; a +inf alone, then both (NaN).
