@@ -17,6 +17,10 @@
 //     one carry step, into a global superaccumulator with 64-bit atomics; the last group to finish
 //     (atomic ticket, as reduce_fast.cl) normalises it and rounds it to T on the device (round
 //     half to even, subnormals, overflow to infinity, IEEE's specials), and clears it.
+// Data over a wide range of exponents misses the expansions nearly element by element, and one
+// local atomic per element is slow; so the GPU shape gives each work-item its own store in local
+// memory (EX_DIRECT, EX_LANE_LIMBS: floats, 16 bins of doubles keyed by exponent; doubles, a
+// whole superaccumulator), updated with plain loads and stores and added up once per group.
 // The GPU shape tests every vector (a branch taken rarely). The CPU shape, where a test per
 // vector costs as much as the additions, works in blocks taken optimistically and redone on the
 // careful path when they may not have been exact: doubles through the TwoSum cascade, checked
@@ -303,6 +307,9 @@ inline void ex_add_scalar(double* f, double r, __local long* sa) {
 #define EX_LANE_LIMBS 0  // GPU shape, doubles: 1: the expansions' leftovers into the store too
 #endif
 #define EX_NO_FPE (EX_DIRECT && !EXACT_CPU)  // the expansions (and their tree) unused
+#ifndef EX_SKIP_GPU
+#define EX_SKIP_GPU 16  // GPU shape, expansions store: vectors into the limbs after one that missed
+#endif
 
 #if CLR_TYPE == 4 && (EX_DIRECT || EXACT_CPU)
 // Floats: 16 bins of doubles, keyed by the top 4 bits of the exponent field (bin k takes biased
@@ -427,11 +434,12 @@ inline void lane_add_vec(__local long* my, VT t, uint* flags, ulong* nz) {
 
 #if !EX_DIRECT
 // ex_add_vec with the work-item's limbs in place of the group's superaccumulator: the elements
-// the expansions must not take and what is left after the last term go to my.
-inline void ex_add_vec_lane(DV* e, VT t, __local long* my, uint* flags, ulong* nz) {
+// the expansions must not take and what is left after the last term go to my. Returns whether
+// anything did.
+inline int ex_add_vec_lane(DV* e, VT t, __local long* my, uint* flags, ulong* nz) {
   if (EX_ANY(!ex_fits(t))) {
     lane_add_vec(my, t, flags, nz);
-    return;
+    return 1;
   }
   DV r = CONVERT_DV(t);
 #pragma unroll
@@ -446,7 +454,9 @@ inline void ex_add_vec_lane(DV* e, VT t, __local long* my, uint* flags, ulong* n
       const ulong m = (b & 0xFFFFFFFFFFFFFul) | (e2 ? 1ul << 52 : 0ul);
       lane_add(my, m, max(e2, 1u) - 1u, (uint)(b >> 63));
     }
+    return 1;
   }
+  return 0;
 }
 #endif
 
@@ -669,8 +679,17 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
 #define EX_GPU_ADD(t) bin_add_vec(my_bins, (t))
 #elif EX_DIRECT
 #define EX_GPU_ADD(t) lane_add_vec(my_limbs, (t), &flags, &nz)
-#elif defined(EX_LIMBS)
-#define EX_GPU_ADD(t) ex_add_vec_lane(e[0], (t), my_limbs, &flags, &nz)
+#elif defined(EX_LIMBS)  // after a vector the expansions did not hold, EX_SKIP_GPU go straight
+#define EX_GPU_ADD(t)                                               \
+  do {                                                              \
+    if (skip) {                                                     \
+      --skip;                                                       \
+      lane_add_vec(my_limbs, (t), &flags, &nz);                     \
+    } else if (ex_add_vec_lane(e[0], (t), my_limbs, &flags, &nz)) { \
+      skip = EX_SKIP_GPU;                                           \
+    }                                                               \
+  } while (0)
+    uint skip = 0;
 #else
 #define EX_GPU_ADD(t) ex_add_vec(e[0], (t), sa, &flags)
 #endif

@@ -63,7 +63,8 @@ const std::vector<TuningKey>& tuning_keys() {
       {"exact-groups", "1-1048576 (the shape's choice)",
        "force exact's number of work-groups (at least n / 2^29)"},
       {"exact-terms", "2-4 (2)", "exact: doubles per floating-point expansion"},
-      {"exact-store", "auto | item | expansions | group (auto: item)",
+      {"exact-store",
+       "auto | item | expansions | group (auto: item for floats, expansions for doubles)",
        "exact's GPU shape: every element into the work-item's own store; expansions first "
        "(doubles: leftovers into the work-item's store); or the group's, with local atomics"},
       {"scan-fast-path", "auto | lookback | cpu | hierarchical (auto)",

@@ -1,9 +1,10 @@
 // reduce_exact.cpp: the correctly rounded float and double sum: one launch of cl/reduce_exact.cl,
-// GPU-shaped (16-byte grid-stride loads, 256 work-items, local atomics) or CPU-shaped (a contiguous
-// run per work-item in 2 streams, one group per core). The shape is the device type's (or the
-// exact-shape knob's), checked once per context and type on hard inputs against the host's exact
-// sum, bit for bit; if it fails the other is tried, and with neither the variant is skipped:
-// a wrong "exact" sum is worse than none.
+// GPU-shaped (16-byte grid-stride loads, 256 work-items, each work-item's own store in local
+// memory for what the expansions cannot hold) or CPU-shaped (a contiguous run per work-item in 2
+// streams, one group per core). The shape is the device type's (or the exact-shape knob's),
+// checked once per context and type on hard inputs against the host's exact sum, bit for bit; if
+// it fails the other is tried, and with neither the variant is skipped: a wrong "exact" sum is
+// worse than none.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -50,9 +51,13 @@ constexpr std::size_t kBlock = std::size_t{1} << kBlockLog2;
 // miss the expansions, as over a wide range of exponents). Floats take kGroup for kExpansions.
 enum class Store { kItem, kExpansions, kGroup };
 
+// auto: floats kItem (a conversion, an index and one plain local addition per element, cheaper
+// than the expansions' 12 double additions on any data); doubles kExpansions (the expansions'
+// additions on data they hold, the work-item's limbs for the rest, where a vector that misses
+// sends the next EX_SKIP_GPU straight there, so wide data pays for few cascades).
 Store store_of(const std::string& knob, DType t) {
   if (knob == "group" || (knob == "expansions" && t == DType::kFloat)) return Store::kGroup;
-  if (knob == "expansions") return Store::kExpansions;
+  if (knob == "expansions" || (knob == "auto" && t == DType::kDouble)) return Store::kExpansions;
   return Store::kItem;
 }
 
