@@ -17,6 +17,10 @@
 //     one carry step, into a global superaccumulator with 64-bit atomics; the last group to finish
 //     (atomic ticket, as reduce_fast.cl) normalises it and rounds it to T on the device (round
 //     half to even, subnormals, overflow to infinity, IEEE's specials), and clears it.
+// Data over a wide range of exponents misses the expansions nearly element by element, and one
+// local atomic per element is slow; so the GPU shape gives each work-item its own store in local
+// memory (EX_DIRECT, EX_LANE_LIMBS: floats, 16 bins of doubles keyed by exponent; doubles, a
+// whole superaccumulator), updated with plain loads and stores and added up once per group.
 // The GPU shape tests every vector (a branch taken rarely). The CPU shape, where a test per
 // vector costs as much as the additions, works in blocks taken optimistically and redone on the
 // careful path when they may not have been exact: doubles through the TwoSum cascade, checked
@@ -54,6 +58,9 @@
 #define EX_BLOCK_LOG2 6  // CPU shape: 2^this loop steps (STREAMS vectors each) per block
 #endif
 #define EX_BLOCK (1u << EX_BLOCK_LOG2)
+#ifndef EX_SKIP
+#define EX_SKIP 7  // CPU shape: blocks taken straight to the careful path after one that failed
+#endif
 
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
@@ -288,6 +295,184 @@ inline void ex_add_scalar(double* f, double r, __local long* sa) {
   if (r != 0.0) sa_add_double(sa, r);
 }
 
+// The work-item's own store: what would otherwise go to the group's superaccumulator through
+// local atomics, element by element, on data that the expansions cannot hold (a wide range of
+// exponents). Each work-item owns its slots in local memory, laid out slot-major ([slot][item]:
+// neighbouring work-items in neighbouring banks whatever slot they touch), so an element costs a
+// few integer operations and plain loads and stores; the group adds the slots up once, at the end.
+#ifndef EX_DIRECT
+#define EX_DIRECT 0  // GPU shape: 1: no expansions, every element into the work-item's store
+#endif
+#ifndef EX_LANE_LIMBS
+#define EX_LANE_LIMBS 0  // GPU shape, doubles: 1: the expansions' leftovers into the store too
+#endif
+#define EX_NO_FPE (EX_DIRECT && !EXACT_CPU)  // the expansions (and their tree) unused
+#ifndef EX_SKIP_GPU
+#define EX_SKIP_GPU 16  // GPU shape, expansions store: vectors into the limbs after one that missed
+#endif
+
+#if CLR_TYPE == 4 && (EX_DIRECT || EXACT_CPU)
+// Floats: 16 bins of doubles, keyed by the top 4 bits of the exponent field (bin k takes biased
+// exponents 16k..16k+15; bin 15 also inf and NaN, which a double sum carries as IEEE says). A float
+// in bin k is an integer multiple of the bin's unit, 2^(16k - 150) (2^-149 for k = 0), and below
+// 2^39 of them, so a double holds the exact sum of 2^14 such (Demmel and Hida's window, fixed in
+// advance instead of found): converted to double and added, exactly, with no test. A set of bins
+// is flushed to the superaccumulator after BIN_FLUSH elements (rare), so each stays below 2^52
+// units. The GPU shape keeps one set per work-item (128 bytes of local memory); the CPU shape one
+// per vector lane, so that consecutive elements do not wait on each other's stores.
+#define EX_BINS 1
+#define BIN_COUNT 16u
+#if EXACT_CPU
+#define BIN_LANES VEC
+#else
+#define BIN_LANES 1
+#endif
+#define BIN_SETS (WG_SIZE * BIN_LANES)
+#define BIN_PER_VEC (VEC / BIN_LANES)  // elements per set per vector
+#define BIN_FLUSH 8192u                // elements per set between flushes: below 2^52 units
+#define BIN_CHUNK 64u                  // sets summed by one work-item at the end: below 2^58
+#define BIN_PARTS ((BIN_SETS + BIN_CHUNK - 1) / BIN_CHUNK)
+#define BIN_EMPTY ((long)0x8000000000000000ul)  // -0.0: nothing (or only -0) added yet
+
+// Bin k's unit is 2^bin_shift(k) superaccumulator units; bin_scale(k) = 2^(149 - bin_shift(k))
+// turns a bin's sum into its integer count of units, exactly.
+inline uint bin_shift(uint k) { return k ? 16u * k - 1u : 0u; }
+inline double bin_scale(uint k) { return as_double((ulong)(1172u - bin_shift(k)) << 52); }
+
+// Adds the VEC floats of t to the bins at my (my[k * BIN_SETS + lane]).
+inline void bin_add_vec(__local long* my, VT t) {
+  ex_bits b;
+  b.v = AS_VB(t);
+  ex_lanes d;
+  d.v = CONVERT_DV(t);
+#pragma unroll
+  for (uint j = 0; j < VEC; ++j) {
+    __local long* p = my + ((b.s[j] >> 27) & 15u) * BIN_SETS + (BIN_LANES > 1 ? j : 0u);
+    *p = as_long(as_double(*p) + d.s[j]);
+  }
+}
+
+// A bin's sum as its integer count of units; inf and NaN, and whether it saw an element other
+// than -0, go to *flags.
+inline long bin_units(long bits, uint k, uint* flags) {
+  const ulong b = (ulong)bits;
+  if (((b >> 52) & 0x7FFul) == 0x7FFul) {
+    *flags |= (b << 12) ? EX_NAN : (b >> 63) ? EX_NINF : EX_PINF;
+    return 0;
+  }
+  if (bits != BIN_EMPTY) *flags |= EX_NOT_NEG_ZERO;
+  return convert_long(as_double(b) * bin_scale(k));
+}
+
+// Adds u * 2^s units (|u| < 2^63) to the superaccumulator.
+inline void sa_add_units(__local long* sa, long u, uint s) {
+  if (u) sa_add(sa, (ulong)(u < 0 ? -u : u), s, u < 0);
+}
+
+// Empties the work-item's bins into the superaccumulator (every BIN_FLUSH elements per set).
+inline void bin_flush(__local long* sa, __local long* my, uint* flags) {
+  for (uint k = 0; k < BIN_COUNT; ++k)
+    for (uint j = 0; j < BIN_LANES; ++j) {
+      __local long* p = my + k * BIN_SETS + j;
+      sa_add_units(sa, bin_units(*p, k, flags), bin_shift(k));
+      *p = BIN_EMPTY;
+    }
+}
+
+// The group's bins into the superaccumulator: work-item q takes bin q % 16 of BIN_CHUNK sets.
+// After a barrier; integer sums, so the order is free.
+inline void bin_merge(__local long* sa, __local long* bins, uint lid, uint* flags) {
+  for (uint q = lid; q < BIN_COUNT * BIN_PARTS; q += WG_SIZE) {
+    const uint k = q % BIN_COUNT, c = q / BIN_COUNT;
+    const uint end = min(c * BIN_CHUNK + BIN_CHUNK, (uint)BIN_SETS);
+    long u = 0;
+    for (uint i = c * BIN_CHUNK; i < end; ++i) u += bin_units(bins[k * BIN_SETS + i], k, flags);
+    sa_add_units(sa, u, bin_shift(k));
+  }
+}
+#endif
+
+#if CLR_TYPE == 5 && !EXACT_CPU && (EX_DIRECT || EX_LANE_LIMBS)
+// Doubles: a whole superaccumulator per work-item (SA_LIMBS limbs of 32-bit digits in 64-bit
+// integers, 544 bytes of local memory; the GPU shape's groups of doubles are small for it). An
+// element adds its 3 pieces with plain loads and stores; a limb takes at most one piece per
+// element, so no carry is needed before the group's 2^29 elements.
+#define EX_LIMBS 1
+#define LIMB_CHUNK 64u
+#define LIMB_PARTS ((WG_SIZE + LIMB_CHUNK - 1) / LIMB_CHUNK)
+
+// Adds (neg ? -1 : 1) * m * 2^s units (m < 2^53) to the limbs at my (my[j * WG_SIZE]).
+inline void lane_add(__local long* my, ulong m, uint s, uint neg) {
+  const uint r = s & 31u;
+  const ulong lo = m << r;
+  const long hi = (long)((m >> 1) >> (63u - r));  // m >> (64 - r), 0 when r = 0
+  const long mask = -(long)neg;                   // (p ^ mask) - mask: p or -p
+  __local long* p = my + (s >> 5) * WG_SIZE;
+  p[0] += ((long)(lo & 0xFFFFFFFFul) ^ mask) - mask;
+  p[WG_SIZE] += ((long)(lo >> 32) ^ mask) - mask;
+  p[2 * WG_SIZE] += (hi ^ mask) - mask;
+}
+
+// Adds one element, by its bits, to the limbs at my; inf and NaN to *flags, and to *nz its bits
+// other than the sign (non-zero once an element other than -0 was seen).
+inline void lane_add_elem(__local long* my, ulong b, uint* flags, ulong* nz) {
+  const uint e = (uint)(b >> 52) & 0x7FFu;
+  ulong m = b & 0xFFFFFFFFFFFFFul;
+  if (e == 0x7FFu) *flags |= m ? EX_NAN : (b >> 63) ? EX_NINF : EX_PINF;
+  m = e == 0x7FFu ? 0ul : e ? m | (1ul << 52) : m;
+  *nz |= b ^ 0x8000000000000000ul;
+  lane_add(my, m, max(e, 1u) - 1u, (uint)(b >> 63));
+}
+
+// Adds the VEC elements of t to the limbs at my.
+inline void lane_add_vec(__local long* my, VT t, uint* flags, ulong* nz) {
+  ex_bits b;
+  b.v = AS_VB(t);
+#pragma unroll
+  for (uint j = 0; j < VEC; ++j) lane_add_elem(my, b.s[j], flags, nz);
+}
+
+#if !EX_DIRECT
+// ex_add_vec with the work-item's limbs in place of the group's superaccumulator: the elements
+// the expansions must not take and what is left after the last term go to my. Returns whether
+// anything did.
+inline int ex_add_vec_lane(DV* e, VT t, __local long* my, uint* flags, ulong* nz) {
+  if (EX_ANY(!ex_fits(t))) {
+    lane_add_vec(my, t, flags, nz);
+    return 1;
+  }
+  DV r = CONVERT_DV(t);
+#pragma unroll
+  for (uint k = 0; k < FPE_TERMS; ++k) EX_TWO_SUM(DV, e[k], r, 1.0);
+  if (EX_ANY(r != (DV)0.0)) {
+    ex_lanes l;
+    l.v = r;
+#pragma unroll
+    for (uint j = 0; j < VEC; ++j) {
+      const ulong b = as_ulong(l.s[j]);  // finite, a multiple of the unit; 0 adds nothing
+      const uint e2 = (uint)(b >> 52) & 0x7FFu;
+      const ulong m = (b & 0xFFFFFFFFFFFFFul) | (e2 ? 1ul << 52 : 0ul);
+      lane_add(my, m, max(e2, 1u) - 1u, (uint)(b >> 63));
+    }
+    return 1;
+  }
+  return 0;
+}
+#endif
+
+// The group's limbs into the superaccumulator: work-item q takes limb q % SA_LIMBS of
+// LIMB_CHUNK work-items. After a barrier.
+inline void limb_merge(__local long* sa, __local long* limbs, uint lid) {
+  for (uint q = lid; q < SA_LIMBS * LIMB_PARTS; q += WG_SIZE) {
+    const uint j = q % SA_LIMBS, c = q / SA_LIMBS;
+    const uint end = min(c * LIMB_CHUNK + LIMB_CHUNK, (uint)WG_SIZE);
+    long u = 0;
+    for (uint i = c * LIMB_CHUNK; i < end; ++i) u += limbs[j * WG_SIZE + i];
+    if (u) SA_ADD(sa + j, u);
+  }
+}
+#endif
+
 // Normalises sa[0..SA_LIMBS): limbs below the top in [0, 2^32), the top one signed.
 inline void sa_normalise(__local long* sa) {
   long carry = 0;
@@ -349,8 +534,14 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
   __local long sa[SA_LIMBS];
   __local uint lflags;
   __local int is_last;
-#if WG_SIZE > 1
+#if WG_SIZE > 1 && !EX_NO_FPE
   __local double tree[FPE_TERMS * WG_SIZE];
+#endif
+#ifdef EX_BINS
+  __local long bins[BIN_COUNT * BIN_SETS];
+#endif
+#ifdef EX_LIMBS
+  __local long limbs[SA_LIMBS * WG_SIZE];
 #endif
   const uint lid = (uint)get_local_id(0);
   const uint groups = (uint)get_num_groups(0);
@@ -358,6 +549,17 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
   const ulong gid = (ulong)get_global_id(0);
   for (uint j = lid; j < SA_LIMBS; j += WG_SIZE) sa[j] = 0;
   if (lid == 0) lflags = 0u;
+#ifdef EX_BINS
+  __local long* const my_bins = bins + lid * BIN_LANES;
+  for (uint k = 0; k < BIN_COUNT; ++k)
+    for (uint j = 0; j < BIN_LANES; ++j) my_bins[k * BIN_SETS + j] = BIN_EMPTY;
+  uint binned = 0;  // elements per set since the last flush
+#endif
+#ifdef EX_LIMBS
+  __local long* const my_limbs = limbs + lid;
+  for (uint j = 0; j < SA_LIMBS; ++j) my_limbs[j * WG_SIZE] = 0;
+  ulong nz = 0;  // non-zero once an element other than -0 went to my_limbs
+#endif
   barrier(CLK_LOCAL_MEM_FENCE);
 
   uint flags = 0u;
@@ -386,61 +588,78 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
     ulong v = min(gid * per, nv);
     const ulong end = min(v + per, nv);
     const ulong q = (end - v) / STREAMS;
+    uint skip = 0;  // blocks still to take straight to the careful path
     for (ulong b0 = 0; b0 < q; b0 += EX_BLOCK) {
       const ulong b1 = min(b0 + EX_BLOCK, q);
+      if (skip) {  // the data was wide a block ago: no optimistic try (the careful path is exact)
+        --skip;
+      } else {
 #if CLR_TYPE == 4
-      // Floats: each lane adds its block's floats in plain double arithmetic, which is exact
-      // when all of them lie within a window of binades (Demmel and Hida 2003): a float of
-      // biased exponent E >= Emin is a multiple of 2^(Emin - 150) and below 2^(Emax - 126), so
-      // 2^k of them sum exactly in 53 bits when Emax - Emin <= 29 - k. Per vector: a
-      // conversion, an addition and 4 integer operations tracking the extreme exponents.
-      DV p[STREAMS];
-      VB hi = (VB)0u, lo = (VB)0xFFFFFFFFu;  // of (bits << 1): the exponent in the top byte
+        // Floats: each lane adds its block's floats in plain double arithmetic, which is exact
+        // when all of them lie within a window of binades (Demmel and Hida 2003): a float of
+        // biased exponent E >= Emin is a multiple of 2^(Emin - 150) and below 2^(Emax - 126), so
+        // 2^k of them sum exactly in 53 bits when Emax - Emin <= 29 - k. Per vector: a
+        // conversion, an addition and 4 integer operations tracking the extreme exponents.
+        DV p[STREAMS];
+        VB hi = (VB)0u, lo = (VB)0xFFFFFFFFu;  // of (bits << 1): the exponent in the top byte
 #pragma unroll
-      for (uint s = 0; s < STREAMS; ++s) p[s] = (DV)(-0.0);
-      for (ulong i = b0; i < b1; ++i) {
-        VT t[STREAMS];
-#pragma unroll
-        for (uint s = 0; s < STREAMS; ++s) t[s] = xv[v + i + s * q];
-#pragma unroll
-        for (uint s = 0; s < STREAMS; ++s) {
-          p[s] += CONVERT_DV(t[s]);
-          const VB b2 = AS_VB(t[s]) << 1;
-          hi = max(hi, b2);
-          lo = min(lo, b2 - (VB)1u);  // zeros wrap to 255; powers of two read one binade low
-        }
-      }
-      // Largest exponent (255: an inf or NaN was there) and smallest (subnormals count as 1).
-      const VB emax = hi >> 24, emin = max(lo >> 24, (VB)1u);
-      if (!EX_ANYI(emax > emin + (VB)(29u - EX_BLOCK_LOG2))) {  // 255 never passes
-#pragma unroll
-        for (uint s = 0; s < STREAMS; ++s) ex_add_dv(e[s], p[s], sa);
-        continue;
-      }
-      // Wider than the window: through the expansions, unless wider than they would hold.
-      if (!EX_ANYI(emax > emin + (VB)60u))
-#endif
-      {  // Each element through the TwoSum cascade; the block is kept when nothing was left
-         // over and (doubles) no element was huge (ex_try).
-        DV saved[STREAMS][FPE_TERMS];
-#pragma unroll
-        for (uint s = 0; s < STREAMS; ++s)
-#pragma unroll
-          for (uint k = 0; k < FPE_TERMS; ++k) saved[s][k] = e[s][k];
-        LV bad = (LV)0;
+        for (uint s = 0; s < STREAMS; ++s) p[s] = (DV)(-0.0);
         for (ulong i = b0; i < b1; ++i) {
           VT t[STREAMS];
 #pragma unroll
           for (uint s = 0; s < STREAMS; ++s) t[s] = xv[v + i + s * q];
 #pragma unroll
-          for (uint s = 0; s < STREAMS; ++s) ex_try(e[s], t[s], one, &bad);
+          for (uint s = 0; s < STREAMS; ++s) {
+            p[s] += CONVERT_DV(t[s]);
+            const VB b2 = AS_VB(t[s]) << 1;
+            hi = max(hi, b2);
+            lo = min(lo, b2 - (VB)1u);  // zeros wrap to 255; powers of two read one binade low
+          }
         }
-        if (!EX_ANY(bad != (LV)0)) continue;
+        // Largest exponent (255: an inf or NaN was there) and smallest (subnormals count as 1).
+        const VB emax = hi >> 24, emin = max(lo >> 24, (VB)1u);
+        if (!EX_ANYI(emax > emin + (VB)(29u - EX_BLOCK_LOG2))) {  // 255 never passes
 #pragma unroll
-        for (uint s = 0; s < STREAMS; ++s)
+          for (uint s = 0; s < STREAMS; ++s) ex_add_dv(e[s], p[s], sa);
+          continue;
+        }
+        // Wider than the window: through the expansions, unless wider than they would hold.
+        if (!EX_ANYI(emax > emin + (VB)60u))
+#endif
+        {  // Each element through the TwoSum cascade; the block is kept when nothing was left
+           // over and (doubles) no element was huge (ex_try).
+          DV saved[STREAMS][FPE_TERMS];
 #pragma unroll
-          for (uint k = 0; k < FPE_TERMS; ++k) e[s][k] = saved[s][k];
+          for (uint s = 0; s < STREAMS; ++s)
+#pragma unroll
+            for (uint k = 0; k < FPE_TERMS; ++k) saved[s][k] = e[s][k];
+          LV bad = (LV)0;
+          for (ulong i = b0; i < b1; ++i) {
+            VT t[STREAMS];
+#pragma unroll
+            for (uint s = 0; s < STREAMS; ++s) t[s] = xv[v + i + s * q];
+#pragma unroll
+            for (uint s = 0; s < STREAMS; ++s) ex_try(e[s], t[s], one, &bad);
+          }
+          if (!EX_ANY(bad != (LV)0)) continue;
+#pragma unroll
+          for (uint s = 0; s < STREAMS; ++s)
+#pragma unroll
+            for (uint k = 0; k < FPE_TERMS; ++k) e[s][k] = saved[s][k];
+        }
+        skip = EX_SKIP;  // wide data comes in runs: try again EX_SKIP blocks on
       }
+#ifdef EX_BINS
+      // Floats wider than the expansions hold: the block's elements into the bins.
+      for (ulong i = b0; i < b1; ++i)
+#pragma unroll
+        for (uint s = 0; s < STREAMS; ++s) bin_add_vec(my_bins, xv[v + i + s * q]);
+      binned += (uint)(b1 - b0) * STREAMS * BIN_PER_VEC;
+      if (binned > BIN_FLUSH - EX_BLOCK * STREAMS * BIN_PER_VEC) {
+        bin_flush(sa, my_bins, &flags);
+        binned = 0;
+      }
+#else
       // Rare: the block's elements straight into the superaccumulator, by their bits.
       for (ulong i = b0; i < b1; ++i)
 #pragma unroll
@@ -450,20 +669,46 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
 #pragma unroll
           for (uint j = 0; j < VEC; ++j) sa_add_elem(sa, b.s[j], &flags);
         }
+#endif
     }
     for (v += STREAMS * q; v < end; ++v) ex_add_vec(e[0], xv[v], sa, &flags);
   }
 #else
   {  // grid-stride: neighbouring work-items read neighbouring vectors
+#if defined(EX_BINS)
+#define EX_GPU_ADD(t) bin_add_vec(my_bins, (t))
+#elif EX_DIRECT
+#define EX_GPU_ADD(t) lane_add_vec(my_limbs, (t), &flags, &nz)
+#elif defined(EX_LIMBS)  // after a vector the expansions did not hold, EX_SKIP_GPU go straight
+#define EX_GPU_ADD(t)                                               \
+  do {                                                              \
+    if (skip) {                                                     \
+      --skip;                                                       \
+      lane_add_vec(my_limbs, (t), &flags, &nz);                     \
+    } else if (ex_add_vec_lane(e[0], (t), my_limbs, &flags, &nz)) { \
+      skip = EX_SKIP_GPU;                                           \
+    }                                                               \
+  } while (0)
+    uint skip = 0;
+#else
+#define EX_GPU_ADD(t) ex_add_vec(e[0], (t), sa, &flags)
+#endif
     ulong v = gid;
     for (; v < nv && nv - v > (UNROLL - 1) * items; v += UNROLL * items) {
       VT t[UNROLL];
 #pragma unroll
       for (uint k = 0; k < UNROLL; ++k) t[k] = xv[v + k * items];
 #pragma unroll
-      for (uint k = 0; k < UNROLL; ++k) ex_add_vec(e[0], t[k], sa, &flags);
+      for (uint k = 0; k < UNROLL; ++k) EX_GPU_ADD(t[k]);
+#ifdef EX_BINS
+      binned += UNROLL * BIN_PER_VEC;
+      if (binned > BIN_FLUSH - UNROLL * BIN_PER_VEC) {  // rare: after BIN_FLUSH elements
+        bin_flush(sa, my_bins, &flags);
+        binned = 0;
+      }
+#endif
     }
-    for (; v < nv; v += items) ex_add_vec(e[0], xv[v], sa, &flags);
+    for (; v < nv; v += items) EX_GPU_ADD(xv[v]);  // fewer than UNROLL: no flush needed
   }
 #endif
 
@@ -487,7 +732,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
     }
   }
 
-#if WG_SIZE > 1
+#if WG_SIZE > 1 && !EX_NO_FPE
   // The group's expansions, folded pairwise: step w -> h = ceil(w / 2) adds f of lid + h to lid's.
 #pragma unroll
   for (uint k = 0; k < FPE_TERMS; ++k) tree[k * WG_SIZE + lid] = f[k];
@@ -506,6 +751,15 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
     barrier(CLK_LOCAL_MEM_FENCE);
     w = h;
   }
+#elif WG_SIZE > 1
+  barrier(CLK_LOCAL_MEM_FENCE);  // every work-item's store written before the merge reads it
+#endif
+#ifdef EX_BINS
+  bin_merge(sa, bins, lid, &flags);
+#endif
+#ifdef EX_LIMBS
+  if (nz) flags |= EX_NOT_NEG_ZERO;
+  limb_merge(sa, limbs, lid);
 #endif
   if (lid == 0) {
 #pragma unroll

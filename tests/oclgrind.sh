@@ -44,11 +44,16 @@ for v in $variants; do
     # Float and double sums only. Each process first checks the shape it takes on hard data
     # (subnormals, values near the largest finite, 60 binades, expansions overflowing, 3 groups
     # of 256), so the superaccumulator's every path runs here too; then small arrays over 4
-    # groups of 16 (the GPU shape: local atomics, the expansion tree), 3 groups, and the CPU
-    # shape forced, in groups of 4.
+    # groups of 16 (the GPU shape: the work-items' stores and their merge), 3 groups, each other
+    # store of the GPU shape (the expansions with the work-items' limbs or the group's local
+    # atomics, the expansion tree), and the CPU shape forced, in groups of 4. The test binary's
+    # [.oclgrind] cases add data over the whole exponent range and a flush of the float bins.
     for t in float double; do
       check --variant exact --type $t --size 1003 --local-size 16
       CLREDUCE_EXACT_GROUPS=3 check --variant exact --type $t --size 1003 --local-size 16
+      for st in expansions group; do
+        CLREDUCE_EXACT_STORE=$st CLREDUCE_EXACT_GROUPS=3 check --variant exact --type $t --size 1003 --local-size 16
+      done
       CLREDUCE_EXACT_SHAPE=cpu CLREDUCE_EXACT_GROUPS=3 check --variant exact --type $t --size 1003 --local-size 4
     done
     ;;

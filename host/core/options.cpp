@@ -63,6 +63,10 @@ const std::vector<TuningKey>& tuning_keys() {
       {"exact-groups", "1-1048576 (the shape's choice)",
        "force exact's number of work-groups (at least n / 2^29)"},
       {"exact-terms", "2-4 (2)", "exact: doubles per floating-point expansion"},
+      {"exact-store",
+       "auto | item | expansions | group (auto: item for floats, expansions for doubles)",
+       "exact's GPU shape: every element into the work-item's own store; expansions first "
+       "(doubles: leftovers into the work-item's store); or the group's, with local atomics"},
       {"scan-fast-path", "auto | lookback | cpu | hierarchical (auto)",
        "force scan-fast's path, unchecked"},
       {"lookback-limit", "0-2147483647 (2^20 on GPUs, 2^22 on CPUs)",
@@ -127,6 +131,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.exact_groups = parse_count(v, 1, 1u << 20, source, "a count from 1 to 2^20");
   } else if (key == "exact-terms") {
     t.exact_terms = static_cast<unsigned>(parse_count(v, 2, 4, source, "a count from 2 to 4"));
+  } else if (key == "exact-store") {
+    t.exact_store = one_of(v, {"auto", "item", "expansions", "group"}, source);
   } else if (key == "scan-fast-path") {
     t.scan_fast_path = one_of(v, {"auto", "lookback", "cpu", "hierarchical"}, source);
   } else if (key == "lookback-limit") {

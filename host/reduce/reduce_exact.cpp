@@ -1,9 +1,10 @@
 // reduce_exact.cpp: the correctly rounded float and double sum: one launch of cl/reduce_exact.cl,
-// GPU-shaped (16-byte grid-stride loads, 256 work-items, local atomics) or CPU-shaped (a contiguous
-// run per work-item in 2 streams, one group per core). The shape is the device type's (or the
-// exact-shape knob's), checked once per context and type on hard inputs against the host's exact
-// sum, bit for bit; if it fails the other is tried, and with neither the variant is skipped:
-// a wrong "exact" sum is worse than none.
+// GPU-shaped (16-byte grid-stride loads, 256 work-items, each work-item's own store in local
+// memory for what the expansions cannot hold) or CPU-shaped (a contiguous run per work-item in 2
+// streams, one group per core). The shape is the device type's (or the exact-shape knob's),
+// checked once per context and type on hard inputs against the host's exact sum, bit for bit; if
+// it fails the other is tried, and with neither the variant is skipped: a wrong "exact" sum is
+// worse than none.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -42,9 +43,37 @@ constexpr std::size_t kMaxPerGroup = std::size_t{1} << 29;
 constexpr unsigned kBlockLog2 = 6;
 constexpr std::size_t kBlock = std::size_t{1} << kBlockLog2;
 
+// Where the GPU shape puts what the expansions cannot hold (the exact-store knob): kItem, every
+// element into the work-item's own store in local memory, no expansions (floats: 16 bins of
+// doubles keyed by exponent; doubles: a whole superaccumulator); kExpansions, the expansions first,
+// then (doubles) their leftovers into the work-item's store; kGroup, the expansions, then the
+// group's superaccumulator through local atomics (the first version: slow when most elements
+// miss the expansions, as over a wide range of exponents). Floats take kGroup for kExpansions.
+enum class Store { kItem, kExpansions, kGroup };
+
+// auto: floats kItem (a conversion, an index and one plain local addition per element, cheaper
+// than the expansions' 12 double additions on any data); doubles kExpansions (the expansions'
+// additions on data they hold, the work-item's limbs for the rest, where a vector that misses
+// sends the next EX_SKIP_GPU straight there, so wide data pays for few cascades).
+Store store_of(const std::string& knob, DType t) {
+  if (knob == "group" || (knob == "expansions" && t == DType::kFloat)) return Store::kGroup;
+  if (knob == "expansions" || (knob == "auto" && t == DType::kDouble)) return Store::kExpansions;
+  return Store::kItem;
+}
+
+// The kernel's SA_LIMBS and the bytes of local memory a GPU-shape work-item's store takes.
+constexpr std::size_t sa_limbs(DType t) { return t == DType::kFloat ? 12 : 68; }
+std::size_t store_bytes(Store st, DType t) {
+  if (st == Store::kGroup) return 0;
+  if (t == DType::kFloat) return st == Store::kItem ? 16 * 8 : 0;
+  return sa_limbs(t) * 8;
+}
+
 // The tunables of one shape for one element type.
 struct ShapeParams {
   bool cpu = false;
+  Store store = Store::kGroup;    // GPU: see Store
+  std::size_t item_local = 0;     // bytes of local memory per work-item (stores, expansion tree)
   unsigned vec = 4;               // elements per vector load
   unsigned unroll = 4;            // GPU: vector loads in flight per loop step
   unsigned streams = 1;           // CPU: far-apart parts of a run, each with its own expansions
@@ -54,18 +83,28 @@ struct ShapeParams {
 };
 
 // GPU: fast's GPU shape (16-byte loads, 4 in flight, 256 work-items, 4 groups per compute unit);
-// each lane of a load has its own expansion, so a work-item holds vec * terms doubles.
+// each lane of a load has its own expansion, so a work-item holds vec * terms doubles. Doubles
+// kept in the work-item's store take 544 bytes of local memory each: groups of 64, 6 to a
+// compute unit (a 228 KiB one), 8 loads in flight to keep as many bytes in flight as before.
 // CPU: 8 elements per load (one AVX-512 register of doubles once converted), each work-item's run
 // read as 2 streams side by side (2 independent TwoSum chains; 1 and 2 measured alike on PoCL at
 // 2^26 floats, 4 about 25% slower: the loop is bound by additions, not latency), optimistic
 // blocks of 64 steps, half the additions as fused multiply-adds, one group per core.
-ShapeParams shape_params(Shape s, DType t) {
+ShapeParams shape_params(Shape s, DType t, Store st, unsigned terms) {
   ShapeParams sp;
   if (s == Shape::kGpu) {
     sp.vec = static_cast<unsigned>(16 / dtype_size(t));
+    sp.store = st;
+    sp.item_local = store_bytes(st, t) + (st == Store::kItem ? 0 : 8 * terms);
+    if (t == DType::kDouble && st != Store::kGroup) {
+      sp.wg = 64;
+      sp.groups_per_cu = 6;
+      sp.unroll = 8;
+    }
     return sp;
   }
   sp.cpu = true;
+  sp.item_local = t == DType::kFloat ? 16 * 8 * 8 : 0;  // bins for each of 8 lanes
   sp.vec = 8;
   sp.unroll = 1;
   sp.streams = 2;
@@ -83,7 +122,18 @@ cl::Kernel build(Context& ctx, const ReduceProblem& p, const ShapeParams& sp, st
           " -DVEC=" + std::to_string(sp.vec) + " -DUNROLL=" + std::to_string(sp.unroll) +
           " -DSTREAMS=" + std::to_string(sp.streams) +
           " -DEX_BLOCK_LOG2=" + std::to_string(kBlockLog2) +
-          " -DEX_FMA_ADDS=" + (sp.cpu ? "1" : "0") + " -DFPE_TERMS=" + std::to_string(terms));
+          " -DEX_FMA_ADDS=" + (sp.cpu ? "1" : "0") + " -DFPE_TERMS=" + std::to_string(terms) +
+          " -DEX_DIRECT=" + (!sp.cpu && sp.store == Store::kItem ? "1" : "0") +
+          " -DEX_LANE_LIMBS=" + (!sp.cpu && sp.store == Store::kExpansions ? "1" : "0"));
+}
+
+// The most work-items a group may have for the local memory the kernel takes (its fixed part:
+// the group's superaccumulator, flags, a margin), none when the device reports no size.
+std::size_t local_cap(Context& ctx, const ShapeParams& sp, DType t) {
+  const std::uint64_t mem = ctx.info().local_mem;
+  const std::size_t fixed = sa_limbs(t) * 8 + 64;
+  if (sp.item_local == 0 || mem == 0) return ~std::size_t{0};
+  return mem > fixed ? static_cast<std::size_t>((mem - fixed) / sp.item_local) : 1;
 }
 
 // The launch for shape s on p: group size, group count (forced_groups > 0 fixes it, raised to
@@ -91,16 +141,23 @@ cl::Kernel build(Context& ctx, const ReduceProblem& p, const ShapeParams& sp, st
 // kernel built for the group size chosen.
 LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::size_t local_size,
                           std::size_t forced_groups, unsigned terms, cl::Kernel* kernel) {
-  const ShapeParams sp = shape_params(s, p.type);
+  const ShapeParams sp = shape_params(s, p.type, store_of(ctx.tuning().exact_store, p.type), terms);
+  const std::size_t cap_wg = local_cap(ctx, sp, p.type);
+  if (local_size > cap_wg)
+    throw Error(Errc::kUsage, "exact: work-group size " + std::to_string(local_size) +
+                                  " needs more local memory than " + ctx.info().name +
+                                  " has (at most " + std::to_string(cap_wg) + " work-items)");
+  std::size_t pref_wg = sp.wg;
+  while (pref_wg > 1 && pref_wg > cap_wg) pref_wg /= 2;
   const std::size_t least = std::max<std::size_t>(1, (p.n + kMaxPerGroup - 1) / kMaxPerGroup);
   const std::size_t cap = std::max(least, ctx.info().compute_units * sp.groups_per_cu);
   const std::size_t nv = std::max<std::size_t>(p.n / sp.vec, 1);
   LaunchPolicy pol;
-  *kernel = build(ctx, p, sp, sp.wg, terms);
-  pol.wg_size = choose_wg(ctx, *kernel, local_size, sp.wg);
+  *kernel = build(ctx, p, sp, pref_wg, terms);
+  pol.wg_size = choose_wg(ctx, *kernel, local_size, pref_wg);
   // The kernel is built for its group size: check the one actually used, so a size the device
   // cannot take is refused here (exit 2) rather than at launch.
-  if (pol.wg_size != sp.wg) {
+  if (pol.wg_size != pref_wg) {
     *kernel = build(ctx, p, sp, pol.wg_size, terms);
     choose_wg(ctx, *kernel, pol.wg_size, pol.wg_size);
   }
@@ -115,7 +172,11 @@ LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::si
   pol.path =
       std::string(shape_name(s)) + " " + dtype_cl_name(p.type) + std::to_string(sp.vec) +
       (sp.cpu ? " x" + std::to_string(sp.streams) + " streams" : " x" + std::to_string(sp.unroll)) +
-      " fpe" + std::to_string(terms) + " ticket";
+      (sp.cpu ? " fpe" + std::to_string(terms) + (p.type == DType::kFloat ? " + item bins" : "")
+       : sp.store == Store::kItem       ? (p.type == DType::kFloat ? " item bins" : " item limbs")
+       : sp.store == Store::kExpansions ? " fpe" + std::to_string(terms) + " + item limbs"
+                                        : " fpe" + std::to_string(terms)) +
+      " ticket";
   return pol;
 }
 
@@ -183,14 +244,16 @@ template <class T> std::vector<T> check_data(std::size_t n) {
 std::string check_shape(Context& ctx, Shape s, DType t, unsigned terms) {
   const std::string what = std::string(shape_name(s)) + " " + dtype_name(t);
   try {
-    const ShapeParams sp = shape_params(s, t);
+    const ShapeParams sp = shape_params(s, t, store_of(ctx.tuning().exact_store, t), terms);
+    std::size_t wg = sp.wg;
+    while (wg > 1 && wg > local_cap(ctx, sp, t)) wg /= 2;
     ReduceProblem p;
     p.op = Op::kSum;
     p.type = p.acc_type = t;
     // GPU: 2 vectors per work-item and a tail; CPU: 2 blocks per work-item, a partial third, a
     // remainder of vectors and a tail.
     p.n = sp.cpu ? 3 * sp.vec * (2 * kBlock * sp.streams + 3 * sp.streams + 1) + sp.vec - 1
-                 : 3 * sp.wg * sp.vec * 2 + sp.vec - 1;
+                 : 3 * wg * sp.vec * 2 + sp.vec - 1;
     HostArray a;
     a.type = t;
     a.n = p.n;
@@ -241,7 +304,7 @@ bool chosen_shape(Context& ctx, DType t, Shape* shape, std::string* why) {
   why->clear();
   for (Shape s : {first, second}) {
     const std::string key = std::string("reduce_exact.") + shape_name(s) + "." + dtype_name(t) +
-                            ".fpe" + std::to_string(terms) + " " +
+                            ".fpe" + std::to_string(terms) + "." + ctx.tuning().exact_store + " " +
                             std::to_string(ctx.source_hash("reduce_exact.cl")) + " " +
                             ctx.tuning().build_options;
     const std::string& answer = ctx.probe(key, [&] {

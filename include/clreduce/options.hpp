@@ -17,6 +17,7 @@ struct Tuning {
   std::string exact_shape = "auto";  // exact-shape: auto | gpu | cpu
   std::size_t exact_groups = 0;      // exact-groups: work-groups of exact; 0 = the shape's choice
   unsigned exact_terms = 2;          // exact-terms: doubles per expansion, 2-4
+  std::string exact_store = "auto";  // exact-store: auto | item | expansions | group (GPU shape)
   std::string scan_fast_path = "auto";  // scan-fast-path: auto | lookback | cpu | hierarchical
   long long lookback_limit = -1;  // lookback-limit: window reads before giving up; -1 = default
   unsigned lookback_rows = 4;     // lookback-rows: 16-byte vectors per work-item, 1-16

@@ -121,6 +121,36 @@ std::vector<T> hidden(const std::vector<T>& hard, std::size_t n, std::uint64_t s
   return v;
 }
 
+// Random signs and significands, every biased exponent from 0 (subnormals, zeros) to top equally
+// likely: the whole range when top is the largest finite one (254, 2046), where sums overflow.
+template <class T> std::vector<T> every_exponent(std::size_t n, std::uint64_t seed, unsigned top) {
+  std::mt19937_64 rng(seed);
+  std::vector<T> v(n);
+  for (auto& x : v) {
+    const std::uint64_t r = rng(), e = rng() % (top + 1);
+    if constexpr (std::is_same_v<T, float>) {
+      const std::uint32_t b =
+          (static_cast<std::uint32_t>(r) & 0x807FFFFFu) | static_cast<std::uint32_t>(e << 23);
+      std::memcpy(&x, &b, 4);
+    } else {
+      const std::uint64_t b = (r & 0x800FFFFFFFFFFFFFull) | (e << 52);
+      std::memcpy(&x, &b, 8);
+    }
+  }
+  return v;
+}
+
+// n >= 4 elements: pairs x, -x with every exponent up to top and 4 or 5 of the smallest
+// subnormal, shuffled.
+template <class T> std::vector<T> hidden_pairs(std::size_t n, std::uint64_t seed, unsigned top) {
+  std::vector<T> v = every_exponent<T>((n - 4) / 2, seed, top);
+  for (std::size_t i = 0, m = v.size(); i < m; ++i) v.push_back(-v[i]);
+  while (v.size() < n) v.push_back(std::numeric_limits<T>::denorm_min());
+  std::mt19937_64 rng(seed);
+  std::shuffle(v.begin(), v.end(), rng);
+  return v;
+}
+
 // The launches every hard case runs under: the device's shape at its own size, each shape
 // forced, with small and odd group sizes, and spread over 7 groups.
 struct Launch {
@@ -235,6 +265,84 @@ TEST_CASE("exact: sizes around every boundary of both shapes, on data over the w
                                               : array_of(wide<double>(n, seed + n));
     require_exact(run_exact(a, 0, shape), a);
   }
+}
+
+TEST_CASE(
+    "exact: each store of the GPU shape on data over the whole exponent range: flushes, "
+    "merges, cancellation, specials",
+    "[exact]") {
+  if (!device_context().info().fp64) SKIP("no fp64");
+  using L = std::numeric_limits<float>;
+  const std::string store =
+      GENERATE(std::string("item"), std::string("expansions"), std::string("group"));
+  const DType type = GENERATE(DType::kFloat, DType::kDouble);
+  const TuningGuard st(device_context(), "exact-store", store);
+  const bool f = type == DType::kFloat;
+  const unsigned top = f ? 254 : 2046, finite_top = f ? 254 - 26 : 2046 - 32;
+  // One work-item alone (its float bins flushed after 8192 elements: sizes around 8192 and
+  // 16384 plus a loop step of 16), odd group sizes, and the shape's own.
+  struct Case {
+    std::size_t local;
+    std::string groups;
+    std::vector<std::size_t> sizes;
+  };
+  const std::vector<Case> cases = {{1, "1", {8191, 8192, 8193, 8207, 8208, 8209, 16401, 40000}},
+                                   {3, "2", {1000, 20011}},
+                                   {16, "3", {1000, 20011}},
+                                   {0, "", {20011, 100003}}};
+  // The path each store must take (a shape that fails its start-up check falls back to the
+  // other, which would hide a broken store).
+  const std::string path = store == "item"               ? (f ? "item bins" : "item limbs")
+                           : store == "expansions" && !f ? "fpe2 + item limbs"
+                                                         : "fpe2 ticket";
+  {
+    const HostArray a = f ? array_of(every_exponent<float>(100, 1, top))
+                          : array_of(every_exponent<double>(100, 1, top));
+    const RunRecord r = run_exact(a, 0, "gpu");
+    INFO(r.policy.path);
+    REQUIRE(r.policy.path.find("gpu-shape") == 0);
+    REQUIRE(r.policy.path.find(path) != std::string::npos);
+  }
+  for (const Case& c : cases)
+    for (std::size_t n : c.sizes) {
+      CAPTURE(store, dtype_name(type), c.local, c.groups, n);
+      auto arr = [&](auto v) { return array_of(v); };
+      auto make = [&](unsigned t, std::uint64_t seed) {
+        return f ? arr(every_exponent<float>(n, seed, t)) : arr(every_exponent<double>(n, seed, t));
+      };
+      // Every finite exponent: the sum overflows (or not) as the host says.
+      const HostArray whole = make(top, n);
+      require_exact(run_exact(whole, c.local, "gpu", c.groups), whole);
+      // Exponents up to where the sum stays finite.
+      const HostArray fin = make(finite_top, n + 1);
+      require_exact(run_exact(fin, c.local, "gpu", c.groups), fin);
+      // Pairs x, -x over every finite exponent around a few subnormals: only these are left.
+      HostArray pairs =
+          f ? arr(hidden_pairs<float>(n, n + 2, top)) : arr(hidden_pairs<double>(n, n + 2, top));
+      require_exact(run_exact(pairs, c.local, "gpu", c.groups), pairs);
+      if (n > 20011) continue;
+      // inf, -inf and NaN among them; a +inf alone, then both (NaN).
+      for (int k = 0; k < 3; ++k) {
+        HostArray s = make(finite_top, n + 3 + k);
+        auto put = [&](std::size_t i, double x) {
+          if (f) {
+            const float y = static_cast<float>(x);
+            std::memcpy(s.bytes.data() + i * 4, &y, 4);
+          } else {
+            std::memcpy(s.bytes.data() + i * 8, &x, 8);
+          }
+        };
+        put(n / 3, L::infinity());
+        if (k >= 1) put(n - 1, -static_cast<double>(L::infinity()));
+        if (k == 2) put(n / 2, std::numeric_limits<double>::quiet_NaN());
+        require_exact(run_exact(s, c.local, "gpu", c.groups), s);
+      }
+      // All -0 (the sum is -0), then one +0 among them (+0).
+      HostArray z = f ? arr(std::vector<float>(n, -0.0f)) : arr(std::vector<double>(n, -0.0));
+      require_exact(run_exact(z, c.local, "gpu", c.groups), z);
+      std::memset(z.bytes.data() + (n / 2) * (f ? 4 : 8), 0, f ? 4 : 8);
+      require_exact(run_exact(z, c.local, "gpu", c.groups), z);
+    }
 }
 
 TEST_CASE("exact: the CPU shape's float blocks are kept only within their window of binades",
@@ -449,6 +557,38 @@ TEST_CASE("exact: a plan on a sub-buffer, small", "[.oclgrind]") {
       CHECK(bits(run_range(ctx, *plan, in, step, 300)) == bits(exact_sum(slice(a, step, 300))));
     }
   }
+}
+
+// Small enough for Oclgrind: data over the whole exponent range through each store of the GPU
+// shape (one work-item alone past its float bins' first flush; 3 groups of 16) and the CPU
+// shape's bins (groups of 4), bit for bit.
+TEST_CASE("exact: the work-items' stores on data over the whole exponent range, small",
+          "[.oclgrind]") {
+  Context ctx(select_device(list_devices(), clreduce::test::test_device_spec()),
+              CLREDUCE_SOURCE_KERNEL_DIR, false, tuning_from_env());
+  if (!ctx.info().fp64) SKIP("no fp64");
+  struct L {
+    const char* shape;
+    const char* store;
+    std::size_t local;
+    const char* groups;
+    std::size_t n;
+  };
+  for (const L& l : {L{"gpu", "item", 1, "1", 8300}, L{"gpu", "item", 16, "3", 700},
+                     L{"gpu", "expansions", 16, "3", 700}, L{"cpu", "item", 4, "3", 3000}})
+    for (DType type : {DType::kFloat, DType::kDouble}) {
+      if (l.local == 1 && type == DType::kDouble) continue;  // no flush: the 16-group run covers it
+      CAPTURE(l.shape, l.store, l.local, dtype_name(type));
+      const TuningGuard shape(ctx, "exact-shape", l.shape);
+      const TuningGuard store(ctx, "exact-store", l.store);
+      const TuningGuard groups(ctx, "exact-groups", l.groups);
+      const HostArray a = type == DType::kFloat ? array_of(every_exponent<float>(l.n, 3, 228))
+                                                : array_of(every_exponent<double>(l.n, 3, 2014));
+      const cl::Buffer in = upload(ctx, a.bytes);
+      const auto plan = find_reduce_variant("exact")->plan(ctx, sum_of(type, l.n), l.local);
+      CHECK(plan->policy().path.find(l.shape) == 0);
+      CHECK(bits(run_range(ctx, *plan, in, 0, l.n)) == bits(exact_sum(a)));
+    }
 }
 
 TEST_CASE("exact: other ops and types are skipped with a reason", "[exact]") {
