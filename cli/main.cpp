@@ -551,7 +551,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
   if (shares_by_rate && data.n > 0) {
     // Each device's end-to-end rate (upload, where the array crosses to it, and one run) on a
     // sample of the array, alone: the shares follow those rates.
-    const std::size_t sample = std::min<std::size_t>(data.n, std::size_t{1} << 26);
+    // 2^28 elements: large enough that a GPU's launch costs no longer hide its rate.
+    const std::size_t sample = std::min<std::size_t>(data.n, std::size_t{1} << 28);
     const HostArray part = view_of(data, 0, sample);
     RunConfig probe;
     probe.warmup = 1;

@@ -16,8 +16,10 @@ check_env=""  # VAR=value words put in the environment of the next checks
 checks="--data-races --uninitialized --check-api"
 check() {  # check ARGS...: one clreduce run under Oclgrind
   : >"$log"
+  local dev="--device 0"
+  case " $* " in *" --device "*) dev="" ;; esac
   out=$(env $check_env "$OCLGRIND" $checks --log "$log" "$CLREDUCE" \
-        --device 0 --warmup 0 --repeat 1 "$@" 2>&1)
+        $dev --warmup 0 --repeat 1 "$@" 2>&1)
   rc=$?
   if [ $rc -ne 0 ] || [ -s "$log" ]; then
     echo "FAIL: $check_env clreduce $* (exit $rc)"; echo "$out" | head -5; head -20 "$log"; fail=1
@@ -123,6 +125,14 @@ for place in off on; do
         --segment-length 7 --exclusive --tune in-place=$place
 done
 checks="--data-races --uninitialized --check-api"
+# The carry-in pass in each layout (blocked is the CPUs' default), and two shares of one device
+# whose scan carries cross between them.
+for layout in blocked strided; do
+  check --variant scan-hierarchical --op sum --type int64 --size 300 --local-size 16 --max-chunk 640 \
+        --segment-length 11 --tune carry-layout=$layout --tune in-place=off
+done
+check --device 0,0 --variant fast,scan-hierarchical --op sum --type int32 --size 300 --local-size 16 \
+      --tune in-place=off
 for source in write stage host-ptr; do
   stream="--tune in-place=off --tune stream=on --tune stream-bytes=2048 --tune stream-slots=2 --tune stream-source=$source"
   check --variant topdown --op min --type int32 --size 1003 --local-size 16 $stream

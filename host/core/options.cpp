@@ -67,6 +67,9 @@ const std::vector<TuningKey>& tuning_keys() {
        "auto | item | expansions | group (auto: item for floats, expansions for doubles)",
        "exact's GPU shape: every element into the work-item's own store; expansions first "
        "(doubles: leftovers into the work-item's store); or the group's, with local atomics"},
+      {"carry-layout", "auto | blocked | strided (auto: blocked on CPUs)",
+       "how the carry-in pass walks a scan's output: a contiguous block per work-item, or "
+       "grid-strided (coalesced on GPUs)"},
       {"scan-fast-path", "auto | lookback | cpu | hierarchical (auto)",
        "force scan-fast's path, unchecked"},
       {"lookback-limit", "0-2147483647 (2^20 on GPUs, 2^22 on CPUs)",
@@ -133,6 +136,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.exact_terms = static_cast<unsigned>(parse_count(v, 2, 4, source, "a count from 2 to 4"));
   } else if (key == "exact-store") {
     t.exact_store = one_of(v, {"auto", "item", "expansions", "group"}, source);
+  } else if (key == "carry-layout") {
+    t.carry_layout = one_of(v, {"auto", "blocked", "strided"}, source);
   } else if (key == "scan-fast-path") {
     t.scan_fast_path = one_of(v, {"auto", "lookback", "cpu", "hierarchical"}, source);
   } else if (key == "lookback-limit") {

@@ -38,11 +38,16 @@ std::unique_ptr<ScanPlan> ScanVariant::plan(Context& ctx, const ScanProblem& p,
 namespace {
 
 // The carry-in pass's problem: the output type, no exclusive (the pass reads y only).
-std::string carry_options(const ScanProblem& p, std::size_t wg) {
+std::string carry_options(Context& ctx, const ScanProblem& p, std::size_t wg) {
   ScanProblem q = p;
   q.type = p.acc_type;
   q.exclusive = false;
-  return q.cl_options() + " -DWG_SIZE=" + std::to_string(wg);
+  // A CPU's work-item runs its elements one after another: a contiguous block each streams
+  // through the caches, where a grid stride would touch a new line per element.
+  const std::string& layout = ctx.tuning().carry_layout;
+  const bool blocked = layout == "blocked" || (layout == "auto" && ctx.info().type == "CPU");
+  return q.cl_options() + " -DWG_SIZE=" + std::to_string(wg) +
+         (blocked ? " -DCLR_CARRY_BLOCKED=1" : "");
 }
 
 // The acc_type bytes of a carry value; Error(Errc::kUsage) for a value of another type.
@@ -77,7 +82,7 @@ ScanPlan::ScanPlan(Context& ctx, std::string variant, const ScanProblem& p, Laun
       depth_(depth) {
   if (!p.carry_in) return;
   const auto build = [&](std::size_t wg) {
-    return ctx.kernel("scan_carry.cl", "scan_carry", carry_options(p, wg));
+    return ctx.kernel("scan_carry.cl", "scan_carry", carry_options(ctx, p, wg));
   };
   carry_wg_ = choose_scan_wg(
       ctx, 0, 64, [](std::size_t) { return std::size_t{0}; }, build);
@@ -85,7 +90,8 @@ ScanPlan::ScanPlan(Context& ctx, std::string variant, const ScanProblem& p, Laun
   // A few groups per compute unit, no more than the elements need.
   carry_max_groups_ = std::max<std::size_t>(1, 4 * ctx.info().compute_units);
   if (p.segmented) {
-    carry_heads_ = ctx.kernel("scan_carry.cl", "scan_carry_heads", carry_options(p, carry_wg_));
+    carry_heads_ =
+        ctx.kernel("scan_carry.cl", "scan_carry_heads", carry_options(ctx, p, carry_wg_));
     if (kernel_max_wg(ctx, carry_heads_) < carry_wg_)
       throw Error(Errc::kUsage, ctx.info().name + " cannot run the carry-in pass in groups of " +
                                     std::to_string(carry_wg_));

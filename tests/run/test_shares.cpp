@@ -243,7 +243,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("--device lists and --shares: bad values are one-line errors, exit 2", "[shares][cli]") {
+TEST_CASE("device lists and --shares: bad values are one-line errors, exit 2", "[shares][cli]") {
   for (const std::string& args :
        {std::string("--device 0, --size 100"), std::string("--device 0,0 --shares 1 --size 100"),
         std::string("--device 0,0 --shares 1,-2 --size 100"),
