@@ -131,8 +131,14 @@ for layout in blocked strided; do
   check --variant scan-hierarchical --op sum --type int64 --size 300 --local-size 16 --max-chunk 640 \
         --segment-length 11 --tune carry-layout=$layout --tune in-place=off
 done
+# Two shares of one device. Oclgrind 21.10 runs one context at a time (two at once give wrong
+# results), so the shares run one after another; its --uninitialized plugin crashes on a second
+# context, so this run is checked for races and API misuse (the kernels it runs are checked with
+# all three plugins above).
+checks="--data-races --check-api"
 check --device 0,0 --variant fast,scan-hierarchical --op sum --type int32 --size 300 --local-size 16 \
-      --tune in-place=off
+      --tune in-place=off --tune share-threads=off
+checks="--data-races --uninitialized --check-api"
 for source in write stage host-ptr; do
   stream="--tune in-place=off --tune stream=on --tune stream-bytes=2048 --tune stream-slots=2 --tune stream-source=$source"
   check --variant topdown --op min --type int32 --size 1003 --local-size 16 $stream

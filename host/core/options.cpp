@@ -70,6 +70,9 @@ const std::vector<TuningKey>& tuning_keys() {
       {"carry-layout", "auto | blocked | strided (auto: blocked on CPUs)",
        "how the carry-in pass walks a scan's output: a contiguous block per work-item, or "
        "grid-strided (coalesced on GPUs)"},
+      {"share-threads", "on | off (on)",
+       "several devices: run the shares at once, each from its own thread, or one after another "
+       "(for a runtime that cannot run two contexts at once, such as a simulator)"},
       {"scan-fast-path", "auto | lookback | cpu | hierarchical (auto)",
        "force scan-fast's path, unchecked"},
       {"lookback-limit", "0-2147483647 (2^20 on GPUs, 2^22 on CPUs)",
@@ -136,6 +139,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.exact_terms = static_cast<unsigned>(parse_count(v, 2, 4, source, "a count from 2 to 4"));
   } else if (key == "exact-store") {
     t.exact_store = one_of(v, {"auto", "item", "expansions", "group"}, source);
+  } else if (key == "share-threads") {
+    t.share_threads = one_of(v, {"on", "off"}, source);
   } else if (key == "carry-layout") {
     t.carry_layout = one_of(v, {"auto", "blocked", "strided"}, source);
   } else if (key == "scan-fast-path") {

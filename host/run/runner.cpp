@@ -198,14 +198,17 @@ RunRecord ReduceSession::run_parts(const ReduceVariant& v, RunRecord rec) {
       if (plans[d]) parts_[d].array->prepare_reduce(plans[d]->out_bytes());
     std::vector<Sample> s(k);
     const double t0 = now_ms();
-    run_parallel(k, [&](std::size_t d) {
-      if (!plans[d]) return;
-      std::vector<cl::Event> events;
-      const double a = now_ms();
-      values[d] = parts_[d].array->reduce(*plans[d], events,
-                                          what_all + " (on " + parts_[d].ctx->info().name + ")");
-      s[d] = Sample{events_ms(events), now_ms() - a, events.size()};
-    });
+    run_parallel(
+        k,
+        [&](std::size_t d) {
+          if (!plans[d]) return;
+          std::vector<cl::Event> events;
+          const double a = now_ms();
+          values[d] = parts_[d].array->reduce(
+              *plans[d], events, what_all + " (on " + parts_[d].ctx->info().name + ")");
+          s[d] = Sample{events_ms(events), now_ms() - a, events.size()};
+        },
+        ctx_.tuning().share_threads == "on");
     const double t1 = now_ms();
     ReduceFold fold(problem_, 0, false);
     for (std::size_t d = 0; d < k; ++d) {

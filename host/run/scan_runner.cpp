@@ -138,27 +138,33 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
     std::vector<ScanCarry> carries(k);
     std::vector<double> carry_ms(k, 0.0);
     const double t0 = now_ms();
-    run_parallel(k, [&](std::size_t d) {
-      if (!plans[d]) return;
-      std::vector<cl::Event> events;
-      parts_[d].array->scan(*plans[d], events, what, false);
-      carries[d] = parts_[d].array->carry_out(*plans[d], what);
-      s[d].kernel_ms = events_ms(events);
-      s[d].launches = events.size();
-    });
+    run_parallel(
+        k,
+        [&](std::size_t d) {
+          if (!plans[d]) return;
+          std::vector<cl::Event> events;
+          parts_[d].array->scan(*plans[d], events, what, false);
+          carries[d] = parts_[d].array->carry_out(*plans[d], what);
+          s[d].kernel_ms = events_ms(events);
+          s[d].launches = events.size();
+        },
+        ctx_.tuning().share_threads == "on");
     const double t1 = now_ms();
     const std::vector<ScanCarry> into = exclusive_carries(problem_.op, carries);
     const double t2 = now_ms();
-    run_parallel(k, [&](std::size_t d) {
-      if (!plans[d]) return;
-      std::vector<cl::Event> events;
-      if (!into[d].empty) parts_[d].array->add_carry(*plans[d], into[d].value, events, what);
-      parts_[d].array->read_output(what);
-      carry_ms[d] = events_ms(events);
-      s[d].kernel_ms += carry_ms[d];
-      s[d].launches += events.size();
-      s[d].wall_ms = now_ms() - t0;
-    });
+    run_parallel(
+        k,
+        [&](std::size_t d) {
+          if (!plans[d]) return;
+          std::vector<cl::Event> events;
+          if (!into[d].empty) parts_[d].array->add_carry(*plans[d], into[d].value, events, what);
+          parts_[d].array->read_output(what);
+          carry_ms[d] = events_ms(events);
+          s[d].kernel_ms += carry_ms[d];
+          s[d].launches += events.size();
+          s[d].wall_ms = now_ms() - t0;
+        },
+        ctx_.tuning().share_threads == "on");
     const double t3 = now_ms();
     Sample all{0.0, t3 - t0, 0};
     double carry_max = 0.0;

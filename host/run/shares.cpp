@@ -49,7 +49,11 @@ std::vector<std::size_t> split_shares(std::size_t n, const std::vector<double>& 
   return counts;
 }
 
-void run_parallel(std::size_t k, const std::function<void(std::size_t)>& fn) {
+void run_parallel(std::size_t k, const std::function<void(std::size_t)>& fn, bool at_once) {
+  if (!at_once) {
+    for (std::size_t i = 0; i < k; ++i) fn(i);
+    return;
+  }
   std::vector<std::exception_ptr> errors(k);
   std::vector<std::thread> threads;
   threads.reserve(k);

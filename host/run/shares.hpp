@@ -23,6 +23,7 @@ std::vector<std::size_t> split_shares(std::size_t n, const std::vector<double>& 
 
 // Calls fn(0) ... fn(k - 1) at once, each on a thread of its own (fn(0) on the caller's), and
 // waits for all; the first exception (in index order) is rethrown after every call returned.
-void run_parallel(std::size_t k, const std::function<void(std::size_t)>& fn);
+// at_once = false: one after another on the caller's thread, in index order.
+void run_parallel(std::size_t k, const std::function<void(std::size_t)>& fn, bool at_once = true);
 
 }  // namespace clreduce

@@ -20,6 +20,7 @@ struct Tuning {
   std::string exact_store = "auto";  // exact-store: auto | item | expansions | group (GPU shape)
   std::string scan_fast_path = "auto";  // scan-fast-path: auto | lookback | cpu | hierarchical
   std::string carry_layout = "auto";    // carry-layout: auto | blocked | strided
+  std::string share_threads = "on";     // share-threads: on | off (several devices)
   long long lookback_limit = -1;  // lookback-limit: window reads before giving up; -1 = default
   unsigned lookback_rows = 4;     // lookback-rows: 16-byte vectors per work-item, 1-16
   std::size_t scan_chunk = std::size_t{1}
