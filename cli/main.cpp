@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -581,11 +582,16 @@ int run(int argc, char** argv, const Ranks& ranks) {
       std::snprintf(b, sizeof b, "%s%.1f", rates.empty() ? "" : ", ", gbps);
       rates += b;
     }
+    // A device under 1/20 of the fastest's rate would save less than the rates' own spread
+    // (docs/PERF.md: a 3% CPU share of resident data cost 7%): it gets no share.
+    const double top = *std::max_element(cfg.share_weights.begin(), cfg.share_weights.end());
+    for (double& w : cfg.share_weights)
+      if (w < top / 20) w = 0.0;
     progress.clear();
     if (verbose || format == "table")
       std::cerr << "clreduce: --shares " << shares_text << ": " << rates
                 << (kernel_rate ? " GB/s kernel rates on " : " GB/s end to end on ")
-                << count_words(sample) << " elements\n";
+                << count_words(sample) << " elements (a device under 1/20 of the fastest: none)\n";
   }
   if (ranks.many()) {
     cfg.ranks = &ranks;
