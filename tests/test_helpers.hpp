@@ -1,8 +1,12 @@
 // test_helpers.hpp: the shared device context for kernel tests and small array builders.
 #pragma once
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <random>
+#include <system_error>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +16,25 @@
 #include "runtime/device.hpp"
 
 namespace clreduce::test {
+
+// A fresh temporary directory, removed (with what it holds) at the end of the scope;
+// dir / "name" is a path in it.
+struct TempDir {
+  std::filesystem::path dir;
+  TempDir() {
+    dir = std::filesystem::temp_directory_path() /
+          ("clreduce_test_" + std::to_string(std::random_device{}()) + "_" +
+           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    std::filesystem::create_directories(dir);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& name) const { return (dir / name).string(); }
+};
 
 // The device under test: $CLREDUCE_TEST_DEVICE (an index or name, as --device takes), else 0.
 inline std::string test_device_spec() {

@@ -31,21 +31,7 @@ std::size_t lines(const std::string& s) { return clreduce::test::count_lines(s);
 // A command that hangs fails the test instead of the suite: timeout exits 124.
 const std::string kTimeout = "timeout 60";
 
-// A fresh temporary directory, removed at the end of the scope.
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    dir = fs::temp_directory_path() /
-          ("clreduce_hard_" + std::to_string(std::random_device{}()) + "_" +
-           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(dir);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string operator/(const std::string& name) const { return (dir / name).string(); }
-};
+using clreduce::test::TempDir;
 
 // A .npy image with a raw header dict.
 std::string npy_bytes(std::string dict, const std::string& data) {

@@ -21,6 +21,7 @@
 
 #include "clreduce/error.hpp"
 #include "io/files.hpp"
+#include "test_helpers.hpp"
 
 using namespace clreduce;
 namespace fs = std::filesystem;
@@ -29,20 +30,7 @@ using Catch::Matchers::Equals;
 
 namespace {
 
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    dir = fs::temp_directory_path() /
-          ("clreduce_test_files_" + std::to_string(std::random_device{}()) + "_" +
-           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(dir);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string operator/(const std::string& name) const { return (dir / name).string(); }
-};
+using clreduce::test::TempDir;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

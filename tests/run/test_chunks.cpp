@@ -33,20 +33,7 @@ using clreduce::test::run_cli;
 // A command that hangs fails the test instead of the suite: timeout exits 124.
 const std::string kTimeout = "timeout 300";
 
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    dir = fs::temp_directory_path() /
-          ("clreduce_chunks_" + std::to_string(std::random_device{}()) + "_" +
-           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(dir);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string operator/(const std::string& name) const { return (dir / name).string(); }
-};
+using clreduce::test::TempDir;
 
 std::vector<std::string> json_rows(const std::string& out) {
   std::vector<std::string> rows;
