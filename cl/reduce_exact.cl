@@ -16,7 +16,9 @@
 //     tree in local memory, and the last expansion is deposited. Each group adds its limbs, after
 //     one carry step, into a global superaccumulator with 64-bit atomics; the last group to finish
 //     (atomic ticket, as reduce_fast.cl) normalises it and rounds it to T on the device (round
-//     half to even, subnormals, overflow to infinity, IEEE's specials), and clears it.
+//     half to even, subnormals, overflow to infinity, IEEE's specials), and clears it. After the
+//     rounded value it leaves the exact state (the limbs and the flags) for the host to fold the
+//     pieces of a larger array exactly and round once.
 // Data over a wide range of exponents misses the expansions nearly element by element, and one
 // local atomic per element is slow; so the GPU shape gives each work-item its own store in local
 // memory (EX_DIRECT, EX_LANE_LIMBS: floats, 16 bins of doubles keyed by exponent; doubles, a
@@ -531,6 +533,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
     __global T* out, double one) {
   // gacc[0..SA_LIMBS): the global superaccumulator; gstate[0]: flags, gstate[1]: the ticket.
   // All zero between launches: each launch's last group clears them. one: 1.0 (EX_ADD).
+  // out: the result (T), then at byte 8 the exact state (below); 8-byte aligned.
   __local long sa[SA_LIMBS];
   __local uint lflags;
   __local int is_last;
@@ -786,8 +789,18 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
   if (!is_last) return;  // uniform across the group
 
   mem_fence(CLK_GLOBAL_MEM_FENCE);
-  for (uint j = lid; j < SA_LIMBS; j += WG_SIZE) sa[j] = atom_xchg(gacc + j, 0l);
-  if (lid == 0) lflags = atomic_xchg(gstate, 0u) | (n == 0 ? EX_NOT_NEG_ZERO : 0u);  // n = 0: +0
+  // The launch's exact state after its rounded result, for a fold of pieces (chunks, devices,
+  // ranks) on the host: the global superaccumulator's limbs as they are (not normalised) at
+  // byte 8 of out, then the flags as a long: 8 + 8 * (SA_LIMBS + 1) bytes of out in all.
+  __global long* const state = (__global long*)((__global uchar*)out + 8);
+  for (uint j = lid; j < SA_LIMBS; j += WG_SIZE) {
+    sa[j] = atom_xchg(gacc + j, 0l);
+    state[j] = sa[j];
+  }
+  if (lid == 0) {
+    lflags = atomic_xchg(gstate, 0u) | (n == 0 ? EX_NOT_NEG_ZERO : 0u);  // n = 0: +0
+    state[SA_LIMBS] = (long)lflags;
+  }
   barrier(CLK_LOCAL_MEM_FENCE);
   if (lid == 0) {
     const ulong bits = ex_round(sa, lflags);

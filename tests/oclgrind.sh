@@ -139,6 +139,12 @@ checks="--data-races --check-api"
 check --device 0,0 --variant fast,scan-hierarchical --op sum --type int32 --size 300 --local-size 16 \
       --tune in-place=off --tune share-threads=off
 checks="--data-races --uninitialized --check-api"
+# exact over 3 chunks: each launch leaves its exact state after its result, at its offset in
+# the partials buffer, for the host's fold (the CPU shape too, in groups of 4).
+check --variant exact --type float --size 1003 --local-size 16 --max-chunk 1600 --tune in-place=off
+check --variant exact --type double --size 1003 --local-size 16 --max-chunk 3200 --tune in-place=off
+CLREDUCE_EXACT_SHAPE=cpu CLREDUCE_EXACT_GROUPS=3 check --variant exact --type double --size 1003 \
+      --local-size 4 --max-chunk 3200 --tune in-place=off
 for source in write stage host-ptr; do
   stream="--tune in-place=off --tune stream=on --tune stream-bytes=2048 --tune stream-slots=2 --tune stream-source=$source"
   check --variant topdown --op min --type int32 --size 1003 --local-size 16 $stream

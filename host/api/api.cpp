@@ -184,7 +184,8 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
   } else {
     plan = v.plan(ctx, p, o.local_size);
     const cl::Buffer in = user_in ? *user_in : ctx.scratch("api.input", bytes);
-    const cl::Buffer out = ctx.scratch("api.result", 16);
+    // The accumulator, and after it whatever else the plan leaves (exact: its exact state).
+    const cl::Buffer out = ctx.scratch("api.result", std::max<std::size_t>(16, plan->out_bytes()));
     const std::size_t piece = ctx.tuning().transfer_piece;
     unsigned char result[16];
     timed_runs(

@@ -183,7 +183,9 @@ LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::si
 // One launch of cl/reduce_exact.cl. The plan owns the global superaccumulator (68 limbs cover
 // double's) and {flags, ticket}: zeroed here, cleared again by each launch's last group. A
 // launch on fewer elements than the plan was made for keeps its groups (each then takes fewer
-// than the 2^29 a group may).
+// than the 2^29 a group may). It leaves at out the rounded sum, then at byte 8 the exact state
+// (the superaccumulator's limbs as int64, then the flags as an int64), which a fold of pieces
+// reads (run/fold.cpp: exact_state_of, exact_add, exact_round).
 class ExactPlan : public ReducePlan {
  public:
   ExactPlan(Context& ctx, const ReduceProblem& p, LaunchPolicy pol, const cl::Kernel& kernel)
@@ -191,6 +193,8 @@ class ExactPlan : public ReducePlan {
         kernel_(kernel),
         acc_(ctx.zeroed_buffer(68 * sizeof(cl_long))),
         state_(ctx.zeroed_buffer(2 * sizeof(cl_uint))) {}
+
+  std::size_t out_bytes() const override { return 8 + 8 * (sa_limbs(problem().type) + 1); }
 
  private:
   void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
@@ -269,16 +273,24 @@ std::string check_shape(Context& ctx, Shape s, DType t, unsigned terms) {
     const std::unique_ptr<ExactPlan> plan = shape_plan(ctx, p, s, 0, 3, terms);
     cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, a.bytes.size(),
                   a.bytes.data());
-    cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, 8);
+    const std::size_t out_bytes = plan->out_bytes();
+    cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, out_bytes);
+    const ExactState want_state = exact_state(a);
     for (int run = 0; run < 2; ++run) {
-      unsigned char got[8];
-      std::memset(got, 0xA5, sizeof got);
-      ctx.queue().enqueueWriteBuffer(out, CL_TRUE, 0, sizeof got, got);
+      std::vector<unsigned char> got(out_bytes, 0xA5);
+      ctx.queue().enqueueWriteBuffer(out, CL_TRUE, 0, out_bytes, got.data());
       std::vector<cl::Event> events;
       plan->enqueue(in, out, events);
-      ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, dtype_size(t), got);
-      const Value v = Value::from_bytes(t, got);
+      ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, out_bytes, got.data());
+      const Value v = Value::from_bytes(t, got.data());
       if (!same_bits(v, want)) return what + " check gave " + v.str() + ", expected " + want.str();
+      // The state it leaves for a fold: the host's, limb for limb, once carried.
+      std::vector<std::int64_t> limbs(sa_limbs(t) + 1);
+      std::memcpy(limbs.data(), got.data() + 8, limbs.size() * 8);
+      const ExactState st =
+          exact_state_of(limbs.data(), sa_limbs(t), static_cast<std::uint64_t>(limbs.back()));
+      if (!same_state(st, want_state))
+        return what + " check left an exact state other than the host's";
     }
     return "";
   } catch (const Error& e) {

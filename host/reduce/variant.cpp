@@ -38,6 +38,10 @@ void ReducePlan::enqueue(const cl::Buffer& in, std::size_t offset, std::size_t l
     throw Error(Errc::kUsage, variant_ + ": a plan for " + std::to_string(problem_.n) +
                                   " elements cannot reduce " + std::to_string(length));
   const std::size_t size = dtype_size(problem_.type);
+  if (out.getInfo<CL_MEM_SIZE>() < out_bytes())
+    throw Error(Errc::kUsage, variant_ + ": its output buffer holds " +
+                                  std::to_string(out.getInfo<CL_MEM_SIZE>()) +
+                                  " bytes, and a launch leaves " + std::to_string(out_bytes()));
   launch(ctx_.view(in, offset * size, length * size), length, out, events);
 }
 

@@ -64,9 +64,10 @@ class ReducePlan {
 
   // Enqueues the reduction of in's elements [offset, offset + length), 1 <= length <=
   // problem().n, leaving the accumulator at out[0] (problem().acc_bytes() bytes); arg ops'
-  // indices count from offset. A range that does not start at element 0 is a sub-buffer: its
-  // first byte must be a multiple of Context::base_align(). Appends one event per launch.
-  // Throws Error(Errc::kUsage) for a range out of bounds, empty or not aligned.
+  // indices count from offset, and out_bytes() bytes of out are written (out must hold them).
+  // A range that does not start at element 0 is a sub-buffer: its first byte must be a multiple
+  // of Context::base_align(). Appends one event per launch. Throws Error(Errc::kUsage) for a
+  // range out of bounds, empty or not aligned, or an out smaller than out_bytes().
   void enqueue(const cl::Buffer& in, std::size_t offset, std::size_t length, const cl::Buffer& out,
                std::vector<cl::Event>& events);
   // The whole problem: in[0, problem().n).

@@ -215,7 +215,7 @@ void ChunkedArray::prepare_reduce(std::size_t out_bytes) {
 }
 
 Value ChunkedArray::reduce(ReducePlan& plan, std::vector<cl::Event>& events,
-                           const std::string& what) {
+                           const std::string& what, ReduceFold* pieces) {
   cl::CommandQueue& q = ctx_.queue();
   const std::size_t chunks = layout_.chunks;
   if (!layout_.streamed()) {
@@ -240,11 +240,15 @@ Value ChunkedArray::reduce(ReducePlan& plan, std::vector<cl::Event>& events,
   enqueue_read(q, partials_, 0, partial_stride_ * chunks, partial_host_.data(), piece_);
   finish(q, timeout(static_cast<double>(layout_.n * e_.in)), what);
   const ReduceProblem& p = plan.problem();
+  if (pieces)
+    for (std::size_t c = 0; c < chunks; ++c)
+      pieces->add(partial_host_.data() + c * partial_stride_, layout_.begin(c));
   if (chunks == 1) {  // the plan's own result, whatever its out bytes hold beyond it
     Value v = Value::from_bytes(p.acc(), partial_host_.data());
     if (is_arg_op(p.op)) std::memcpy(&v.index, partial_host_.data() + 8, 8);
     return v;
   }
+  // Correctly rounded plans (exact): their exact states added, rounded once.
   ReduceFold fold(p, plan.out_bytes(), plan.policy().correctly_rounded);
   for (std::size_t c = 0; c < chunks; ++c)
     fold.add(partial_host_.data() + c * partial_stride_, layout_.begin(c));

@@ -79,8 +79,12 @@ class ChunkedArray {
 
   // A reduction over every chunk with `plan`; returns the folded result. Appends the plan's
   // launch events to events. The partial results are reset to a sentinel first (prepare()).
+  // pieces: when given (a fold made for plan's problem, out_bytes() and kind), every chunk's
+  // out bytes are added to it too, in chunk order, indices from the array's start: a caller
+  // that folds this array with others (devices' shares) or combines its exact state (ranks).
   void prepare_reduce(std::size_t out_bytes);
-  Value reduce(ReducePlan& plan, std::vector<cl::Event>& events, const std::string& what);
+  Value reduce(ReducePlan& plan, std::vector<cl::Event>& events, const std::string& what,
+               ReduceFold* pieces = nullptr);
 
   // Writes the output's sentinel where the device will write (resident: the device outputs
   // from the host output, which the caller has filled).

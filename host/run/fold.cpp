@@ -106,18 +106,32 @@ Value convert_value(const Value& v, DType acc) {
 
 std::string ReduceFold::cannot_fold(const ReducePlan& plan) {
   if (plan.policy().correctly_rounded && plan.out_bytes() <= plan.problem().acc_bytes())
-    return "its results are rounded: a sum of chunks would not be correctly rounded, so it "
-           "runs on arrays of one chunk only";
+    return "its results are rounded and it leaves no exact state: a fold of pieces would not be "
+           "correctly rounded";
   return "";
 }
 
 ReduceFold::ReduceFold(const ReduceProblem& p, std::size_t out_bytes, bool exact)
     : p_(p), out_bytes_(out_bytes), exact_(exact) {
-  if (exact_)
-    throw Error(Errc::kUnsupported, "correctly rounded partial results cannot be folded yet");
+  if (!exact_) return;
+  if (p.op != Op::kSum || !is_float(p.acc()))
+    throw Error(Errc::kUnsupported, "internal: a correctly rounded fold of " + op_name(p.op) +
+                                        " of " + dtype_name(p.acc()));
+  // The rounded value in 8 bytes, then the limbs and the flags as int64.
+  if (out_bytes_ < 24 || out_bytes_ % 8 || out_bytes_ / 8 - 2 > ExactState::kLimbs)
+    throw Error(Errc::kUnsupported, "correctly rounded pieces of " + std::to_string(out_bytes_) +
+                                        " bytes leave no exact state to fold");
 }
 
 void ReduceFold::add(const unsigned char* out, std::uint64_t offset) {
+  if (exact_) {
+    const std::size_t limbs = out_bytes_ / 8 - 2;
+    std::int64_t words[ExactState::kLimbs + 1];
+    std::memcpy(words, out + 8, (limbs + 1) * 8);
+    exact_add(state_, exact_state_of(words, limbs, static_cast<std::uint64_t>(words[limbs])));
+    ++pieces_;
+    return;
+  }
   Value v = Value::from_bytes(p_.acc(), out);
   if (is_arg_op(p_.op)) {
     std::int64_t idx;
@@ -128,11 +142,29 @@ void ReduceFold::add(const unsigned char* out, std::uint64_t offset) {
 }
 
 void ReduceFold::add(const Value& v) {
+  if (exact_)
+    throw Error(Errc::kInternal, "internal: a correctly rounded fold takes states, not values");
   acc_ = pieces_ == 0 ? v : fold_values(p_.op, acc_, v);
   ++pieces_;
 }
 
+void ReduceFold::add(const ReduceFold& later, std::uint64_t offset) {
+  if (later.exact_ != exact_)
+    throw Error(Errc::kInternal, "internal: folding a correctly rounded fold with another kind");
+  if (later.pieces_ == 0) return;
+  if (exact_) {
+    exact_add(state_, later.state_);
+    pieces_ += later.pieces_;
+    return;
+  }
+  Value v = later.result();
+  if (is_arg_op(p_.op)) v.index += static_cast<std::int64_t>(offset);
+  acc_ = pieces_ == 0 ? v : fold_values(p_.op, acc_, v);
+  pieces_ += later.pieces_;
+}
+
 Value ReduceFold::result() const {
+  if (exact_) return exact_round(p_.acc(), state_);  // no pieces: +0
   if (pieces_ > 0) return acc_;
   if (!has_identity(p_.op))
     throw Error(Errc::kInternal, "internal: " + op_name(p_.op) + " of no pieces");

@@ -11,6 +11,7 @@
 
 #include "clreduce/types.hpp"
 #include "reduce/variant.hpp"
+#include "verify/exact_sum.hpp"
 
 namespace clreduce {
 
@@ -23,8 +24,10 @@ Value fold_values(Op op, const Value& earlier, const Value& later);
 Value convert_value(const Value& v, DType acc);
 
 // Folds the results of a reduction's pieces, added in piece order. For plans whose partial
-// results fold exactly only with more than the rounded value (exact), add() takes the whole
-// out_bytes() the plan left.
+// results fold exactly only with more than the rounded value (exact: the correctly rounded sum),
+// add() takes the whole out_bytes() the plan left: the rounded value, then the exact state
+// (verify/exact_sum.hpp's ExactState, as cl/reduce_exact.cl writes it at byte 8: its limbs, then
+// its flags, as int64), which are added exactly and rounded once, by result().
 class ReduceFold {
  public:
   // p: the problem of the whole array; out_bytes: what one piece's plan leaves at out
@@ -35,11 +38,17 @@ class ReduceFold {
   static std::string cannot_fold(const ReducePlan& plan);
   // The bytes a plan left at out for the piece that starts at element `offset` of the array.
   void add(const unsigned char* out, std::uint64_t offset);
-  // A piece's value, its index (arg ops) already global.
+  // A piece's value, its index (arg ops) already global. Not for exact folds (Errc::kInternal).
   void add(const Value& v);
+  // Every piece of `later` (a fold of the same problem and kind over the part of the array that
+  // starts at element `offset`), after this fold's: exact folds add its state; others its result.
+  void add(const ReduceFold& later, std::uint64_t offset);
   // The whole's result (the identity when nothing was added: sum and prod only).
   Value result() const;
   std::size_t pieces() const { return pieces_; }
+  bool exact() const { return exact_; }
+  // Exact folds: the pieces' exact state so far (empty when none), for a combine of ranks.
+  const ExactState& exact_state() const { return state_; }
 
  private:
   ReduceProblem p_;
@@ -47,7 +56,7 @@ class ReduceFold {
   bool exact_;
   std::size_t pieces_ = 0;
   Value acc_;
-  std::vector<unsigned char> exact_state_;  // reserved for exact partials
+  ExactState state_;  // exact folds: the sum of the pieces' states
 };
 
 // The running value after a scan's piece, to carry into the next: the piece's last output

@@ -57,6 +57,14 @@ struct RankValue {
 };
 static_assert(std::is_trivially_copyable_v<RankValue>);
 static_assert(std::is_trivially_copyable_v<ScanCarry>);
+static_assert(std::is_trivially_copyable_v<ExactState>);
+
+// earlier + later, exactly (integer addition: the order does not matter, but MPI's is kept).
+ExactState fold_exact_states(Op, const ExactState& earlier, const ExactState& later) {
+  ExactState r = earlier;
+  exact_add(r, later);
+  return r;
+}
 static_assert(std::is_trivially_copyable_v<ScanRefState>);
 
 // earlier op later for ranks' results: an empty side gives the other.
@@ -226,6 +234,23 @@ Combined allreduce_value(Op op, const Value& mine, bool empty) {
 #else
   (void)op;
 #endif
+  return c;
+}
+
+Combined allreduce_exact(DType acc, const ExactState& mine) {
+  Combined c;
+  ExactState all = mine;
+#if CLREDUCE_HAVE_MPI
+  if (g_mpi) {
+    ExactState in = zeroed(mine), out = zeroed(ExactState());
+    c.ms = with_op<ExactState, fold_exact_states>(Op::kSum, [&](MPI_Datatype t, MPI_Op o) {
+      MPI_Allreduce(&in, &out, 1, t, o, MPI_COMM_WORLD);
+    });
+    all = out;
+  }
+#endif
+  c.value = exact_round(acc, all);
+  c.has = !all.empty;
   return c;
 }
 

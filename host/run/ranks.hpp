@@ -12,6 +12,7 @@
 
 #include "clreduce/types.hpp"
 #include "run/fold.hpp"
+#include "verify/exact_sum.hpp"
 #include "verify/float_check.hpp"
 #include "verify/scan_reference.hpp"
 
@@ -59,6 +60,13 @@ struct Combined {
   double ms = 0.0;
 };
 Combined allreduce_value(Op op, const Value& mine, bool empty);
+
+// The slices' exact states (`exact`, the correctly rounded sum: verify/exact_sum.hpp) added
+// exactly over every rank (a user-defined MPI op on the states' bytes: integer limbs with
+// carries, flags OR-ed), rounded once to acc (float or double): the correctly rounded sum of
+// the whole array, on every rank. `mine` is empty (ExactState::empty) when this rank's slice has
+// no elements; has = false when every slice was empty. ms: the MPI call's wall time.
+Combined allreduce_exact(DType acc, const ExactState& mine);
 
 // The exclusive scan of the slices' carries in rank order with fold_carry(op, ...): what reaches
 // this rank's slice from the slices before it (empty on rank 0). ms: the MPI call's wall time.

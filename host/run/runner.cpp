@@ -192,10 +192,20 @@ RunRecord ReduceSession::run_parts(const ReduceVariant& v, RunRecord rec) {
   std::vector<std::vector<Sample>> part_samples(k);
   std::vector<double> combine;
   std::vector<Value> values(k);
+  // Correctly rounded plans (exact): each share's chunks' exact states, folded with the others'
+  // and rounded once; other plans fold the shares' results.
+  std::size_t exact_bytes = 0;
+  for (std::size_t d = 0; d < k; ++d)
+    if (plans[d] && plans[d]->policy().correctly_rounded) exact_bytes = plans[d]->out_bytes();
+  const bool exact = exact_bytes > 0;
+  std::vector<std::optional<ReduceFold>> part_folds(k);
   std::uint64_t run_index = 0;
   const std::vector<Sample> whole = repeat_runs(cfg_.warmup, cfg_.repeat, [&] {
     for (std::size_t d = 0; d < k; ++d)
-      if (plans[d]) parts_[d].array->prepare_reduce(plans[d]->out_bytes());
+      if (plans[d]) {
+        parts_[d].array->prepare_reduce(plans[d]->out_bytes());
+        if (exact) part_folds[d].emplace(problem_, exact_bytes, true);
+      }
     std::vector<Sample> s(k);
     const double t0 = now_ms();
     run_parallel(
@@ -204,15 +214,20 @@ RunRecord ReduceSession::run_parts(const ReduceVariant& v, RunRecord rec) {
           if (!plans[d]) return;
           std::vector<cl::Event> events;
           const double a = now_ms();
-          values[d] = parts_[d].array->reduce(
-              *plans[d], events, what_all + " (on " + parts_[d].ctx->info().name + ")");
+          values[d] = parts_[d].array->reduce(*plans[d], events,
+                                              what_all + " (on " + parts_[d].ctx->info().name + ")",
+                                              exact ? &*part_folds[d] : nullptr);
           s[d] = Sample{events_ms(events), now_ms() - a, events.size()};
         },
         ctx_.tuning().share_threads == "on");
     const double t1 = now_ms();
-    ReduceFold fold(problem_, 0, false);
+    ReduceFold fold(problem_, exact_bytes, exact);
     for (std::size_t d = 0; d < k; ++d) {
       if (!plans[d]) continue;
+      if (exact) {
+        fold.add(*part_folds[d], parts_[d].first);
+        continue;
+      }
       Value piece = values[d];
       if (is_arg_op(problem_.op)) piece.index += static_cast<std::int64_t>(parts_[d].first);
       fold.add(piece);
@@ -319,6 +334,7 @@ RunRecord ReduceSession::run(const ReduceVariant& v) {
     return rec;
   }
   std::unique_ptr<ReducePlan> plan;
+  std::optional<ReduceFold> slice_fold;  // ranks of exact: this slice's pieces, folded
   if (problem_.n == 0) {  // sum and prod: the identity, with no launch (a rank's empty slice:
                           // nothing, which join_ranks() leaves out)
     rec.result.type = problem_.acc_type;
@@ -338,19 +354,27 @@ RunRecord ReduceSession::run(const ReduceVariant& v) {
     const std::string what = v.name() + " " + op_name(problem_.op) + " of " +
                              std::to_string(problem_.n) + " " + dtype_name(problem_.type) +
                              " elements";
+    // Ranks of a correctly rounded plan (exact) combine their slices' exact states.
+    const bool keep_state = ranked && plan->policy().correctly_rounded;
     time_device(
-        rec, [&] { array.prepare_reduce(plan->out_bytes()); },
-        [&](std::vector<cl::Event>& events) { rec.result = array.reduce(*plan, events, what); });
+        rec,
+        [&] {
+          array.prepare_reduce(plan->out_bytes());
+          if (keep_state) slice_fold.emplace(plan->problem(), plan->out_bytes(), true);
+        },
+        [&](std::vector<cl::Event>& events) {
+          rec.result = array.reduce(*plan, events, what, slice_fold ? &*slice_fold : nullptr);
+        });
     set_layout(rec, layout_, upload_ms_);
   }
   // The chunks' results are folded one after another: one more operation per chunk.
   const std::uint64_t chain = plan ? plan->depth() + (layout_.chunks > 1 ? layout_.chunks : 0) : 0;
   if (problem_.n > 0 || !ranked) finish_reduce(rec, chain);
-  if (ranked) join_ranks(rec, chain);
+  if (ranked) join_ranks(rec, chain, slice_fold ? &*slice_fold : nullptr);
   return rec;
 }
 
-void ReduceSession::join_ranks(RunRecord& rec, std::uint64_t chain) {
+void ReduceSession::join_ranks(RunRecord& rec, std::uint64_t chain, const ReduceFold* state) {
   const Ranks& R = *cfg_.ranks;
   const bool empty = problem_.n == 0;
   // Indices become global; the slice's own verdict stands beside the whole's.
@@ -360,8 +384,21 @@ void ReduceSession::join_ranks(RunRecord& rec, std::uint64_t chain) {
     want.index += static_cast<std::int64_t>(cfg_.first);
   }
   const bool slice_ok = rec.verified;
-  const Combined got = allreduce_value(problem_.op, mine, empty);
-  const Combined ref = allreduce_value(problem_.op, want, empty);
+  // A correctly rounded plan (exact; an empty slice has none, so every rank asks): the slices'
+  // exact states added over the ranks and rounded once, against the host reference's states
+  // of the slices, added and rounded alike: both the correctly rounded sum of the whole array.
+  const bool exact = !all_ranks(!rec.policy.correctly_rounded);
+  Combined got, ref;
+  if (exact) {
+    if (!empty && !state)
+      throw Error(Errc::kInternal, "internal: a correctly rounded slice without its state");
+    if (!empty && !expected_state_) expected_state_ = exact_state(data_);
+    got = allreduce_exact(problem_.acc(), empty ? ExactState() : state->exact_state());
+    ref = allreduce_exact(problem_.acc(), empty ? ExactState() : *expected_state_);
+  } else {
+    got = allreduce_value(problem_.op, mine, empty);
+    ref = allreduce_value(problem_.op, want, empty);
+  }
   const std::vector<double> kernel = gather_ranks(rec.kernel_ms);
   const std::vector<double> wall = gather_ranks(rec.wall_ms);
   const std::vector<double> sum_abs = gather_ranks(static_cast<double>(stats_.m.abs_sum));
@@ -370,7 +407,7 @@ void ReduceSession::join_ranks(RunRecord& rec, std::uint64_t chain) {
   Verdict v;
   if (got.has && ref.has) {
     if (is_float(problem_.acc()) && (problem_.op == Op::kSum || problem_.op == Op::kProd) &&
-        !rec.policy.correctly_rounded) {
+        !exact) {
       long double s = 0.0L;
       for (double x : sum_abs) s += x;
       // Floats: the slices' checks hold each slice; the whole adds R - 1 operations. A product's

@@ -215,10 +215,13 @@ class ReduceSession : public Session {
   };
   RunRecord run_parts(const ReduceVariant& v, RunRecord rec);
   // MPI: joins this rank's result with the other ranks' (rank order), checks the whole.
-  void join_ranks(RunRecord& rec, std::uint64_t chain);
+  // state: a correctly rounded plan's (exact) pieces folded, whose exact states the ranks add
+  // (null for other plans, and on a rank whose slice is empty).
+  void join_ranks(RunRecord& rec, std::uint64_t chain, const ReduceFold* state);
 
   ReduceProblem problem_;
   Value expected_;
+  std::optional<ExactState> expected_state_;  // float sums under ranks: the slice's exact state
   FloatStats stats_;
   ChunkLayout layout_;
   std::unique_ptr<ChunkedArray> array_;

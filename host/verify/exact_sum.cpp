@@ -2,6 +2,7 @@
 // exactly), then one big-integer sum of the bins and a rounding by big-integer comparison.
 #include "verify/exact_sum.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -110,27 +111,35 @@ std::size_t big_top(const Big& a) {
   return (a.size() - 1) * 64 + b;
 }
 
-template <class T> T exact_sum_t(const T* x, std::size_t n) {
+// The exact sum of x[0..n) before rounding: the positive and the negative elements' magnitudes
+// apart, in units of the smallest subnormal, and the specials.
+struct Parts {
+  Big p, q;
+  bool nan = false, pinf = false, ninf = false, all_neg_zero = false;
+};
+
+template <class T> Parts exact_parts(const T* x, std::size_t n) {
   using L = Layout<T>;
   using Bits = typename L::Bits;
   // bins[s]: the sum of the significands of the elements of value m * 2^(s + kUnitExp), one
   // sum for positives, one for negatives; 128 bits take 2^74 double significands.
   std::vector<unsigned __int128> pos(L::kExpMax), neg(L::kExpMax);
-  bool nan = false, pinf = false, ninf = false, all_neg_zero = n > 0;
+  Parts r;
+  r.all_neg_zero = n > 0;
   const Bits sign = Bits{1} << (8 * sizeof(Bits) - 1);
   for (std::size_t i = 0; i < n; ++i) {
     Bits b;
     std::memcpy(&b, &x[i], sizeof b);
     const int e = static_cast<int>((b >> L::kMantBits) & static_cast<Bits>(L::kExpMax));
     const Bits m = b & ((Bits{1} << L::kMantBits) - 1);
-    if (b != sign) all_neg_zero = false;
+    if (b != sign) r.all_neg_zero = false;
     if (e == L::kExpMax) {
       if (m)
-        nan = true;
+        r.nan = true;
       else if (b & sign)
-        ninf = true;
+        r.ninf = true;
       else
-        pinf = true;
+        r.pinf = true;
       continue;
     }
     // Normal: (2^kMantBits + m) * 2^(e - 1) units; subnormal (e = 0): m units.
@@ -138,17 +147,22 @@ template <class T> T exact_sum_t(const T* x, std::size_t n) {
     const Bits sig = e ? (m | (Bits{1} << L::kMantBits)) : m;
     ((b & sign) ? neg : pos)[s] += sig;
   }
-  if (nan || (pinf && ninf)) return std::numeric_limits<T>::quiet_NaN();
-  if (pinf) return std::numeric_limits<T>::infinity();
-  if (ninf) return -std::numeric_limits<T>::infinity();
-  Big p, q;
   for (std::size_t s = 0; s < pos.size(); ++s) {
-    if (pos[s]) big_add(p, pos[s], s);
-    if (neg[s]) big_add(q, neg[s], s);
+    if (pos[s]) big_add(r.p, pos[s], s);
+    if (neg[s]) big_add(r.q, neg[s], s);
   }
-  const int c = big_cmp(p, q);
-  if (c == 0) return all_neg_zero ? -T(0) : T(0);
-  const Big mag = c > 0 ? big_sub(p, q) : big_sub(q, p);
+  return r;
+}
+
+// The parts' sum p - q rounded once to T: the one rounding of exact_sum and exact_round.
+template <class T> T round_parts(const Parts& a) {
+  using L = Layout<T>;
+  if (a.nan || (a.pinf && a.ninf)) return std::numeric_limits<T>::quiet_NaN();
+  if (a.pinf) return std::numeric_limits<T>::infinity();
+  if (a.ninf) return -std::numeric_limits<T>::infinity();
+  const int c = big_cmp(a.p, a.q);
+  if (c == 0) return a.all_neg_zero ? -T(0) : T(0);
+  const Big mag = c > 0 ? big_sub(a.p, a.q) : big_sub(a.q, a.p);
   constexpr std::size_t prec = L::kMantBits + 1;
   const std::size_t top = big_top(mag);
   T r;
@@ -167,6 +181,28 @@ template <class T> T exact_sum_t(const T* x, std::size_t n) {
   return c > 0 ? r : -r;
 }
 
+template <class T> T exact_sum_t(const T* x, std::size_t n) {
+  return round_parts<T>(exact_parts(x, n));
+}
+
+// Carries s's limbs: each below the top into [0, 2^32), the top one signed.
+void normalise(ExactState& s) {
+  __int128 carry = 0;
+  for (std::size_t j = 0; j + 1 < ExactState::kLimbs; ++j) {
+    const __int128 v = static_cast<__int128>(s.limb[j]) + carry;
+    s.limb[j] = static_cast<std::int64_t>(v & 0xFFFFFFFF);
+    carry = v >> 32;  // floor(v / 2^32)
+  }
+  const __int128 top = static_cast<__int128>(s.limb[ExactState::kLimbs - 1]) + carry;
+  if (top > std::numeric_limits<std::int64_t>::max() ||
+      top < std::numeric_limits<std::int64_t>::min())
+    throw Error(Errc::kInternal, "internal: an exact state past its top limb");
+  s.limb[ExactState::kLimbs - 1] = static_cast<std::int64_t>(top);
+}
+
+constexpr std::uint32_t kAllFlags =
+    ExactState::kNaN | ExactState::kPosInf | ExactState::kNegInf | ExactState::kNotNegZero;
+
 template <class T> typename Layout<T>::Bits bits_of(double v) {
   const T t = static_cast<T>(v);
   typename Layout<T>::Bits b;
@@ -184,6 +220,100 @@ template <class T> long double ordinal(double v) {
 }
 
 }  // namespace
+
+ExactState exact_state_of(const std::int64_t* limbs, std::size_t count, std::uint64_t flags) {
+  if (count > ExactState::kLimbs || (flags & ~std::uint64_t{kAllFlags}))
+    throw Error(Errc::kInternal, "internal: an exact state of " + std::to_string(count) +
+                                     " limbs with flags " + std::to_string(flags) +
+                                     " (not written by the kernel?)");
+  ExactState s;
+  std::copy(limbs, limbs + count, s.limb);
+  s.flags = static_cast<std::uint32_t>(flags);
+  s.empty = 0;
+  normalise(s);
+  return s;
+}
+
+ExactState exact_state(const HostArray& a) {
+  Parts parts;
+  if (a.type == DType::kFloat)
+    parts = exact_parts(a.as<float>(), a.n);
+  else if (a.type == DType::kDouble)
+    parts = exact_parts(a.as<double>(), a.n);
+  else
+    throw Error(Errc::kInternal, "internal: exact_state of " + dtype_name(a.type));
+  ExactState s;
+  if (a.n == 0) return s;
+  s.empty = 0;
+  s.flags = (parts.nan ? ExactState::kNaN : 0) | (parts.pinf ? ExactState::kPosInf : 0) |
+            (parts.ninf ? ExactState::kNegInf : 0) |
+            (parts.all_neg_zero ? 0 : ExactState::kNotNegZero);
+  // p - q, digit by digit (each in (-2^32, 2^32)), then carried.
+  auto digit = [](const Big& b, std::size_t j) -> std::int64_t {
+    return j / 2 < b.size() ? static_cast<std::int64_t>((b[j / 2] >> (32 * (j % 2))) & 0xFFFFFFFF)
+                            : 0;
+  };
+  for (const Big* b : {&parts.p, &parts.q}) {
+    Big t = *b;
+    big_trim(t);
+    if (t.size() * 2 > ExactState::kLimbs)
+      throw Error(Errc::kInternal, "internal: an exact sum past the state's limbs");
+  }
+  for (std::size_t j = 0; j < ExactState::kLimbs; ++j)
+    s.limb[j] = digit(parts.p, j) - digit(parts.q, j);
+  normalise(s);
+  return s;
+}
+
+void exact_add(ExactState& into, const ExactState& from) {
+  if (from.empty) return;
+  if (into.empty) {
+    into = from;
+    return;
+  }
+  for (std::size_t j = 0; j < ExactState::kLimbs; ++j) into.limb[j] += from.limb[j];
+  into.flags |= from.flags;
+  normalise(into);
+}
+
+bool same_state(const ExactState& a, const ExactState& b) {
+  constexpr std::uint32_t specials = ExactState::kNaN | ExactState::kPosInf | ExactState::kNegInf;
+  if ((a.flags & specials) != (b.flags & specials)) return false;
+  if (a.flags & specials) return true;
+  auto zero_sign = [](const ExactState& s) {
+    return s.empty || (s.flags & ExactState::kNotNegZero);
+  };
+  return zero_sign(a) == zero_sign(b) && std::equal(a.limb, a.limb + ExactState::kLimbs, b.limb);
+}
+
+Value exact_round(DType t, const ExactState& s) {
+  if (t != DType::kFloat && t != DType::kDouble)
+    throw Error(Errc::kInternal, "internal: exact_round to " + dtype_name(t));
+  ExactState m = s;
+  normalise(m);
+  const bool negative = m.limb[ExactState::kLimbs - 1] < 0;
+  if (negative) {
+    for (std::int64_t& l : m.limb) l = -l;
+    normalise(m);
+  }
+  static_assert(ExactState::kLimbs % 2 == 0);
+  if (m.limb[ExactState::kLimbs - 1] >> 32)
+    throw Error(Errc::kInternal, "internal: an exact state past its top limb");
+  Parts parts;
+  Big& mag = negative ? parts.q : parts.p;
+  for (std::size_t j = 0; j < ExactState::kLimbs; j += 2)
+    mag.push_back(static_cast<std::uint64_t>(m.limb[j]) | static_cast<std::uint64_t>(m.limb[j + 1])
+                                                              << 32);
+  parts.nan = (s.flags & ExactState::kNaN) != 0;
+  parts.pinf = (s.flags & ExactState::kPosInf) != 0;
+  parts.ninf = (s.flags & ExactState::kNegInf) != 0;
+  parts.all_neg_zero = !s.empty && !(s.flags & ExactState::kNotNegZero);
+  Value v;
+  v.type = t;
+  v.f = t == DType::kFloat ? static_cast<double>(round_parts<float>(parts))
+                           : round_parts<double>(parts);
+  return v;
+}
 
 float exact_sum(const float* x, std::size_t n) { return exact_sum_t(x, n); }
 double exact_sum(const double* x, std::size_t n) { return exact_sum_t(x, n); }

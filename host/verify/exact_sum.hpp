@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "clreduce/types.hpp"
 
@@ -19,6 +20,37 @@ float exact_sum(const float* x, std::size_t n);
 double exact_sum(const double* x, std::size_t n);
 // The same for a float or double array, as a Value of its type; throws Error(kInternal) otherwise.
 Value exact_sum(const HostArray& a);
+
+// The exact sum of float or double pieces before its one rounding: what `exact`'s kernel leaves
+// after its rounded result (cl/reduce_exact.cl), and what chunks, devices and MPI ranks fold.
+// A fixed-point integer in 32-bit digits held in 64-bit limbs, least significant first, whose
+// unit is the type's smallest subnormal (2^-149, 2^-1074); float uses 12 limbs, double all 68
+// (the type's range and 64 bits more). Normalised (exact_add, exact_state_of): limbs below the
+// top in [0, 2^32), the top one signed (two's complement over all kLimbs). A fixed-size POD, so
+// MPI moves it as bytes.
+struct ExactState {
+  static constexpr std::size_t kLimbs = 68;
+  static constexpr std::uint32_t kNaN = 1, kPosInf = 2, kNegInf = 4;
+  static constexpr std::uint32_t kNotNegZero = 8;  // some element is not -0
+  std::int64_t limb[kLimbs] = {};
+  std::uint32_t flags = 0;  // the kernel's flags: the k* above
+  std::uint32_t empty = 1;  // no element was added: the sum is +0
+};
+
+// The state of limbs[0..count) (count <= kLimbs; any int64 values, not normalised) and flags,
+// of at least one element, normalised. Throws Error(kInternal) for flags no kernel writes.
+ExactState exact_state_of(const std::int64_t* limbs, std::size_t count, std::uint64_t flags);
+// The host's own state of a float or double array (its exact sum by the reference's scheme).
+ExactState exact_state(const HostArray& a);
+// into += from, exactly (integer limbs with carries, flags OR-ed); an empty side adds nothing.
+void exact_add(ExactState& into, const ExactState& from);
+// Whether a and b (normalised) are the same sum: the same specials (NaN, +inf, -inf) and, where
+// there are none, the same limbs and the same zero sign (the kernel drops the limbs of a piece
+// where a special is seen, which no later piece can undo).
+bool same_state(const ExactState& a, const ExactState& b);
+// The state rounded once to t (kFloat or kDouble) as exact_sum rounds: to nearest, ties to even,
+// IEEE's specials, overflow to infinity, an exact zero +0 unless every element was -0.
+Value exact_round(DType t, const ExactState& s);
 
 // Whether got and ref, both of float type t (kFloat or kDouble), have the same bits once rounded
 // to t; any NaN matches any NaN.

@@ -17,6 +17,7 @@
 
 #include "clreduce/error.hpp"
 #include "io/data.hpp"
+#include "run/fold.hpp"
 #include "run/runner.hpp"
 #include "test_helpers.hpp"
 #include "verify/exact_sum.hpp"
@@ -442,15 +443,20 @@ ReduceProblem sum_of(DType t, std::size_t n) {
   return p;
 }
 
-// Runs plan on in[offset, offset + length) and returns the result read back.
+// Runs plan on in[offset, offset + length) and returns the result read back; the exact state it
+// left after it (out_bytes()) must round to the same bits.
 Value run_range(Context& ctx, ReducePlan& plan, const cl::Buffer& in, std::size_t offset,
                 std::size_t length) {
-  std::vector<unsigned char> bytes(16, 0xA5);
+  std::vector<unsigned char> bytes(plan.out_bytes(), 0xA5);
   const cl::Buffer out = upload(ctx, bytes);
   std::vector<cl::Event> events;
   plan.enqueue(in, offset, length, out, events);
-  ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, 16, bytes.data());
-  return Value::from_bytes(plan.problem().acc_type, bytes.data());
+  ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, bytes.size(), bytes.data());
+  const Value v = Value::from_bytes(plan.problem().acc_type, bytes.data());
+  ReduceFold fold(plan.problem(), plan.out_bytes(), true);
+  fold.add(bytes.data(), 0);
+  CHECK(bits(fold.result()) == bits(v));
+  return v;
 }
 
 HostArray slice(const HostArray& a, std::size_t offset, std::size_t length) {
@@ -508,7 +514,7 @@ TEST_CASE("exact: two plans interleaved on one queue keep their own superaccumul
   const ReduceVariant& v = *find_reduce_variant("exact");
   const auto pa = v.plan(ctx, sum_of(DType::kFloat, a.n), 0);
   const auto pb = v.plan(ctx, sum_of(DType::kDouble, b.n), 0);
-  std::vector<unsigned char> ra(16, 0xA5), rb(16, 0xA5);
+  std::vector<unsigned char> ra(pa->out_bytes(), 0xA5), rb(pb->out_bytes(), 0xA5);
   const cl::Buffer outa = upload(ctx, ra), outb = upload(ctx, rb);
   std::vector<cl::Event> events;
   for (int round = 0; round < 2; ++round) {
@@ -517,6 +523,14 @@ TEST_CASE("exact: two plans interleaved on one queue keep their own superaccumul
   }
   ctx.queue().enqueueReadBuffer(outa, CL_TRUE, 0, 16, ra.data());
   ctx.queue().enqueueReadBuffer(outb, CL_TRUE, 0, 16, rb.data());
+  // Its result alone does not fit: the plan leaves its exact state after it.
+  const cl::Buffer small = upload(ctx, std::vector<unsigned char>(16, 0));
+  try {
+    pa->enqueue(ina, small, events);
+    FAIL("an output of 16 bytes");
+  } catch (const Error& e) {
+    CHECK(e.category() == Errc::kUsage);
+  }
   CHECK(bits(Value::from_bytes(DType::kFloat, ra.data())) == bits(exact_sum(a)));
   CHECK(bits(Value::from_bytes(DType::kDouble, rb.data())) == bits(exact_sum(b)));
   try {

@@ -21,6 +21,7 @@
 #include "io/npy.hpp"
 #include "run/fold.hpp"
 #include "run/ranks.hpp"
+#include "verify/exact_sum.hpp"
 
 #if CLREDUCE_HAVE_MPI
 #define OMPI_SKIP_MPICXX 1
@@ -250,6 +251,48 @@ ScanCarry carry(double x, bool reset, bool empty) {
   c.reset = reset;
   c.empty = empty;
   return c;
+}
+
+// This rank's slice of xs as an exact state, added over ranks and rounded: exact_sum of xs, bit
+// for bit, where the slices' rounded sums folded in floating point would round twice.
+template <class T> void check_exact(const std::vector<T>& xs, const char* what) {
+  const Slice s = rank_slice(xs.size(), g.rank, g.size);
+  HostArray slice;
+  slice.type = std::is_same_v<T, float> ? DType::kFloat : DType::kDouble;
+  slice.n = s.count;
+  slice.bytes.resize(s.count * sizeof(T));
+  if (s.count) std::memcpy(slice.bytes.data(), xs.data() + s.first, s.count * sizeof(T));
+  const Combined c = allreduce_exact(slice.type, exact_state(slice));
+  HostArray whole = slice;
+  whole.n = xs.size();
+  whole.bytes.resize(xs.size() * sizeof(T));
+  if (!xs.empty()) std::memcpy(whole.bytes.data(), xs.data(), xs.size() * sizeof(T));
+  const Value want = exact_sum(whole);
+  CHECK_MSG(c.has == !xs.empty(), what);
+  CHECK_MSG(same_bits(c.value, want) && std::signbit(c.value.f) == std::signbit(want.f),
+            std::string(what) + ": " + show(c.value) + ", expected " + show(want));
+}
+
+template <class T> void exact_cases() {
+  using L = std::numeric_limits<T>;
+  const T mx = L::max(), den = L::denorm_min(), inf = L::infinity(), nan = L::quiet_NaN();
+  const T half = std::ldexp(T(1), -L::digits), z = T(0);
+  // 6 elements: every rank of 2 and 3 owns some; the decisive one lands on the last rank.
+  check_exact<T>({T(1), z, z, half, z, den}, "a tie broken on the last rank");
+  check_exact<T>({T(1), z, z, half, z, -den}, "a tie broken downwards");
+  check_exact<T>({mx, z, z, mx, z, -mx}, "overflow on a rank and back");
+  check_exact<T>({T(1e30), z, z, T(3.25), z, T(-1e30)}, "cancellation across ranks");
+  check_exact<T>({inf, z, z, z, z, -inf}, "+inf and -inf on two ranks");
+  check_exact<T>({T(1), z, nan, z, z, T(2)}, "NaN on one rank");
+  check_exact<T>({-z, -z, -z, -z, -z, -z}, "every rank -0");
+  check_exact<T>({-z, -z, -z, -z, -z, z}, "+0 on the last rank");
+  check_exact<T>({-z}, "-0 on rank 0, the others empty");
+  check_exact<T>({}, "every rank empty");
+}
+
+void test_allreduce_exact() {
+  exact_cases<float>();
+  exact_cases<double>();
 }
 
 void test_exscan_carry() {
@@ -496,6 +539,7 @@ int main(int argc, char** argv) {
 #endif
     test_rank_slice();
     test_allreduce();
+    test_allreduce_exact();
     test_exscan_carry();
     test_exscan_ref_state();
     test_small_collectives();

@@ -5,7 +5,11 @@ For 2 and 3 ranks on the test device (CLREDUCE_TEST_DEVICE, else 0): every op an
 reduction (integers and arg indices exactly, floats verified), scans written with --output equal
 to the one-process file byte for byte (exact ops) in inclusive, exclusive and segmented modes
 with segments spanning ranks, an extreme tied on a slice boundary (the first index wins), a rank
-with an empty slice, --input read as slices, and the refusals under mpirun. Exits 77 (skipped)
+with an empty slice, --input read as slices, and the refusals under mpirun. `exact` (the
+correctly rounded sum): the one-process bits (result and expected, -0 and NaN included) on
+generated data, chunked within ranks, an empty rank, and hard --input arrays whose slices'
+rounded sums would fold to another value (ties broken in a later rank, overflow and back,
+cancellation, inf and NaN in different ranks, signed zeros, every exponent). Exits 77 (skipped)
 without mpirun.
 """
 import json
@@ -45,6 +49,11 @@ def check(cond, what):
         print("FAILED:", what, flush=True)
 
 
+def same_value(a, b):
+    """The same JSON value, -0.0 and 0.0 told apart (repr), NaN equal to NaN (a string)."""
+    return repr(a) == repr(b)
+
+
 def same_reduction(args, ranks, exact):
     rc1, one, err1 = run(args + ["--format", "json", "--repeat", "1", "--warmup", "0"])
     rcr, many, errr = run(args + ["--format", "json", "--repeat", "1", "--warmup", "0"], ranks)
@@ -59,10 +68,11 @@ def same_reduction(args, ranks, exact):
         check(b["n"] == a["n"], f"{what}: n {b['n']} != {a['n']}")
         check(len(b.get("parts", [])) == ranks, f"{what}: {len(b.get('parts', []))} parts")
         if exact:
-            check(b["result"] == a["result"], f"{what} {b['variant']}: {b['result']} != {a['result']}")
+            check(same_value(b["result"], a["result"]),
+                  f"{what} {b['variant']}: {b['result']} != {a['result']}")
         if "index" in a:
             check(b["index"] == a["index"], f"{what} {b['variant']}: index {b['index']} != {a['index']}")
-        check(b["expected"] == a["expected"] or not exact,
+        check(same_value(b["expected"], a["expected"]) or not exact,
               f"{what}: expected {b['expected']} != {a['expected']}")
 
 
@@ -80,6 +90,56 @@ try:
     # A rank with an empty slice: 2 elements over 3 ranks.
     for op in ("sum", "min", "argmax"):
         same_reduction(["--variant", "fast", "--op", op, "--size", "2"], 3, True)
+
+    # exact: the correctly rounded sum of the whole array, bit for bit the one-process run's.
+    for ranks in (2, 3):
+        for t in ("float", "double"):
+            same_reduction(["--variant", "exact", "--type", t, "--size", "10007"], ranks, True)
+            same_reduction(["--variant", "exact", "--type", t, "--size", "10007",
+                            "--max-chunk", "4000"], ranks, True)
+    for t in ("float", "double"):  # a rank with an empty slice
+        same_reduction(["--variant", "exact", "--type", t, "--size", "2"], 3, True)
+    # Hard arrays read as slices (10 or 11 elements: 2 ranks cut at 5 or 6, 3 at 4 and 8 or 4
+    # and 7): each slice's own rounded sum, folded in floating point, would give another value.
+    for dt in (np.float32, np.float64):
+        fi = np.finfo(dt)
+        mx, tiny, half = dt(fi.max), dt(fi.smallest_subnormal), dt(fi.eps) / dt(2)
+        big = np.ldexp(dt(1), fi.maxexp - fi.nmant - 2)  # half an ulp of max
+        z = dt(0)
+
+        def arr(*xs):
+            return np.array(xs, dtype=dt)
+
+        cases = {
+            "tie broken in a later rank": arr(1, 0, 0, 0, 0, 0, half, 0, 0, 0, tiny),
+            "tie, downwards": arr(1, 0, 0, 0, 0, 0, half, 0, 0, 0, -tiny),
+            "negative tie, odd": arr(-1 - 2 * half, 0, 0, 0, 0, 0, 0, 0, 0, -half),
+            "overflow and back": arr(mx, 0, 0, 0, 0, mx, 0, 0, 0, -mx),
+            "overflow by a tie": arr(mx, 0, 0, 0, 0, 0, 0, 0, 0, big),
+            "cancellation": arr(1e30, 0, 0, 0, 0, 3.25, 0, 0, 0, -1e30),
+            "+inf and -inf in two ranks": arr(np.inf, 0, 0, 0, 0, 0, 0, 0, 0, -np.inf),
+            "-inf beats overflow": arr(mx, mx, 0, 0, 0, 0, 0, 0, 0, -np.inf),
+            "NaN in the middle": arr(1, 0, 0, 0, 0, np.nan, 0, 0, 0, 2),
+            "every slice -0": arr(*([-z] * 10)),
+            "+0 in the last rank": arr(*([-z] * 9 + [z])),
+            "exact zero": arr(1, 0, 0, 0, 0, 0, 0, 0, 0, -1),
+        }
+        rng = np.random.default_rng(7)
+        bits = np.uint32 if dt == np.float32 else np.uint64
+        raw = rng.integers(0, 2 ** 64, size=3001, dtype=np.uint64, endpoint=False).astype(bits)
+        wide = raw.view(dt)
+        wide = wide[np.isfinite(wide)]
+        # Every exponent, then the same values negated in reverse order, and the smallest
+        # subnormal: each rank's sum is huge, the whole's one unit.
+        cases["every exponent, cancelling"] = np.concatenate([wide, [tiny], -wide[::-1]]).astype(dt)
+        cases["every exponent"] = wide
+        for name, x in cases.items():
+            path = os.path.join(tmp, "exact.npy")
+            np.save(path, x)
+            for ranks in (2, 3):
+                for extra in ([], ["--max-chunk", "8"]):  # chunks of 2 floats or 1 double
+                    print(f"exact: {name}, {dt.__name__}, -n {ranks} {' '.join(extra)}", flush=True)
+                    same_reduction(["--input", path, "--variant", "exact"] + extra, ranks, True)
 
     # Scans: the output file, byte for byte.
     modes = [["--op", "sum", "--type", "int32"],
