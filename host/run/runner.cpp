@@ -79,6 +79,44 @@ void Session::set_layout(RunRecord& rec, const ChunkLayout& layout, double uploa
   if (e2e > 0) rec.e2e_gbps = static_cast<double>(data_.bytes.size()) / (e2e * 1e6);
 }
 
+void Session::join_rank_times(RunRecord& rec, const std::vector<double>& kernel,
+                              const std::vector<double>& wall, const std::vector<double>& seq,
+                              std::size_t bytes_per_element) const {
+  const int ranks = static_cast<int>(kernel.size());
+  rec.ranks = ranks;
+  rec.n = cfg_.total;
+  rec.parts.clear();
+  double slowest = -1.0, seq_ms = 0.0;
+  for (int r = 0; r < ranks; ++r) {
+    const Slice sl = rank_slice(cfg_.total, r, ranks);
+    const auto at = static_cast<std::size_t>(r);
+    PartInfo p;
+    p.rank = r;
+    p.device = "rank " + std::to_string(r);
+    p.first = sl.first;
+    p.n = sl.count;
+    p.kernel_ms = kernel[at];
+    p.wall_ms = wall[at];
+    if (p.kernel_ms > 0)
+      p.gbps = static_cast<double>(p.n * bytes_per_element) / (p.kernel_ms * 1e6);
+    p.verified = rec.verified;
+    if (p.kernel_ms > slowest) {
+      slowest = p.kernel_ms;
+      rec.slowest = p.device;
+    }
+    seq_ms += seq[at];
+    rec.parts.push_back(p);
+  }
+  // The whole: the slowest rank's kernel time, the whole array's bytes, the slices' sequential
+  // loops one after another (as one process would run them).
+  rec.kernel_ms = slowest;
+  rec.seq_ms = seq_ms;
+  if (rec.kernel_ms > 0) {
+    rec.gbps = static_cast<double>(cfg_.total * bytes_per_element) / (rec.kernel_ms * 1e6);
+    rec.speedup = rec.seq_ms / rec.kernel_ms;
+  }
+}
+
 void Session::time_device(RunRecord& rec, const std::function<void()>& prepare,
                           const std::function<void(std::vector<cl::Event>&)>& body) const {
   set_timings(rec, repeat_runs(cfg_.warmup, cfg_.repeat, [&] {
@@ -428,38 +466,8 @@ void ReduceSession::join_ranks(RunRecord& rec, std::uint64_t chain, const Reduce
     rec.verify_note = slice_ok ? v.why : "a rank's slice did not verify";
   rec.result = got.value;
   rec.expected = ref.value;
-  rec.ranks = R.size;
-  rec.n = cfg_.total;
   rec.combine_ms = got.ms;
-  rec.parts.clear();
-  double slowest = -1.0, seq_ms = 0.0;
-  for (int r = 0; r < R.size; ++r) {
-    const Slice sl = rank_slice(cfg_.total, r, R.size);
-    PartInfo p;
-    p.rank = r;
-    p.device = "rank " + std::to_string(r);
-    p.first = sl.first;
-    p.n = sl.count;
-    p.kernel_ms = kernel[static_cast<std::size_t>(r)];
-    p.wall_ms = wall[static_cast<std::size_t>(r)];
-    if (p.kernel_ms > 0)
-      p.gbps = static_cast<double>(p.n * dtype_size(problem_.type)) / (p.kernel_ms * 1e6);
-    p.verified = rec.verified;
-    if (p.kernel_ms > slowest) {
-      slowest = p.kernel_ms;
-      rec.slowest = p.device;
-    }
-    seq_ms += seq[static_cast<std::size_t>(r)];
-    rec.parts.push_back(p);
-  }
-  // The whole: the slowest rank's kernel time, the whole array's bytes, the slices' sequential
-  // loops one after another (as one process would run them).
-  rec.kernel_ms = slowest;
-  rec.seq_ms = seq_ms;
-  if (rec.kernel_ms > 0) {
-    rec.gbps = static_cast<double>(cfg_.total * dtype_size(problem_.type)) / (rec.kernel_ms * 1e6);
-    rec.speedup = rec.seq_ms / rec.kernel_ms;
-  }
+  join_rank_times(rec, kernel, wall, seq, dtype_size(problem_.type));
 }
 
 RunRecord ReduceSession::run_omp() {

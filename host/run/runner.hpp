@@ -142,6 +142,12 @@ class Session {
   double timeout_s(double bytes) const;
   // Sets rec's chunk fields from the layout, and its end-to-end rate.
   void set_layout(RunRecord& rec, const ChunkLayout& layout, double upload_ms) const;
+  // MPI: the whole's record from every rank's kernel, wall and sequential-loop times (gathered,
+  // in rank order): a PartInfo per rank (its slice, times and GB/s at bytes_per_element), the
+  // slowest rank's kernel time as the whole's, the slices' loops added, and the whole's GB/s.
+  void join_rank_times(RunRecord& rec, const std::vector<double>& kernel,
+                       const std::vector<double>& wall, const std::vector<double>& seq,
+                       std::size_t bytes_per_element) const;
   // The timed loop of a device run, warmup + repeat times: prepare() untimed (e.g. a sentinel
   // write), then body(events) between two reads of the host clock (uploads, launches, read-back);
   // sets rec's kernel and wall times, their spread and its launches.

@@ -298,38 +298,8 @@ RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const Sca
   rec.scan->wrong_count = wrong;
   if (!rec.verified && verdict.ok)
     rec.verify_note = std::to_string(wrong) + " elements wrong on other ranks";
-  rec.ranks = R.size;
-  rec.n = cfg_.total;
-  double slowest = -1.0, seq_ms = 0.0;
-  for (int r = 0; r < R.size; ++r) {
-    const Slice sl = rank_slice(cfg_.total, r, R.size);
-    PartInfo p;
-    p.rank = r;
-    p.device = "rank " + std::to_string(r);
-    p.first = sl.first;
-    p.n = sl.count;
-    p.kernel_ms = kernel[static_cast<std::size_t>(r)];
-    p.wall_ms = wall[static_cast<std::size_t>(r)];
-    if (p.kernel_ms > 0)
-      p.gbps = static_cast<double>(p.n * (dtype_size(problem_.type) + acc) +
-                                   (problem_.segmented ? p.n : 0)) /
-               (p.kernel_ms * 1e6);
-    p.verified = rec.verified;
-    if (p.kernel_ms > slowest) {
-      slowest = p.kernel_ms;
-      rec.slowest = p.device;
-    }
-    seq_ms += seq[static_cast<std::size_t>(r)];
-    rec.parts.push_back(p);
-  }
-  rec.kernel_ms = slowest;
-  rec.seq_ms = seq_ms;
-  if (rec.kernel_ms > 0) {
-    rec.gbps = static_cast<double>(cfg_.total * (dtype_size(problem_.type) + acc) +
-                                   (problem_.segmented ? cfg_.total : 0)) /
-               (rec.kernel_ms * 1e6);
-    rec.speedup = rec.seq_ms / rec.kernel_ms;
-  }
+  join_rank_times(rec, kernel, wall, seq,
+                  dtype_size(problem_.type) + acc + (problem_.segmented ? 1 : 0));
   return rec;
 }
 
