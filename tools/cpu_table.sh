@@ -3,7 +3,7 @@
 # `fast` sum, min and argmin on int32 and float at 2^20 to 2^28 (every second power), and
 # `scan-fast` inclusive int32 -> int32 and -> int64 at 2^24 and 2^26, each beside the OpenMP peer
 # in the same process (--peers: medians of 10 after 2 warm-ups, OMP_WAIT_POLICY=passive).
-# DEVICE defaults to pocl. Full JSON rows go to $OUT/cpu.jsonl (or ./cpu.jsonl); a markdown
+# DEVICE defaults to pocl. Full JSON rows go to $RESULTS_DIR/cpu.jsonl (or ./cpu.jsonl); a markdown
 # table of the ratios (OpenMP time / clreduce time: above 1, clreduce is ahead) is printed last.
 # MIN_LOG and MAX_LOG (default 20 and 28) bound the reduction sizes (every second power from
 # MIN_LOG); below 2^20 a PoCL launch's fixed cost shows, so the table also gives `fast` at n = 1
@@ -11,7 +11,7 @@
 set -u
 bin=${1:?usage: cpu_table.sh CLREDUCE [DEVICE]}
 dev=${2:-pocl}
-out=${OUT:-.}
+out=${RESULTS_DIR:-.}
 rows="$out/cpu.jsonl"
 : >"$rows"
 max=${MAX_LOG:-28}

@@ -4,12 +4,12 @@
 # device, when mpirun is present), for float (2^28) and double (2^27) sums of uniform data and of
 # data over the whole exponent range (NumPy, as tools/exact_table.sh makes them). Every run is
 # verified bit for bit against the host's correctly rounded sum; the script fails unless every
-# run of an array returns the same bits. Rows go to $OUT/exact_devices.jsonl (or ./).
+# run of an array returns the same bits. Rows go to $RESULTS_DIR/exact_devices.jsonl (or ./).
 set -u
 bin=${1:?usage: exact_devices.sh CLREDUCE GPU CPU}
 gpu=${2:?usage: exact_devices.sh CLREDUCE GPU CPU}
 cpu=${3:?usage: exact_devices.sh CLREDUCE GPU CPU}
-out=${OUT:-.}
+out=${RESULTS_DIR:-.}
 py=${PYTHON:-python3}
 rows="$out/exact_devices.jsonl"
 : >"$rows"

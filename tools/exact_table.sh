@@ -5,13 +5,13 @@
 # significands with every finite exponent equally likely, written with NumPy. Each array is one
 # process running both variants (`--variant fast,exact`, medians of 10 runs after 3 warm-ups),
 # every result verified (exact's bit for bit). Prints a markdown table of GB/s and exact / fast.
-# Files (the .npy arrays, JSON rows) go to $OUT or ./ (arrays already there are used again); SHIFT=K shrinks every size by 2^K (a check
+# Files (the .npy arrays, JSON rows) go to $RESULTS_DIR or ./ (arrays already there are used again); SHIFT=K shrinks every size by 2^K (a check
 # of the script on a small device); STORES="item group" runs exact once per exact-store value
 # (default: the device's own choice); PYTHON names a Python 3 with NumPy (default python3).
 set -u
 bin=${1:?usage: exact_table.sh CLREDUCE DEVICE}
 dev=${2:?usage: exact_table.sh CLREDUCE DEVICE}
-out=${OUT:-.}
+out=${RESULTS_DIR:-.}
 py=${PYTHON:-python3}
 shift_k=${SHIFT:-0}
 stores=${STORES:-auto}

@@ -4,13 +4,13 @@
 # and scans at 2^31 + 5, int32 reductions at 2^28, 2^33 (past the largest allocation: chunked)
 # and 2^34 (64 GiB) resident, and 2^34 streamed from host memory (4 GiB on the device) by each
 # stream source beside the pinned host-to-device copy. Every run is verified; each process is
-# bounded by `timeout`. Full JSON rows go to $OUT/large.jsonl (or ./large.jsonl); a markdown
+# bounded by `timeout`. Full JSON rows go to $RESULTS_DIR/large.jsonl (or ./large.jsonl); a markdown
 # table is printed last. SKIP_HUGE=1 leaves out 2^33 and 2^34 (a machine with less memory),
 # SMALL=1 shrinks every size by 2^12 (a check of the script itself on a CPU device).
 set -u
 bin=${1:?usage: large_table.sh CLREDUCE DEVICE}
 dev=${2:?usage: large_table.sh CLREDUCE DEVICE}
-out=${OUT:-.}
+out=${RESULTS_DIR:-.}
 rows="$out/large.jsonl"
 : >"$rows"
 shift2=0

@@ -5,14 +5,14 @@
 # device's measured end-to-end rate (--shares rate) and, for data that stays on the devices, by
 # kernel rate (--shares kernel-rate); an int32 -> int64 scan over both; then `mpirun -n 2` over the
 # same two devices against one process (when mpirun is present). Every run is verified and under
-# `timeout`. JSON rows go to $OUT/multi.jsonl (or ./multi.jsonl); a markdown table is printed last.
+# `timeout`. JSON rows go to $RESULTS_DIR/multi.jsonl (or ./multi.jsonl); a markdown table is printed last.
 set -u
 bin=${1:?usage: multi_table.sh CLREDUCE GPU CPU}
 gpu=${2:?usage: multi_table.sh CLREDUCE GPU CPU}
 cpu=${3:?usage: multi_table.sh CLREDUCE GPU CPU}
 n=${N:-2^32}
 scan_n=${SCAN_N:-2^30}
-out=${OUT:-.}
+out=${RESULTS_DIR:-.}
 rows="$out/multi.jsonl"
 : >"$rows"
 fail=0

@@ -7,11 +7,11 @@
 # (host fold or MPI_Allreduce; the carry scan or MPI_Exscan plus the carry pass), wall time and
 # the verdicts. Every process runs under `timeout`; NVLink multicast stays off (clreduce does
 # not use NCCL; NCCL_NVLS_ENABLE=0 is kept and passed to every rank). JSON rows go to
-# $OUT/scaling.jsonl (or ./scaling.jsonl). G: the GPUs --list-devices shows (GPUS overrides);
+# $RESULTS_DIR/scaling.jsonl (or ./scaling.jsonl). G: the GPUs --list-devices shows (GPUS overrides);
 # with one GPU the script is a dry run of itself.
 set -u
 bin=${1:?usage: scaling_table.sh CLREDUCE}
-out=${OUT:-.}
+out=${RESULTS_DIR:-.}
 rows="$out/scaling.jsonl"
 : >"$rows"
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}

@@ -79,6 +79,18 @@ void Session::set_layout(RunRecord& rec, const ChunkLayout& layout, double uploa
   if (e2e > 0) rec.e2e_gbps = static_cast<double>(data_.bytes.size()) / (e2e * 1e6);
 }
 
+std::vector<std::size_t> Session::share_counts(const std::vector<Context*>& ctxs, DType acc) const {
+  if (!cfg_.share_weights.empty() && cfg_.share_weights.size() != ctxs.size())
+    throw Error(Errc::kUsage, std::to_string(cfg_.share_weights.size()) + " shares for " +
+                                  std::to_string(ctxs.size()) + " devices");
+  for (const Context* c : ctxs)
+    if ((data_.type == DType::kDouble || acc == DType::kDouble) && !c->info().fp64)
+      throw Error(Errc::kUnsupported,
+                  c->info().name + " has no double precision (cl_khr_fp64); try float");
+  return split_shares(data_.n, cfg_.share_weights.empty() ? std::vector<double>(ctxs.size(), 1.0)
+                                                          : cfg_.share_weights);
+}
+
 void Session::join_rank_times(RunRecord& rec, const std::vector<double>& kernel,
                               const std::vector<double>& wall, const std::vector<double>& seq,
                               std::size_t bytes_per_element) const {
@@ -169,20 +181,12 @@ ReduceSession::ReduceSession(const std::vector<Context*>& ctxs, const HostArray&
                              RunConfig cfg)
     : ReduceSession(*ctxs.at(0), data, op, std::move(cfg)) {
   if (ctxs.size() < 2) return;
-  if (!cfg_.share_weights.empty() && cfg_.share_weights.size() != ctxs.size())
-    throw Error(Errc::kUsage, std::to_string(cfg_.share_weights.size()) + " shares for " +
-                                  std::to_string(ctxs.size()) + " devices");
-  const std::vector<std::size_t> counts =
-      split_shares(data.n, cfg_.share_weights.empty() ? std::vector<double>(ctxs.size(), 1.0)
-                                                      : cfg_.share_weights);
+  const std::vector<std::size_t> counts = share_counts(ctxs, problem_.acc());
   std::size_t at = 0;
   for (std::size_t d = 0; d < ctxs.size(); ++d) {
     Part p;
     p.ctx = ctxs[d];
     const DeviceInfo& info = p.ctx->info();
-    if ((data.type == DType::kDouble || problem_.acc() == DType::kDouble) && !info.fp64)
-      throw Error(Errc::kUnsupported,
-                  info.name + " has no double precision (cl_khr_fp64); try float");
     p.view = view_of(data, at, counts[d]);
     p.first = at;
     p.layout = choose_layout(info, p.ctx->tuning(), counts[d], ElementBytes{dtype_size(data.type)});

@@ -142,6 +142,9 @@ class Session {
   double timeout_s(double bytes) const;
   // Sets rec's chunk fields from the layout, and its end-to-end rate.
   void set_layout(RunRecord& rec, const ChunkLayout& layout, double upload_ms) const;
+  // Several devices: each one's share of the array (cfg.share_weights, equal when empty), after
+  // checking there is a weight per device and that each has fp64 where acc or the array needs it.
+  std::vector<std::size_t> share_counts(const std::vector<Context*>& ctxs, DType acc) const;
   // MPI: the whole's record from every rank's kernel, wall and sequential-loop times (gathered,
   // in rank order): a PartInfo per rank (its slice, times and GB/s at bytes_per_element), the
   // slowest rank's kernel time as the whole's, the slices' loops added, and the whole's GB/s.

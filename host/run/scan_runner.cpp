@@ -71,20 +71,12 @@ ScanSession::ScanSession(const std::vector<Context*>& ctxs, const HostArray& dat
                          RunConfig cfg, ScanOptions opts)
     : ScanSession(*ctxs.at(0), data, op, std::move(cfg), std::move(opts)) {
   if (ctxs.size() < 2 || !refused_.empty()) return;
-  if (!cfg_.share_weights.empty() && cfg_.share_weights.size() != ctxs.size())
-    throw Error(Errc::kUsage, std::to_string(cfg_.share_weights.size()) + " shares for " +
-                                  std::to_string(ctxs.size()) + " devices");
-  const std::vector<std::size_t> counts =
-      split_shares(data.n, cfg_.share_weights.empty() ? std::vector<double>(ctxs.size(), 1.0)
-                                                      : cfg_.share_weights);
+  const std::vector<std::size_t> counts = share_counts(ctxs, problem_.acc_type);
   std::size_t at = 0;
   for (std::size_t d = 0; d < ctxs.size(); ++d) {
     Part p;
     p.ctx = ctxs[d];
     const DeviceInfo& info = p.ctx->info();
-    if ((data.type == DType::kDouble || problem_.acc_type == DType::kDouble) && !info.fp64)
-      throw Error(Errc::kUnsupported,
-                  info.name + " has no double precision (cl_khr_fp64); try float");
     p.view = view_of(data, at, counts[d]);
     p.first = at;
     p.layout = choose_layout(
