@@ -80,13 +80,12 @@ inline avec clr_vop(avec a, avec b) {
 #endif
 }
 
-// Inclusive scan of the 8 lanes of v, after `carry`.
-inline avec clr_vscan(avec v, acc_t carry) {
+// Inclusive scan of the 8 lanes of v (the carry is applied by the caller, as clr_vop(carry, v)).
+inline avec clr_vscan(avec v) {
   const acc_t i = clr_identity();
   v = clr_vop((avec)(i, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6), v);
   v = clr_vop((avec)(i, i, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5), v);
-  v = clr_vop((avec)(i, i, i, i, v.s0, v.s1, v.s2, v.s3), v);
-  return clr_vop((avec)(carry), v);
+  return clr_vop((avec)(i, i, i, i, v.s0, v.s1, v.s2, v.s3), v);
 }
 #if CLR_NT_STORES
 #define CLR_VPUT(i, v) __builtin_nontemporal_store((v), (__global avec*)(y + (i)))
@@ -181,15 +180,22 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_cpu_two_
   // Scalar up to a multiple of 8 (the buffer is aligned, so the vector stores are), then vectors.
   const ulong head = min(e, (b + 7) / 8 * 8);
   for (; i < head; ++i) CLR_STEP(i);
+  // The carry stays in a vector, every lane alike, and advances by the splat of the vector's
+  // own total: lane 7 of clr_vop(runv, v) is clr_vop(runv.s7, v.s7), and so is every lane of
+  // the next carry, bit for bit. The loop-carried chain is then one clr_vop per 8 elements (the
+  // splat is off it), not an extract, a broadcast and two clr_vops.
+  avec runv = (avec)(run);
   for (; i + 8 <= e; i += 8) {
-    const avec v = clr_vscan(CONVERT_AVEC(vload8(0, x + i)), run);
+    const avec v = clr_vscan(CONVERT_AVEC(vload8(0, x + i)));
 #if CLR_EXCLUSIVE
-    CLR_VPUT(i, ((avec)(run, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6)));
+    const avec o = clr_vop(runv, v);
+    CLR_VPUT(i, ((avec)(runv.s0, o.s0, o.s1, o.s2, o.s3, o.s4, o.s5, o.s6)));
 #else
-    CLR_VPUT(i, v);
+    CLR_VPUT(i, clr_vop(runv, v));
 #endif
-    run = v.s7;
+    runv = clr_vop(runv, (avec)(v.s7));
   }
+  run = runv.s0;
 #endif
   for (; i < e; ++i) CLR_STEP(i);
 #endif

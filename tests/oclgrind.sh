@@ -112,6 +112,12 @@ for shape in gpu cpu; do
     check --variant fast --op "$1" --type "$2" --size 1003 --local-size 16
   done
 done
+# The CPU shape's arg ops over whole screened blocks (32 vectors): 2 work-items of 72 vectors.
+check_env="CLREDUCE_FAST_SHAPE=cpu CLREDUCE_FAST_GROUPS=2"
+for combo in "argmin float" "argmax int32"; do
+  set -- $combo
+  check --variant fast --op "$1" --type "$2" --size 2307 --local-size 1
+done
 check_env=""
 # The chunk driver: a reduction folded over 4 chunks (results written at offsets in one partials
 # buffer), a segmented exclusive scan whose carry crosses 4 chunk edges, both used in place and

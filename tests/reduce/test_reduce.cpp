@@ -256,6 +256,48 @@ TEST_CASE("fast verifies in each shape, forced, with its own and with many group
   }
 }
 
+TEST_CASE("fast's CPU shape screens arg-op blocks exactly: ties, NaNs and late extremes",
+          "[reduce][fast]") {
+  // Arg ops on the CPU shape skip a block of vectors whose lanes cannot beat the lane-wise
+  // extremes so far: few distinct values (ties in every lane, the first must win), extremes
+  // and NaNs placed late, in blocks after the lanes have settled, and runs that fall.
+  const test::TuningGuard force(device_context(), "fast-shape", "cpu");
+  const test::TuningGuard spread(device_context(), "fast-groups", "2");
+  std::mt19937 rng(29);
+  for (std::size_t n : {777, 5003, 40009}) {
+    for (int pattern = 0; pattern < 4; ++pattern) {
+      CAPTURE(n, pattern);
+      std::vector<std::int32_t> vi(n);
+      std::vector<float> vf(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const int v = pattern == 3 ? static_cast<int>(n - i) / 3 : static_cast<int>(rng() % 8);
+        vi[i] = v;
+        vf[i] = static_cast<float>(v);
+      }
+      if (pattern >= 1) {  // a new extreme (twice) late in the array
+        const std::size_t at = n / 2 + rng() % (n / 2);
+        vi[at] = vi[n - 1] = -9;
+        vf[at] = vf[n - 1] = -9.0f;
+        vi[at - 1] = vi[n - 2] = 99;
+        vf[at - 1] = vf[n - 2] = 99.0f;
+      }
+      if (pattern == 2) {  // NaNs after a lane's extreme, the first wins
+        vf[n / 3 + rng() % (n / 3)] = std::numeric_limits<float>::quiet_NaN();
+        vf[n - 3] = std::numeric_limits<float>::quiet_NaN();
+      }
+      const auto ai = make_array(DType::kInt32, vi);
+      const auto af = make_array(DType::kFloat, vf);
+      for (Op op : {Op::kArgMin, Op::kArgMax}) {
+        CAPTURE(op_name(op));
+        const RunRecord ri = run_one("fast", ai, op);
+        REQUIRE(ri.policy.path.rfind("cpu-shape", 0) == 0);
+        require_match(ri, ai, op);
+        require_match(run_one("fast", af, op), af, op);
+      }
+    }
+  }
+}
+
 TEST_CASE("fast gives the same bits run after run on one device", "[reduce][fast]") {
   // Fixed shapes and fixed orders (lanes, work-items, the last group's loop over partials): no
   // atomics decide the order of float additions. 10 runs, each its own session and launch.
