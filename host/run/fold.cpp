@@ -12,15 +12,6 @@ namespace clreduce {
 
 namespace {
 
-template <class A> A get(const Value& v) {
-  if constexpr (std::is_floating_point_v<A>)
-    return static_cast<A>(v.f);
-  else if constexpr (std::is_signed_v<A>)
-    return static_cast<A>(v.i);
-  else
-    return static_cast<A>(v.u);
-}
-
 template <class A> Value put(A a, std::int64_t index) {
   Value v;
   v.index = index;
@@ -47,7 +38,7 @@ template <class A> bool nan_of(A x) {
 }
 
 template <class A> Value fold_as(Op op, const Value& ea, const Value& la) {
-  const A a = get<A>(ea), b = get<A>(la);
+  const A a = value_as<A>(ea), b = value_as<A>(la);
   if (op == Op::kSum || op == Op::kProd) {
     if constexpr (std::is_integral_v<A>) {
       using U = std::make_unsigned_t<A>;
@@ -99,7 +90,7 @@ Value convert_value(const Value& v, DType acc) {
     using A = decltype(acc_tag);
     return dispatch_dtype(v.type, [&](auto tag) {
       using T = decltype(tag);
-      return put<A>(static_cast<A>(get<T>(v)), v.index);
+      return put<A>(static_cast<A>(value_as<T>(v)), v.index);
     });
   });
 }
@@ -227,7 +218,7 @@ void apply_carry_host(Op op, DType acc, unsigned char* out, std::size_t n,
   const std::size_t stop = first_flag(flags, n);
   dispatch_dtype(acc, [&](auto tag) {
     using A = decltype(tag);
-    const A c = get<A>(carry);
+    const A c = value_as<A>(carry);
     A* y = reinterpret_cast<A*>(out);
     const auto m = static_cast<std::int64_t>(stop);
 #pragma omp parallel for schedule(static) if (m > (1 << 20))

@@ -109,15 +109,6 @@ template <class A> void mark_wrong(ScanVerdict& v, std::size_t i, A got, A ref, 
   }
 }
 
-template <class A> A get_as(const Value& v) {
-  if constexpr (std::is_floating_point_v<A>)
-    return static_cast<A>(v.f);
-  else if constexpr (std::is_signed_v<A>)
-    return static_cast<A>(v.i);
-  else
-    return static_cast<A>(v.u);
-}
-
 template <class T, class A>
 ScanRefState ref_state_typed(const HostArray& a, const ScanMode& m, const std::uint8_t* flags) {
   ScanRefState st;
@@ -217,7 +208,7 @@ ScanVerdict verify_typed(const HostArray& a, const ScanMode& m, const std::uint8
   }
   // Exact: integers (wrapping), min and max.
   const A id = identity<A>(m.op);
-  A acc = carried ? get_as<A>(start->exact) : id;
+  A acc = carried ? value_as<A>(start->exact) : id;
   for (std::size_t i = 0; i < n; ++i) {
     if (flags && flags[i]) acc = id;
     const A before = acc;

@@ -143,6 +143,16 @@ struct Value {
   std::string str() const;
 };
 
+// v's number as the C++ type A (the field A's kind is kept in: f, i or u).
+template <class A> A value_as(const Value& v) {
+  if constexpr (std::is_floating_point_v<A>)
+    return static_cast<A>(v.f);
+  else if constexpr (std::is_signed_v<A>)
+    return static_cast<A>(v.i);
+  else
+    return static_cast<A>(v.u);
+}
+
 }  // namespace clreduce
 
 namespace clreduce {
