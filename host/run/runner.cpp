@@ -79,6 +79,48 @@ void Session::set_layout(RunRecord& rec, const ChunkLayout& layout, double uploa
   if (e2e > 0) rec.e2e_gbps = static_cast<double>(data_.bytes.size()) / (e2e * 1e6);
 }
 
+PartInfo Session::share_info(const Context& ctx, std::uint64_t first, std::uint64_t n,
+                             const std::vector<Sample>& samples, double bytes) const {
+  PartInfo info;
+  info.device = ctx.info().name;
+  info.device_index = static_cast<int>(ctx.info().index);
+  info.first = first;
+  info.n = n;
+  if (samples.empty()) return info;  // an empty share ran nothing
+  std::vector<double> km, wm;
+  for (const Sample& x : samples) {
+    km.push_back(x.kernel_ms);
+    wm.push_back(x.wall_ms);
+  }
+  info.kernel_ms = median(km);
+  info.wall_ms = median(wm);
+  if (info.kernel_ms > 0) info.gbps = bytes / (info.kernel_ms * 1e6);
+  return info;
+}
+
+void Session::set_shares(RunRecord& rec, std::vector<PartInfo> parts,
+                         const std::vector<Share>& shares) const {
+  double slowest = -1.0;
+  std::string layout;
+  rec.chunks = 0;
+  rec.upload_ms = 0.0;
+  for (std::size_t d = 0; d < parts.size(); ++d) {
+    const PartInfo& p = parts[d];
+    rec.chunks += shares[d].layout->chunks;
+    rec.upload_ms += shares[d].upload_ms;
+    layout += (d ? "; " : "") + std::string("device ") + std::to_string(p.device_index) + ": " +
+              std::to_string(p.n) + " (" + shares[d].layout->str() + ")";
+    if (p.n > 0 && p.kernel_ms > slowest) {
+      slowest = p.kernel_ms;
+      rec.slowest = p.device;
+    }
+  }
+  rec.layout = std::to_string(parts.size()) + " devices: " + layout;
+  rec.parts = std::move(parts);
+  const double e2e = rec.upload_ms + rec.wall_ms;
+  if (e2e > 0) rec.e2e_gbps = static_cast<double>(data_.bytes.size()) / (e2e * 1e6);
+}
+
 std::vector<std::size_t> Session::share_counts(const std::vector<Context*>& ctxs, DType acc) const {
   if (!cfg_.share_weights.empty() && cfg_.share_weights.size() != ctxs.size())
     throw Error(Errc::kUsage, std::to_string(cfg_.share_weights.size()) + " shares for " +
@@ -289,29 +331,14 @@ RunRecord ReduceSession::run_parts(const ReduceVariant& v, RunRecord rec) {
   });
   set_timings(rec, whole);
   rec.combine_ms = median(combine);
-  double slowest = -1.0, uploads = 0.0;
-  std::string layout;
+  std::vector<PartInfo> infos;
+  std::vector<Share> shares;
   for (std::size_t d = 0; d < k; ++d) {
     const Part& part = parts_[d];
-    PartInfo info;
-    info.device = part.ctx->info().name;
-    info.device_index = static_cast<int>(part.ctx->info().index);
-    info.first = part.first;
-    info.n = part.view.n;
-    uploads += part.upload_ms;
-    rec.chunks = d == 0 ? part.layout.chunks : rec.chunks + part.layout.chunks;
-    layout += (d ? "; " : "") + std::string("device ") + std::to_string(info.device_index) + ": " +
-              std::to_string(info.n) + " (" + part.layout.str() + ")";
+    PartInfo info = share_info(*part.ctx, part.first, part.view.n, part_samples[d],
+                               static_cast<double>(part.view.bytes.size()));
+    info.verified = true;  // an empty share: nothing to check
     if (plans[d]) {
-      std::vector<double> km, wm;
-      for (const Sample& x : part_samples[d]) {
-        km.push_back(x.kernel_ms);
-        wm.push_back(x.wall_ms);
-      }
-      info.kernel_ms = median(km);
-      info.wall_ms = median(wm);
-      if (info.kernel_ms > 0)
-        info.gbps = static_cast<double>(part.view.bytes.size()) / (info.kernel_ms * 1e6);
       Value piece = values[d];
       if (is_arg_op(problem_.op)) piece.index += static_cast<std::int64_t>(part.first);
       info.result = piece;
@@ -325,19 +352,11 @@ RunRecord ReduceSession::run_parts(const ReduceVariant& v, RunRecord rec) {
                     problem_.op == Op::kProd ? part.view.n : plans[d]->depth() + part.layout.chunks,
                     part.stats)
                     .ok;
-      if (info.kernel_ms > slowest) {
-        slowest = info.kernel_ms;
-        rec.slowest = info.device;
-      }
-    } else {
-      info.verified = true;  // an empty share: nothing to check
     }
-    rec.parts.push_back(info);
+    infos.push_back(info);
+    shares.push_back(Share{&part.layout, part.upload_ms});
   }
-  rec.layout = std::to_string(k) + " devices: " + layout;
-  rec.upload_ms = uploads;
-  const double e2e = uploads + rec.wall_ms;
-  if (e2e > 0) rec.e2e_gbps = static_cast<double>(data_.bytes.size()) / (e2e * 1e6);
+  set_shares(rec, std::move(infos), shares);
   finish_reduce(rec, chain + pieces);
   return rec;
 }

@@ -142,6 +142,17 @@ class Session {
   double timeout_s(double bytes) const;
   // Sets rec's chunk fields from the layout, and its end-to-end rate.
   void set_layout(RunRecord& rec, const ChunkLayout& layout, double upload_ms) const;
+  // Several devices: a share's figures (device, range, medians of its timed samples, GB/s at
+  // `bytes` moved per run), and the whole's layout, chunks, uploads, end-to-end rate and slowest
+  // share from every share's (in array order).
+  struct Share {
+    const ChunkLayout* layout;
+    double upload_ms;
+  };
+  PartInfo share_info(const Context& ctx, std::uint64_t first, std::uint64_t n,
+                      const std::vector<Sample>& samples, double bytes) const;
+  void set_shares(RunRecord& rec, std::vector<PartInfo> parts,
+                  const std::vector<Share>& shares) const;
   // Several devices: each one's share of the array (cfg.share_weights, equal when empty), after
   // checking there is a weight per device and that each has fp64 where acc or the array needs it.
   std::vector<std::size_t> share_counts(const std::vector<Context*>& ctxs, DType acc) const;

@@ -181,47 +181,23 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
   rec.scan->first_wrong = verdict.first_wrong;
   rec.scan->wrong_count = verdict.wrong;
   const std::size_t flag_bytes = problem_.segmented ? n : 0;
-  double slowest = -1.0, uploads = 0.0;
-  std::string layout;
-  rec.chunks = 0;
+  std::vector<PartInfo> infos;
+  std::vector<Share> shares;
   for (std::size_t d = 0; d < k; ++d) {
     const Part& part = parts_[d];
-    PartInfo info;
-    info.device = part.ctx->info().name;
-    info.device_index = static_cast<int>(part.ctx->info().index);
-    info.first = part.first;
-    info.n = part.view.n;
-    uploads += part.upload_ms;
-    rec.chunks += part.layout.chunks;
-    layout += (d ? "; " : "") + std::string("device ") + std::to_string(info.device_index) + ": " +
-              std::to_string(info.n) + " (" + part.layout.str() + ")";
+    const std::size_t m = part.view.n;
+    PartInfo info = share_info(
+        *part.ctx, part.first, m, part_samples[d],
+        static_cast<double>(m * (dtype_size(data_.type) + acc) + (problem_.segmented ? m : 0)));
     // A share's output is checked with the whole's (its carry comes from the shares before it).
     info.verified = verdict.ok;
-    if (plans[d]) {
-      std::vector<double> km, wm;
-      for (const Sample& x : part_samples[d]) {
-        km.push_back(x.kernel_ms);
-        wm.push_back(x.wall_ms);
-      }
-      info.kernel_ms = median(km);
-      info.wall_ms = median(wm);
-      if (info.kernel_ms > 0)
-        info.gbps = static_cast<double>(info.n * (dtype_size(data_.type) + acc) +
-                                        (problem_.segmented ? info.n : 0)) /
-                    (info.kernel_ms * 1e6);
+    if (m > 0)
       info.result =
-          Value::from_bytes(problem_.acc_type, host_out_.data() + (part.first + info.n - 1) * acc);
-      if (info.kernel_ms > slowest) {
-        slowest = info.kernel_ms;
-        rec.slowest = info.device;
-      }
-    }
-    rec.parts.push_back(info);
+          Value::from_bytes(problem_.acc_type, host_out_.data() + (part.first + m - 1) * acc);
+    infos.push_back(info);
+    shares.push_back(Share{&part.layout, part.upload_ms});
   }
-  rec.layout = std::to_string(k) + " devices: " + layout;
-  rec.upload_ms = uploads;
-  const double e2e = uploads + rec.wall_ms;
-  if (e2e > 0) rec.e2e_gbps = static_cast<double>(data_.bytes.size()) / (e2e * 1e6);
+  set_shares(rec, std::move(infos), shares);
   finish(rec, verdict.ok, verdict.why, verdict.bound,
          static_cast<double>(data_.bytes.size() + n * acc + flag_bytes));
   rec.overflow = verdict.overflow;
