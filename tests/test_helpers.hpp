@@ -2,13 +2,16 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <random>
-#include <system_error>
 #include <memory>
+#include <random>
 #include <string>
+#include <system_error>
+#include <type_traits>
 #include <vector>
 
 #include "clreduce/types.hpp"
@@ -16,6 +19,39 @@
 #include "runtime/device.hpp"
 
 namespace clreduce::test {
+
+// The bits of a float or double result (v.type says which), every NaN alike.
+inline std::uint64_t bits(const Value& v) {
+  if (std::isnan(v.f)) return 0x7FF8000000000000ull;
+  if (v.type == DType::kFloat) {
+    const float f = static_cast<float>(v.f);
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+  }
+  std::uint64_t b;
+  std::memcpy(&b, &v.f, 8);
+  return b;
+}
+
+// Random signs and significands, every biased exponent from 0 (subnormals, zeros) to top equally
+// likely: the whole range when top is the largest finite one (254, 2046), where sums overflow.
+template <class T> std::vector<T> every_exponent(std::size_t n, std::uint64_t seed, unsigned top) {
+  std::mt19937_64 rng(seed);
+  std::vector<T> v(n);
+  for (auto& x : v) {
+    const std::uint64_t r = rng(), e = rng() % (top + 1);
+    if constexpr (std::is_same_v<T, float>) {
+      const std::uint32_t b =
+          (static_cast<std::uint32_t>(r) & 0x807FFFFFu) | static_cast<std::uint32_t>(e << 23);
+      std::memcpy(&x, &b, 4);
+    } else {
+      const std::uint64_t b = (r & 0x800FFFFFFFFFFFFFull) | (e << 52);
+      std::memcpy(&x, &b, 8);
+    }
+  }
+  return v;
+}
 
 // A fresh temporary directory, removed (with what it holds) at the end of the scope;
 // dir / "name" is a path in it.

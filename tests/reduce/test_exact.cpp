@@ -42,19 +42,7 @@ RunRecord run_exact(const HostArray& a, std::size_t local = 0, const std::string
   return session.run(*find_reduce_variant("exact"));
 }
 
-// The bits of a result of type t (float or double), NaNs all alike.
-std::uint64_t bits(const Value& v) {
-  if (std::isnan(v.f)) return 0x7FF8000000000000ull;
-  if (v.type == DType::kFloat) {
-    const float f = static_cast<float>(v.f);
-    std::uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return b;
-  }
-  std::uint64_t b;
-  std::memcpy(&b, &v.f, 8);
-  return b;
-}
+using clreduce::test::bits;
 
 // Requires the run to be verified and bitwise equal to the host's exact sum (and to `want`,
 // when given: a case whose answer is known by hand).
@@ -122,24 +110,7 @@ std::vector<T> hidden(const std::vector<T>& hard, std::size_t n, std::uint64_t s
   return v;
 }
 
-// Random signs and significands, every biased exponent from 0 (subnormals, zeros) to top equally
-// likely: the whole range when top is the largest finite one (254, 2046), where sums overflow.
-template <class T> std::vector<T> every_exponent(std::size_t n, std::uint64_t seed, unsigned top) {
-  std::mt19937_64 rng(seed);
-  std::vector<T> v(n);
-  for (auto& x : v) {
-    const std::uint64_t r = rng(), e = rng() % (top + 1);
-    if constexpr (std::is_same_v<T, float>) {
-      const std::uint32_t b =
-          (static_cast<std::uint32_t>(r) & 0x807FFFFFu) | static_cast<std::uint32_t>(e << 23);
-      std::memcpy(&x, &b, 4);
-    } else {
-      const std::uint64_t b = (r & 0x800FFFFFFFFFFFFFull) | (e << 52);
-      std::memcpy(&x, &b, 8);
-    }
-  }
-  return v;
-}
+using clreduce::test::every_exponent;
 
 // n >= 4 elements: pairs x, -x with every exponent up to top and 4 or 5 of the smallest
 // subnormal, shuffled.

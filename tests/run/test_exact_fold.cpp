@@ -37,18 +37,7 @@ using clreduce::test::TuningGuard;
 namespace {
 
 // The bits of a float or double result, NaNs all alike.
-std::uint64_t bits(const Value& v) {
-  if (std::isnan(v.f)) return 0x7FF8000000000000ull;
-  if (v.type == DType::kFloat) {
-    const float f = static_cast<float>(v.f);
-    std::uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return b;
-  }
-  std::uint64_t b;
-  std::memcpy(&b, &v.f, 8);
-  return b;
-}
+using clreduce::test::bits;
 
 template <class T> HostArray array_of(const std::vector<T>& v) {
   return make_array(std::is_same_v<T, float> ? DType::kFloat : DType::kDouble, v);
@@ -172,23 +161,7 @@ template <class T> void hard_splits() {
   }
 }
 
-// Random signs and significands, every biased exponent up to top equally likely.
-template <class T> std::vector<T> every_exponent(std::size_t n, std::uint64_t seed, unsigned top) {
-  std::mt19937_64 rng(seed);
-  std::vector<T> v(n);
-  for (auto& x : v) {
-    const std::uint64_t r = rng(), e = rng() % (top + 1);
-    if constexpr (std::is_same_v<T, float>) {
-      const std::uint32_t b =
-          (static_cast<std::uint32_t>(r) & 0x807FFFFFu) | static_cast<std::uint32_t>(e << 23);
-      std::memcpy(&x, &b, 4);
-    } else {
-      const std::uint64_t b = (r & 0x800FFFFFFFFFFFFFull) | (e << 52);
-      std::memcpy(&x, &b, 8);
-    }
-  }
-  return v;
-}
+using clreduce::test::every_exponent;
 
 }  // namespace
 
