@@ -316,11 +316,12 @@ HostArray read_npy(const std::string& path) {
   return a;
 }
 
-NpyInfo npy_info(const std::string& path) {
-  const InputFile in(path, Errc::kInput);
+namespace {
+
+// The header of an open .npy, checked as read_npy() checks it; d gets the element description.
+NpyInfo info_of(const InputFile& in, const std::string& path, Descr& d) {
   std::uint64_t data_at = 0, data_bytes = 0;
   const Header h = read_header(in, path, data_at, data_bytes);
-  Descr d;
   NpyInfo info;
   info.type = array_dtype(path, h, d);
   std::size_t n = 0;
@@ -331,15 +332,21 @@ NpyInfo npy_info(const std::string& path) {
   return info;
 }
 
+}  // namespace
+
+NpyInfo npy_info(const std::string& path) {
+  const InputFile in(path, Errc::kInput);
+  Descr d;
+  return info_of(in, path, d);
+}
+
 HostArray read_npy_slice(const std::string& path, std::uint64_t first, std::uint64_t count) {
   const InputFile in(path, Errc::kInput);
-  std::uint64_t data_at = 0, data_bytes = 0;
-  const Header h = read_header(in, path, data_at, data_bytes);
   Descr d;
+  const NpyInfo info = info_of(in, path, d);
+  const std::uint64_t n = info.n, data_at = info.data_at;
   HostArray a;
-  a.type = array_dtype(path, h, d);
-  std::size_t n = 0;
-  check_data(path, h, d.size, data_bytes, n);
+  a.type = info.type;
   if (first > n || count > n - first)
     fail(path, "elements [" + std::to_string(first) + ", " + std::to_string(first) + " + " +
                    std::to_string(count) + ") run past the end of its " + std::to_string(n) +
