@@ -1,11 +1,11 @@
 // scan_lookback.cl: a single-pass scan with decoupled look-back (Merrill & Garland 2016): one
 // launch, each element read once and written once (2n moves against reduce-then-scan's 3n).
 // Each work-group takes the next tile id from an atomic counter (so it only ever waits on tiles
-// whose groups are already running), loads its tile with VEC-wide loads, scans it (per-vector,
-// then raking over the work-group), publishes the tile's aggregate (status A; status P at once
-// when the tile is tile 0 or holds a segment start), looks back over its predecessors'
-// descriptors (a window of LB_WINDOW of them read at once, aggregates combined until an
-// inclusive prefix P is found), publishes its own inclusive prefix (P) and stores the tile.
+// whose groups are already running), loads its tile with VEC-wide loads, scans it, publishes the
+// tile's aggregate (status A; status P at once when the tile is tile 0 or holds a segment start),
+// looks back over its predecessors' descriptors (LANES of them read at once, aggregates combined
+// until an inclusive prefix P is found), publishes its own inclusive prefix (P) and stores the
+// tile.
 //
 // Descriptors cross groups only through 64-bit atomics: each 32-bit word of a value travels in
 // one 64-bit word under a tag (epoch << 2 | status), so a reader needs no fence: it accepts a
@@ -16,11 +16,19 @@
 // without storing; the host sees err and redoes the scan another way.
 //
 // Layout: a tile is ROWS rows of WG_SIZE * VEC consecutive elements; work-item r loads and stores
-// vector r of each row (coalesced, VEC elements wide). Loops over ROWS and VEC are unrolled, so
-// the per-work-item arrays live in registers. Operand order is kept (left first), so the
-// non-commutative segmented operator of clr_scan.h works. Cost per tile: about 3 operations per
-// element, 5 barriers, plus 2 barriers per look-back window. Host sets via -D (and clreduce.h's,
-// clr_scan.h's macros):
+// vector r of each row (coalesced, VEC elements wide). The work-items form "warps" of LANES:
+//   LB_SHFL 1  LANES = 32, NVIDIA's warps, exchanging registers through inline PTX (shfl.sync;
+//              the host sets it only where Context::caps() found shfl.sync working, the group size
+//              a multiple of 32, and checks the kernel's numbers at start-up);
+//   LB_SHFL 0  LANES = 1, portable: each work-item is its own warp.
+// Per tile: each work-item folds each of its vectors; each warp scans its lanes' vector totals
+// row by row in registers; the warps' row totals (ROWS * WG_SIZE / LANES of them) go to local
+// memory; warp 0 scans them (a few per lane, then across its lanes), publishes, looks back with
+// one descriptor per lane and leaves each warp's row prefix in local memory; each work-item then
+// scans its vectors from its prefix and stores them. Three barriers per tile, none in the
+// look-back. Loops over ROWS and VEC are unrolled, so the per-work-item arrays live in registers.
+// Operand order is kept (left first), so the non-commutative segmented operator of clr_scan.h
+// works. Host sets via -D (and clreduce.h's, clr_scan.h's macros):
 #ifndef CLREDUCE_H
 #include "clreduce.h"
 #endif
@@ -28,7 +36,7 @@
 #include "clr_types.h"
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #ifndef WG_SIZE
-#define WG_SIZE 256  // work-items per group; any size the device accepts
+#define WG_SIZE 256  // work-items per group; with LB_SHFL a multiple of 32
 #endif
 #ifndef VEC
 #define VEC 4  // elements per load and store: 1, 2, 4 or 8
@@ -36,17 +44,26 @@
 #ifndef ROWS
 #define ROWS 4  // vectors per work-item; a tile is WG_SIZE * VEC * ROWS elements
 #endif
-#ifndef LB_WINDOW
-#define LB_WINDOW (WG_SIZE < 32 ? WG_SIZE : 32)  // descriptors read at once; <= WG_SIZE
-#endif
 #ifndef LB_LIMIT
 #define LB_LIMIT (1u << 22)  // window reads before a group gives up (0: always give up)
 #endif
+#ifndef LB_SHFL
+#define LB_SHFL 0
+#endif
 
+#if LB_SHFL
+#define LANES 32u
+#else
+#define LANES 1u
+#endif
+#if WG_SIZE % LANES
+#error "scan_lookback.cl: WG_SIZE must be a multiple of the warp width"
+#endif
 #define TILE (WG_SIZE * VEC * ROWS)
-#define RAKERS (WG_SIZE < 32 ? WG_SIZE : 32)    // work-items scanning the vector totals serially
-#define SPAN ((WG_SIZE + RAKERS - 1) / RAKERS)  // vector totals per raker
-#define LB_WORDS (sizeof(acc_t) / 4)            // 32-bit words per value (1 or 2)
+#define WARPS (WG_SIZE / LANES)                // warps per group
+#define WTOT (ROWS * WARPS)                    // warp row totals per tile
+#define WSPAN ((WTOT + LANES - 1) / LANES)     // of them per lane of warp 0
+#define LB_WORDS (sizeof(acc_t) / 4)           // 32-bit words per value (1 or 2)
 
 #define ST_A 1u  // the tile's aggregate
 #define ST_P 2u  // the tile's inclusive prefix
@@ -73,6 +90,135 @@ typedef union {
   fvec v;
   uchar s[VEC];
 } fvec_u;
+
+// ---- warp exchanges: all lanes of a warp call them together (with LANES 1, no-ops) ----
+
+#if LB_SHFL
+// x of lane (lane - d), or x itself where lane < d.
+inline uint lb_up_u32(uint x, uint d) {
+  uint r;
+  asm volatile("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(r) : "r"(x), "r"(d));
+  return r;
+}
+// x of lane (lane + d), or x itself where lane + d > 31.
+inline uint lb_down_u32(uint x, uint d) {
+  uint r;
+  asm volatile("shfl.sync.down.b32 %0, %1, %2, 31, 0xffffffff;" : "=r"(r) : "r"(x), "r"(d));
+  return r;
+}
+// x of lane src.
+inline uint lb_idx_u32(uint x, uint src) {
+  uint r;
+  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 31, 0xffffffff;" : "=r"(r) : "r"(x), "r"(src));
+  return r;
+}
+// x of lane (lane ^ d).
+inline uint lb_xor_u32(uint x, uint d) {
+  uint r;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, 0xffffffff;" : "=r"(r) : "r"(x), "r"(d));
+  return r;
+}
+inline acc_t lb_up(acc_t v, uint d) {
+  clr_words u;
+  u.a = v;
+#pragma unroll
+  for (uint k = 0; k < LB_WORDS; ++k) u.w[k] = lb_up_u32(u.w[k], d);
+  return u.a;
+}
+inline acc_t lb_down(acc_t v, uint d) {
+  clr_words u;
+  u.a = v;
+#pragma unroll
+  for (uint k = 0; k < LB_WORDS; ++k) u.w[k] = lb_down_u32(u.w[k], d);
+  return u.a;
+}
+inline acc_t lb_idx(acc_t v, uint src) {
+  clr_words u;
+  u.a = v;
+#pragma unroll
+  for (uint k = 0; k < LB_WORDS; ++k) u.w[k] = lb_idx_u32(u.w[k], src);
+  return u.a;
+}
+#endif
+
+// Inclusive scan of the pairs (v, f) over the warp's lanes, in lane order (clr_scan.h's
+// operator; f is 0 and the plain operator is used when not segmented).
+inline void lb_warp_scan(acc_t* v, uint* f, uint lane) {
+#if LB_SHFL
+#pragma unroll
+  for (uint d = 1; d < LANES; d <<= 1) {
+    const acc_t u = lb_up(*v, d);
+#if CLR_SEGMENTED
+    const uint uf = lb_up_u32(*f, d);
+    if (lane >= d) {
+      *v = clr_seg_op(u, *v, *f);
+      *f |= uf;
+    }
+#else
+    if (lane >= d) *v = clr_op(u, *v);
+#endif
+  }
+#else
+  (void)v;
+  (void)f;
+  (void)lane;
+#endif
+}
+
+// The pair of the lane before (the identity pair on lane 0), from each lane's inclusive pair.
+inline void lb_warp_shift(acc_t* v, uint* f, uint lane) {
+#if LB_SHFL
+  const acc_t u = lb_up(*v, 1u);
+  *v = lane ? u : clr_identity();
+#if CLR_SEGMENTED
+  const uint uf = lb_up_u32(*f, 1u);
+  *f = lane ? uf : 0u;
+#endif
+#else
+  (void)lane;
+  *v = clr_identity();
+  *f = 0u;
+#endif
+}
+
+// The fold of the lanes' values in order from the highest lane to lane 0 (lane l + 1 on the left
+// of lane l), returned on lane 0.
+inline acc_t lb_warp_fold_down(acc_t v) {
+#if LB_SHFL
+#pragma unroll
+  for (uint d = 1; d < LANES; d <<= 1) v = clr_op(lb_down(v, d), v);
+#endif
+  return v;
+}
+
+// The smallest x over the warp, on every lane.
+inline uint lb_warp_min(uint x) {
+#if LB_SHFL
+#pragma unroll
+  for (uint d = 1; d < LANES; d <<= 1) x = min(x, lb_xor_u32(x, d));
+#endif
+  return x;
+}
+
+inline acc_t lb_bcast(acc_t v, uint src) {
+#if LB_SHFL
+  return lb_idx(v, src);
+#else
+  (void)src;
+  return v;
+#endif
+}
+
+inline uint lb_bcast_u32(uint x, uint src) {
+#if LB_SHFL
+  return lb_idx_u32(x, src);
+#else
+  (void)src;
+  return x;
+#endif
+}
+
+// ---- descriptors ----
 
 // Publishes value v for `tile` under tag (epoch << 2 | status), word by word.
 inline void lb_publish(__global ulong* desc, uint tile, uint tag, acc_t v) {
@@ -105,19 +251,13 @@ inline uint lb_read(__global ulong* desc, uint tile, uint epoch, acc_t* v) {
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback(
     __global const T* x, __global const uchar* flags, ulong n, __global acc_t* y,
     __global ulong* desc, __global uint* counters, __global uint* err, uint epoch) {
-  __local uint l_tile, l_state, l_next, l_reads;
-  __local acc_t l_prefix;
-  __local acc_t sv[ROWS][WG_SIZE];  // vector totals, then their exclusive scan within each raker
-  __local acc_t rv[ROWS][RAKERS];   // raker totals, then their exclusive scan
-  __local acc_t rowp[ROWS + 1];     // exclusive prefix of each row; [ROWS]: the tile's aggregate
-  __local acc_t wv[LB_WINDOW];      // a look-back window: values and statuses
-  __local uint ws[LB_WINDOW];
+  __local uint l_tile, l_state;
+  __local acc_t wt[WTOT];  // warp row totals (row-major), then each one's prefix in the scan
 #if CLR_SEGMENTED
-  __local uchar sf[ROWS][WG_SIZE];
-  __local uchar rf[ROWS][RAKERS];
-  __local uchar rowpf[ROWS + 1];
+  __local uchar wf[WTOT];
 #endif
   const uint lid = (uint)get_local_id(0);
+  const uint lane = lid % LANES, warp = lid / LANES;
 
   // 1. The tile: the next id from the counter (counters[0]).
   if (lid == 0) l_tile = atomic_inc(counters);
@@ -159,8 +299,11 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
 #endif
   }
 
-  // 3. Each vector's total (a pair: value since its last segment start, any start).
-
+  // 3. Each vector's total (a pair: value since its last segment start, any start), scanned
+  //    over the warp row by row: ex[j] is the pair of the warp's vectors before this one in row
+  //    j, and the warp's last lane leaves the row's total in wt.
+  acc_t ex[ROWS];
+  uint exf[ROWS];
 #pragma unroll
   for (uint j = 0; j < ROWS; ++j) {
     acc_t a = v[j][0];
@@ -170,180 +313,107 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
       a = clr_seg_op(a, v[j][k], f[j][k]);
       af |= f[j][k];
     }
-    sv[j][lid] = a;
+    lb_warp_scan(&a, &af, lane);
+    if (lane == LANES - 1) {
+      wt[j * WARPS + warp] = a;
 #if CLR_SEGMENTED
-    sf[j][lid] = (uchar)af;
+      wf[j * WARPS + warp] = (uchar)af;
 #endif
+    }
+    lb_warp_shift(&a, &af, lane);
+    ex[j] = a;
+    exf[j] = af;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 
-  // 4. Raking: raker q scans vector totals q*SPAN .. q*SPAN + SPAN - 1 of each row (exclusive,
-  //    in place) and leaves its total in rv; then work-item j scans the raker totals of row j
-  //    (its total to rowp[j]), and work-item 0 the row totals, which gives the tile's aggregate.
-  if (lid < RAKERS) {
-    const uint lo = lid * SPAN, hi = min(lo + SPAN, (uint)WG_SIZE);
-#pragma unroll
-    for (uint j = 0; j < ROWS; ++j) {
-      acc_t a = clr_identity();
-      uint af = 0u;
-      for (uint i = lo; i < hi; ++i) {
-        const acc_t e = sv[j][i];
-        sv[j][i] = a;
-#if CLR_SEGMENTED
-        const uint ef = sf[j][i];
-        sf[j][i] = (uchar)af;
-        a = clr_seg_op(a, e, ef);
-        af |= ef;
-#else
-        a = clr_op(a, e);
-#endif
-      }
-      rv[j][lid] = a;
-#if CLR_SEGMENTED
-      rf[j][lid] = (uchar)af;
-#endif
-    }
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint j = lid; j < ROWS; j += WG_SIZE) {
+  // 4. Warp 0: scans the warp row totals (lane l takes WSPAN consecutive ones, then a scan over
+  //    the lanes), publishes the aggregate, looks back, publishes the inclusive prefix and
+  //    leaves in wt each total's prefix: the tile's prefix combined with the totals before it.
+  if (warp == 0) {
+    const uint lo = lane * WSPAN, hi = min(lo + WSPAN, (uint)WTOT);
     acc_t a = clr_identity();
     uint af = 0u;
-#pragma unroll
-    for (uint q = 0; q < RAKERS; ++q) {
-      const acc_t e = rv[j][q];
-      rv[j][q] = a;
+    for (uint i = lo; i < hi; ++i) {
 #if CLR_SEGMENTED
-      const uint ef = rf[j][q];
-      rf[j][q] = (uchar)af;
-      a = clr_seg_op(a, e, ef);
+      const uint ef = wf[i];
+#else
+      const uint ef = 0u;
+#endif
+      a = clr_seg_op(a, wt[i], ef);
       af |= ef;
-#else
-      a = clr_op(a, e);
-#endif
     }
-    rowp[j] = a;
-#if CLR_SEGMENTED
-    rowpf[j] = (uchar)af;
-#endif
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (lid == 0) {
-    acc_t p = clr_identity();
-    uint pf = 0u;
-#pragma unroll
-    for (uint j = 0; j < ROWS; ++j) {
-      const acc_t a = rowp[j];
-      rowp[j] = p;
-#if CLR_SEGMENTED
-      const uint af = rowpf[j];
-      rowpf[j] = (uchar)pf;
-#else
-      const uint af = 0u;
-#endif
-      p = clr_seg_op(p, a, af);
-      pf |= af;
-    }
-    rowp[ROWS] = p;
-#if CLR_SEGMENTED
-    rowpf[ROWS] = (uchar)pf;
-#endif
+    lb_warp_scan(&a, &af, lane);
+    const acc_t agg = lb_bcast(a, LANES - 1);  // the tile's aggregate and flag, on every lane
+    const uint aggf = lb_bcast_u32(af, LANES - 1);
+    lb_warp_shift(&a, &af, lane);  // the pair before this lane's first total
+
     // 5. Publish: the aggregate, or at once the inclusive prefix when nothing before the tile
     //    can change it (tile 0, or a segment start inside: the aggregate is then the value
     //    since that start).
-    lb_publish(desc, tile, (epoch << 2) | (tile == 0 || pf ? ST_P : ST_A), p);
-    // 6. Look-back (uniform over the group), unless the tile's first element starts a
-    //    segment: the prefix is the combination of the aggregates of tiles tile-1, tile-2, ...
-    //    down to and including the first inclusive prefix found. Each round reads LB_WINDOW
-    //    descriptors at once; work-item 0 combines them nearest first and stops at an
-    //    unpublished one (the next round reads again from there), at a P (done) or at an X
-    //    (give up). The loop's state lives in local memory, written by work-item 0 between the
-    //    barriers and read by all after them (no private value is carried across them).
+    const uint published_p = tile == 0 || aggf;
+    if (lane == 0) lb_publish(desc, tile, (epoch << 2) | (published_p ? ST_P : ST_A), agg);
+
+    // 6. Look-back, unless the tile's first element starts a segment: the prefix is the
+    //    combination of the aggregates of tiles tile-1, tile-2, ... down to and including the
+    //    first inclusive prefix found. Lane l reads tile next-1-l; the lanes before the first
+    //    one not holding an aggregate are combined (that one too when it holds a P), and the
+    //    window moves past them. An unpublished descriptor is read again; an X gives up.
 #if CLR_SEGMENTED
-    l_state = tile == 0 || flags[base] != 0;  // 0 looking back, 1 done, 2 gave up
+    uint state = tile == 0 || flags[base] != 0;  // 0 looking back, 1 done, 2 gave up
 #else
-    l_state = tile == 0;
+    uint state = tile == 0;
 #endif
-    l_next = tile;  // the window covers tiles l_next-1, l_next-2, ..., l_next-LB_WINDOW
-    l_reads = 0u;
-    l_prefix = clr_identity();  // the combination so far
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-#if CLR_SEGMENTED
-  const uint published_p = tile == 0 || rowpf[ROWS];
-#else
-  const uint published_p = tile == 0;
-#endif
-  while (l_state == 0u) {
-    if (lid < LB_WINDOW) {
-      const uint next = l_next;
+    uint next = tile, reads = 0u;
+    acc_t prefix = clr_identity();  // on every lane
+    while (state == 0u) {           // uniform over the warp
       acc_t val = clr_identity();
       uint s = ST_P;  // below tile 0: the identity, final
-      if (lid < next) {
-        s = lb_read(desc, next - 1 - lid, epoch, &val);
+      if (lane < next) {
+        s = lb_read(desc, next - 1 - lane, epoch, &val);
         if (s == 0u) val = clr_identity();
       }
-      wv[lid] = val;
-      ws[lid] = s;
+      const uint first = lb_warp_min(s == ST_A ? LANES : lane);  // LANES: all aggregates
+      const uint sf = first < LANES ? lb_bcast_u32(s, first) : ST_A;
+      const uint used = first + (sf == ST_P ? 1u : 0u);
+      const acc_t run = lb_warp_fold_down(lane < used ? val : clr_identity());
+      prefix = clr_op(lb_bcast(run, 0u), prefix);
+      next -= used;
+      state = sf == ST_P ? 1u : sf == ST_X ? 2u : 0u;
+      if (++reads > LB_LIMIT) state = 2u;
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0) {
-      acc_t run = l_prefix;
-      uint st = 0u, used = 0u;
-      for (uint l = 0; l < LB_WINDOW; ++l) {
-        const uint s = ws[l];
-        if (s == 0u) break;
-        if (s == ST_X) {
-          st = 2u;
-          break;
-        }
-        run = clr_op(wv[l], run);
-        ++used;
-        if (s == ST_P) {
-          st = 1u;
-          break;
-        }
-      }
-      if (++l_reads > LB_LIMIT) st = 2u;
-      l_state = st;
-      l_next -= used;
-      l_prefix = run;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  const uint state = l_state;
-  const acc_t prefix = l_prefix;
 
-  if (state == 2u) {
-    // 7a. Gave up: say so to the host and to the tiles after this one; store nothing.
-    if (lid == 0) {
-      if (!published_p) lb_publish(desc, tile, (epoch << 2) | ST_X, clr_identity());
-      atomic_xchg(err, epoch);
+    if (state == 2u) {
+      // 7a. Gave up: say so to the host and to the tiles after this one.
+      if (lane == 0) {
+        if (!published_p) lb_publish(desc, tile, (epoch << 2) | ST_X, clr_identity());
+        atomic_xchg(err, epoch);
+      }
+    } else {
+      if (lane == 0 && !published_p)
+        lb_publish(desc, tile, (epoch << 2) | ST_P, clr_op(prefix, agg));
+      // Each total's prefix: the tile's prefix, then the pairs before it.
+      for (uint i = lo; i < hi; ++i) {
+#if CLR_SEGMENTED
+        const uint ef = wf[i];
+#else
+        const uint ef = 0u;
+#endif
+        const acc_t e = wt[i];
+        wt[i] = af ? a : clr_op(prefix, a);
+        a = clr_seg_op(a, e, ef);
+        af |= ef;
+      }
     }
-  } else {
-    // 7b. The inclusive prefix, then the tile: each vector's prefix is the tile's prefix, the
-    //     rows before it, the rakers before it and the vectors before it within its raker.
-    if (lid == 0 && !published_p)
-      lb_publish(desc, tile, (epoch << 2) | ST_P, clr_op(prefix, rowp[ROWS]));
-    const uint q = lid / SPAN;
+    if (lane == 0) l_state = state;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+  // 7b. The tile: each vector's prefix is its warp's row prefix, then the warp's vectors before
+  //     it in the row; then its elements in order.
+  if (l_state != 2u) {
 #pragma unroll
     for (uint j = 0; j < ROWS; ++j) {
-#if CLR_SEGMENTED
-      clr_pair pre, b;
-      pre.v = prefix;
-      pre.f = 0u;
-      b.v = rowp[j];
-      b.f = rowpf[j];
-      pre = clr_pair_op(pre, b);
-      b.v = rv[j][q];
-      b.f = rf[j][q];
-      pre = clr_pair_op(pre, b);
-      b.v = sv[j][lid];
-      b.f = sf[j][lid];
-      pre = clr_pair_op(pre, b);
-      acc_t run = pre.v;
-#else
-      acc_t run = clr_op(clr_op(clr_op(prefix, rowp[j]), rv[j][q]), sv[j][lid]);
-#endif
+      acc_t run = clr_seg_op(wt[j * WARPS + warp], ex[j], exf[j]);
       avec_u o;
 #pragma unroll
       for (uint k = 0; k < VEC; ++k) {

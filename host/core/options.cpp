@@ -78,7 +78,8 @@ const std::vector<TuningKey>& tuning_keys() {
       {"lookback-limit", "0-2147483647 (2^20 on GPUs, 2^22 on CPUs)",
        "scan-lookback's wait bound in window reads; 0 makes every look-back give up (tests the "
        "redo)"},
-      {"lookback-rows", "1-16 (4)", "scan-lookback's 16-byte vectors per work-item"},
+      {"lookback-rows", "auto | 1-16 (auto: per device and element size)",
+       "scan-lookback's 16-byte vectors per work-item"},
       {"scan-chunk", "1-1073741824 (1048576)",
        "scan-fast CPU path: elements per work-item per superblock"},
       {"scan-groups", "1-4096 (one per compute unit)", "scan-fast CPU path: work-groups"},
@@ -149,7 +150,9 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.lookback_limit =
         static_cast<long long>(parse_count(v, 0, 2147483647, source, "a count from 0 to 2^31-1"));
   } else if (key == "lookback-rows") {
-    t.lookback_rows = static_cast<unsigned>(parse_count(v, 1, 16, source, "a count from 1 to 16"));
+    t.lookback_rows =
+        v == "auto" ? 0u
+                    : static_cast<unsigned>(parse_count(v, 1, 16, source, "auto or a count from 1 to 16"));
   } else if (key == "scan-chunk") {
     t.scan_chunk = parse_count(v, 1, 1u << 30, source, "a count from 1 to 2^30");
   } else if (key == "transfer-piece") {

@@ -128,33 +128,44 @@ class FastPlan : public ScanPlan {
   std::unique_ptr<ScanPlan> inner_;
 };
 
-// Runs one small inclusive int32 -> int64 sum (several tiles or superblocks, a partial last
-// one) on the plan `make` gives, and compares every element exactly with the host's; any
-// exception is a failed check, and so is a run note (a look-back that had to be redone).
-bool checks_out(Context& ctx,
+// Runs small inclusive int32 sums, into int64 and into int32 (the two accumulator sizes, which
+// may run different shapes), of n elements on the plan `make` gives, and compares every element
+// exactly with the host's; any exception is a failed check, and so is a run note (a look-back
+// that had to be redone).
+bool checks_out(Context& ctx, std::size_t n,
                 const std::function<std::unique_ptr<ScanPlan>(const ScanProblem&)>& make) {
   try {
-    ScanProblem p;
-    p.type = DType::kInt32;
-    p.acc_type = DType::kInt64;
-    p.n = 3 * 4096 + 1234;  // four look-back tiles of 4096 (the NVIDIA policy), a partial last
-    const HostArray a = generate(DType::kInt32, p.n, 12345);
-    std::vector<cl_long> want(p.n), got(p.n, 0);
-    cl_long acc = 0;
-    const auto* x = reinterpret_cast<const cl_int*>(a.bytes.data());
-    for (std::size_t i = 0; i < p.n; ++i) want[i] = acc += x[i];
-    const std::unique_ptr<ScanPlan> plan = make(p);
-    cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY, a.bytes.size());
-    cl::Buffer flags(ctx.context(), CL_MEM_READ_ONLY, 1);
-    cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, p.n * sizeof(cl_long));
-    ctx.queue().enqueueWriteBuffer(in, CL_TRUE, 0, a.bytes.size(), a.bytes.data());
-    const cl_uchar zero = 0;
-    ctx.queue().enqueueWriteBuffer(flags, CL_TRUE, 0, 1, &zero);
-    std::vector<cl::Event> events;
-    plan->enqueue(in, flags, out, events);
-    if (!plan->run_note().empty()) return false;  // the bound must not be hit
-    ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, p.n * sizeof(cl_long), got.data());
-    return got == want;
+    for (const DType acc : {DType::kInt64, DType::kInt32}) {
+      ScanProblem p;
+      p.type = DType::kInt32;
+      p.acc_type = acc;
+      p.n = n;
+      const HostArray a = generate(DType::kInt32, p.n, 12345);
+      std::vector<cl_long> want(p.n);
+      cl_long sum = 0;
+      const auto* x = reinterpret_cast<const cl_int*>(a.bytes.data());
+      for (std::size_t i = 0; i < p.n; ++i) want[i] = sum += x[i];  // |sum| <= 1000 n: no wrap
+      const std::unique_ptr<ScanPlan> plan = make(p);
+      cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY, a.bytes.size());
+      cl::Buffer flags(ctx.context(), CL_MEM_READ_ONLY, 1);
+      cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, p.n * p.acc_bytes());
+      ctx.queue().enqueueWriteBuffer(in, CL_TRUE, 0, a.bytes.size(), a.bytes.data());
+      const cl_uchar zero = 0;
+      ctx.queue().enqueueWriteBuffer(flags, CL_TRUE, 0, 1, &zero);
+      std::vector<cl::Event> events;
+      plan->enqueue(in, flags, out, events);
+      if (!plan->run_note().empty()) return false;  // the bound must not be hit
+      std::vector<cl_long> got(p.n, 0);
+      if (acc == DType::kInt64) {
+        ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, p.n * sizeof(cl_long), got.data());
+      } else {
+        std::vector<cl_int> narrow(p.n, 0);
+        ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, p.n * sizeof(cl_int), narrow.data());
+        std::copy(narrow.begin(), narrow.end(), got.begin());
+      }
+      if (got != want) return false;
+    }
+    return true;
   } catch (const std::exception&) {
     return false;
   }
@@ -170,7 +181,9 @@ bool lookback_checks_out(Context& ctx) {
                           " rows=" + std::to_string(t.lookback_rows) + " " + t.build_options;
   return ctx.probe(key, [&] {
     const ScanVariant* lb = find_scan_variant("scan-lookback");
-    const bool ok = checks_out(ctx, [&](const ScanProblem& p) -> std::unique_ptr<ScanPlan> {
+    // Enough tiles of the largest shape (16384) for look-backs across several windows of 32.
+    const std::size_t n = 70 * 16384 + 1234;
+    const bool ok = checks_out(ctx, n, [&](const ScanProblem& p) -> std::unique_ptr<ScanPlan> {
       if (!lb->unsupported(ctx, p).empty()) throw Error(Errc::kUnsupported, "unsupported");
       return lb->plan(ctx, p, 0);
     });
@@ -274,7 +287,8 @@ bool scan_cpu_path_checks_out(Context& ctx) {
                           " groups=" + std::to_string(t.scan_groups) + " " + t.build_options;
   return ctx.probe(key, [&] {
     const bool ok =
-        checks_out(ctx, [&](const ScanProblem& p) { return make_scan_cpu_plan(ctx, p, 0); });
+        checks_out(ctx, 3 * 4096 + 1234,
+                   [&](const ScanProblem& p) { return make_scan_cpu_plan(ctx, p, 0); });
     return std::string(ok ? "yes" : "no");
   }) == "yes";
 }

@@ -1,5 +1,6 @@
 // scan_lookback.cpp: the single-pass decoupled look-back scan: one launch, 16-byte loads, a tile
-// of wg * vec * rows elements per group. Waits are bounded in the kernel; when a run reports that
+// of wg * vec * rows elements per group; on NVIDIA GPUs whose shfl.sync passed its start-up
+// check, warps scan and look back in registers (LB_SHFL), with rows chosen per element size. Waits are bounded in the kernel; when a run reports that
 // a group gave up (err = the run's epoch), the scan is redone by a multi-pass variant.
 #include <algorithm>
 #include <cstdlib>
@@ -38,12 +39,27 @@ bool has_int64_atomics(Context& ctx) {
 // Elements per load: 16 bytes of input (4 for 32-bit types, 2 for 64-bit ones).
 unsigned vec_of(const ScanProblem& p) { return dtype_size(p.type) == 4 ? 4u : 2u; }
 
+// Whether warps exchange registers through shfl.sync (cl/scan_lookback.cl's LB_SHFL): NVIDIA
+// GPUs whose shfl.sync passed Context::caps()'s check, in groups of whole warps.
+bool use_shfl(Context& ctx, std::size_t wg) {
+  return ctx.info().is_gpu && ctx.info().is_nvidia && wg % 32 == 0 && ctx.caps().nv_shfl;
+}
+
+// 16-byte vectors per work-item: the lookback-rows knob, else per element size as measured on
+// the H100 (docs/PERF.md, "Scans at copy speed"); 4 elsewhere.
+unsigned rows_of(Context& ctx, const ScanProblem& p) {
+  if (ctx.tuning().lookback_rows) return ctx.tuning().lookback_rows;
+  if (!(ctx.info().is_gpu && ctx.info().is_nvidia)) return 4;
+  return p.acc_bytes() == 4 ? 4u : dtype_size(p.type) == 4 ? 4u : 4u;
+}
+
 cl::Kernel lookback_kernel(Context& ctx, const ScanProblem& p, std::size_t wg, unsigned vec,
                            unsigned rows, unsigned limit) {
   return ctx.kernel("scan_lookback.cl", "scan_lookback",
                     p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) +
                         " -DVEC=" + std::to_string(vec) + " -DROWS=" + std::to_string(rows) +
-                        " -DLB_LIMIT=" + std::to_string(limit) + "u");
+                        " -DLB_LIMIT=" + std::to_string(limit) + "u" +
+                        (use_shfl(ctx, wg) ? " -DLB_SHFL=1" : ""));
 }
 
 // The multi-pass scan that redoes a run whose look-back gave up: on CPUs scan-fast's CPU-shaped
@@ -134,28 +150,30 @@ class Lookback : public ScanVariant {
  protected:
   std::unique_ptr<ScanPlan> make_plan(Context& ctx, const ScanProblem& p,
                                       std::size_t local_size) const override {
-    const unsigned vec = vec_of(p), rows = ctx.tuning().lookback_rows, limit = lookback_limit(ctx);
+    const unsigned vec = vec_of(p), rows = rows_of(ctx, p), limit = lookback_limit(ctx);
+    // Local memory: the warps' row totals (and their flags), the tile id and state.
     const auto bytes = [&](std::size_t wg) {
-      const std::size_t rakers = std::min<std::size_t>(wg, 32);
-      const std::size_t values = rows * wg + rows * rakers + rows + 1 + rakers + 1;
-      return values * p.acc_bytes() + rakers * 4 + 16 +
-             (p.segmented ? rows * (wg + rakers) + rows + 1 : 0);
+      const std::size_t totals = rows * (use_shfl(ctx, wg) ? wg / 32 : wg);
+      return totals * p.acc_bytes() + (p.segmented ? totals : 0) + 16;
     };
     LaunchPolicy pol;
     pol.wg_size = choose_scan_wg(
         ctx, local_size, ctx.info().is_gpu ? 256 : 64, bytes,
         [&](std::size_t wg) { return lookback_kernel(ctx, p, wg, vec, rows, limit); });
+    const bool shfl = use_shfl(ctx, pol.wg_size);
     pol.items_per_thread = vec * rows;
     pol.vec_width = vec;
     const std::size_t tile = pol.wg_size * pol.items_per_thread;
     pol.groups = (p.n + tile - 1) / tile;
     pol.path = "look-back, 1 launch, tile " + std::to_string(tile) +
+               (shfl ? ", warp shuffles" : "") +
                (limit != lookback_limit_default(ctx) ? ", limit " + std::to_string(limit) : "");
-    // In the tile: vec + span + rakers + rows + 3; the prefix of tile t passes through up to t
+    // In the tile: a vector (vec), a warp scan (lanes), warp 0's share of the warps' totals and
+    // its scan over lanes, a few combinations more; the prefix of tile t passes through up to t
     // tiles' combinations (a chain of inclusive prefixes). A fallback's depth is covered too.
-    const std::size_t rakers = std::min<std::size_t>(pol.wg_size, 32);
-    const std::uint64_t d = (p.n + tile - 1) / tile + pol.vec_width +
-                            (pol.wg_size + rakers - 1) / rakers + rakers + rows + 3;
+    const std::size_t lanes = shfl ? 32 : 1, totals = rows * pol.wg_size / lanes;
+    const std::uint64_t d = (p.n + tile - 1) / tile + vec + 2 * lanes +
+                            (totals + lanes - 1) / lanes + 8;
     std::unique_ptr<ScanPlan> fallback = fallback_plan(ctx, p);
     const std::uint64_t depth = std::max(d, fallback->depth());
     return std::make_unique<LookbackPlan>(ctx, p, pol, depth,

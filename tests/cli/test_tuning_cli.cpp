@@ -30,9 +30,9 @@ TEST_CASE("bad knob values are refused up front with one line and exit 2", "[cli
   for (const Case& c :
        {Case{"CLREDUCE_DISABLE_CAPS=bogus", "CLREDUCE_DISABLE_CAPS must be 'all' or names from"},
         Case{"CLREDUCE_LOOKBACK_ROWS=99",
-             "CLREDUCE_LOOKBACK_ROWS must be a count from 1 to 16, not '99'"},
+             "CLREDUCE_LOOKBACK_ROWS must be auto or a count from 1 to 16, not '99'"},
         Case{"CLREDUCE_LOOKBACK_ROWS=abc",
-             "CLREDUCE_LOOKBACK_ROWS must be a count from 1 to 16, not 'abc'"},
+             "CLREDUCE_LOOKBACK_ROWS must be auto or a count from 1 to 16, not 'abc'"},
         Case{"CLREDUCE_SCAN_CHUNK=abc", "CLREDUCE_SCAN_CHUNK must be a count"},
         Case{"CLREDUCE_SCAN_GROUPS=0", "CLREDUCE_SCAN_GROUPS must be a count from 1 to 4096"},
         Case{"CLREDUCE_SCAN_GROUPS=1000000", "CLREDUCE_SCAN_GROUPS must be a count from 1 to 4096"},
@@ -57,7 +57,7 @@ TEST_CASE("tuning from the command line: set, checked, applied after the environ
   auto r = run_cli("--size 1000 --tune lookback-rows=17");
   CHECK(r.code == 2);
   CHECK_THAT(r.out,
-             ContainsSubstring("--tune lookback-rows must be a count from 1 to 16, not '17'"));
+             ContainsSubstring("--tune lookback-rows must be auto or a count from 1 to 16, not '17'"));
   r = run_cli("--size 1000 --tune no-such-knob=1");
   CHECK(r.code == 2);
   CHECK_THAT(r.out, ContainsSubstring("unknown tuning key 'no-such-knob'"));
