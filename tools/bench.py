@@ -7,16 +7,21 @@
 
   bench.py run --clreduce BIN [--device D] [--cub-peer BIN] [--variants fast,topdown]
                [--ops sum,min,argmin] [--types int32,float] [--min-log 10] [--max-log 30]
-               [--repeat R] [--warmup W] [--seed S] [--acc int32|int64] --out DIR
+               [--repeat R] [--warmup W] [--seed S] [--acc int32|int64]
+               [--segment-length L] --out DIR
   bench.py plot DIR
 
 Ops: sum, prod, min, max, argmin, argmax (reductions), scan-inclusive and scan-exclusive (prefix
-sums). One clreduce process per (size, op, type) runs all the variants, the OpenMP peer (--peers)
-and, once per (size, type), the device's copy (--measure-copy) on one generated array. cub_peer,
-when given, runs the same op on the same data (same --seed and --size) and the device-to-device
-copy. Variants named scan-* run only for the scan ops, and the others only for the reductions, so
-reduce and scan variants can share one --variants list. Ops, types and variants are checked
-before the sweep starts. A ratio against a noisy timing (clreduce's JSON "noisy") is not quoted.
+sums), scan-inclusive-segmented and scan-exclusive-segmented (prefix sums restarting every
+--segment-length elements, default 1000). Types: int32, uint32, int64, uint64, float, double.
+One clreduce process per (size, op, type) runs all the variants, the OpenMP peer (--peers) and,
+once per (size, type), the device's copy (--measure-copy) on one generated array. cub_peer, when
+given, runs the same op on the same data (same --seed and --size) and the device-to-device copy:
+every op and type but prod, uint32 and uint64, which it does not have (those rows say so, and the
+sweep goes on). Variants named scan-* run only for the scan ops, and the others only for the
+reductions, so reduce and scan variants can share one --variants list. Ops, types and variants
+are checked before the sweep starts. A ratio against a noisy timing (clreduce's JSON "noisy") is
+not quoted.
 """
 
 import argparse
@@ -28,13 +33,18 @@ import subprocess
 import sys
 
 ELEM_BYTES = {"int32": 4, "uint32": 4, "float": 4, "int64": 8, "uint64": 8, "double": 8}
-# The sweep's ops: clreduce's reductions as they are, and the prefix sums as clreduce's --op sum
-# (with --exclusive for the exclusive scan), named as cub_peer names them.
+# The sweep's ops: clreduce's reductions as they are, and the prefix sums as clreduce's --op sum,
+# named as cub_peer names them: (exclusive, segmented) for each; exclusive adds --exclusive and
+# segmented --segment-length L (bench.py's --segment-length), for clreduce and cub_peer alike.
 REDUCE_OPS = ["sum", "prod", "min", "max", "argmin", "argmax"]
-SCAN_OPS = {"scan-inclusive": [], "scan-exclusive": ["--exclusive"]}
-# What cub_peer can run (tools/cub_peer.cu): ops and element types.
-CUB_OPS = {"sum", "min", "argmin", "scan-inclusive", "scan-exclusive"}
-CUB_TYPES = {"int32", "float"}
+SCAN_OPS = {"scan-inclusive": (False, False), "scan-exclusive": (True, False),
+            "scan-inclusive-segmented": (False, True), "scan-exclusive-segmented": (True, True)}
+# What cub_peer can run (tools/cub_peer.cu): its --op for each of the sweep's ops, and the element
+# types. Other pairs (prod; uint32, uint64) get a skipped cub row with the reason.
+CUB_OPS = {"sum": "sum", "min": "min", "max": "max", "argmin": "argmin", "argmax": "argmax",
+           "scan-inclusive": "scan-inclusive", "scan-exclusive": "scan-exclusive",
+           "scan-inclusive-segmented": "scan-inclusive", "scan-exclusive-segmented": "scan-exclusive"}
+CUB_TYPES = ["int32", "int64", "float", "double"]
 CSV_COLUMNS = ["device", "driver", "commit", "op", "type", "acc", "n", "log2n", "variant", "kind",
                "tool", "verified", "skipped", "kernel_ms", "kernel_ms_min", "kernel_ms_max", "noisy",
                "wall_ms", "gbps", "gbps_min", "gbps_max", "launches", "vs_omp", "vs_cub",
@@ -112,11 +122,30 @@ def variants_for(op, variants):
     return [v for v in variants if v.startswith("scan") == scan]
 
 
-def clreduce_op_args(op):
+def segment_args(op, segment_length):
+    """--segment-length L for the sweep's segmented scans (the same flag in clreduce and cub_peer)."""
+    return ["--segment-length", str(segment_length)] if SCAN_OPS.get(op, (False, False))[1] else []
+
+
+def clreduce_op_args(op, segment_length=1000):
     """clreduce's flags for one of the sweep's ops."""
     if op in SCAN_OPS:
-        return ["--op", "sum"] + SCAN_OPS[op]
+        return ["--op", "sum"] + (["--exclusive"] if SCAN_OPS[op][0] else []) + segment_args(op, segment_length)
     return ["--op", op]
+
+
+def cub_op_args(op, segment_length=1000):
+    """cub_peer's flags for one of the sweep's ops (cub_unsupported(op, t) empty)."""
+    return ["--op", CUB_OPS[op]] + segment_args(op, segment_length)
+
+
+def cub_unsupported(op, t):
+    """Why cub_peer cannot run op on t, or "" when it can."""
+    if op not in CUB_OPS:
+        return "cub_peer has no %s (it has %s)" % (op, ", ".join(CUB_OPS))
+    if t not in CUB_TYPES:
+        return "cub_peer has no %s elements (it has %s)" % (t, ", ".join(CUB_TYPES))
+    return ""
 
 
 def known_variants(clreduce):
@@ -149,6 +178,8 @@ def check_sweep(a, ops, types, variants):
         fail("--acc must be int32 or int64, not '%s'" % a.acc)
     if a.repeat < 1 or a.warmup < 0:
         fail("need --repeat >= 1 and --warmup >= 0")
+    if a.segment_length < 1:
+        fail("need --segment-length >= 1")
 
 
 def add_derived(row):
@@ -178,10 +209,19 @@ def cmd_run(a):
         "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
         "repeat": a.repeat, "warmup": a.warmup, "seed": a.seed,
     }
+    if any(SCAN_OPS.get(op, (False, False))[1] for op in ops):
+        meta["segment_length"] = a.segment_length
     os.makedirs(out_dir, exist_ok=True)
     print("device %s (%s), driver %s, commit %s" % (meta["device"], meta["platform"],
                                                      meta["driver"], meta["commit"]), flush=True)
     rows, notes = [], []
+    if a.cub_peer:  # said once here, and in a skipped row at every size
+        for t in types:
+            for op in ops:
+                why = cub_unsupported(op, t)
+                if why:
+                    notes.append("cub_peer skipped for %s %s: %s" % (op, t, why))
+                    print(notes[-1], flush=True)
     for t in types:
         limit, why = size_limit(dev, t)
         for k in range(a.min_log, a.max_log + 1):
@@ -219,7 +259,8 @@ def bench_one(a, meta, op, t, n, k, variants, copy):
     vs = variants_for(op, variants)
     print("n = 2^%d %s %s" % (k, op, t), flush=True)
     if vs:
-        cmd = ([a.clreduce, "--device", a.device, "--variant", ",".join(vs)] + clreduce_op_args(op) +
+        cmd = ([a.clreduce, "--device", a.device, "--variant", ",".join(vs)] +
+               clreduce_op_args(op, a.segment_length) +
                ["--type", t, "--format", "json", "--peers"] + common + acc + (["--measure-copy"] if copy else []))
         code, got, err = run_json_lines(cmd, a.timeout)
         for r in got:
@@ -235,17 +276,23 @@ def bench_one(a, meta, op, t, n, k, variants, copy):
             rows.append(dict(base, tool="clreduce", variant=",".join(vs), kind="error",
                              note="exit %d: %s" % (code, err), verified=False))
             print("  clreduce failed: exit %d: %s" % (code, err), flush=True)
-    if a.cub_peer and op in CUB_OPS and t in CUB_TYPES:
-        jobs = [("cub", op)] + ([("cub-copy", "copy")] if copy else [])
-        for name, cub_op in jobs:
-            cmd = [a.cub_peer, "--op", cub_op, "--type", t] + common + (acc if cub_op == op else [])
+    if a.cub_peer:
+        why = cub_unsupported(op, t)
+        jobs = ([] if why else [("cub", cub_op_args(op, a.segment_length) + acc)])
+        if copy and t in CUB_TYPES:  # the copy ceiling needs only the type
+            jobs.append(("cub-copy", ["--op", "copy"]))
+        if why:
+            rows.append(dict(base, tool="cub_peer", variant="cub", kind="peer", skipped=True,
+                             verified=False, reason=why))
+        for name, op_args in jobs:
+            cmd = [a.cub_peer] + op_args + ["--type", t] + common
             code, got, err = run_json_lines(cmd, a.timeout)
             if got:
                 r = got[0]
                 r["variant"] = name
                 if "driver" in r:  # CUDA's driver version; "driver" stays the OpenCL device's
                     r["cuda_driver"] = r.pop("driver")
-                rows.append(dict(base, tool="cub_peer", kind="ceiling" if cub_op == "copy" else "peer",
+                rows.append(dict(base, tool="cub_peer", kind="ceiling" if name == "cub-copy" else "peer",
                                  **{key: v for key, v in r.items() if key not in ("op", "type", "n")}))
             else:
                 rows.append(dict(base, tool="cub_peer", variant=name, kind="error", verified=False,
@@ -409,13 +456,16 @@ def main(argv):
     r.add_argument("--cub-peer", help="the cub_peer binary (NVIDIA peers and copy ceiling)")
     r.add_argument("--variants", default="fast,topdown", help="comma-separated variant names")
     r.add_argument("--ops", default="sum", help="comma-separated ops: %s" % ", ".join(REDUCE_OPS + list(SCAN_OPS)))
-    r.add_argument("--types", default="int32", help="comma-separated types (int32, float, ...)")
+    r.add_argument("--types", default="int32", help="comma-separated types: %s" % ", ".join(ELEM_BYTES))
     r.add_argument("--min-log", type=int, default=10, help="smallest size, log2")
     r.add_argument("--max-log", type=int, default=30, help="largest size, log2 (memory permitting)")
     r.add_argument("--repeat", type=int, default=5, help="timed runs per measurement (median)")
     r.add_argument("--warmup", type=int, default=1, help="untimed runs first")
     r.add_argument("--seed", type=int, default=1, help="data seed, shared by every tool")
     r.add_argument("--acc", help="accumulator of int32 sums and scans (int32 or int64), for all tools")
+    r.add_argument("--segment-length", type=int, default=1000,
+                   help="the *-segmented scans: a segment starts every L elements (clreduce's and "
+                        "cub_peer's --segment-length; default 1000)")
     r.add_argument("--timeout", type=int, default=600, help="seconds allowed per process")
     r.add_argument("--out", required=True, help="directory for results.json and results.csv")
     q = sub.add_parser("plot", help="draw GB/s against n from a results directory")
