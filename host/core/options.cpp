@@ -78,8 +78,10 @@ const std::vector<TuningKey>& tuning_keys() {
       {"lookback-limit", "0-2147483647 (2^20 on GPUs, 2^22 on CPUs)",
        "scan-lookback's wait bound in window reads; 0 makes every look-back give up (tests the "
        "redo)"},
-      {"lookback-rows", "auto | 1-16 (auto: per device and element size)",
-       "scan-lookback's 16-byte vectors per work-item"},
+      {"lookback-rows", "auto | 1-16 (auto: per device, element size and length)",
+       "scan-lookback's vectors per work-item"},
+      {"lookback-vec", "auto | 1 | 2 | 4 | 8 (auto: 16 bytes of the wider of element and sum)",
+       "scan-lookback's elements per load and store"},
       {"scan-chunk", "1-1073741824 (1048576)",
        "scan-fast CPU path: elements per work-item per superblock"},
       {"scan-groups", "1-4096 (one per compute unit)", "scan-fast CPU path: work-groups"},
@@ -149,6 +151,9 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
   } else if (key == "lookback-limit") {
     t.lookback_limit =
         static_cast<long long>(parse_count(v, 0, 2147483647, source, "a count from 0 to 2^31-1"));
+  } else if (key == "lookback-vec") {
+    const std::string w = one_of(v, {"auto", "1", "2", "4", "8"}, source);
+    t.lookback_vec = w == "auto" ? 0u : static_cast<unsigned>(std::stoul(w));
   } else if (key == "lookback-rows") {
     t.lookback_rows =
         v == "auto" ? 0u

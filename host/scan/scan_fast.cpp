@@ -178,11 +178,13 @@ bool lookback_checks_out(Context& ctx) {
   const std::string key = "scan-fast check: lookback " +
                           std::to_string(ctx.source_hash("scan_lookback.cl")) +
                           " limit=" + std::to_string(t.lookback_limit) +
-                          " rows=" + std::to_string(t.lookback_rows) + " " + t.build_options;
+                          " rows=" + std::to_string(t.lookback_rows) +
+                          " vec=" + std::to_string(t.lookback_vec) + " " + t.build_options;
   return ctx.probe(key, [&] {
     const ScanVariant* lb = find_scan_variant("scan-lookback");
-    // Enough tiles of the largest shape (16384) for look-backs across several windows of 32.
-    const std::size_t n = 70 * 16384 + 1234;
+    // Enough tiles of the largest shape (8192 elements) that the plan takes it, as at large
+    // sizes: 4 per compute unit (rows_of in scan_lookback.cpp), and a partial last one.
+    const std::size_t n = (4 * std::max<std::size_t>(ctx.info().compute_units, 1) + 7) * 8192 + 1234;
     const bool ok = checks_out(ctx, n, [&](const ScanProblem& p) -> std::unique_ptr<ScanPlan> {
       if (!lb->unsupported(ctx, p).empty()) throw Error(Errc::kUnsupported, "unsupported");
       return lb->plan(ctx, p, 0);

@@ -36,8 +36,13 @@ bool has_int64_atomics(Context& ctx) {
   }) == "yes";
 }
 
-// Elements per load: 16 bytes of input (4 for 32-bit types, 2 for 64-bit ones).
-unsigned vec_of(const ScanProblem& p) { return dtype_size(p.type) == 4 ? 4u : 2u; }
+// Elements per load and store: the lookback-vec knob, else 16 bytes of the wider of the element
+// and the sum (4 for 32-bit scans, 2 for 64-bit ones and for int32 -> int64, whose 16-byte
+// stores then match the 64-bit scans' shape).
+unsigned vec_of(const Context& ctx, const ScanProblem& p) {
+  if (ctx.tuning().lookback_vec) return ctx.tuning().lookback_vec;
+  return static_cast<unsigned>(16 / std::max(dtype_size(p.type), p.acc_bytes()));
+}
 
 // Whether warps exchange registers through shfl.sync (cl/scan_lookback.cl's LB_SHFL): NVIDIA
 // GPUs whose shfl.sync passed Context::caps()'s check, in groups of whole warps.
@@ -45,12 +50,17 @@ bool use_shfl(Context& ctx, std::size_t wg) {
   return ctx.info().is_gpu && ctx.info().is_nvidia && wg % 32 == 0 && ctx.caps().nv_shfl;
 }
 
-// 16-byte vectors per work-item: the lookback-rows knob, else per element size as measured on
-// the H100 (docs/PERF.md, "Scans at copy speed"); 4 elsewhere.
-unsigned rows_of(Context& ctx, const ScanProblem& p) {
+// Vectors per work-item: the lookback-rows knob, else 4 off NVIDIA; on NVIDIA GPUs 8 (the
+// fastest at 2^24 and 2^28 on the H100 for every element size: docs/PERF.md, "Scans at copy
+// speed"), halved while the array would give fewer than 4 groups per compute unit, so short
+// arrays still spread over the whole device.
+unsigned rows_of(Context& ctx, const ScanProblem& p, unsigned vec, std::size_t wg) {
   if (ctx.tuning().lookback_rows) return ctx.tuning().lookback_rows;
   if (!(ctx.info().is_gpu && ctx.info().is_nvidia)) return 4;
-  return p.acc_bytes() == 4 ? 4u : dtype_size(p.type) == 4 ? 4u : 4u;
+  const std::size_t want = 4 * std::max<std::size_t>(ctx.info().compute_units, 1);
+  unsigned rows = 8;
+  while (rows > 1 && (p.n + wg * vec * rows - 1) / (wg * vec * rows) < want) rows /= 2;
+  return rows;
 }
 
 cl::Kernel lookback_kernel(Context& ctx, const ScanProblem& p, std::size_t wg, unsigned vec,
@@ -150,7 +160,11 @@ class Lookback : public ScanVariant {
  protected:
   std::unique_ptr<ScanPlan> make_plan(Context& ctx, const ScanProblem& p,
                                       std::size_t local_size) const override {
-    const unsigned vec = vec_of(p), rows = rows_of(ctx, p), limit = lookback_limit(ctx);
+    const unsigned vec = vec_of(ctx, p), limit = lookback_limit(ctx);
+    const std::size_t preferred = ctx.info().is_gpu ? 256 : 64;
+    // Rows by the preferred group size (a smaller group, where the device needs one, only makes
+    // more groups).
+    const unsigned rows = rows_of(ctx, p, vec, local_size ? local_size : preferred);
     // Local memory: the warps' row totals (and their flags), the tile id and state.
     const auto bytes = [&](std::size_t wg) {
       const std::size_t totals = rows * (use_shfl(ctx, wg) ? wg / 32 : wg);
@@ -158,7 +172,7 @@ class Lookback : public ScanVariant {
     };
     LaunchPolicy pol;
     pol.wg_size = choose_scan_wg(
-        ctx, local_size, ctx.info().is_gpu ? 256 : 64, bytes,
+        ctx, local_size, preferred, bytes,
         [&](std::size_t wg) { return lookback_kernel(ctx, p, wg, vec, rows, limit); });
     const bool shfl = use_shfl(ctx, pol.wg_size);
     pol.items_per_thread = vec * rows;

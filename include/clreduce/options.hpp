@@ -22,7 +22,8 @@ struct Tuning {
   std::string carry_layout = "auto";    // carry-layout: auto | blocked | strided
   std::string share_threads = "on";     // share-threads: on | off (several devices)
   long long lookback_limit = -1;  // lookback-limit: window reads before giving up; -1 = default
-  unsigned lookback_rows = 0;     // lookback-rows: 16-byte vectors per work-item, 1-16; 0 = auto
+  unsigned lookback_rows = 0;     // lookback-rows: vectors per work-item, 1-16; 0 = auto
+  unsigned lookback_vec = 0;      // lookback-vec: elements per load and store, 1/2/4/8; 0 = auto
   std::size_t scan_chunk = std::size_t{1}
                            << 20;  // scan-chunk: elements per work-item per superblock
   std::size_t scan_groups = 0;     // scan-groups: groups of scan-fast's CPU path; 0 = one per CU
