@@ -8,7 +8,7 @@
   bench.py run --clreduce BIN [--device D] [--cub-peer BIN] [--variants fast,topdown]
                [--ops sum,min,argmin] [--types int32,float] [--min-log 10] [--max-log 30]
                [--repeat R] [--warmup W] [--seed S] [--acc int32|int64]
-               [--segment-length L] --out DIR
+               [--segment-length L] [--logs 10,16,20] [--no-peers] --out DIR
   bench.py plot DIR
 
 Ops: sum, prod, min, max, argmin, argmax (reductions), scan-inclusive and scan-exclusive (prefix
@@ -199,6 +199,14 @@ def cmd_run(a):
     types = [t for t in a.types.split(",") if t]
     if a.min_log < 0 or a.max_log < a.min_log or a.max_log > 40:
         fail("need 0 <= --min-log <= --max-log <= 40")
+    logs = list(range(a.min_log, a.max_log + 1))
+    if a.logs:
+        try:
+            logs = sorted({int(x) for x in a.logs.split(",") if x})
+        except ValueError:
+            fail("--logs takes comma-separated powers of two, e.g. 10,16,20, not '%s'" % a.logs)
+        if not logs or logs[0] < 0 or logs[-1] > 40:
+            fail("--logs takes powers from 0 to 40")
     check_sweep(a, ops, types, variants)
     dev = describe_device(a.clreduce, a.device)
     meta = {
@@ -212,6 +220,7 @@ def cmd_run(a):
     if any(SCAN_OPS.get(op, (False, False))[1] for op in ops):
         meta["segment_length"] = a.segment_length
     os.makedirs(out_dir, exist_ok=True)
+    open(os.path.join(out_dir, "rows.partial.jsonl"), "w").close()
     print("device %s (%s), driver %s, commit %s" % (meta["device"], meta["platform"],
                                                      meta["driver"], meta["commit"]), flush=True)
     rows, notes = [], []
@@ -224,13 +233,17 @@ def cmd_run(a):
                     print(notes[-1], flush=True)
     for t in types:
         limit, why = size_limit(dev, t)
-        for k in range(a.min_log, a.max_log + 1):
+        for k in logs:
             n = 1 << k
             if n > limit:
                 notes.append("%s from 2^%d up skipped: more than %s" % (t, k, why))
                 break
             for i, op in enumerate(ops):
-                rows += bench_one(a, meta, op, t, n, k, variants, copy=(i == 0))
+                got = bench_one(a, meta, op, t, n, k, variants, copy=(i == 0))
+                rows += got
+                with open(os.path.join(out_dir, "rows.partial.jsonl"), "a") as f:
+                    # as they come: a sweep cut short keeps what it measured
+                    f.writelines(json.dumps(r) + "\n" for r in got)
     for note in notes:
         print(note)
     meta["notes"] = notes
@@ -261,7 +274,7 @@ def bench_one(a, meta, op, t, n, k, variants, copy):
     if vs:
         cmd = ([a.clreduce, "--device", a.device, "--variant", ",".join(vs)] +
                clreduce_op_args(op, a.segment_length) +
-               ["--type", t, "--format", "json", "--peers"] + common + acc + (["--measure-copy"] if copy else []))
+               ["--type", t, "--format", "json"] + ([] if a.no_peers else ["--peers"]) + common + acc + (["--measure-copy"] if copy else []))
         code, got, err = run_json_lines(cmd, a.timeout)
         for r in got:
             rows.append(dict(dict(base, tool="clreduce", **r), op=op))  # the sweep's op name
@@ -454,6 +467,8 @@ def main(argv):
     r.add_argument("--clreduce", required=True, help="the clreduce binary")
     r.add_argument("--device", default="0", help="clreduce's --device (index or name substring)")
     r.add_argument("--cub-peer", help="the cub_peer binary (NVIDIA peers and copy ceiling)")
+    r.add_argument("--logs", help="the sizes' powers of two, comma-separated (instead of --min-log..--max-log)")
+    r.add_argument("--no-peers", action="store_true", help="leave out clreduce's host peers (OpenMP)")
     r.add_argument("--variants", default="fast,topdown", help="comma-separated variant names")
     r.add_argument("--ops", default="sum", help="comma-separated ops: %s" % ", ".join(REDUCE_OPS + list(SCAN_OPS)))
     r.add_argument("--types", default="int32", help="comma-separated types: %s" % ", ".join(ELEM_BYTES))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scan_tune.sh CLREDUCE [CUB_PEER]: the shape sweep behind scan-lookback's per-device defaults
-# (docs/PERF.md, "Scans at copy speed"): every lookback-rows in ROWS and group size in WGS, for
+# (docs/PERF.md, "Scans at copy speed"): every lookback-rows in ROWS, group size in WGS and
+# lookback-vec in VECS (default auto), for
 # each element/accumulator case, at each size 2^K in SIZES, on DEVICE (default nvidia); beside it
 # CUB's scan and CUB's device-to-device copy (the ceiling) on the same seed and size, when
 # CUB_PEER is given. Medians of REPEAT (10) after 3 warm-ups; every run verified. Full JSON rows
@@ -15,7 +16,8 @@ out=${RESULTS_DIR:-.}
 rows_file="$out/scan_tune.jsonl"
 : >"$rows_file"
 ROWS=${ROWS:-2 4 6 8}
-WGS=${WGS:-128 256 512}
+WGS=${WGS:-128 256}
+VECS=${VECS:-auto}
 SIZES=${SIZES:-24 28}
 REPEAT=${REPEAT:-10}
 CASES=${CASES:-i32 i32i64 f32 f64 i64}
@@ -38,9 +40,12 @@ for k in $SIZES; do
     # shellcheck disable=SC2086
     for r in $ROWS; do
       for w in $WGS; do
-        timeout 120 "$bin" --device "$dev" --format json --variant scan-lookback --size "2^$k" \
-          --repeat "$REPEAT" --warmup 3 --tune "lookback-rows=$r" --local-size "$w" $args |
-          tag "$c" "r$r-w$w" >>"$rows_file" || { echo "failed: $c r$r w$w 2^$k" >&2; fail=1; }
+        for v in $VECS; do
+          timeout 120 "$bin" --device "$dev" --format json --variant scan-lookback --size "2^$k" \
+            --repeat "$REPEAT" --warmup 3 --tune "lookback-rows=$r" --tune "lookback-vec=$v" \
+            --local-size "$w" $args | tag "$c" "r$r-w$w-v$v" >>"$rows_file" ||
+            { echo "failed: $c r$r w$w v$v 2^$k" >&2; fail=1; }
+        done
       done
     done
     # shellcheck disable=SC2086
