@@ -183,8 +183,8 @@ bool lookback_checks_out(Context& ctx) {
   return ctx.probe(key, [&] {
     const ScanVariant* lb = find_scan_variant("scan-lookback");
     // Enough tiles of the largest shape (8192 elements) that the plan takes it, as at large
-    // sizes: 4 per compute unit (rows_of in scan_lookback.cpp), and a partial last one.
-    const std::size_t n = (4 * std::max<std::size_t>(ctx.info().compute_units, 1) + 7) * 8192 + 1234;
+    // sizes: one per compute unit (rows_of in scan_lookback.cpp) and more, a partial last one.
+    const std::size_t n = (2 * std::max<std::size_t>(ctx.info().compute_units, 1) + 7) * 8192 + 1234;
     const bool ok = checks_out(ctx, n, [&](const ScanProblem& p) -> std::unique_ptr<ScanPlan> {
       if (!lb->unsupported(ctx, p).empty()) throw Error(Errc::kUnsupported, "unsupported");
       return lb->plan(ctx, p, 0);

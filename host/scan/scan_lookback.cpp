@@ -52,15 +52,13 @@ bool use_shfl(Context& ctx, std::size_t wg) {
 
 // Vectors per work-item: the lookback-rows knob, else 4 off NVIDIA; on NVIDIA GPUs 8 (the
 // fastest at 2^24 and 2^28 on the H100 for every element size: docs/PERF.md, "Scans at copy
-// speed"), halved while the array would give fewer than 4 groups per compute unit, so short
-// arrays still spread over the whole device.
+// speed") where the array gives at least one group per compute unit at that size, else 4 (one
+// row per vector fewer to wait on in short arrays; 1 and 2 were slower at 2^16 and 2^20).
 unsigned rows_of(Context& ctx, const ScanProblem& p, unsigned vec, std::size_t wg) {
   if (ctx.tuning().lookback_rows) return ctx.tuning().lookback_rows;
   if (!(ctx.info().is_gpu && ctx.info().is_nvidia)) return 4;
-  const std::size_t want = 4 * std::max<std::size_t>(ctx.info().compute_units, 1);
-  unsigned rows = 8;
-  while (rows > 1 && (p.n + wg * vec * rows - 1) / (wg * vec * rows) < want) rows /= 2;
-  return rows;
+  const std::size_t cus = std::max<std::size_t>(ctx.info().compute_units, 1);
+  return (p.n + wg * vec * 8 - 1) / (wg * vec * 8) >= cus ? 8u : 4u;
 }
 
 cl::Kernel lookback_kernel(Context& ctx, const ScanProblem& p, std::size_t wg, unsigned vec,
