@@ -84,7 +84,7 @@ const std::vector<TuningKey>& tuning_keys() {
        "scan-lookback's elements per load and store"},
       {"scan-chunk", "1-1073741824 (1048576)",
        "scan-fast CPU path: elements per work-item per superblock"},
-      {"scan-groups", "1-4096 (one per compute unit)", "scan-fast CPU path: work-groups"},
+      {"scan-groups", "1-4096 (four per compute unit)", "scan-fast CPU path: work-groups"},
       {"transfer-piece", "1-1073741824 (1073741824)",
        "largest piece of one fill, copy, read or write of device memory, in bytes"},
       {"max-chunk", "1-2^62 bytes (0: the device's largest allocation)",

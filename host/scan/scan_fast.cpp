@@ -30,7 +30,9 @@ struct CpuShape {
 CpuShape cpu_shape(const Context& ctx, std::size_t local_size) {
   CpuShape s;
   s.wg = local_size ? local_size : std::min(kCpuWg, ctx.info().max_wg_size);
-  s.groups = std::max<std::size_t>(ctx.info().compute_units, 1);
+  // Four groups per compute unit, as fast's CPU shape (reduce_fast.cpp): PoCL's threads take
+  // groups as they free up, so one core held up elsewhere delays a quarter of its share.
+  s.groups = 4 * std::max<std::size_t>(ctx.info().compute_units, 1);
   s.chunk = ctx.tuning().scan_chunk;
   if (ctx.tuning().scan_groups) s.groups = ctx.tuning().scan_groups;
   return s;
