@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # scan_tune.sh CLREDUCE [CUB_PEER]: the shape sweep behind scan-lookback's per-device defaults
-# (docs/PERF.md, "Scans at copy speed"): every lookback-rows in ROWS, group size in WGS and
-# lookback-vec in VECS (default auto), for
-# each element/accumulator case, at each size 2^K in SIZES, on DEVICE (default nvidia); beside it
-# CUB's scan and CUB's device-to-device copy (the ceiling) on the same seed and size, when
+# (docs/PERF.md, "Scans at copy speed"): every lookback-rows in ROWS (default 2 4 6 8), group
+# size in WGS (128 256) and lookback-vec in VECS (auto), for each element/accumulator case in
+# CASES (i32 i32i64 f32 f64 i64), at each size 2^K in SIZES (24 28), on DEVICE (nvidia); beside
+# it CUB's scan and CUB's device-to-device copy (the ceiling) on the same seed and size, when
 # CUB_PEER is given. Medians of REPEAT (10) after 3 warm-ups; every run verified. Full JSON rows
 # go to $RESULTS_DIR/scan_tune.jsonl (or ./scan_tune.jsonl); a markdown table is printed last:
 # per case and size, the fastest shape, its rate against the copy's and CUB's time over its own
-# (above 1, clreduce is ahead), and the default shape's (rows=auto, wg chosen by clreduce).
+# (above 1, clreduce is ahead), and the default shape's (scan-fast as it picks). A run costs a
+# few seconds at 2^28 (the host generates and checks the array): size the lists to the time.
 set -u
 bin=${1:?usage: scan_tune.sh CLREDUCE [CUB_PEER]}
 peer=${2:-}
