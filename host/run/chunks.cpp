@@ -196,7 +196,7 @@ void ChunkedArray::stream_in(std::size_t c) {
   xfer_.flush();
 }
 
-void ChunkedArray::prepare_reduce(std::size_t out_bytes) {
+void ChunkedArray::prepare_reduce(std::size_t out_bytes, const std::string& what) {
   const std::size_t chunks = std::max<std::size_t>(layout_.chunks, 1);
   const std::size_t stride =
       (out_bytes + ctx_.base_align() - 1) / ctx_.base_align() * ctx_.base_align();
@@ -211,7 +211,8 @@ void ChunkedArray::prepare_reduce(std::size_t out_bytes) {
   // A sentinel, so an unwritten result cannot pass.
   partial_host_.assign(stride * chunks, 0xA5);
   enqueue_write(ctx_.queue(), partials_, 0, partial_host_.size(), partial_host_.data(), piece_);
-  finish(ctx_.queue(), timeout(static_cast<double>(partial_host_.size())), "a result reset");
+  finish(ctx_.queue(), timeout(static_cast<double>(partial_host_.size())),
+         what + " (result reset)");
 }
 
 Value ChunkedArray::reduce(ReducePlan& plan, std::vector<cl::Event>& events,

@@ -82,7 +82,8 @@ class ChunkedArray {
   // pieces: when given (a fold made for plan's problem, out_bytes() and kind), every chunk's
   // out bytes are added to it too, in chunk order, indices from the array's start: a caller
   // that folds this array with others (devices' shares) or combines its exact state (ranks).
-  void prepare_reduce(std::size_t out_bytes);
+  // what names the run in a timeout's message.
+  void prepare_reduce(std::size_t out_bytes, const std::string& what);
   Value reduce(ReducePlan& plan, std::vector<cl::Event>& events, const std::string& what,
                ReduceFold* pieces = nullptr);
 

@@ -287,7 +287,8 @@ RunRecord ReduceSession::run_parts(const ReduceVariant& v, RunRecord rec) {
   const std::vector<Sample> whole = repeat_runs(cfg_.warmup, cfg_.repeat, [&] {
     for (std::size_t d = 0; d < k; ++d)
       if (plans[d]) {
-        parts_[d].array->prepare_reduce(plans[d]->out_bytes());
+        parts_[d].array->prepare_reduce(plans[d]->out_bytes(),
+                                        what_all + " (on " + parts_[d].ctx->info().name + ")");
         if (exact) part_folds[d].emplace(problem_, exact_bytes, true);
       }
     std::vector<Sample> s(k);
@@ -420,7 +421,7 @@ RunRecord ReduceSession::run(const ReduceVariant& v) {
     time_device(
         rec,
         [&] {
-          array.prepare_reduce(plan->out_bytes());
+          array.prepare_reduce(plan->out_bytes(), what);
           if (keep_state) slice_fold.emplace(plan->problem(), plan->out_bytes(), true);
         },
         [&](std::vector<cl::Event>& events) {
