@@ -34,7 +34,7 @@
 #endif
 #include "clr_scan.h"
 #include "clr_types.h"
-#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#include "clr_lookback.h"
 #ifndef WG_SIZE
 #define WG_SIZE 256  // work-items per group; with LB_SHFL a multiple of 32
 #endif
@@ -63,11 +63,6 @@
 #define WARPS (WG_SIZE / LANES)                // warps per group
 #define WTOT (ROWS * WARPS)                    // warp row totals per tile
 #define WSPAN ((WTOT + LANES - 1) / LANES)     // of them per lane of warp 0
-#define LB_WORDS (sizeof(acc_t) / 4)           // 32-bit words per value (1 or 2)
-
-#define ST_A 1u  // the tile's aggregate
-#define ST_P 2u  // the tile's inclusive prefix
-#define ST_X 3u  // the tile gave up: so do its successors
 
 #if VEC > 1
 typedef CLR_VEC(T_NAME, VEC) tvec;
@@ -216,36 +211,6 @@ inline uint lb_bcast_u32(uint x, uint src) {
   (void)src;
   return x;
 #endif
-}
-
-// ---- descriptors ----
-
-// Publishes value v for `tile` under tag (epoch << 2 | status), word by word.
-inline void lb_publish(__global ulong* desc, uint tile, uint tag, acc_t v) {
-  clr_words u;
-  u.a = v;
-  volatile __global ulong* p = (volatile __global ulong*)desc + (size_t)tile * LB_WORDS;
-#pragma unroll
-  for (uint k = 0; k < LB_WORDS; ++k) atom_xchg(p + k, ((ulong)tag << 32) | (ulong)u.w[k]);
-}
-
-// Reads tile's descriptor: its status in this epoch (0 while not, or not wholly, published) and,
-// when nonzero, its value in *v.
-inline uint lb_read(__global ulong* desc, uint tile, uint epoch, acc_t* v) {
-  clr_words u;
-  volatile __global ulong* p = (volatile __global ulong*)desc + (size_t)tile * LB_WORDS;
-  uint tag = 0u, same = 1u;
-#pragma unroll
-  for (uint k = 0; k < LB_WORDS; ++k) {
-    const ulong w = atom_add(p + k, 0ul);
-    const uint t = (uint)(w >> 32);
-    u.w[k] = (uint)w;
-    if (k == 0) tag = t;
-    same &= (uint)(t == tag);
-  }
-  if (!same || (tag >> 2) != epoch) return 0u;
-  *v = u.a;
-  return tag & 3u;
 }
 
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback(

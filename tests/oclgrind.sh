@@ -100,6 +100,16 @@ for v in $variants; do
       CLREDUCE_SCAN_FAST_PATH=cpu CLREDUCE_SCAN_GROUPS=3 CLREDUCE_SCAN_CHUNK=8 \
         check --variant "$v" --op "$op" --type "$type" --size 300 --local-size 4 "$@"
     done
+    # And its CPU look-back path: tiles of 1024 (the smallest), 3000 elements make 3 tiles, the
+    # last partial; then every look-back giving up and the redo.
+    for combo in "sum int32 --segment-length 700 --exclusive" "max double" "sum float --segment-length 1024"; do
+      set -- $combo
+      op=$1 type=$2; shift 2
+      CLREDUCE_SCAN_FAST_PATH=cpu-lookback CLREDUCE_SCAN_TILE=1024 \
+        check --variant "$v" --op "$op" --type "$type" --size 3000 "$@"
+    done
+    CLREDUCE_SCAN_FAST_PATH=cpu-lookback CLREDUCE_SCAN_TILE=1024 CLREDUCE_LOOKBACK_LIMIT=0 \
+      check --variant "$v" --op min --type int32 --size 3000 --segment-length 500
     ;;
   esac
 done

@@ -73,7 +73,7 @@ const std::vector<TuningKey>& tuning_keys() {
       {"share-threads", "on | off (on)",
        "several devices: run the shares at once, each from its own thread, or one after another "
        "(for a runtime that cannot run two contexts at once, such as a simulator)"},
-      {"scan-fast-path", "auto | lookback | cpu | hierarchical (auto)",
+      {"scan-fast-path", "auto | lookback | cpu | cpu-lookback | hierarchical (auto)",
        "force scan-fast's path, unchecked"},
       {"lookback-limit", "0-2147483647 (2^20 on GPUs, 2^22 on CPUs)",
        "scan-lookback's wait bound in window reads; 0 makes every look-back give up (tests the "
@@ -85,6 +85,8 @@ const std::vector<TuningKey>& tuning_keys() {
       {"scan-chunk", "1-1073741824 (1048576)",
        "scan-fast CPU path: elements per work-item per superblock"},
       {"scan-groups", "1-4096 (four per compute unit)", "scan-fast CPU path: work-groups"},
+      {"scan-tile", "1024-1073741824 (32768)",
+       "scan-fast CPU look-back path: elements per tile (one work-item each)"},
       {"transfer-piece", "1-1073741824 (1073741824)",
        "largest piece of one fill, copy, read or write of device memory, in bytes"},
       {"max-chunk", "1-2^62 bytes (0: the device's largest allocation)",
@@ -147,7 +149,7 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
   } else if (key == "carry-layout") {
     t.carry_layout = one_of(v, {"auto", "blocked", "strided"}, source);
   } else if (key == "scan-fast-path") {
-    t.scan_fast_path = one_of(v, {"auto", "lookback", "cpu", "hierarchical"}, source);
+    t.scan_fast_path = one_of(v, {"auto", "lookback", "cpu", "cpu-lookback", "hierarchical"}, source);
   } else if (key == "lookback-limit") {
     t.lookback_limit =
         static_cast<long long>(parse_count(v, 0, 2147483647, source, "a count from 0 to 2^31-1"));
@@ -158,6 +160,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.lookback_rows =
         v == "auto" ? 0u
                     : static_cast<unsigned>(parse_count(v, 1, 16, source, "auto or a count from 1 to 16"));
+  } else if (key == "scan-tile") {
+    t.scan_tile = parse_count(v, 1024, 1u << 30, source, "a count from 1024 to 2^30");
   } else if (key == "scan-chunk") {
     t.scan_chunk = parse_count(v, 1, 1u << 30, source, "a count from 1 to 2^30");
   } else if (key == "transfer-piece") {

@@ -1,7 +1,8 @@
 // scan_fast.cpp: the default scan: picks per device, once, from a trial build and a small exact
-// check: NVIDIA GPUs scan-lookback (one pass, 16-byte loads); CPUs the CPU-shaped two-pass scan of
-// cl/scan_cpu_two_pass.cl (OpenMP's scheme, run per cache-sized superblock); anything else, or a
-// path that fails its check, scan-hierarchical. The choice is kept in the Context, typed in the
+// check: NVIDIA GPUs scan-lookback (one pass, 16-byte loads); CPUs the CPU-shaped single pass of
+// cl/scan_cpu_lookback.cl (cache-sized tiles, one work-item each, folded, looked back and scanned
+// again from cache: 2n moves), else the two-pass scan of cl/scan_cpu_two_pass.cl (OpenMP's
+// scheme, 3n moves); anything else, or a path that fails its check, scan-hierarchical. The choice is kept in the Context, typed in the
 // plan and recorded in LaunchPolicy::path.
 #include <algorithm>
 #include <cstdlib>
@@ -17,7 +18,7 @@ namespace {
 
 constexpr std::size_t kCpuWg = 4;  // work-items per group on the CPU path
 
-enum class Path { kLookback, kCpu, kHierarchical };
+enum class Path { kLookback, kCpu, kCpuLookback, kHierarchical };
 
 // The CPU path's geometry: work-items per group, groups (one per compute unit) and elements per
 // work-item per superblock. Tuning and test knobs: scan-chunk, scan-groups (options.hpp).
@@ -109,6 +110,94 @@ class CpuScanPlan : public ScanPlan {
   cl::Buffer totals_, tile_flags_, carry_;
 };
 
+// The CPU-shaped single pass (cl/scan_cpu_lookback.cl): one work-item per group, one group per
+// cache-sized tile, each folding its tile, looking back one descriptor at a time and scanning
+// its tile again from cache. A run whose look-back gave up (err = the run's epoch) is redone by
+// the two-pass plan, built with this one.
+class CpuLookbackPlan : public ScanPlan {
+ public:
+  CpuLookbackPlan(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, std::uint64_t depth,
+                  const cl::Kernel& kernel, std::unique_ptr<ScanPlan> fallback)
+      : ScanPlan(ctx, "scan-fast", p, pol, depth), kernel_(kernel), fallback_(std::move(fallback)) {
+    const std::size_t tiles = (p.n + pol.items_per_thread - 1) / pol.items_per_thread;
+    desc_ = ctx.zeroed_buffer(std::max<std::size_t>(tiles, 1) * (p.acc_bytes() / 4) *
+                              sizeof(cl_ulong));
+    counters_ = ctx.zeroed_buffer(2 * sizeof(cl_uint));
+    err_ = ctx.zeroed_buffer(sizeof(cl_uint));
+  }
+
+  std::string run_note() const override {
+    if (!gave_up_) return "";
+    return "a look-back wait passed its limit in " + std::to_string(gave_up_) + " of " +
+           std::to_string(runs_) + " runs, redone by " + fallback_->variant() + " (" +
+           fallback_->policy().path + ")";
+  }
+
+ private:
+  void launch(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
+              std::vector<cl::Event>& events) override {
+    const std::size_t tile = policy().items_per_thread;
+    const std::size_t tiles = (n + tile - 1) / tile;
+    epoch_ = epoch_ % ((std::uint32_t{1} << 30) - 1) + 1;
+    kernel_.setArg(0, in);
+    kernel_.setArg(1, flags);
+    kernel_.setArg(2, static_cast<cl_ulong>(n));
+    kernel_.setArg(3, static_cast<cl_ulong>(tile));
+    kernel_.setArg(4, out);
+    kernel_.setArg(5, desc_);
+    kernel_.setArg(6, counters_);
+    kernel_.setArg(7, err_);
+    kernel_.setArg(8, static_cast<cl_uint>(epoch_));
+    events.emplace_back();
+    ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(tiles), cl::NDRange(1),
+                                      nullptr, &events.back());
+    cl_uint seen = 0;
+    ctx_.queue().enqueueReadBuffer(err_, CL_TRUE, 0, sizeof seen, &seen);
+    ++runs_;
+    if (seen == epoch_) {
+      ++gave_up_;
+      fallback_->enqueue(in, flags, out, 0, n, nullptr, events);
+    }
+  }
+
+  cl::Kernel kernel_;
+  std::unique_ptr<ScanPlan> fallback_;
+  cl::Buffer desc_, counters_, err_;
+  std::uint32_t epoch_ = 0;
+  std::size_t runs_ = 0, gave_up_ = 0;
+};
+
+// The CPU look-back path's plan: tiles of the scan-tile knob's length (32768 elements: 128 KiB
+// of int32, within a core's L2 on both measured CPUs), so the second read of a tile hits cache.
+std::unique_ptr<ScanPlan> make_scan_cpu_lookback_plan(Context& ctx, const ScanProblem& p) {
+  const std::size_t tile = ctx.tuning().scan_tile;
+  const std::size_t tiles = (p.n + tile - 1) / tile;
+  if (tiles > 0xFFFFFFFFu) throw Error(Errc::kUnsupported, "scan-fast: more than 2^32 tiles");
+  const unsigned limit = ctx.tuning().lookback_limit >= 0
+                             ? static_cast<unsigned>(ctx.tuning().lookback_limit)
+                             : (1u << 24);
+  const cl::Kernel kernel =
+      ctx.kernel("scan_cpu_lookback.cl", "scan_cpu_lookback",
+                 p.cl_options() + (has_nt_stores(ctx) ? " -DCLR_NT_STORES=1" : "") +
+                     " -DLB_LIMIT=" + std::to_string(limit) + "u");
+  LaunchPolicy pol;
+  pol.wg_size = 1;
+  pol.items_per_thread = static_cast<unsigned>(tile);
+  pol.vec_width = 1;
+  pol.groups = tiles;
+  pol.path = "cpu look-back: " + std::to_string(tiles) + (tiles == 1 ? " tile" : " tiles") +
+             " of " + std::to_string(tile) + ", " +
+             (has_nt_stores(ctx) ? "streaming stores, " : "") + "1 launch";
+  ScanProblem q = p;
+  q.carry_in = false;
+  std::unique_ptr<ScanPlan> fallback = scan_cpu_path_checks_out(ctx)
+                                           ? make_scan_cpu_plan(ctx, q, 0)
+                                           : find_scan_variant("scan-hierarchical")->plan(ctx, q, 0);
+  // A tile's elements pass through the chain of tile prefixes before it and its own run.
+  const std::uint64_t depth = std::max<std::uint64_t>(tiles + tile + 8, fallback->depth());
+  return std::make_unique<CpuLookbackPlan>(ctx, p, pol, depth, kernel, std::move(fallback));
+}
+
 // scan-fast's plan: the path taken, as a type, and the plan of that path (the CPU plan, or the
 // delegate variant's under scan-fast's name, its path prefixed with the delegate's name).
 class FastPlan : public ScanPlan {
@@ -195,6 +284,25 @@ bool lookback_checks_out(Context& ctx) {
   }) == "yes";
 }
 
+// Whether the CPU look-back path passes the check here (kept in the context, keyed by its
+// kernel's text and the knobs that shape it): a few tiles, a partial last one.
+bool cpu_lookback_checks_out(Context& ctx) {
+  const Tuning& t = ctx.tuning();
+  const std::string key = "scan-fast check: cpu-lookback " +
+                          std::to_string(ctx.source_hash("scan_cpu_lookback.cl")) +
+                          " tile=" + std::to_string(t.scan_tile) +
+                          " limit=" + std::to_string(t.lookback_limit) + " " + t.build_options;
+  return ctx.probe(key, [&] {
+    const std::size_t n = std::min<std::size_t>(5 * t.scan_tile + 1234, std::size_t{1} << 22);
+    const bool ok = checks_out(ctx, n, [&](const ScanProblem& p) -> std::unique_ptr<ScanPlan> {
+      if (!find_scan_variant("scan-lookback")->unsupported(ctx, p).empty())  // 64-bit atomics
+        throw Error(Errc::kUnsupported, "unsupported");
+      return make_scan_cpu_lookback_plan(ctx, p);
+    });
+    return std::string(ok ? "yes" : "no");
+  }) == "yes";
+}
+
 // The path for this device: the fastest whose trial build and small exact check pass (answers
 // kept in the context), never from extension strings alone. The scan-fast-path knob =
 // lookback, cpu or hierarchical forces one, unchecked (for tests and comparisons).
@@ -202,9 +310,11 @@ Path choose(Context& ctx) {
   const std::string& f = ctx.tuning().scan_fast_path;
   if (f == "lookback") return Path::kLookback;
   if (f == "cpu") return Path::kCpu;
+  if (f == "cpu-lookback") return Path::kCpuLookback;
   if (f == "hierarchical") return Path::kHierarchical;
   const DeviceInfo& d = ctx.info();
   if (d.is_gpu && d.is_nvidia && lookback_checks_out(ctx)) return Path::kLookback;
+  if (!d.is_gpu && cpu_lookback_checks_out(ctx)) return Path::kCpuLookback;
   if (!d.is_gpu && scan_cpu_path_checks_out(ctx)) return Path::kCpu;
   return Path::kHierarchical;
 }
@@ -217,15 +327,18 @@ class Fast : public ScanVariant {
  public:
   std::string name() const override { return "scan-fast"; }
   std::string description() const override {
-    return "the default scan: look-back on NVIDIA GPUs, a CPU-shaped two-pass scan on CPUs (chosen "
-           "by a start-up check)";
+    return "the default scan: look-back on NVIDIA GPUs, a CPU-shaped look-back over cache-sized "
+           "tiles on CPUs (chosen by a start-up check)";
   }
   std::string unsupported(Context& ctx, const ScanProblem& p) const override {
     std::string why = ScanVariant::unsupported(ctx, p);
     if (why.empty()) {
       // Delegated paths say for themselves (scan-lookback needs 64-bit atomics).
       const Path path = choose(ctx);
-      if (path != Path::kCpu) why = delegate(path).unsupported(ctx, p);
+      if (path == Path::kCpuLookback && !ctx.info().is_gpu)
+        why = find_scan_variant("scan-lookback")->unsupported(ctx, p);  // 64-bit atomics
+      else if (path != Path::kCpu && path != Path::kCpuLookback)
+        why = delegate(path).unsupported(ctx, p);
     }
     return why;
   }
@@ -236,8 +349,10 @@ class Fast : public ScanVariant {
     const Path path = choose(ctx);
     ScanProblem q = p;
     q.carry_in = false;  // applied once, by this plan
-    if (path == Path::kCpu) {
-      std::unique_ptr<ScanPlan> inner = make_scan_cpu_plan(ctx, q, local_size);
+    if (path == Path::kCpu || path == Path::kCpuLookback) {
+      std::unique_ptr<ScanPlan> inner = path == Path::kCpu
+                                            ? make_scan_cpu_plan(ctx, q, local_size)
+                                            : make_scan_cpu_lookback_plan(ctx, q);
       const LaunchPolicy pol = inner->policy();
       return std::make_unique<FastPlan>(ctx, p, path, std::move(inner), pol);
     }

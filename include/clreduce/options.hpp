@@ -26,6 +26,7 @@ struct Tuning {
   unsigned lookback_vec = 0;      // lookback-vec: elements per load and store, 1/2/4/8; 0 = auto
   std::size_t scan_chunk = std::size_t{1}
                            << 20;  // scan-chunk: elements per work-item per superblock
+  std::size_t scan_tile = 32768;   // scan-tile: elements per tile of scan-fast's CPU look-back path
   std::size_t scan_groups = 0;     // scan-groups: groups of scan-fast's CPU path; 0 = four per CU
   std::size_t transfer_piece = std::size_t{1}
                                << 30;  // transfer-piece: bytes per fill/copy/read/write

@@ -470,11 +470,11 @@ TEST_CASE("scan-fast picks its path per device and records it", "[scan][fast]") 
     CHECK(r.rec.policy.path.rfind("scan-lookback: look-back", 0) == 0);
     CHECK(r.rec.launches == 1);
   } else if (!d.is_gpu) {
-    // The CPU-shaped two-pass scan: four groups per compute unit, a few work-items, each a chunk.
-    CHECK(r.rec.policy.path.rfind("cpu two-pass: ", 0) == 0);
-    CHECK(r.rec.policy.groups == 4 * d.compute_units);
-    CHECK(r.rec.policy.wg_size == 4);
-    CHECK(r.rec.launches % 2 == 0);
+    // The CPU-shaped look-back: one work-item per cache-sized tile, one launch.
+    CHECK(r.rec.policy.path.rfind("cpu look-back: ", 0) == 0);
+    CHECK(r.rec.policy.wg_size == 1);
+    CHECK(r.rec.policy.groups == (100000 + 32767) / 32768);
+    CHECK(r.rec.launches == 1);
   } else {
     CHECK(r.rec.policy.path.rfind("scan-hierarchical: ", 0) == 0);
   }
@@ -483,6 +483,7 @@ TEST_CASE("scan-fast picks its path per device and records it", "[scan][fast]") 
 TEST_CASE("scan-fast's CPU path with large chunks: superblock edges, segments, exclusive",
           "[scan][fast]") {
   if (device_context().info().is_gpu) SKIP("the CPU path is for CPUs");
+  const test::TuningGuard force(device_context(), "scan-fast-path", "cpu");  // the two-pass path
   const test::TuningGuard chunk(device_context(), "scan-chunk",
                                 "65536");  // the default, 2^20, would make this slow
   const std::uint64_t seed = std::random_device{}();
@@ -503,6 +504,42 @@ TEST_CASE("scan-fast's CPU path with large chunks: superblock edges, segments, e
       require_verified(r);
       CHECK(r.rec.launches == 6);  // three superblocks, two passes each
     }
+  }
+}
+
+TEST_CASE("scan-fast's CPU look-back path: tile edges, segments, exclusive, every type, a redo",
+          "[scan][fast]") {
+  if (device_context().info().is_gpu) SKIP("the CPU path is for CPUs");
+  const test::TuningGuard force(device_context(), "scan-fast-path", "cpu-lookback");
+  const test::TuningGuard tile(device_context(), "scan-tile", "1024");
+  const std::uint64_t seed = std::random_device{}();
+  CAPTURE(seed);
+  const std::size_t n = 37 * 1024 + 333;  // 38 tiles, the last partial
+  std::vector<std::uint8_t> flags = random_flags(n, 0.001, seed);
+  flags[5 * 1024] = flags[7 * 1024 - 1] = flags[7 * 1024] = 1;  // on and beside tile edges
+  for (const DType type : {DType::kInt32, DType::kInt64, DType::kFloat, DType::kDouble}) {
+    if (type == DType::kDouble && !device_context().info().fp64) continue;
+    const HostArray a = generate(type, n, seed);
+    for (const bool exclusive : {false, true}) {
+      for (const bool seg : {false, true}) {
+        CAPTURE(dtype_name(type), exclusive, seg);
+        const ScanRun r = run_scan("scan-fast", a, Op::kSum, exclusive, seg ? &flags : nullptr, 0);
+        require_verified(r);
+        CHECK(r.rec.launches == 1);
+        CHECK(r.rec.policy.groups == 38);
+        CHECK(r.rec.policy.path.rfind("cpu look-back: 38 tiles of 1024", 0) == 0);
+      }
+    }
+  }
+  // Every look-back gives up (the test setting): the run is redone and still verifies.
+  const test::TuningGuard limit(device_context(), "lookback-limit", "0");
+  const HostArray a = generate(DType::kInt32, n, seed);
+  for (const bool seg : {false, true}) {
+    CAPTURE(seg);
+    const ScanRun r = run_scan("scan-fast", a, Op::kMax, false, seg ? &flags : nullptr, 0);
+    require_verified(r);
+    CHECK_THAT(r.rec.policy.path,
+               Catch::Matchers::ContainsSubstring("passed its limit in 1 of 1 runs, redone by"));
   }
 }
 

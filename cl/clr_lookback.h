@@ -1,0 +1,44 @@
+// clr_lookback.h: the tile descriptors of the decoupled look-back scans (scan_lookback.cl,
+// scan_cpu_lookback.cl). Descriptors cross groups only through 64-bit atomics: each 32-bit word of
+// a value travels in one 64-bit word under a tag (epoch << 2 | status), so a reader needs no
+// fence: it accepts a value when every word carries the same tag of this run's epoch. Nothing
+// needs clearing between runs: an older epoch's descriptor reads as "not published".
+#ifndef CLR_LOOKBACK_H
+#define CLR_LOOKBACK_H
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+
+#define LB_WORDS (sizeof(acc_t) / 4)  // 32-bit words per value (1 or 2)
+
+#define ST_A 1u  // the tile's aggregate
+#define ST_P 2u  // the tile's inclusive prefix
+#define ST_X 3u  // the tile gave up: so do its successors
+
+// Publishes value v for `tile` under tag (epoch << 2 | status), word by word.
+inline void lb_publish(__global ulong* desc, uint tile, uint tag, acc_t v) {
+  clr_words u;
+  u.a = v;
+  volatile __global ulong* p = (volatile __global ulong*)desc + (size_t)tile * LB_WORDS;
+#pragma unroll
+  for (uint k = 0; k < LB_WORDS; ++k) atom_xchg(p + k, ((ulong)tag << 32) | (ulong)u.w[k]);
+}
+
+// Reads tile's descriptor: its status in this epoch (0 while not, or not wholly, published) and,
+// when nonzero, its value in *v.
+inline uint lb_read(__global ulong* desc, uint tile, uint epoch, acc_t* v) {
+  clr_words u;
+  volatile __global ulong* p = (volatile __global ulong*)desc + (size_t)tile * LB_WORDS;
+  uint tag = 0u, same = 1u;
+#pragma unroll
+  for (uint k = 0; k < LB_WORDS; ++k) {
+    const ulong w = atom_add(p + k, 0ul);
+    const uint t = (uint)(w >> 32);
+    u.w[k] = (uint)w;
+    if (k == 0) tag = t;
+    same &= (uint)(t == tag);
+  }
+  if (!same || (tag >> 2) != epoch) return 0u;
+  *v = u.a;
+  return tag & 3u;
+}
+
+#endif  // CLR_LOOKBACK_H
