@@ -89,7 +89,7 @@ inline acc_t clr_cpu_fold(__global const T* x, __global const uchar* flags, ulon
                           uint* fo) {
   uint f = 0u;
 #if CLR_SEGMENTED
-  // Only the elements from the chunk's last segment start on count: find it from the end.
+  // Only the elements from the range's last segment start on count: find it from the end.
   for (ulong i = e; i > b; --i) {
     if (flags[i - 1]) {
       b = i - 1;

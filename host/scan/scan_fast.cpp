@@ -350,7 +350,9 @@ class Fast : public ScanVariant {
     ScanProblem q = p;
     q.carry_in = false;  // applied once, by this plan
     if (path == Path::kCpu || path == Path::kCpuLookback) {
-      std::unique_ptr<ScanPlan> inner = path == Path::kCpu
+      // The single pass runs one work-item per group: a group size asked for (--local-size)
+      // takes the two-pass path, which has groups of that size.
+      std::unique_ptr<ScanPlan> inner = path == Path::kCpu || local_size > 1
                                             ? make_scan_cpu_plan(ctx, q, local_size)
                                             : make_scan_cpu_lookback_plan(ctx, q);
       const LaunchPolicy pol = inner->policy();

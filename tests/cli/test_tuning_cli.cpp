@@ -42,7 +42,7 @@ TEST_CASE("bad knob values are refused up front with one line and exit 2", "[cli
         Case{"CLREDUCE_EXACT_GROUPS=0", "CLREDUCE_EXACT_GROUPS must be a count from 1 to 2^20"},
         Case{"CLREDUCE_EXACT_TERMS=5", "CLREDUCE_EXACT_TERMS must be a count from 2 to 4, not '5'"},
         Case{"CLREDUCE_SCAN_FAST_PATH=bogus",
-             "CLREDUCE_SCAN_FAST_PATH must be one of auto, lookback, cpu, hierarchical"}}) {
+             "CLREDUCE_SCAN_FAST_PATH must be one of auto, lookback, cpu, cpu-lookback, hierarchical"}}) {
     CAPTURE(c.env);
     // With a reduction before scan-fast in the list: the refusal comes before any variant runs.
     const auto r = run_cli("--variant fast,scan-fast --size 1000", c.env);

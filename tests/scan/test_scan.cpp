@@ -345,10 +345,10 @@ TEST_CASE("an element no kernel writes keeps the sentinel and is reported", "[sc
        "      if (0) {\n        ((__global avec*)"},
       {"scan_lookback.cl", "if (e0 + k < m) y[base + e0 + k] = o.s[k];",
        "if (e0 + k < m && base + e0 + k != 77) y[base + e0 + k] = o.s[k];"},
-      {"scan_cpu_two_pass.cl", "#define VSCAN 8 ", "#define VSCAN 1 "},
-      {"scan_cpu_two_pass.cl", "#define CLR_PUT(i, v) __builtin_nontemporal_store((v), y + (i))",
+      {"clr_cpu_scan.h", "#define VSCAN 8 ", "#define VSCAN 1 "},
+      {"clr_cpu_scan.h", "#define CLR_PUT(i, v) __builtin_nontemporal_store((v), y + (i))",
        "#define CLR_PUT(i, v) ((i) == 77 ? 0 : (__builtin_nontemporal_store((v), y + (i)), 0))"},
-      {"scan_cpu_two_pass.cl", "#define CLR_PUT(i, v) (y[i] = (v))",
+      {"clr_cpu_scan.h", "#define CLR_PUT(i, v) (y[i] = (v))",
        "#define CLR_PUT(i, v) ((i) == 77 ? 0 : (y[i] = (v), 0))"}};
   for (const auto& e : edits) {
     std::string s = read_text_file((dir / e.file).string());
