@@ -151,6 +151,7 @@ class CpuLookbackPlan : public ScanPlan {
     events.emplace_back();
     ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(tiles), cl::NDRange(1),
                                       nullptr, &events.back());
+    wait_launch(events.back(), n);  // within the time limit, before the blocking read
     cl_uint seen = 0;
     ctx_.queue().enqueueReadBuffer(err_, CL_TRUE, 0, sizeof seen, &seen);
     ++runs_;
@@ -237,6 +238,7 @@ bool checks_out(Context& ctx, std::size_t n,
       const auto* x = reinterpret_cast<const cl_int*>(a.bytes.data());
       for (std::size_t i = 0; i < p.n; ++i) want[i] = sum += x[i];  // |sum| <= 1000 n: no wrap
       const std::unique_ptr<ScanPlan> plan = make(p);
+      plan->use_default_time_limit();
       cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY, a.bytes.size());
       cl::Buffer flags(ctx.context(), CL_MEM_READ_ONLY, 1);
       cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, p.n * p.acc_bytes());

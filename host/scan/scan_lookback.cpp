@@ -123,6 +123,7 @@ class LookbackPlan : public ScanPlan {
     ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange,
                                       cl::NDRange(groups * policy().wg_size),
                                       cl::NDRange(policy().wg_size), nullptr, &events.back());
+    wait_launch(events.back(), n);  // within the time limit, before the blocking read
     cl_uint seen = 0;
     ctx_.queue().enqueueReadBuffer(err_, CL_TRUE, 0, sizeof seen, &seen);
     ++runs_;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "clreduce/error.hpp"
+#include "runtime/transfer.hpp"
 
 namespace clreduce {
 
@@ -97,6 +98,16 @@ ScanPlan::ScanPlan(Context& ctx, std::string variant, const ScanProblem& p, Laun
                                     std::to_string(carry_wg_));
   }
   carry_groups_ = ctx.zeroed_buffer(carry_max_groups_ * sizeof(cl_ulong));
+}
+
+void ScanPlan::wait_launch(const cl::Event& e, std::size_t n) {
+  const double bytes = static_cast<double>(n) *
+                       static_cast<double>(dtype_size(problem_.type) + problem_.acc_bytes());
+  const double limit = ctx_.tuning().timeout > 0 && !default_limit_ ? ctx_.tuning().timeout
+                                                                    : default_timeout_s(bytes);
+  ctx_.queue().flush();
+  wait(e, limit, variant_ + " scan of " + std::to_string(n) + " " + dtype_name(problem_.type) +
+                     " elements");
 }
 
 void ScanPlan::enqueue(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,

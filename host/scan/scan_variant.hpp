@@ -48,6 +48,9 @@ class ScanPlan {
   // The variant that made the plan (for a path delegated to, the variant whose path it is).
   const std::string& variant() const { return variant_; }
   const ScanProblem& problem() const { return problem_; }
+  // Start-up checks: waits inside launches use the default time limit, not the timeout knob
+  // (a check is not the user's run, and a cold kernel cache makes its first run slow).
+  void use_default_time_limit() { default_limit_ = true; }
   // The launch as printable data (--verbose, JSON "policy").
   const LaunchPolicy& policy() const { return policy_; }
   // The longest chain of operations any output element passes through in a launch on up to
@@ -91,6 +94,11 @@ class ScanPlan {
   // enqueues (scan-lookback also reads back its error flag), nothing else.
   virtual void launch(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
                       std::size_t n, std::vector<cl::Event>& events) = 0;
+  // Waits for a launch's event e on n elements within the run's time limit (the timeout knob, or
+  // the default for the bytes it moves), so a plan that reads back a flag after its kernel
+  // (the look-back scans) stops at the limit like every other wait: Error(Errc::kTimeout) naming
+  // the variant and size.
+  void wait_launch(const cl::Event& e, std::size_t n);
 
   Context& ctx_;
 
@@ -100,6 +108,7 @@ class ScanPlan {
                    std::vector<cl::Event>& events);
 
   std::string variant_;
+  bool default_limit_ = false;
   ScanProblem problem_;
   LaunchPolicy policy_;
   std::uint64_t depth_;
