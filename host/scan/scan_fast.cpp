@@ -114,58 +114,23 @@ class CpuScanPlan : public ScanPlan {
 // cache-sized tile, each folding its tile, looking back one descriptor at a time and scanning
 // its tile again from cache. A run whose look-back gave up (err = the run's epoch) is redone by
 // the two-pass plan, built with this one.
-class CpuLookbackPlan : public ScanPlan {
+class CpuLookbackPlan : public LookbackRunPlan {
  public:
   CpuLookbackPlan(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, std::uint64_t depth,
                   const cl::Kernel& kernel, std::unique_ptr<ScanPlan> fallback)
-      : ScanPlan(ctx, "scan-fast", p, pol, depth), kernel_(kernel), fallback_(std::move(fallback)) {
-    const std::size_t tiles = (p.n + pol.items_per_thread - 1) / pol.items_per_thread;
-    desc_ = ctx.zeroed_buffer(std::max<std::size_t>(tiles, 1) * (p.acc_bytes() / 4) *
-                              sizeof(cl_ulong));
-    counters_ = ctx.zeroed_buffer(2 * sizeof(cl_uint));
-    err_ = ctx.zeroed_buffer(sizeof(cl_uint));
-  }
-
-  std::string run_note() const override {
-    if (!gave_up_) return "";
-    return "a look-back wait passed its limit in " + std::to_string(gave_up_) + " of " +
-           std::to_string(runs_) + " runs, redone by " + fallback_->variant() + " (" +
-           fallback_->policy().path + ")";
-  }
+      : LookbackRunPlan(ctx, "scan-fast", p, pol, depth, kernel, pol.groups, std::move(fallback)) {}
 
  private:
   void launch(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
               std::vector<cl::Event>& events) override {
     const std::size_t tile = policy().items_per_thread;
-    const std::size_t tiles = (n + tile - 1) / tile;
-    epoch_ = epoch_ % ((std::uint32_t{1} << 30) - 1) + 1;
     kernel_.setArg(0, in);
     kernel_.setArg(1, flags);
     kernel_.setArg(2, static_cast<cl_ulong>(n));
     kernel_.setArg(3, static_cast<cl_ulong>(tile));
     kernel_.setArg(4, out);
-    kernel_.setArg(5, desc_);
-    kernel_.setArg(6, counters_);
-    kernel_.setArg(7, err_);
-    kernel_.setArg(8, static_cast<cl_uint>(epoch_));
-    events.emplace_back();
-    ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(tiles), cl::NDRange(1),
-                                      nullptr, &events.back());
-    wait_launch(events.back(), n);  // within the time limit, before the blocking read
-    cl_uint seen = 0;
-    ctx_.queue().enqueueReadBuffer(err_, CL_TRUE, 0, sizeof seen, &seen);
-    ++runs_;
-    if (seen == epoch_) {
-      ++gave_up_;
-      fallback_->enqueue(in, flags, out, 0, n, nullptr, events);
-    }
+    run(in, flags, out, n, 5, (n + tile - 1) / tile, 1, events);
   }
-
-  cl::Kernel kernel_;
-  std::unique_ptr<ScanPlan> fallback_;
-  cl::Buffer desc_, counters_, err_;
-  std::uint32_t epoch_ = 0;
-  std::size_t runs_ = 0, gave_up_ = 0;
 };
 
 // The CPU look-back path's plan: tiles of the scan-tile knob's length (32768 elements: 128 KiB

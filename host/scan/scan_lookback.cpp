@@ -80,66 +80,30 @@ std::unique_ptr<ScanPlan> fallback_plan(Context& ctx, const ScanProblem& p) {
   return find_scan_variant("scan-hierarchical")->plan(ctx, q, 0);
 }
 
-class LookbackPlan : public ScanPlan {
+class LookbackPlan : public LookbackRunPlan {
  public:
   LookbackPlan(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, std::uint64_t depth,
                const cl::Kernel& kernel, std::unique_ptr<ScanPlan> fallback)
-      : ScanPlan(ctx, "scan-lookback", p, pol, depth),
-        kernel_(kernel),
-        fallback_(std::move(fallback)) {
-    const std::size_t tile = pol.wg_size * pol.items_per_thread;
-    const std::size_t groups = (p.n + tile - 1) / tile;
-    if (groups > 0xFFFFFFFFu)
+      : LookbackRunPlan(ctx, "scan-lookback", p, pol, depth, kernel, tiles(p.n, pol),
+                        std::move(fallback)) {
+    if (tiles(p.n, pol) > 0xFFFFFFFFu)
       throw Error(Errc::kUnsupported, "scan-lookback: more than 2^32 tiles");
-    // Descriptors carry the run's epoch, so they are zeroed once, here; the tile counter is
-    // reset by each launch's last group.
-    desc_ = ctx.zeroed_buffer(groups * (p.acc_bytes() / 4) * sizeof(cl_ulong));
-    counters_ = ctx.zeroed_buffer(2 * sizeof(cl_uint));
-    err_ = ctx.zeroed_buffer(sizeof(cl_uint));
-  }
-
-  std::string run_note() const override {
-    if (!gave_up_) return "";
-    return "a look-back wait passed its limit in " + std::to_string(gave_up_) + " of " +
-           std::to_string(runs_) + " runs, redone by " + fallback_->variant();
   }
 
  private:
+  static std::size_t tiles(std::size_t n, const LaunchPolicy& pol) {
+    const std::size_t tile = pol.wg_size * pol.items_per_thread;
+    return (n + tile - 1) / tile;
+  }
+
   void launch(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
               std::vector<cl::Event>& events) override {
-    const std::size_t tile = policy().wg_size * policy().items_per_thread;
-    const std::size_t groups = (n + tile - 1) / tile;
-    // Epochs tag the descriptors (30 bits, never 0): this plan's own, its buffers its own.
-    epoch_ = epoch_ % ((std::uint32_t{1} << 30) - 1) + 1;
     kernel_.setArg(0, in);
     kernel_.setArg(1, flags);
     kernel_.setArg(2, static_cast<cl_ulong>(n));
     kernel_.setArg(3, out);
-    kernel_.setArg(4, desc_);
-    kernel_.setArg(5, counters_);
-    kernel_.setArg(6, err_);
-    kernel_.setArg(7, static_cast<cl_uint>(epoch_));
-    events.emplace_back();
-    ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange,
-                                      cl::NDRange(groups * policy().wg_size),
-                                      cl::NDRange(policy().wg_size), nullptr, &events.back());
-    wait_launch(events.back(), n);  // within the time limit, before the blocking read
-    cl_uint seen = 0;
-    ctx_.queue().enqueueReadBuffer(err_, CL_TRUE, 0, sizeof seen, &seen);
-    ++runs_;
-    if (seen == epoch_) {
-      // A group waited past the limit (no forward progress, or the test knob): some tiles were
-      // not stored. Redo the whole scan with a plan that needs no inter-group waits.
-      ++gave_up_;
-      fallback_->enqueue(in, flags, out, 0, n, nullptr, events);
-    }
+    run(in, flags, out, n, 4, tiles(n, policy()) * policy().wg_size, policy().wg_size, events);
   }
-
-  cl::Kernel kernel_;
-  std::unique_ptr<ScanPlan> fallback_;  // built with the plan, so a redo builds nothing
-  cl::Buffer desc_, counters_, err_;
-  std::uint32_t epoch_ = 0;
-  std::size_t runs_ = 0, gave_up_ = 0;
 };
 
 class Lookback : public ScanVariant {

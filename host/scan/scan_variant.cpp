@@ -100,6 +100,51 @@ ScanPlan::ScanPlan(Context& ctx, std::string variant, const ScanProblem& p, Laun
   carry_groups_ = ctx.zeroed_buffer(carry_max_groups_ * sizeof(cl_ulong));
 }
 
+LookbackRunPlan::LookbackRunPlan(Context& ctx, std::string variant, const ScanProblem& p,
+                                 LaunchPolicy policy, std::uint64_t depth, const cl::Kernel& kernel,
+                                 std::size_t tiles, std::unique_ptr<ScanPlan> fallback)
+    : ScanPlan(ctx, std::move(variant), p, std::move(policy), depth),
+      kernel_(kernel),
+      fallback_(std::move(fallback)) {
+  // Descriptors carry the run's epoch, so they are zeroed once, here; the tile counter is reset
+  // by each launch's last group.
+  desc_ = ctx.zeroed_buffer(std::max<std::size_t>(tiles, 1) * (p.acc_bytes() / 4) *
+                            sizeof(cl_ulong));
+  counters_ = ctx.zeroed_buffer(2 * sizeof(cl_uint));
+  err_ = ctx.zeroed_buffer(sizeof(cl_uint));
+}
+
+std::string LookbackRunPlan::run_note() const {
+  if (!gave_up_) return "";
+  return "a look-back wait passed its limit in " + std::to_string(gave_up_) + " of " +
+         std::to_string(runs_) + " runs, redone by " + fallback_->variant() + " (" +
+         fallback_->policy().path + ")";
+}
+
+void LookbackRunPlan::run(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
+                          std::size_t n, cl_uint first_arg, std::size_t global, std::size_t local,
+                          std::vector<cl::Event>& events) {
+  // Epochs tag the descriptors (30 bits, never 0): this plan's own, its buffers its own.
+  epoch_ = epoch_ % ((std::uint32_t{1} << 30) - 1) + 1;
+  kernel_.setArg(first_arg, desc_);
+  kernel_.setArg(first_arg + 1, counters_);
+  kernel_.setArg(first_arg + 2, err_);
+  kernel_.setArg(first_arg + 3, static_cast<cl_uint>(epoch_));
+  events.emplace_back();
+  ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(global),
+                                    cl::NDRange(local), nullptr, &events.back());
+  wait_launch(events.back(), n);  // within the time limit, before the blocking read
+  cl_uint seen = 0;
+  ctx_.queue().enqueueReadBuffer(err_, CL_TRUE, 0, sizeof seen, &seen);
+  ++runs_;
+  if (seen == epoch_) {
+    // A group waited past the limit (no forward progress, or the test knob): some tiles were
+    // not stored. Redo the whole scan with a plan that needs no inter-group waits.
+    ++gave_up_;
+    fallback_->enqueue(in, flags, out, 0, n, nullptr, events);
+  }
+}
+
 void ScanPlan::wait_launch(const cl::Event& e, std::size_t n) {
   const double bytes = static_cast<double>(n) *
                        static_cast<double>(dtype_size(problem_.type) + problem_.acc_bytes());

@@ -118,6 +118,35 @@ class ScanPlan {
   std::size_t carry_wg_ = 0, carry_max_groups_ = 0;
 };
 
+// A single-pass look-back plan (cl/scan_lookback.cl, cl/scan_cpu_lookback.cl): the tile
+// descriptors, tile counter and error flag its kernel uses, the epoch that tags each run (so
+// nothing is cleared between runs), and the redo by `fallback`, a plan with no inter-group waits,
+// of a run in which a wait passed its bound (the kernel sets the error flag to the run's epoch).
+class LookbackRunPlan : public ScanPlan {
+ public:
+  std::string run_note() const override;
+
+ protected:
+  // tiles: the most tiles a run has (one descriptor each).
+  LookbackRunPlan(Context& ctx, std::string variant, const ScanProblem& p, LaunchPolicy policy,
+                  std::uint64_t depth, const cl::Kernel& kernel, std::size_t tiles,
+                  std::unique_ptr<ScanPlan> fallback);
+  // With the kernel's data arguments set, sets arguments first_arg .. first_arg + 3 to the
+  // descriptors, the counters, the error flag and a new epoch, launches global x local work-items,
+  // waits (within the run's time limit), reads the error flag and redoes the scan on give-up.
+  void run(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
+           cl_uint first_arg, std::size_t global, std::size_t local,
+           std::vector<cl::Event>& events);
+
+  cl::Kernel kernel_;
+
+ private:
+  std::unique_ptr<ScanPlan> fallback_;  // built with the plan, so a redo builds nothing
+  cl::Buffer desc_, counters_, err_;
+  std::uint32_t epoch_ = 0;
+  std::size_t runs_ = 0, gave_up_ = 0;
+};
+
 // A scan variant: a name, a description and const functions of (context, problem). It holds no
 // state; what a device needs (probe answers, the path chosen) lives in its Context.
 class ScanVariant {
