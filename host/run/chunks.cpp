@@ -239,7 +239,10 @@ Value ChunkedArray::reduce(ReducePlan& plan, std::vector<cl::Event>& events,
     }
   }
   enqueue_read(q, partials_, 0, partial_stride_ * chunks, partial_host_.data(), piece_);
-  finish(q, timeout(static_cast<double>(layout_.n * e_.in)), what);
+  // The time limit counts on the device from the run's first launch: this thread may enqueue the
+  // marker only after the kernels have ended (a loaded host).
+  finish(q, timeout(static_cast<double>(layout_.n * e_.in)), what,
+         events.empty() ? nullptr : &events.front());
   const ReduceProblem& p = plan.problem();
   if (pieces)
     for (std::size_t c = 0; c < chunks; ++c)

@@ -71,32 +71,53 @@ void enqueue_copy(cl::CommandQueue& q, const cl::Buffer& src, const cl::Buffer& 
 
 namespace {
 std::atomic<TimeoutHandler> timeout_handler{nullptr};
+
+// Seconds the device took from the enqueue of `since` (or of e) to e's end, by its own clock;
+// negative where the queue does not profile (or reports no enqueue time).
+double device_seconds(const cl::Event& e, const cl::Event* since) {
+  cl_ulong queued = 0, end = 0;
+  if (clGetEventProfilingInfo(since ? (*since)() : e(), CL_PROFILING_COMMAND_QUEUED, sizeof queued,
+                              &queued, nullptr) != CL_SUCCESS ||
+      clGetEventProfilingInfo(e(), CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr) !=
+          CL_SUCCESS ||
+      queued == 0 || end < queued)
+    return -1.0;
+  return static_cast<double>(end - queued) * 1e-9;
+}
+
 }  // namespace
 
 void set_timeout_handler(TimeoutHandler handler) { timeout_handler.store(handler); }
 
-void wait(const cl::Event& e, double timeout_s, const std::string& what) {
+void wait(const cl::Event& e, double timeout_s, const std::string& what, const cl::Event* since) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
+  auto timed_out = [&] {
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g", timeout_s);
+    const Error error(Errc::kTimeout, what + " did not finish within " + limit +
+                                          " s (--timeout); the device may have stopped responding");
+    if (const TimeoutHandler handler = timeout_handler.load()) handler(error);
+    throw error;
+  };
   // Short waits (most launches) are caught by yielding polls for the first 2 ms; after that the
   // poll sleeps, backing off to 5 ms, so a long wait costs no CPU.
   auto sleep = std::chrono::microseconds(50);
   for (;;) {
     const cl_int status = e.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
-    if (status == CL_COMPLETE) return;
+    if (status == CL_COMPLETE) {
+      // A command that ended is judged by the device's own clock where its queue profiles: on a
+      // loaded host this thread can be held up (before the wait, or in it) past the end of work
+      // that itself ran late, and the verdict must not depend on when it was scheduled.
+      const double took = device_seconds(e, since);
+      if (timeout_s > 0 && took > timeout_s) timed_out();
+      return;
+    }
     if (status < 0)
       throw Error(Errc::kRuntime, what + " failed on the device: " + cl_error_name(status) + " (" +
                                       std::to_string(status) + ")");
     const double waited = std::chrono::duration<double>(clock::now() - start).count();
-    if (timeout_s > 0 && waited > timeout_s)
-    {
-      char limit[32];
-      std::snprintf(limit, sizeof limit, "%g", timeout_s);
-      const Error error(Errc::kTimeout, what + " did not finish within " + limit +
-                                            " s (--timeout); the device may have stopped responding");
-      if (const TimeoutHandler handler = timeout_handler.load()) handler(error);
-      throw error;
-    }
+    if (timeout_s > 0 && waited > timeout_s) timed_out();
     if (waited < 2e-3) {
       std::this_thread::yield();
       continue;
@@ -106,11 +127,12 @@ void wait(const cl::Event& e, double timeout_s, const std::string& what) {
   }
 }
 
-void finish(cl::CommandQueue& q, double timeout_s, const std::string& what) {
+void finish(cl::CommandQueue& q, double timeout_s, const std::string& what,
+            const cl::Event* since) {
   cl::Event marker;
   q.enqueueMarkerWithWaitList(nullptr, &marker);
   q.flush();
-  wait(marker, timeout_s, what);
+  wait(marker, timeout_s, what, since);
 }
 
 double default_timeout_s(double bytes) { return 60.0 + bytes / double(std::size_t{1} << 28); }

@@ -50,14 +50,18 @@ void enqueue_copy(cl::CommandQueue& q, const cl::Buffer& src, const cl::Buffer& 
                   std::size_t piece, std::vector<cl::Event>* events = nullptr);
 
 // Waits until event e has completed, polling its status; past `timeout_s` seconds (0: no limit)
-// throws Error(Errc::kTimeout) saying `what` did not finish; a command that ended in an error
-// throws Error(Errc::kRuntime). The event's queue must have been flushed.
-void wait(const cl::Event& e, double timeout_s, const std::string& what);
+// throws Error(Errc::kTimeout) saying `what` did not finish; so does a command seen complete
+// whose device clock says it took longer, from the enqueue of `since` (a command earlier on the
+// same queue: the run's first) or else of e itself to e's end, whenever the poll saw it (on
+// queues that profile). A command that ended in an error throws Error(Errc::kRuntime). The
+// event's queue must have been flushed.
+void wait(const cl::Event& e, double timeout_s, const std::string& what,
+          const cl::Event* since = nullptr);
 
-// Flushes q and waits until everything enqueued on it has completed, polling a marker's status;
-// past `timeout_s` seconds (0: no limit) throws Error(Errc::kTimeout) saying `what` did not
-// finish. A command that ended in an error throws Error(Errc::kRuntime).
-void finish(cl::CommandQueue& q, double timeout_s, const std::string& what);
+// Flushes q and waits until everything enqueued on it has completed, as wait() on a marker
+// enqueued last (`since`: the first command of the work waited for, on q).
+void finish(cl::CommandQueue& q, double timeout_s, const std::string& what,
+            const cl::Event* since = nullptr);
 
 // A generous time limit for work that moves `bytes` bytes: 60 s plus 1 s per 256 MiB (a host
 // link at 0.25 GB/s would still finish), so only a device that stopped making progress trips it.
