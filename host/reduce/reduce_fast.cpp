@@ -125,36 +125,16 @@ std::uint64_t shape_depth(const ReduceProblem& p, const LaunchPolicy& pol, Shape
 }
 
 // One launch of cl/reduce_fast.cl in the GPU or the CPU shape.
-class ShapePlan : public ReducePlan {
+class ShapePlan : public TicketPlan {
  public:
   ShapePlan(Context& ctx, const ReduceProblem& p, Shape shape, LaunchPolicy pol,
             const cl::Kernel& kernel)
-      : ReducePlan(ctx, "fast", p, pol, shape_depth(p, pol, shape)),
-        shape_(shape),
-        kernel_(kernel),
-        partials_(ctx.zeroed_buffer(policy().groups * p.acc_bytes())),
-        // Zeroed here; each launch's last group resets it.
-        ticket_(ctx.zeroed_buffer(sizeof(cl_uint))) {}
+      : TicketPlan(ctx, "fast", p, pol, shape_depth(p, pol, shape), kernel), shape_(shape) {}
 
   Shape shape() const { return shape_; }
 
  private:
-  void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
-              std::vector<cl::Event>& events) override {
-    kernel_.setArg(0, in);
-    kernel_.setArg(1, static_cast<cl_ulong>(n));
-    kernel_.setArg(2, partials_);
-    kernel_.setArg(3, ticket_);
-    kernel_.setArg(4, out);
-    events.emplace_back();
-    ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange,
-                                      cl::NDRange(policy().groups * policy().wg_size),
-                                      cl::NDRange(policy().wg_size), nullptr, &events.back());
-  }
-
   Shape shape_;
-  cl::Kernel kernel_;
-  cl::Buffer partials_, ticket_;
 };
 
 std::unique_ptr<ShapePlan> shape_plan(Context& ctx, const ReduceProblem& p, Shape s,

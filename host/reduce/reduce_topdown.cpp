@@ -11,31 +11,10 @@ cl::Kernel topdown_kernel(Context& ctx, const ReduceProblem& p, std::size_t wg) 
                     p.cl_options() + " -DWG_SIZE=" + std::to_string(wg));
 }
 
-class TopDownPlan : public ReducePlan {
+class TopDownPlan : public TicketPlan {
  public:
   TopDownPlan(Context& ctx, const ReduceProblem& p, LaunchPolicy pol, std::uint64_t depth)
-      : ReducePlan(ctx, "topdown", p, std::move(pol), depth),
-        kernel_(topdown_kernel(ctx, p, policy().wg_size)),
-        partials_(ctx.zeroed_buffer(policy().groups * p.acc_bytes())),
-        // Zeroed here; each launch's last group resets it.
-        ticket_(ctx.zeroed_buffer(sizeof(cl_uint))) {}
-
- private:
-  void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
-              std::vector<cl::Event>& events) override {
-    kernel_.setArg(0, in);
-    kernel_.setArg(1, static_cast<cl_ulong>(n));
-    kernel_.setArg(2, partials_);
-    kernel_.setArg(3, ticket_);
-    kernel_.setArg(4, out);
-    events.emplace_back();
-    ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange,
-                                      cl::NDRange(policy().groups * policy().wg_size),
-                                      cl::NDRange(policy().wg_size), nullptr, &events.back());
-  }
-
-  cl::Kernel kernel_;
-  cl::Buffer partials_, ticket_;
+      : TicketPlan(ctx, "topdown", p, pol, depth, topdown_kernel(ctx, p, pol.wg_size)) {}
 };
 
 class TopDown : public ReduceVariant {

@@ -45,6 +45,26 @@ void ReducePlan::enqueue(const cl::Buffer& in, std::size_t offset, std::size_t l
   launch(ctx_.view(in, offset * size, length * size), length, out, events);
 }
 
+TicketPlan::TicketPlan(Context& ctx, std::string variant, const ReduceProblem& p,
+                       LaunchPolicy policy, std::uint64_t depth, cl::Kernel kernel)
+    : ReducePlan(ctx, std::move(variant), p, std::move(policy), depth),
+      kernel_(std::move(kernel)),
+      partials_(ctx.zeroed_buffer(this->policy().groups * p.acc_bytes())),
+      ticket_(ctx.zeroed_buffer(sizeof(cl_uint))) {}
+
+void TicketPlan::launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+                        std::vector<cl::Event>& events) {
+  kernel_.setArg(0, in);
+  kernel_.setArg(1, static_cast<cl_ulong>(n));
+  kernel_.setArg(2, partials_);
+  kernel_.setArg(3, ticket_);
+  kernel_.setArg(4, out);
+  events.emplace_back();
+  ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange,
+                                    cl::NDRange(policy().groups * policy().wg_size),
+                                    cl::NDRange(policy().wg_size), nullptr, &events.back());
+}
+
 std::unique_ptr<ReducePlan> ReduceVariant::plan(Context& ctx, const ReduceProblem& p,
                                                 std::size_t local_size) const {
   if (p.n == 0)

@@ -91,6 +91,22 @@ class ReducePlan {
   std::uint64_t depth_;
 };
 
+// A plan of one launch whose groups fold their slices into partials and whose last group, by
+// an atomic ticket, folds the partials into out[0] (topdown's scheme, fast's shapes). The kernel
+// takes (in, n, partials, ticket, out); partials (one accumulator per group) and the ticket are
+// zeroed here, and each launch's last group resets the ticket.
+class TicketPlan : public ReducePlan {
+ protected:
+  TicketPlan(Context& ctx, std::string variant, const ReduceProblem& p, LaunchPolicy policy,
+             std::uint64_t depth, cl::Kernel kernel);
+  void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+              std::vector<cl::Event>& events) override;
+
+ private:
+  cl::Kernel kernel_;
+  cl::Buffer partials_, ticket_;
+};
+
 // A reduction variant: a name, a description and const functions of (context, problem). It
 // holds no state; what a device needs (probe answers, chosen shapes) lives in its Context.
 class ReduceVariant {
