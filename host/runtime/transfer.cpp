@@ -1,9 +1,13 @@
 // transfer.cpp: transfers in pieces, and waits that poll instead of blocking forever.
 #include "runtime/transfer.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "clreduce/error.hpp"
@@ -85,6 +89,45 @@ double device_seconds(const cl::Event& e, const cl::Event* since) {
   return static_cast<double>(end - queued) * 1e-9;
 }
 
+// Set by the runtime's completion callback; the waiting thread sleeps on it.
+struct Completion {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+};
+
+void CL_CALLBACK on_complete(cl_event, cl_int, void* hold) {
+  auto* c = static_cast<std::shared_ptr<Completion>*>(hold);
+  {
+    const std::lock_guard<std::mutex> lock((*c)->m);
+    (*c)->done = true;
+  }
+  (*c)->cv.notify_all();
+  delete c;  // the waiter may be gone (a timeout): the callback owns its share of the flag
+}
+
+// A flag the runtime sets when e completes, where e's device is a CPU; null elsewhere, or where
+// the callback cannot be set. A CPU device runs its kernels on this host's cores, so a thread
+// that polls (yields in a loop) takes time from them: on 2 cores, `fast` at 2^23 to 2^25 ran
+// 1.1x-1.6x slower by its own events while this thread yielded (docs/PERF.md).
+std::shared_ptr<Completion> completion_on_cpu(const cl::Event& e) {
+  cl_command_queue q = nullptr;
+  cl_device_id d = nullptr;
+  cl_device_type type = 0;
+  if (clGetEventInfo(e(), CL_EVENT_COMMAND_QUEUE, sizeof q, &q, nullptr) != CL_SUCCESS || !q ||
+      clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof d, &d, nullptr) != CL_SUCCESS ||
+      clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, nullptr) != CL_SUCCESS ||
+      !(type & CL_DEVICE_TYPE_CPU))
+    return nullptr;
+  auto c = std::make_shared<Completion>();
+  auto* hold = new std::shared_ptr<Completion>(c);
+  if (clSetEventCallback(e(), CL_COMPLETE, on_complete, hold) != CL_SUCCESS) {
+    delete hold;
+    return nullptr;
+  }
+  return c;
+}
+
 }  // namespace
 
 void set_timeout_handler(TimeoutHandler handler) { timeout_handler.store(handler); }
@@ -100,8 +143,11 @@ void wait(const cl::Event& e, double timeout_s, const std::string& what, const c
     if (const TimeoutHandler handler = timeout_handler.load()) handler(error);
     throw error;
   };
-  // Short waits (most launches) are caught by yielding polls for the first 2 ms; after that the
-  // poll sleeps, backing off to 5 ms, so a long wait costs no CPU.
+  // On a CPU device this thread sleeps until the completion callback wakes it (reading the
+  // status again at least every 5 ms). Elsewhere short waits (most launches) are caught by
+  // yielding polls for the first 2 ms; after that the poll sleeps, backing off to 5 ms, so a long
+  // wait costs no CPU.
+  const std::shared_ptr<Completion> woken = completion_on_cpu(e);
   auto sleep = std::chrono::microseconds(50);
   for (;;) {
     const cl_int status = e.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
@@ -118,6 +164,13 @@ void wait(const cl::Event& e, double timeout_s, const std::string& what, const c
                                       std::to_string(status) + ")");
     const double waited = std::chrono::duration<double>(clock::now() - start).count();
     if (timeout_s > 0 && waited > timeout_s) timed_out();
+    if (woken) {
+      const double left = timeout_s > 0 ? timeout_s - waited : 5e-3;
+      std::unique_lock<std::mutex> lock(woken->m);
+      woken->cv.wait_for(lock, std::chrono::duration<double>(std::clamp(left, 5e-5, 5e-3)),
+                         [&] { return woken->done; });
+      continue;
+    }
     if (waited < 2e-3) {
       std::this_thread::yield();
       continue;
