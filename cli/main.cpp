@@ -40,6 +40,7 @@
 #include "runtime/context.hpp"
 #include "runtime/device.hpp"
 #include "runtime/kernel_dir.hpp"
+#include "runtime/pocl_affinity.hpp"
 #include "variant_plan.hpp"
 
 using namespace clreduce;
@@ -194,7 +195,9 @@ int run(int argc, char** argv, const Ranks& ranks) {
       "\nNoisy timings: when the slowest timed run takes more than 4x the fastest, the time is\n"
       "marked '~' in the table (JSON \"noisy\": true) and ratios against it are not quoted\n"
       "(table 'noisy', JSON null). The OpenMP peer's threads sleep when idle\n"
-      "(OMP_WAIT_POLICY=passive) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.\n"
+      "(OMP_WAIT_POLICY=passive) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set. PoCL's CPU\n"
+      "threads are pinned one to a core (POCL_AFFINITY=1) where the process may use every core,\n"
+      "unless POCL_AFFINITY is set (POCL_AFFINITY=0 leaves them to the scheduler).\n"
       "\nSeveral devices: --device 0,1 (or nvidia,pocl, all, all-gpus) runs one share of the "
       "array on\neach device at once (--shares sets them) and combines the shares' results.\n"
       "MPI: mpirun -n R clreduce ... gives each rank a slice of the array and one device, and\n"
@@ -750,6 +753,8 @@ int main(int argc, char** argv) {
       reexec_with_passive_omp_wait(argv);
       break;
     }
+  // PoCL's CPU workers one to a core where the process may use every core (pocl_affinity.hpp).
+  pin_pocl_workers();
   // Under mpirun, MPI starts here; otherwise one rank and MPI is never touched.
   static Ranks ranks;
   ranks = init_ranks(&argc, &argv);
