@@ -181,6 +181,9 @@ std::vector<double> parse_shares(const std::string& text, std::size_t devices) {
   return w;
 }
 
+// Whether main() asked PoCL to pin its workers (pocl_affinity.hpp), for --verbose.
+bool pocl_pinned = false;
+
 int run(int argc, char** argv, const Ranks& ranks) {
   CLI::App app{
       "clreduce: run, verify and time parallel reductions and prefix scans on OpenCL devices.\n"
@@ -464,6 +467,13 @@ int run(int argc, char** argv, const Ranks& ranks) {
     contexts.push_back(more.back().get());
   }
   if (verbose) std::cerr << "kernels: " << ctx.kernel_dir() << "\n";
+  if (verbose && pocl_pinned)
+    for (const Context* c : contexts)
+      if (c->info().platform_name.find("Portable Computing Language") != std::string::npos) {
+        std::cerr << "PoCL: worker threads pinned one to a core (POCL_AFFINITY=1, set by clreduce; "
+                     "POCL_AFFINITY=0 leaves them to the scheduler)\n";
+        break;
+      }
 
   // ---- Before the first kernel runs: the data's shape, the memory, every variant's refusal and
   // launch policy (which builds its kernels).
@@ -754,7 +764,7 @@ int main(int argc, char** argv) {
       break;
     }
   // PoCL's CPU workers one to a core where the process may use every core (pocl_affinity.hpp).
-  pin_pocl_workers();
+  pocl_pinned = pin_pocl_workers();
   // Under mpirun, MPI starts here; otherwise one rank and MPI is never touched.
   static Ranks ranks;
   ranks = init_ranks(&argc, &argv);
