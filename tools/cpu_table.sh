@@ -8,6 +8,9 @@
 # MIN_LOG and MAX_LOG (default 20 and 28) bound the reduction sizes (every second power from
 # MIN_LOG); below 2^20 a PoCL launch's fixed cost shows, so the table also gives `fast` at n = 1
 # (the launch alone) when MIN_LOG < 20.
+# ROUNDS (default 1) runs the whole list that many times, interleaved (one process per row per
+# round): on a shared machine one process's ratio can move by 2x, so with ROUNDS > 1 each row
+# gives the median of its processes' ratios and their range, and the median times.
 set -u
 bin=${1:?usage: cpu_table.sh CLREDUCE [DEVICE]}
 dev=${2:-pocl}
@@ -16,40 +19,67 @@ rows="$out/cpu.jsonl"
 : >"$rows"
 max=${MAX_LOG:-28}
 min=${MIN_LOG:-20}
+rounds=${ROUNDS:-1}
 fail=0
+# One process: its rows, then a line that closes them (its clreduce row pairs with its own peer).
 run() {
   timeout 300 "$bin" --device "$dev" --format json --peers --repeat 10 --warmup 2 "$@" >>"$rows" ||
     { echo "failed ($?): clreduce $*" >&2; fail=1; }
+  echo '{"process_end": true}' >>"$rows"
 }
-if [ "$min" -lt 20 ]; then run --variant fast --op sum --type int32 --size 1; fi
-for k in $(seq "$min" 2 "$max"); do
-  for t in int32 float; do
-    for op in sum min argmin; do run --variant fast --op "$op" --type "$t" --size "2^$k"; done
+for _ in $(seq "$rounds"); do
+  if [ "$min" -lt 20 ]; then run --variant fast --op sum --type int32 --size 1; fi
+  for k in $(seq "$min" 2 "$max"); do
+    for t in int32 float; do
+      for op in sum min argmin; do run --variant fast --op "$op" --type "$t" --size "2^$k"; done
+    done
+  done
+  for k in 24 26; do
+    [ "$k" -le "$max" ] || continue
+    run --variant scan-fast --size "2^$k" --acc int32
+    run --variant scan-fast --size "2^$k"
   done
 done
-for k in 24 26; do
-  [ "$k" -le "$max" ] || continue
-  run --variant scan-fast --size "2^$k" --acc int32
-  run --variant scan-fast --size "2^$k"
-done
 python3 - "$rows" <<'EOF'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
-omp = {}
-for r in rows:
-    if r["variant"] == "omp":
-        omp[(r["mode"], r["op"], r["type"], r["acc"], r["n"])] = r
-print("| what | n | clreduce ms | wall ms | OpenMP ms | ratio |")
-print("|---|---|---|---|---|---|")
-for r in rows:
-    if r["variant"] == "omp" or r.get("skipped"):
+import json, statistics, sys
+# Each process's rows up to its closing line; its clreduce row against its own OpenMP row.
+procs, cur = [], []
+for line in open(sys.argv[1]):
+    if not line.strip().startswith("{"):
         continue
-    p = omp.get((r["mode"], r["op"], r["type"], r["acc"], r["n"]))
-    k = r["n"].bit_length() - 1
-    k = f"2^{k}" if r["n"] > 1 else "1"
-    ratio = "" if not p else f"{p['kernel_ms'] / r['kernel_ms']:.2f}x" + ("~" if r.get("noisy") or p.get("noisy") else "")
-    ok = "" if r.get("verified") else " **NOT VERIFIED**"
-    print(f"| {r['variant']} {r['op']} {r['type']} -> {r['acc']}{ok} | {k} | {r['kernel_ms']:.4f} | "
-          f"{r['wall_ms']:.4f} | {'' if not p else format(p['kernel_ms'], '.4f')} | {ratio} |")
+    r = json.loads(line)
+    if r.get("process_end"):
+        procs.append(cur)
+        cur = []
+    else:
+        cur.append(r)
+if cur:
+    procs.append(cur)
+rows = {}  # row key -> list of (clreduce row, its peer row or None), in the order first seen
+for rs in procs:
+    omp = {(r["mode"], r["op"], r["type"], r["acc"], r["n"]): r for r in rs if r["variant"] == "omp"}
+    for r in rs:
+        if r["variant"] == "omp" or r.get("skipped"):
+            continue
+        key = (r["variant"], r["mode"], r["op"], r["type"], r["acc"], r["n"])
+        rows.setdefault(key, []).append((r, omp.get(key[1:])))
+many = any(len(v) > 1 for v in rows.values())
+print("| what | n | clreduce ms | wall ms | OpenMP ms | ratio |" + (" ratios (range) |" if many else ""))
+print("|---|---|---|---|---|---|" + ("---|" if many else ""))
+for (variant, mode, op, type_, acc, n), runs in rows.items():
+    k = f"2^{n.bit_length() - 1}" if n > 1 else "1"
+    med = lambda xs: statistics.median(xs)
+    kern = med([r["kernel_ms"] for r, _ in runs])
+    wall = med([r["wall_ms"] for r, _ in runs])
+    peers = [p for _, p in runs if p]
+    ratios = [p["kernel_ms"] / r["kernel_ms"] for r, p in runs if p and r["kernel_ms"] > 0]
+    noisy = any(r.get("noisy") or (p and p.get("noisy")) for r, p in runs)
+    ratio = f"{med(ratios):.2f}x" + ("~" if noisy else "") if ratios else ""
+    ok = "" if all(r.get("verified") for r, _ in runs) else " **NOT VERIFIED**"
+    line = (f"| {variant} {op} {type_} -> {acc}{ok} | {k} | {kern:.4f} | {wall:.4f} | "
+            f"{format(med([p['kernel_ms'] for p in peers]), '.4f') if peers else ''} | {ratio} |")
+    if many:
+        line += f" {len(ratios)}: {min(ratios):.2f}x-{max(ratios):.2f}x |" if ratios else " |"
+    print(line)
 EOF
 exit $fail
