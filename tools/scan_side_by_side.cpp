@@ -19,6 +19,7 @@
 #include "runtime/context.hpp"
 #include "runtime/device.hpp"
 #include "runtime/kernel_dir.hpp"
+#include "runtime/pocl_affinity.hpp"
 #include "scan/scan_variant.hpp"
 
 using namespace clreduce;
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
     }
   }
   if (variants == "omp") reexec_with_passive_omp_wait(argv);  // omp_wait.hpp
+  pin_pocl_workers();  // as the clreduce program does (pocl_affinity.hpp)
   try {
     if (acc != "int64" && acc != "int32") throw Error(Errc::kUsage, "--acc int64 or int32");
     const std::size_t n = parse_size(size);
