@@ -6,7 +6,8 @@
 // 2-core development machine both workers often settled on one core for a whole process, and
 // `fast` at 2^24 int32 then ran at half speed in that process and not in the next (1.4-1.8 ms
 // against 0.7-1.0 ms, 7 of 10 processes slow): the table swung with where the threads woke.
-// Pinned, every process ran at the fast speed (docs/PERF.md, "2 cores").
+// Pinned, its ratio to OpenMP went from 0.75x-1.29x per process to 1.17x-1.50x (docs/PERF.md,
+// "2 cores").
 //
 // How: PoCL reads the variable when it starts its workers (the first OpenCL call), so a setenv()
 // before that call is enough. PoCL pins its worker i to CPU i and aborts if it may not, so the
