@@ -106,20 +106,23 @@ void CL_CALLBACK on_complete(cl_event, cl_int, void* hold) {
   delete c;  // the waiter may be gone (a timeout): the callback owns its share of the flag
 }
 
-// A flag the runtime sets when e completes, where e's device is a CPU; null elsewhere, or where
-// the callback cannot be set. A CPU device runs its kernels on this host's cores: a thread that
-// yields in a loop takes turns with them, and one that sleeps between looks sees the end late
-// (up to 5 ms). Woken by the callback, scan-fast at 2^24 int32 on 2 cores took 6.11 ms of wall
-// time for 6.00 ms of kernel, against 6.52 for 6.04 polling (docs/PERF.md, "2 cores").
-std::shared_ptr<Completion> completion_on_cpu(const cl::Event& e) {
+// Whether e's queue belongs to a CPU device: one that runs its kernels on this host's cores.
+bool on_cpu(const cl::Event& e) {
   cl_command_queue q = nullptr;
   cl_device_id d = nullptr;
   cl_device_type type = 0;
-  if (clGetEventInfo(e(), CL_EVENT_COMMAND_QUEUE, sizeof q, &q, nullptr) != CL_SUCCESS || !q ||
-      clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof d, &d, nullptr) != CL_SUCCESS ||
-      clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, nullptr) != CL_SUCCESS ||
-      !(type & CL_DEVICE_TYPE_CPU))
-    return nullptr;
+  return clGetEventInfo(e(), CL_EVENT_COMMAND_QUEUE, sizeof q, &q, nullptr) == CL_SUCCESS && q &&
+         clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof d, &d, nullptr) == CL_SUCCESS &&
+         clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, nullptr) == CL_SUCCESS &&
+         (type & CL_DEVICE_TYPE_CPU);
+}
+
+// A flag the runtime sets when e completes; null where the callback cannot be set. For CPU
+// devices: a thread that yields in a loop takes turns with the device's own threads, and one that
+// sleeps between looks sees the end late (up to 5 ms). Woken by the callback, scan-fast at 2^24
+// int32 on 2 cores took 6.11 ms of wall time for 6.00 ms of kernel, against 6.52 for 6.04
+// polling (docs/PERF.md, "2 cores").
+std::shared_ptr<Completion> completion(const cl::Event& e) {
   auto c = std::make_shared<Completion>();
   auto* hold = new std::shared_ptr<Completion>(c);
   if (clSetEventCallback(e(), CL_COMPLETE, on_complete, hold) != CL_SUCCESS) {
@@ -148,16 +151,19 @@ void wait(const cl::Event& e, double timeout_s, const std::string& what, const c
   // status again at least every 5 ms). Elsewhere short waits (most launches) are caught by
   // yielding polls for the first 2 ms; after that the poll sleeps, backing off to 5 ms, so a long
   // wait costs no CPU.
-  const std::shared_ptr<Completion> woken = completion_on_cpu(e);
+  const bool cpu = on_cpu(e);
+  const std::shared_ptr<Completion> woken = cpu ? completion(e) : nullptr;
   auto sleep = std::chrono::microseconds(50);
   for (;;) {
     const cl_int status = e.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
     if (status == CL_COMPLETE) {
-      // A command that ended is judged by the device's own clock where its queue profiles: on a
-      // loaded host this thread can be held up (before the wait, or in it) past the end of work
-      // that itself ran late, and the verdict must not depend on when it was scheduled.
-      const double took = device_seconds(e, since);
-      if (timeout_s > 0 && took > timeout_s) timed_out();
+      // On a CPU device a command that ended is judged by the device's own clock where its queue
+      // profiles: the device's threads and this one share the cores, so this thread can be held
+      // up (before the wait, or in it) past the end of work that itself ran late, and the verdict
+      // must not depend on when it was scheduled. (PoCL's markers and kernels were seen to give
+      // their enqueue and end times in one time base; GPUs keep the host's look, their enqueue
+      // times not having been checked against their end times.)
+      if (cpu && timeout_s > 0 && device_seconds(e, since) > timeout_s) timed_out();
       return;
     }
     if (status < 0)

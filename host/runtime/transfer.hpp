@@ -50,11 +50,12 @@ void enqueue_copy(cl::CommandQueue& q, const cl::Buffer& src, const cl::Buffer& 
                   std::size_t piece, std::vector<cl::Event>* events = nullptr);
 
 // Waits until event e has completed, polling its status; past `timeout_s` seconds (0: no limit)
-// throws Error(Errc::kTimeout) saying `what` did not finish; so does a command seen complete
-// whose device clock says it took longer, from the enqueue of `since` (a command earlier on the
-// same queue: the run's first) or else of e itself to e's end, whenever the poll saw it (on
-// queues that profile). A command that ended in an error throws Error(Errc::kRuntime). The
-// event's queue must have been flushed.
+// throws Error(Errc::kTimeout) saying `what` did not finish. On a CPU device (its threads share
+// the host's cores with this one) so does a command seen complete whose device clock says it
+// took longer, from the enqueue of `since` (a command earlier on the same queue: the run's
+// first) or else of e itself to e's end, whenever the poll saw it (on queues that profile). A
+// command that ended in an error throws Error(Errc::kRuntime). The event's queue must have been
+// flushed.
 void wait(const cl::Event& e, double timeout_s, const std::string& what,
           const cl::Event* since = nullptr);
 
