@@ -1,4 +1,4 @@
-// exit_codes.hpp: the clreduce command's exit codes, documented in README.md and --help, and the
+// exit_codes.hpp: the clreduce command's exit codes, documented in docs/CLI.md and --help, and the
 // one mapping from the library's error categories to them.
 #pragma once
 

@@ -60,7 +60,8 @@ const char* kExitCodes =
     "     device lacks), or out of memory (an array larger than the host's memory)\n";
 
 // A timing is noisy when its slowest timed run took more than this many times its fastest: its
-// median is not to be trusted, and ratios against it are not quoted (README, "Noisy timings").
+// median is not to be trusted, and ratios against it are not quoted (docs/CLI.md, "Output
+// columns and JSON").
 constexpr double kNoisySpread = 4.0;
 
 // The library speaks of what it checks ("work-group size 1 is too small ..."); the command line

@@ -11,7 +11,7 @@ namespace clreduce {
 // splitmix64 finaliser of (seed * golden + i): the bits element i is made from.
 std::uint64_t data_bits(std::uint64_t seed, std::uint64_t i);
 
-// Generates n elements of type t. Distributions (documented in README):
+// Generates n elements of type t. Distributions (documented in docs/CLI.md, "Data"):
 //   int32, int64: uniform integers in [-1000, 1000] and [-10^12, 10^12];
 //   uint32, uint64: uniform in [0, 2000] and [0, 2*10^12];
 //   float, double: uniform in [-1, 1) on a 2^-24 / 2^-53 grid.

@@ -1,8 +1,8 @@
 // float_check.hpp: the one rule a float sum or product is checked by, for reductions and for every
-// element of a scan alike (README, "Verification and timing"). The reference is the long double
-// result; an order of float operations differs from it by rounding, and where the input allows it,
-// by overflow (a partial result past the type's largest value becomes ±inf, then maybe NaN) or
-// underflow (a partial product below the smallest normal number loses precision or becomes 0).
+// element of a scan alike (docs/CLI.md, "Verification and timing"). The reference is the long
+// double result; an order of float operations differs from it by rounding, and where the input
+// allows it, by overflow (a partial result past the type's largest value becomes ±inf, then maybe
+// NaN) or underflow (a partial product below the smallest normal loses precision or becomes 0).
 #pragma once
 
 #include <cstdint>
