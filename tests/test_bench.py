@@ -2,7 +2,8 @@
 # test_bench.py: smoke test of tools/bench.py on a tiny sweep: every variant, peer (CUB played by
 # fake_cub_peer.py) and copy ceiling verified, with ratios, for reductions and scans; bad ops,
 # types and variants refused before the sweep; noisy timings not quoted; a failing run reported,
-# not fatal; PNG plots where matplotlib is installed; scan_side_by_side's --help and errors.
+# not fatal; PNG plots where matplotlib is installed; a missing --cub-peer refused with the CMake
+# option that builds it; scan_side_by_side's --help and errors.
 # Usage: test_bench.py CLREDUCE_BIN BENCH_PY [SCAN_SIDE_BY_SIDE_BIN]
 import csv
 import importlib.util
@@ -135,7 +136,8 @@ for args, says in ((["--ops", "sum,nosuch"], "unknown op 'nosuch'"), (["--types"
                    (["--variants", "fast,nosuch"], "unknown variant 'nosuch'"),
                    (["--variants", "fast", "--ops", "scan-inclusive"], "needs a scan-* variant"),
                    (["--variants", "scan-fast", "--ops", "sum"], "needs a reduction variant"),
-                   (["--acc", "int8"], "--acc must be int32 or int64")):
+                   (["--acc", "int8"], "--acc must be int32 or int64"),
+                   (["--cub-peer", "/nonexistent/cub_peer"], "configure with -DCLREDUCE_CUB_PEER=ON")):
     with tempfile.TemporaryDirectory() as out:
         code, log = bench("run", "--clreduce", clreduce, "--device", device, "--min-log", "10", "--max-log", "10",
                           "--repeat", "1", "--warmup", "0", "--out", os.path.join(out, "o"), *args)

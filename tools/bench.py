@@ -29,6 +29,7 @@ import csv
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -180,6 +181,10 @@ def check_sweep(a, ops, types, variants):
         fail("need --repeat >= 1 and --warmup >= 0")
     if a.segment_length < 1:
         fail("need --segment-length >= 1")
+    if a.cub_peer and not shutil.which(a.cub_peer):
+        fail("--cub-peer %s: not found or not executable. The build makes build/tools/cub_peer only where nvcc and an "
+             "NVIDIA GPU are found; configure with -DCLREDUCE_CUB_PEER=ON to build it wherever nvcc is"
+             % a.cub_peer)
 
 
 def add_derived(row):
@@ -466,7 +471,8 @@ def main(argv):
     r = sub.add_parser("run", help="run a sweep and write results.json / results.csv")
     r.add_argument("--clreduce", required=True, help="the clreduce binary")
     r.add_argument("--device", default="0", help="clreduce's --device (index or name substring)")
-    r.add_argument("--cub-peer", help="the cub_peer binary (NVIDIA peers and copy ceiling)")
+    r.add_argument("--cub-peer", help="the cub_peer binary (NVIDIA peers and copy ceiling; built where nvcc "
+                                      "and an NVIDIA GPU are found, or with -DCLREDUCE_CUB_PEER=ON)")
     r.add_argument("--logs", help="the sizes' powers of two, comma-separated (instead of --min-log..--max-log)")
     r.add_argument("--no-peers", action="store_true", help="leave out clreduce's host peers (OpenMP)")
     r.add_argument("--variants", default="fast,topdown", help="comma-separated variant names")
