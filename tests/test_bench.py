@@ -2,8 +2,9 @@
 # test_bench.py: smoke test of tools/bench.py on a tiny sweep: every variant, peer (CUB played by
 # fake_cub_peer.py) and copy ceiling verified, with ratios, for reductions and scans; bad ops,
 # types and variants refused before the sweep; noisy timings not quoted; a failing run reported,
-# not fatal; PNG plots where matplotlib is installed; a missing --cub-peer refused with the CMake
-# option that builds it; scan_side_by_side's --help and errors.
+# not fatal; PNG plots where matplotlib is installed, and without it a message naming the
+# interpreter; a missing --cub-peer refused with the CMake option that builds it;
+# scan_side_by_side's --help and errors.
 # Usage: test_bench.py CLREDUCE_BIN BENCH_PY [SCAN_SIDE_BY_SIDE_BIN]
 import csv
 import importlib.util
@@ -154,6 +155,24 @@ rows = [dict(op="sum", type="int32", n=1024, variant="omp", kind="peer", verifie
 bench_mod.add_ratios(rows)
 check("vs_omp" not in rows[2] and rows[2].get("vs_seq") == 2.0, "a noisy peer's ratio is dropped, others kept")
 check("noisy" in rows[2].get("note", "") and rows[2].get("vs_omp_best") is None, "and the row says why")
+
+# Without matplotlib, `plot` names the interpreter that ran it (not always the python3 that
+# tools/setup.sh installed matplotlib for) and how to install it for that one: exit 3, one line.
+# A module named matplotlib that fails to import stands in for a Python without it.
+with tempfile.TemporaryDirectory() as out:
+    shim = os.path.join(out, "shim")
+    os.mkdir(shim)
+    with open(os.path.join(shim, "matplotlib.py"), "w") as f:
+        f.write("raise ImportError(\"No module named 'matplotlib'\")\n")
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"meta": {}, "rows": []}, f)
+    code, log = bench("plot", out, env={"PYTHONPATH": shim})
+    check(code == 3, "plot without matplotlib exits 3 (got %d)" % code)
+    check(sys.executable in log and (sys.executable + " -m pip install matplotlib") in log
+          and log.count("\n") == 1, "plot without matplotlib names this interpreter (%r)" % log)
+msg = bench_mod.matplotlib_missing(ImportError("gone"), "/opt/py/bin/python3.12")
+check("/opt/py/bin/python3.12 -m pip install matplotlib" in msg and "(gone)" in msg,
+      "the message names the interpreter it is given and the import error (%r)" % msg)
 
 # A run that fails (here: no kernel directory) is reported and makes bench.py exit 1.
 with tempfile.TemporaryDirectory() as out:

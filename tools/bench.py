@@ -410,6 +410,15 @@ def print_table(rows):
                 ratio("vs_omp"), ratio("vs_cub"), ratio("vs_seq")))
 
 
+def matplotlib_missing(error, python=None):
+    """What `plot` says when matplotlib does not import: the interpreter running bench.py (which
+    may not be the one tools/setup.sh installed python3-matplotlib for) and how to install it there."""
+    python = python or sys.executable or "python3"
+    return ("plotting needs matplotlib, which this Python (%s) cannot import (%s): install it for this "
+            "interpreter (%s -m pip install matplotlib), or run bench.py with a Python that has it "
+            "(tools/setup.sh installs python3-matplotlib for the system's /usr/bin/python3)" % (python, error, python))
+
+
 def cmd_plot(a):
     path = os.path.join(a.dir, "results.json")
     try:
@@ -421,8 +430,8 @@ def cmd_plot(a):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-    except ImportError:
-        fail("plotting needs matplotlib (tools/setup.sh installs it: apt-get install python3-matplotlib)", 3)
+    except ImportError as e:
+        fail(matplotlib_missing(e), 3)
     meta, rows = data["meta"], data["rows"]
     ok = [r for r in rows if r.get("kind") != "error" and not r.get("skipped") and r.get("verified")
           and r.get("gbps")]
