@@ -272,7 +272,7 @@ void ChunkedArray::prepare_scan(const std::string& what) {
 }
 
 void ChunkedArray::scan(ScanPlan& plan, std::vector<cl::Event>& events, const std::string& what,
-                        bool read_back) {
+                        bool read_back, const Value* carry_in) {
   cl::CommandQueue& q = ctx_.queue();
   const ScanProblem& p = plan.problem();
   const std::size_t chunks = layout_.chunks;
@@ -293,7 +293,7 @@ void ChunkedArray::scan(ScanPlan& plan, std::vector<cl::Event>& events, const st
       Slot& s = slots_[c];
       if (c > 0) carry_after(c, slots_[c - 1].out);
       plan.enqueue(s.in, e_.flags ? s.flags : noflags_, s.out, 0, layout_.length(c),
-                   c > 0 ? &carry : nullptr, events);
+                   c > 0 ? &carry : carry_in, events);
       if (progress_) progress_(c + 1, chunks);
     }
     if (read_back)
@@ -311,7 +311,7 @@ void ChunkedArray::scan(ScanPlan& plan, std::vector<cl::Event>& events, const st
     const std::vector<cl::Event> ready{s.written};
     q.enqueueBarrierWithWaitList(&ready);
     plan.enqueue(s.in, e_.flags ? s.flags : noflags_, s.out, 0, layout_.length(c),
-                 c > 0 ? &carry : nullptr, events);
+                 c > 0 ? &carry : carry_in, events);
     q.enqueueMarkerWithWaitList(nullptr, &s.done);
     q.flush();
     const std::vector<cl::Event> done{s.done};

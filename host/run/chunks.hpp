@@ -94,8 +94,10 @@ class ChunkedArray {
   // output read back into the host output. Appends the plan's launch events to events.
   // read_back = false leaves a resident output on the device, for add_carry() then
   // read_output() (a streamed output comes back chunk by chunk whatever it says).
+  // carry_in: the running value that reaches the array from before it (not segmented; a plan
+  // made with carry_in), taken by the first chunk's launch: no second pass over the output.
   void scan(ScanPlan& plan, std::vector<cl::Event>& events, const std::string& what,
-            bool read_back = true);
+            bool read_back = true, const Value* carry_in = nullptr);
   // After scan(): what this array passes on to the pieces after it (its last running value, read
   // from the device, and whether a segment starts in it). `plan` made the scan.
   ScanCarry carry_out(const ScanPlan& plan, const std::string& what);

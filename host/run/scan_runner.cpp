@@ -87,12 +87,29 @@ ScanSession::ScanSession(const std::vector<Context*>& ctxs, const HostArray& dat
   }
 }
 
+std::unique_ptr<ReducePlan> ScanSession::total_plan(Context& ctx, std::size_t n) const {
+  if (problem_.segmented || n == 0) return nullptr;
+  const ReduceVariant* fast = find_reduce_variant("fast");
+  ReduceProblem rp;
+  rp.op = problem_.op;
+  rp.type = problem_.type;
+  rp.n = n;
+  rp.acc_type = problem_.acc_type;
+  if (!fast || !fast->unsupported(ctx, rp).empty()) return nullptr;
+  return fast->plan(ctx, rp, 0);
+}
+
 RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
   const std::size_t k = parts_.size(), n = problem_.n, acc = problem_.acc_bytes();
   std::vector<std::unique_ptr<ScanPlan>> plans(k);
+  std::vector<std::unique_ptr<ReducePlan>> totals(k);
   const std::string what =
       v.name() + " scan of " + std::to_string(n) + " " + dtype_name(problem_.type) + " elements";
   std::uint64_t chain = 0, pieces = 0;
+  std::size_t last = 0;  // the last share with elements: nothing after it needs its total
+  for (std::size_t d = 0; d < k; ++d)
+    if (parts_[d].view.n) last = d;
+  bool reduce_first = !problem_.segmented;
   for (std::size_t d = 0; d < k; ++d) {
     Part& part = parts_[d];
     if (part.view.n == 0) continue;
@@ -108,6 +125,10 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
     if (rec.policy.path.empty()) rec.policy = plans[d]->policy();
     chain = std::max<std::uint64_t>(chain, plans[d]->depth());
     pieces += part.layout.chunks;
+    if (reduce_first && d < last) {
+      totals[d] = total_plan(*part.ctx, pp.n);
+      if (!totals[d]) reduce_first = false;
+    }
     if (!part.array) {
       part.array = std::make_unique<ChunkedArray>(
           *part.ctx, part.layout, part.view,
@@ -118,29 +139,52 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
                                           " elements to " + part.ctx->info().name);
     }
   }
+  if (reduce_first && last > 0) rec.policy.path += "; shares' totals first, then carry-in";
+  // A share's carry comes through the totals of the shares before it (a tree each).
+  for (std::size_t d = 0; reduce_first && d < k; ++d)
+    if (totals[d]) chain = std::max<std::uint64_t>(chain, plans[d]->depth() + totals[d]->depth());
   const unsigned char sentinel = is_float(problem_.acc_type) ? 0xFF : 0xA5;
   std::vector<std::vector<Sample>> part_samples(k);
   std::vector<double> combine;
   std::uint64_t run_index = 0;
   const std::vector<Sample> whole = repeat_runs(cfg_.warmup, cfg_.repeat, [&] {
     host_out_.assign(host_out_.size(), sentinel);
-    for (std::size_t d = 0; d < k; ++d)
-      if (plans[d]) parts_[d].array->prepare_scan(what);
+    for (std::size_t d = 0; d < k; ++d) {
+      if (!plans[d]) continue;
+      parts_[d].array->prepare_scan(what);
+      if (totals[d]) parts_[d].array->prepare_reduce(totals[d]->out_bytes(), what + " (total)");
+    }
     std::vector<Sample> s(k);
     std::vector<ScanCarry> carries(k);
     std::vector<double> carry_ms(k, 0.0);
+    const bool threads = ctx_.tuning().share_threads == "on";
     const double t0 = now_ms();
-    run_parallel(
-        k,
-        [&](std::size_t d) {
-          if (!plans[d]) return;
-          std::vector<cl::Event> events;
-          parts_[d].array->scan(*plans[d], events, what, false);
-          carries[d] = parts_[d].array->carry_out(*plans[d], what);
-          s[d].kernel_ms = events_ms(events);
-          s[d].launches = events.size();
-        },
-        ctx_.tuning().share_threads == "on");
+    if (reduce_first) {
+      // Every share but the last: its total, one read of its input.
+      run_parallel(
+          k,
+          [&](std::size_t d) {
+            if (!totals[d]) return;  // the last share: nothing after it needs its total
+            carries[d].empty = false;
+            std::vector<cl::Event> events;
+            carries[d].value = parts_[d].array->reduce(*totals[d], events, what + " (total)");
+            s[d].kernel_ms = carry_ms[d] = events_ms(events);
+            s[d].launches = events.size();
+          },
+          threads);
+    } else {
+      run_parallel(
+          k,
+          [&](std::size_t d) {
+            if (!plans[d]) return;
+            std::vector<cl::Event> events;
+            parts_[d].array->scan(*plans[d], events, what, false);
+            carries[d] = parts_[d].array->carry_out(*plans[d], what);
+            s[d].kernel_ms = events_ms(events);
+            s[d].launches = events.size();
+          },
+          threads);
+    }
     const double t1 = now_ms();
     const std::vector<ScanCarry> into = exclusive_carries(problem_.op, carries);
     const double t2 = now_ms();
@@ -149,14 +193,19 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
         [&](std::size_t d) {
           if (!plans[d]) return;
           std::vector<cl::Event> events;
-          if (!into[d].empty) parts_[d].array->add_carry(*plans[d], into[d].value, events, what);
-          parts_[d].array->read_output(what);
-          carry_ms[d] = events_ms(events);
-          s[d].kernel_ms += carry_ms[d];
+          if (reduce_first) {
+            parts_[d].array->scan(*plans[d], events, what, true,
+                                  into[d].empty ? nullptr : &into[d].value);
+          } else {
+            if (!into[d].empty) parts_[d].array->add_carry(*plans[d], into[d].value, events, what);
+            parts_[d].array->read_output(what);
+            carry_ms[d] = events_ms(events);
+          }
+          s[d].kernel_ms += events_ms(events);
           s[d].launches += events.size();
           s[d].wall_ms = now_ms() - t0;
         },
-        ctx_.tuning().share_threads == "on");
+        threads);
     const double t3 = now_ms();
     Sample all{0.0, t3 - t0, 0};
     double carry_max = 0.0;
@@ -208,6 +257,7 @@ RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const Sca
   const Ranks& R = *cfg_.ranks;
   const std::size_t n = problem_.n, acc = problem_.acc_bytes();
   std::unique_ptr<ScanPlan> plan;
+  std::unique_ptr<ReducePlan> total;
   ChunkedArray* array = nullptr;
   const std::string what =
       v.name() + " scan of " + std::to_string(n) + " " + dtype_name(problem_.type) + " elements";
@@ -215,7 +265,12 @@ RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const Sca
     plan = v.plan(ctx_, pp, cfg_.local_size);
     rec.policy = plan->policy();
     array = &device_array();
+    // The last rank's total reaches no one; it is reduced anyway, so that every rank takes the
+    // same path (a rank whose device cannot reduce it makes every rank add its carry instead).
+    total = total_plan(ctx_, pp.n);
   }
+  const bool reduce_first = all_ranks(n == 0 || total != nullptr) && !problem_.segmented;
+  if (reduce_first) rec.policy.path += "; ranks' totals first, then carry-in";
   const unsigned char sentinel = is_float(problem_.acc_type) ? 0xFF : 0xA5;
   std::vector<double> mpi;
   std::uint64_t run_index = 0;
@@ -225,16 +280,22 @@ RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const Sca
       [&] {
         host_out_.assign(host_out_.size(), sentinel);
         if (array) array->prepare_scan(what);
+        if (array && reduce_first) array->prepare_reduce(total->out_bytes(), what + " (total)");
       },
       [&](std::vector<cl::Event>& events) {
         ScanCarry mine;
-        if (array) {
+        if (array && reduce_first) {
+          mine.value = array->reduce(*total, events, what + " (total)");
+          mine.empty = false;
+        } else if (array) {
           array->scan(*plan, events, what, false);
           mine = array->carry_out(*plan, what);
         }
         double ms = 0.0;
         const ScanCarry into = exscan_carry(problem_.op, mine, &ms);
-        if (array) {
+        if (array && reduce_first) {
+          array->scan(*plan, events, what, true, into.empty ? nullptr : &into.value);
+        } else if (array) {
           if (!into.empty) array->add_carry(*plan, into.value, events, what);
           array->read_output(what);
         }
@@ -243,8 +304,10 @@ RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const Sca
   set_layout(rec, layout_, upload_ms_);
   if (n) rec.result = Value::from_bytes(problem_.acc_type, host_out_.data() + (n - 1) * acc);
   const ScanMode mode{problem_.op, problem_.acc_type, problem_.exclusive};
-  const std::uint64_t depth =
-      (plan ? plan->depth() : 0) + (layout_.chunks > 1 ? layout_.chunks : 0) + R.size;
+  // The carry from the ranks before passes through their totals' trees (reduce_first) or their
+  // scans, then one operation per rank.
+  const std::uint64_t depth = (plan ? plan->depth() : 0) + (total ? total->depth() : 0) +
+                              (layout_.chunks > 1 ? layout_.chunks : 0) + R.size;
   const ScanVerdict verdict =
       verify_scan(data_, mode, opts_.flags, depth, host_out_.data(), &ref_start_);
   const std::size_t flag_bytes = problem_.segmented ? n : 0;

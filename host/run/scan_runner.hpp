@@ -36,8 +36,11 @@ class ScanSession : public Session {
   // is accepted: every run is then skipped with the reason.
   ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig cfg, ScanOptions opts);
   // Several devices: each context scans its share of the array (cfg.share_weights; equal when
-  // empty), all at once; the shares' carries are scanned on the host (the seeds' flag operator)
-  // and each device adds its carry to its share's output before reading it back.
+  // empty). Not segmented: every share but the last is reduced first (fast's reduction, with the
+  // scan's operator and accumulator), the totals are scanned on the host, and each share is
+  // scanned once with its carry-in: one more read of the input instead of a read and write of
+  // the output. Segmented: the shares are scanned at once, their carries scanned on the host
+  // (the seeds' flag operator), and each device adds its carry to its share's output.
   ScanSession(const std::vector<Context*>& ctxs, const HostArray& data, Op op, RunConfig cfg,
               ScanOptions opts);
   // Plans v for this array and runs the plan; with output, the device's last result is copied
@@ -73,8 +76,14 @@ class ScanSession : public Session {
   };
   std::vector<Part> parts_;
   RunRecord run_parts(const ScanVariant& v, RunRecord rec);
-  // MPI: this rank's slice scanned, the carry from the ranks before it (MPI_Exscan) added on the
-  // device, checked from the reference's state where the slice starts.
+  // The reduction that gives a piece's total before the piece is scanned with its carry-in
+  // (several devices, ranks): fast's, with the scan's operator and accumulator, for pieces of
+  // up to n elements. Null where the scan is segmented (a piece's carry then depends on where
+  // its last segment starts) or fast cannot run it on ctx's device: the carry pass then.
+  std::unique_ptr<ReducePlan> total_plan(Context& ctx, std::size_t n) const;
+  // MPI: this rank's slice scanned, the carry from the ranks before it (MPI_Exscan) taken by the
+  // scan (a total first, as for several devices) or added on the device after it (segmented),
+  // checked from the reference's state where the slice starts.
   RunRecord run_ranked(const ScanVariant& v, RunRecord rec, const ScanProblem& pp);
   ScanRefState ref_start_;
 };
