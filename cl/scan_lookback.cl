@@ -214,8 +214,9 @@ inline uint lb_bcast_u32(uint x, uint src) {
 }
 
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback(
-    __global const T* x, __global const uchar* flags, ulong n, __global acc_t* y,
-    __global ulong* desc, __global uint* counters, __global uint* err, uint epoch) {
+    __global const T* x, __global const uchar* flags, ulong n, __global acc_t* y, acc_t carry,
+    uint use_carry, __global ulong* desc, __global uint* counters, __global uint* err,
+    uint epoch) {
   __local uint l_tile, l_state;
   __local acc_t wt[WTOT];  // warp row totals (row-major), then each one's prefix in the scan
 #if CLR_SEGMENTED
@@ -315,8 +316,12 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
     // 5. Publish: the aggregate, or at once the inclusive prefix when nothing before the tile
     //    can change it (tile 0, or a segment start inside: the aggregate is then the value
     //    since that start).
+    //    A carry-in (use_carry: the running value from before the range) is tile 0's prefix.
     const uint published_p = tile == 0 || aggf;
-    if (lane == 0) lb_publish(desc, tile, (epoch << 2) | (published_p ? ST_P : ST_A), agg);
+    const acc_t published =
+        tile == 0 && use_carry && !aggf ? clr_op(carry, agg) : agg;
+    if (lane == 0)
+      lb_publish(desc, tile, (epoch << 2) | (published_p ? ST_P : ST_A), published);
 
     // 6. Look-back, unless the tile's first element starts a segment: the prefix is the
     //    combination of the aggregates of tiles tile-1, tile-2, ... down to and including the
@@ -329,8 +334,9 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
     uint state = tile == 0;
 #endif
     uint next = tile, reads = 0u;
-    acc_t prefix = clr_identity();  // on every lane
-    while (state == 0u) {           // uniform over the warp
+    // On every lane; tile 0's is the carry-in (dropped at a segment start like any prefix).
+    acc_t prefix = tile == 0 && use_carry ? carry : clr_identity();
+    while (state == 0u) {  // uniform over the warp
       acc_t val = clr_identity();
       uint s = ST_P;  // below tile 0: the identity, final
       if (lane < next) {

@@ -85,6 +85,12 @@ for v in $variants; do
       check --variant "$v" --op "$op" --type "$type" --size 300 --local-size 4 "$@"
     done
     check --variant "$v" --op sum --type int64 --size 300 --local-size 3 --segment-length 33 --exclusive
+    # A carry-in taken by the kernel (tile 0's prefix): chunks of 120 elements, each after the
+    # first scanned from the chunk before it; segmented, the carry stops at the first start.
+    check --variant "$v" --op sum --type int32 --size 300 --local-size 4 --max-chunk 480 --exclusive \
+          --tune in-place=off
+    check --variant "$v" --op max --type float --size 300 --local-size 4 --max-chunk 480 \
+          --segment-length 7 --tune in-place=off
     # The bounded wait: a limit of 0 makes every tile after the first give up (status X, the
     # error flag) and the host redo the scan.
     CLREDUCE_LOOKBACK_LIMIT=0 check --variant "$v" --op max --type int32 --size 300 --local-size 4 --segment-length 50
@@ -152,8 +158,8 @@ done
 # context, so this run is checked for races and API misuse (the kernels it runs are checked with
 # all three plugins above).
 checks="--data-races --check-api"
-check --device 0,0 --variant fast,scan-hierarchical --op sum --type int32 --size 300 --local-size 16 \
-      --tune in-place=off --tune share-threads=off
+check --device 0,0 --variant fast,scan-hierarchical,scan-lookback --op sum --type int32 --size 300 \
+      --local-size 16 --tune in-place=off --tune share-threads=off
 checks="--data-races --uninitialized --check-api"
 # exact over 3 chunks: each launch leaves its exact state after its result, at its offset in
 # the partials buffer, for the host's fold (the CPU shape too, in groups of 4).

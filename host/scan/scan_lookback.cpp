@@ -98,11 +98,25 @@ class LookbackPlan : public LookbackRunPlan {
 
   void launch(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
               std::vector<cl::Event>& events) override {
+    const std::vector<unsigned char> none(problem().acc_bytes(), 0);
+    go(in, flags, out, n, none, false, events);
+  }
+  // The carry-in is tile 0's prefix: no pass over the output after the scan (unless a redo).
+  bool launch_carry(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
+                    std::size_t n, const std::vector<unsigned char>& carry,
+                    std::vector<cl::Event>& events) override {
+    return go(in, flags, out, n, carry, true, events);
+  }
+  bool go(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
+          const std::vector<unsigned char>& carry, bool use_carry, std::vector<cl::Event>& events) {
     kernel_.setArg(0, in);
     kernel_.setArg(1, flags);
     kernel_.setArg(2, static_cast<cl_ulong>(n));
     kernel_.setArg(3, out);
-    run(in, flags, out, n, 4, tiles(n, policy()) * policy().wg_size, policy().wg_size, events);
+    kernel_.setArg(4, carry.size(), carry.data());
+    kernel_.setArg(5, static_cast<cl_uint>(use_carry ? 1 : 0));
+    return run(in, flags, out, n, 6, tiles(n, policy()) * policy().wg_size, policy().wg_size,
+               events);
   }
 };
 

@@ -121,7 +121,7 @@ std::string LookbackRunPlan::run_note() const {
          fallback_->policy().path + ")";
 }
 
-void LookbackRunPlan::run(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
+bool LookbackRunPlan::run(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
                           std::size_t n, cl_uint first_arg, std::size_t global, std::size_t local,
                           std::vector<cl::Event>& events) {
   // Epochs tag the descriptors (30 bits, never 0): this plan's own, its buffers its own.
@@ -142,7 +142,16 @@ void LookbackRunPlan::run(const cl::Buffer& in, const cl::Buffer& flags, const c
     // not stored. Redo the whole scan with a plan that needs no inter-group waits.
     ++gave_up_;
     fallback_->enqueue(in, flags, out, 0, n, nullptr, events);
+    return false;
   }
+  return true;
+}
+
+bool ScanPlan::launch_carry(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
+                            std::size_t n, const std::vector<unsigned char>&,
+                            std::vector<cl::Event>& events) {
+  launch(in, flags, out, n, events);
+  return false;
 }
 
 void ScanPlan::wait_launch(const cl::Event& e, std::size_t n) {
@@ -168,8 +177,10 @@ void ScanPlan::enqueue(const cl::Buffer& in, const cl::Buffer& flags, const cl::
   const cl::Buffer x = ctx_.view(in, offset * in_size, length * in_size);
   const cl::Buffer f = problem_.segmented ? ctx_.view(flags, offset, length) : flags;
   const cl::Buffer y = ctx_.view(out, offset * out_size, length * out_size);
-  launch(x, f, y, length, events);
-  if (carry) apply_carry(f, y, length, *carry, events);
+  if (!carry)
+    launch(x, f, y, length, events);
+  else if (!launch_carry(x, f, y, length, carry_bytes(*carry, problem_.acc_type), events))
+    apply_carry(f, y, length, *carry, events);
 }
 
 void ScanPlan::enqueue_carry(const cl::Buffer& flags, const cl::Buffer& out, std::size_t offset,

@@ -94,6 +94,12 @@ class ScanPlan {
   // enqueues (scan-lookback also reads back its error flag), nothing else.
   virtual void launch(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
                       std::size_t n, std::vector<cl::Event>& events) = 0;
+  // Launches with a carry-in (acc_type bytes) where the kernel takes one itself; returns whether
+  // it did. The default launches without it and returns false: enqueue() then runs the carry-in
+  // pass over the output (a second read and write of it).
+  virtual bool launch_carry(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
+                            std::size_t n, const std::vector<unsigned char>& carry,
+                            std::vector<cl::Event>& events);
   // Waits for a launch's event e on n elements within the run's time limit (the timeout knob, or
   // the default for the bytes it moves), so a plan that reads back a flag after its kernel
   // (the look-back scans) stops at the limit like every other wait: Error(Errc::kTimeout) naming
@@ -134,7 +140,8 @@ class LookbackRunPlan : public ScanPlan {
   // With the kernel's data arguments set, sets arguments first_arg .. first_arg + 3 to the
   // descriptors, the counters, the error flag and a new epoch, launches global x local work-items,
   // waits (within the run's time limit), reads the error flag and redoes the scan on give-up.
-  void run(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
+  // Returns false when the scan was redone (by the fallback, with no carry-in).
+  bool run(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
            cl_uint first_arg, std::size_t global, std::size_t local,
            std::vector<cl::Event>& events);
 
