@@ -180,6 +180,15 @@ class FastPlan : public ScanPlan {
               std::vector<cl::Event>& events) override {
     inner_->enqueue(in, flags, out, 0, n, nullptr, events);
   }
+  // A delegate made with a carry-in applies it itself (scan-lookback in its kernel).
+  bool launch_carry(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
+                    std::size_t n, const std::vector<unsigned char>& carry,
+                    std::vector<cl::Event>& events) override {
+    if (!inner_->problem().carry_in) return ScanPlan::launch_carry(in, flags, out, n, carry, events);
+    const Value c = Value::from_bytes(problem().acc_type, carry.data());
+    inner_->enqueue(in, flags, out, 0, n, &c, events);
+    return true;
+  }
 
   Path path_;
   std::unique_ptr<ScanPlan> inner_;
@@ -315,7 +324,7 @@ class Fast : public ScanVariant {
                                       std::size_t local_size) const override {
     const Path path = choose(ctx);
     ScanProblem q = p;
-    q.carry_in = false;  // applied once, by this plan
+    q.carry_in = false;  // the CPU paths: applied once, by this plan
     if (path == Path::kCpu || path == Path::kCpuLookback) {
       // The single pass runs one work-item per group: a group size asked for (--local-size)
       // takes the two-pass path, which has groups of that size.
@@ -325,6 +334,7 @@ class Fast : public ScanVariant {
       const LaunchPolicy pol = inner->policy();
       return std::make_unique<FastPlan>(ctx, p, path, std::move(inner), pol);
     }
+    q.carry_in = p.carry_in;  // a delegate takes the carry (launch_carry)
     std::unique_ptr<ScanPlan> inner = delegate(path).plan(ctx, q, local_size);
     LaunchPolicy pol = inner->policy();
     pol.path = delegate(path).name() + ": " + pol.path;

@@ -260,6 +260,25 @@ TEST_CASE(
         CHECK(read_file(d / "one.npy") == read_file(d / "many.npy"));
     }
   }
+  // The look-back kernel takes the carry-in itself (scan-fast delegating to it too): one launch
+  // per chunk, no carry pass; the hierarchical scan adds a pass after every chunk but the first.
+  for (const char* path : {"lookback", "hierarchical"}) {
+    const auto r = run_cli(std::string("--variant scan-fast,scan-lookback --tune scan-fast-path=") +
+                               path + " --size 30007 --max-chunk 40000 --exclusive --format json " +
+                               "--repeat 1 --warmup 0",
+                           kTimeout);
+    REQUIRE(r.code == 0);
+    std::istringstream rows(r.out);
+    for (std::string row; std::getline(rows, row);) {
+      if (row.empty() || row[0] != '{') continue;
+      CAPTURE(path, row);
+      CHECK(field(row, "verified") == "true");
+      CHECK_THAT(row, Catch::Matchers::ContainsSubstring("4 chunks of 8192"));
+      const bool lookback = std::string(path) == "lookback" ||
+                            field(row, "variant") == "scan-lookback";
+      CHECK(field(row, "launches") == (lookback ? "4" : "15"));
+    }
+  }
   // Segmented: a share's carry depends on where its last segment starts; the carry pass then.
   const auto seg = run_cli(three + " --variant scan-hierarchical --size 10007 --segment-length 77 " +
                                "--format json --repeat 1 --warmup 0",
