@@ -31,6 +31,9 @@
 #define CLR_MAX 3
 #define CLR_ARGMIN 4
 #define CLR_ARGMAX 5
+// A user-defined reduction (reduce_expr.cl): acc_t is the accumulator type CLR_ACC, and the
+// identity and operator are the user's expressions, which the host appends to the program.
+#define CLR_EXPR 6
 
 #ifndef CLR_CODES_ONLY
 
@@ -139,9 +142,18 @@ typedef struct {
 typedef A acc_t;
 #endif
 
+#if CLR_OP == CLR_EXPR
+// The user's identity and reduce (defined after the kernel file; checked on the device for
+// neutrality, associativity and commutativity before a tree is trusted with them).
+acc_t clr_expr_identity(void);
+acc_t clr_expr_reduce(acc_t a, acc_t b);
+#endif
+
 // The identity: OP(identity, x) == x for every x.
 inline acc_t clr_identity(void) {
-#if CLR_OP == CLR_SUM
+#if CLR_OP == CLR_EXPR
+  return clr_expr_identity();
+#elif CLR_OP == CLR_SUM
   return (acc_t)0;
 #elif CLR_OP == CLR_PROD
   return (acc_t)1;
@@ -173,7 +185,9 @@ inline acc_t clr_load(__global const T* x, ulong i) {
 
 // The operator. Associative and commutative.
 inline acc_t clr_op(acc_t a, acc_t b) {
-#if CLR_OP == CLR_SUM
+#if CLR_OP == CLR_EXPR
+  return clr_expr_reduce(a, b);
+#elif CLR_OP == CLR_SUM
 #ifdef A_IS_FLOAT
   return a + b;
 #else

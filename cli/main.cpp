@@ -19,6 +19,7 @@
 #include <new>
 
 #include "args.hpp"
+#include "expr_run.hpp"
 #include "clreduce/error.hpp"
 #include "clreduce/options.hpp"
 #include "clreduce/version.hpp"
@@ -208,7 +209,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
       "combines the ranks' results (MPI_Allreduce, MPI_Exscan); rank 0 prints. This build: " +
       (mpi_built() ? mpi_library_version() : std::string("MPI not built in")) + ".");
   std::string device = "0", variant = "fast", op = "sum", type = "int32", format = "table";
-  std::string size = "16777216", seed_text = "1", input, kernel_dir, acc;
+  std::string size = "16777216", seed_text = "1", kernel_dir, acc;
+  std::vector<std::string> inputs;
   std::string warmup_text = "1", repeat_text = "5", local_size_text, segment_length_text;
   bool list_devices_flag = false, list_variants_flag = false, verbose = false;
   bool peers = false, measure_copy = false, accuracy = false, show_version = false;
@@ -230,20 +232,36 @@ int run(int argc, char** argv, const Ranks& ranks) {
                  "the default is scan-fast. A variant named that cannot run the request is an "
                  "error; under all, all-reduce and all-scan it is skipped with the reason")
       ->capture_default_str();
-  app.add_option("--op", op, "sum | prod | min | max | argmin | argmax")->capture_default_str();
+  app.add_option("--op", op, "sum | prod | min | max | argmin | argmax (with --map: expr)")
+      ->capture_default_str();
+  std::string map_expr, reduce_expr, identity_expr, post_expr;
+  app.add_option("--map", map_expr,
+                 "a user reduction: an OpenCL C expression over x (and y, z, w: one name per "
+                 "input array) giving each element's value in the accumulator type");
+  app.add_option("--reduce", reduce_expr,
+                 "with --map: an associative and commutative expression over a and b (checked on "
+                 "the device first)");
+  app.add_option("--identity", identity_expr,
+                 "with --map: the reduce's neutral element (an expression, e.g. 0 or INFINITY)");
+  app.add_option("--post", post_expr,
+                 "with --map: an expression over the reduced value a and the count n (long), "
+                 "applied once to the result (e.g. sqrt(a), a / n)");
   app.add_option("-t,--type", type, "int32 | uint32 | int64 | uint64 | float | double")
       ->capture_default_str();
   app.add_option("--acc", acc,
                  "sum and prod only: the accumulator and result type, the element type or NumPy's "
-                 "(int32 -> int64, uint32 -> uint64: the default)");
+                 "(int32 -> int64, uint32 -> uint64: the default); with --map any type (default: "
+                 "double or float if an array is, else int64, or uint64 for unsigned arrays)");
   app.add_option("-n,--size", size,
                  "elements to generate: N, 2^K, NeK or 2^K+M, 2^K-M (not with --input)")
       ->capture_default_str();
   app.add_option("--seed", seed_text, "seed of the generated data, 0 to 2^64-1 (not with --input)")
       ->capture_default_str();
   app.add_option(
-      "-i,--input", input,
-      "read the array from a 1-D .npy file instead of generating it; '-' reads standard input");
+         "-i,--input", inputs,
+         "read the array from a 1-D .npy file instead of generating it; '-' reads standard input; "
+         "with --map once per array (x, y, z, w), all of one length")
+      ->expected(1);
   app.add_option("--kernel-dir", kernel_dir, "directory holding the .cl sources");
   app.add_option("--warmup", warmup_text, "untimed runs before timing, 0 to 1000000")
       ->capture_default_str();
@@ -315,6 +333,13 @@ int run(int argc, char** argv, const Ranks& ranks) {
     return kExitUsage;
   }
 
+  const bool user_expr = app.count("--map") + app.count("--reduce") + app.count("--identity") +
+                             app.count("--post") >
+                         0;
+  if (inputs.size() > 1 && !user_expr)
+    throw Error(Errc::kUsage, "--input is given " + std::to_string(inputs.size()) +
+                                  " times: several arrays are for a user reduction (--map)");
+  const std::string input = inputs.empty() ? std::string() : inputs.front();
   // MPI ranks: rank 0 prints; the others run, check and time their slices silently.
   if (!ranks.root()) std::cout.setstate(std::ios::failbit);
   if (ranks.many()) {
@@ -372,6 +397,67 @@ int run(int argc, char** argv, const Ranks& ranks) {
     tuning.max_chunk = parse_positive_size("--max-chunk", max_chunk_text);
   if (app.count("--timeout")) set_tuning(tuning, "timeout", timeout_text, "--timeout");
 
+  if (user_expr && !list_variants_flag && !list_devices_flag) {
+    // A user reduction (expr_run.hpp): one device, one run, its own checks.
+    for (const char* f : {"--map", "--reduce", "--identity"})
+      if (!app.count(f))
+        throw Error(Errc::kUsage,
+                    std::string("a user reduction needs --map, --reduce and --identity (") + f +
+                        " is missing)");
+    if (app.count("--op") && op != "expr")
+      throw Error(Errc::kUsage, "--op " + op +
+                                    " and --map exclude each other: --map, --reduce and "
+                                    "--identity define the reduction");
+    if (app.count("--variant") && variant != "expr")
+      throw Error(Errc::kUsage, "--variant " + variant +
+                                    " and --map exclude each other: a user reduction runs as "
+                                    "its own variant, expr");
+    for (const char* f : {"--peers", "--measure-copy", "--accuracy", "--exclusive", "--segments",
+                          "--segment-length", "--output"})
+      if (app.count(f))
+        throw Error(Errc::kUsage, std::string(f) + " does not apply to a user reduction (--map)");
+    if (ranks.many())
+      throw Error(Errc::kUsage, "a user reduction (--map) does not run under mpirun yet");
+    if (app.count("--shares"))
+      throw Error(Errc::kUsage, "--shares: a user reduction (--map) runs on one device");
+    if (!inputs.empty() && app.count("--size"))
+      throw Error(Errc::kUsage, "--size and --input exclude each other: the files set the size");
+    if (!inputs.empty() && app.count("--seed"))
+      throw Error(Errc::kUsage,
+                  "--seed and --input exclude each other: the seed is for generated data");
+    ExprArgs ea;
+    ea.map = map_expr;
+    ea.reduce = reduce_expr;
+    ea.identity = identity_expr;
+    ea.post = post_expr;
+    ea.acc = acc;
+    if (!acc.empty()) parse_dtype(acc);
+    ea.inputs = inputs;
+    ea.type = type;
+    ea.type_given = app.count("--type") > 0;
+    if (ea.type_given || inputs.empty()) parse_dtype(type);
+    ea.n = inputs.empty() ? parse_size(size) : 0;
+    ea.seed = seed;
+    ea.warmup = warmup;
+    ea.repeat = repeat;
+    ea.local_size = local_size;
+    ea.format = format;
+    ea.verbose = verbose;
+    check_expr_args(ea);
+    const std::vector<DeviceInfo> devs = select_devices(list_devices(), device);
+    if (devs.size() > 1)
+      throw Error(Errc::kUsage, "--device " + device +
+                                    " names several devices: a user reduction (--map) runs on "
+                                    "one device for now");
+    if (local_size > devs.front().max_wg_size)
+      throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
+                                    " is larger than device " +
+                                    std::to_string(devs.front().index) +
+                                    "'s largest work-group (" +
+                                    std::to_string(devs.front().max_wg_size) + ")");
+    Context ctx(devs.front(), find_kernel_dir(kernel_dir), verbose, tuning);
+    return run_expr(ea, ctx, read_input);
+  }
   if (list_variants_flag) {
     // With a device, the path each variant takes there; without an OpenCL platform, the plain list.
     std::unique_ptr<Context> ctx;

@@ -53,7 +53,7 @@ std::string to_json(const RunRecord& r) {
   const bool ceiling = r.kind == "ceiling";
   std::string s =
       "{\"variant\":\"" + json_escape(r.variant) + "\",\"kind\":\"" + json_escape(r.kind) +
-      "\",\"mode\":\"" + r.mode() + "\",\"op\":\"" + op_name(r.op) + "\",\"type\":\"" +
+      "\",\"mode\":\"" + r.mode() + "\",\"op\":\"" + (r.op_text.empty() ? op_name(r.op) : json_escape(r.op_text)) + "\",\"type\":\"" +
       dtype_name(r.type) + "\",\"acc\":\"" + dtype_name(r.acc) + "\",\"n\":" + std::to_string(r.n) +
       ",\"device\":\"" + json_escape(r.device) + "\"" +
       ",\"seed\":" + (r.input.empty() ? std::to_string(r.seed) : std::string("null")) +

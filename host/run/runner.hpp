@@ -64,6 +64,7 @@ struct RunRecord {
   std::string variant;
   std::string kind = "clreduce";  // "clreduce", "peer" (omp) or "ceiling" (copy)
   Op op = Op::kSum;
+  std::string op_text;  // printed instead of op's name when set: "expr" (user reductions)
   DType type = DType::kInt32;
   DType acc = DType::kInt64;  // accumulator (result) type
   std::size_t n = 0;

@@ -137,15 +137,17 @@ const Context::Source& Context::source(const std::string& file) {
 std::uint64_t Context::source_hash(const std::string& file) { return source(file).hash; }
 
 cl::Kernel Context::kernel(const std::string& file, const std::string& name,
-                           const std::string& base_options) {
+                           const std::string& base_options, const std::string& tail) {
   std::string options = base_options;
   if (!tuning_.build_options.empty()) options += " " + tuning_.build_options;
   const Source& src = source(file);
-  const auto key = std::make_pair(src.hash, options);
+  const std::uint64_t hash =
+      tail.empty() ? src.hash : fnv1a64(std::to_string(src.hash) + "\n" + tail);
+  const auto key = std::make_pair(hash, options);
   auto it = programs_.find(key);
   if (it == programs_.end()) {
     if (verbose_) std::cerr << "build " << file << " " << options << "\n";
-    cl::Program program(context_, src.text);
+    cl::Program program(context_, tail.empty() ? src.text : src.text + "\n" + tail);
     try {
       build_program(program, info_.device, options, verbose_, file);
     } catch (const cl::Error&) {

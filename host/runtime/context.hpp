@@ -44,7 +44,13 @@ class Context {
   // times (no read unless one changed); the program is built once per (text, options).
   // For making plans: a plan holds its kernels, so nothing here runs inside a timed loop.
   // Throws Error(Errc::kBuild) with the device, file, options and log on failure.
-  cl::Kernel kernel(const std::string& file, const std::string& name, const std::string& options);
+  cl::Kernel kernel(const std::string& file, const std::string& name, const std::string& options) {
+    return kernel(file, name, options, "");
+  }
+  // The same with `tail`, generated code (user expressions under their own #line directives),
+  // appended after the kernel file; the program is cached by (text with the tail, options).
+  cl::Kernel kernel(const std::string& file, const std::string& name, const std::string& options,
+                    const std::string& tail);
 
   // Programs built by kernel() so far (each is kept for the context's life).
   std::size_t programs_built() const { return programs_.size(); }

@@ -1,0 +1,226 @@
+// expr_run.cpp: a user-defined reduction from the command line: its arrays, the law check, the
+// timed runs and the verification against the one-work-item reference, printed as one row
+// ("expr") in the table, JSON or CSV.
+#include "expr_run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <limits>
+
+#include "clreduce/error.hpp"
+#include "csv.hpp"
+#include "exit_codes.hpp"
+#include "io/data.hpp"
+#include "io/report.hpp"
+#include "reduce/expr.hpp"
+#include "run/chunks.hpp"
+#include "run/runner.hpp"
+#include "run/timing.hpp"
+#include "runtime/transfer.hpp"
+
+namespace clreduce {
+namespace {
+
+const char* const kNames = "x, y, z, w";
+
+// gamma_k = k u / (1 - k u): the classic bound on k roundings of relative size u; infinite when
+// k u >= 1 (no bound).
+double gamma_k(double k, double u) {
+  const double ku = k * u;
+  return ku < 1.0 ? ku / (1.0 - ku) : std::numeric_limits<double>::infinity();
+}
+
+double unit_roundoff(DType t) {
+  return t == DType::kFloat ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
+}
+
+std::string input_words(const ExprArgs& a, std::size_t k) {
+  return a.inputs[k] == "-" ? std::string("standard input") : "--input " + a.inputs[k];
+}
+
+}  // namespace
+
+void check_expr_args(const ExprArgs& a) {
+  check_expression("--map", a.map);
+  check_expression("--reduce", a.reduce);
+  check_expression("--identity", a.identity);
+  if (!a.post.empty()) check_expression("--post", a.post);
+  if (a.inputs.size() > kMaxExprInputs)
+    throw Error(Errc::kUsage, "--input is given " + std::to_string(a.inputs.size()) +
+                                  " times: a user reduction takes at most 4 arrays (" + kNames +
+                                  ")");
+  if (std::count(a.inputs.begin(), a.inputs.end(), "-") > 1)
+    throw Error(Errc::kUsage, "--input - is given more than once: standard input is one array");
+  const std::size_t named = inputs_named(a.map);
+  if (!a.inputs.empty() && a.inputs.size() < named)
+    throw Error(Errc::kUsage, "--map '" + a.map + "' names " + std::string(1, "xyzw"[named - 1]) +
+                                  ", but " + std::to_string(a.inputs.size()) + " array" +
+                                  (a.inputs.size() == 1 ? " is" : "s are") +
+                                  " given (--input once per array: " + kNames + ")");
+}
+
+int run_expr(const ExprArgs& a, Context& ctx,
+             const std::function<HostArray(const std::string&)>& read) {
+  const DeviceInfo& dev = ctx.info();
+  // ---- The arrays: read (one length), or generated, as many as the map names (array k from
+  // seed + k).
+  std::vector<HostArray> arrays;
+  if (!a.inputs.empty()) {
+    for (std::size_t k = 0; k < a.inputs.size(); ++k) {
+      arrays.push_back(read(a.inputs[k]));
+      if (a.type_given && arrays.back().type != parse_dtype(a.type))
+        throw Error(Errc::kUsage, input_words(a, k) + " holds " + dtype_name(arrays.back().type) +
+                                      ", not --type " + a.type);
+      if (arrays.back().n != arrays.front().n)
+        throw Error(Errc::kUsage,
+                    input_words(a, k) + " has " + std::to_string(arrays.back().n) +
+                        " elements and " + input_words(a, 0) + " " +
+                        std::to_string(arrays.front().n) +
+                        ": the arrays of a user reduction must have one length");
+    }
+  } else {
+    const DType t = parse_dtype(a.type);
+    for (std::size_t k = 0; k < inputs_named(a.map); ++k)
+      arrays.push_back(generate(t, a.n, a.seed + k));
+  }
+  const std::size_t n = arrays.front().n;
+  ExprSpec spec;
+  spec.map = a.map;
+  spec.reduce = a.reduce;
+  spec.identity = a.identity;
+  spec.post = a.post;
+  for (const HostArray& h : arrays) spec.inputs.push_back(h.type);
+  spec.acc = a.acc.empty() ? default_expr_acc(spec.inputs) : parse_dtype(a.acc);
+  bool fp64 = spec.acc == DType::kDouble;
+  for (DType t : spec.inputs) fp64 = fp64 || t == DType::kDouble;
+  if (fp64 && !dev.fp64)
+    throw Error(Errc::kUnsupported, dev.name + " has no double precision (cl_khr_fp64); try float");
+  // Arrays past one allocation run in chunks for the built-in ops; user reductions do not yet.
+  double bytes = 0;
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    const std::uint64_t b = arrays[k].bytes.size();
+    bytes += static_cast<double>(b);
+    const std::uint64_t limit =
+        ctx.tuning().max_chunk ? std::min<std::uint64_t>(ctx.tuning().max_chunk, dev.max_alloc)
+                               : dev.max_alloc;
+    if (b > limit)
+      throw Error(Errc::kUnsupported,
+                  "array " + std::string(1, "xyzw"[k]) + " (" + std::to_string(b) +
+                      " bytes) is larger than " +
+                      (ctx.tuning().max_chunk ? "--max-chunk" : dev.name + "'s largest allocation") +
+                      " (" + std::to_string(limit) +
+                      " bytes): user reductions do not run in chunks yet");
+  }
+  const double timeout = run_timeout_s(ctx.tuning(), bytes);
+
+  // ---- Kernels built (a compile error names the expression), the arrays on the device.
+  ExprReduction er(ctx, spec, n, a.local_size);
+  if (a.verbose) std::cerr << "expr: " << er.policy().str() << "\n";
+  std::vector<cl::Buffer> in;
+  for (HostArray& h : arrays)
+    in.push_back(n ? cl::Buffer(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                h.bytes.size(), h.bytes.data())
+                   : ctx.zeroed_buffer(1));
+
+  // ---- The laws, before any tree is trusted with the reduce.
+  const ExprLaws laws = er.check_laws(in, n, timeout);
+  if (!laws.failure.empty()) throw Error(Errc::kUsage, laws.failure);
+  if (a.verbose)
+    std::cerr << "expr: the reduce's laws held on " << laws.triples << " triples of "
+              << laws.samples << " values\n";
+
+  // ---- The reference, then the timed runs.
+  double magnitude = 0.0;
+  bool wider = false;
+  std::vector<cl::Event> seq_events;
+  const Value reference = er.reference(in, n, timeout, &magnitude, &wider, seq_events);
+  RunRecord rec;
+  rec.variant = "expr";
+  rec.op_text = "expr";
+  rec.type = spec.inputs.front();
+  rec.acc = spec.acc;
+  rec.n = n;
+  rec.device = dev.name;
+  rec.seq_ms = events_ms(seq_events);
+  rec.seq_runs = 1;
+  rec.policy = er.policy();
+  rec.seed = a.seed;
+  rec.warmup = a.warmup;
+  rec.repeat = a.repeat;
+  for (const std::string& f : a.inputs) rec.input += (rec.input.empty() ? "" : ",") + f;
+  Value result = reference;
+  if (n > 0) {
+    const std::size_t as = dtype_size(spec.acc);
+    cl::Buffer out = ctx.zeroed_buffer(as);
+    std::vector<unsigned char> got(as);
+    const std::vector<unsigned char> sentinel(as, 0x5A);
+    set_timings(rec, repeat_runs(static_cast<std::uint64_t>(a.warmup),
+                                 static_cast<std::uint64_t>(a.repeat), [&] {
+                                   ctx.queue().enqueueWriteBuffer(out, CL_TRUE, 0, as,
+                                                                  sentinel.data());
+                                   std::vector<cl::Event> events;
+                                   const double t0 = now_ms();
+                                   er.enqueue(in, n, out, events);
+                                   ctx.queue().flush();
+                                   wait(events.back(), timeout, "the user reduction");
+                                   ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, as, got.data());
+                                   const double t1 = now_ms();
+                                   return Sample{events_ms(events), t1 - t0, events.size()};
+                                 }));
+    result = Value::from_bytes(spec.acc, got.data());
+  }
+  // ---- Verified before post: integers exactly; floats within (gamma_depth + gamma_n') times
+  // the larger of the reference's magnitude and the same fold of |map| (n' and the second
+  // roundoff are the reference's: double for a float accumulator where it builds so).
+  bool ok = true;
+  std::string why;
+  double bound = 0.0;
+  Value expected = reference;
+  if (is_float(spec.acc)) {
+    expected.type = spec.acc;
+    if (spec.acc == DType::kFloat) expected.f = static_cast<float>(reference.f);
+    const double scale = std::max(magnitude, std::fabs(reference.f));
+    bound = (gamma_k(static_cast<double>(er.depth()), unit_roundoff(spec.acc)) +
+             gamma_k(static_cast<double>(n), unit_roundoff(wider ? DType::kDouble : spec.acc))) *
+            scale;
+    const bool same = result.f == reference.f || (std::isnan(result.f) && std::isnan(reference.f));
+    ok = same || (std::isfinite(result.f) && std::isfinite(reference.f) &&
+                  std::fabs(result.f - reference.f) <= bound);
+    if (!ok)
+      why = "|result - reference| = " + Value{DType::kDouble, 0, 0, std::fabs(result.f - reference.f), -1}.str() +
+            " exceeds the bound " + Value{DType::kDouble, 0, 0, bound, -1}.str();
+  } else {
+    ok = is_signed(spec.acc) ? result.i == reference.i : result.u == reference.u;
+    if (!ok) why = "integer results must be equal";
+  }
+  // ---- Post, on the device, applied alike to the result and to the reference.
+  const std::vector<Value> posted = er.post({result, expected}, n, timeout);
+  rec.result = posted[0];
+  rec.expected = posted[1];
+  rec.verified = ok;
+  rec.verify_note = why;
+  rec.bound = bound;
+  if (rec.kernel_ms > 0) {
+    rec.gbps = bytes / (rec.kernel_ms * 1e6);
+    rec.speedup = rec.seq_ms / rec.kernel_ms;
+  }
+
+  // ---- Printed as every run is.
+  if (a.format == "table") {
+    std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name
+              << ")  expr: --map '" << a.map << "' --reduce '" << a.reduce << "' --identity '"
+              << a.identity << "'" << (a.post.empty() ? "" : " --post '" + a.post + "'")
+              << "  acc " << dtype_name(spec.acc) << "  n = " << n << "  arrays = "
+              << arrays.size() << "  seq ms: one work-item\n"
+              << table_header(false, false) << table_row(rec, false, false);
+  } else if (a.format == "json") {
+    std::cout << to_json(rec) << "\n";
+  } else {
+    std::cout << csv_header(run_csv_columns()) << csv_row(to_json(rec), run_csv_columns());
+  }
+  return ok ? kExitOk : kExitVerify;
+}
+
+}  // namespace clreduce

@@ -1,0 +1,445 @@
+// expr.cpp: user-defined reductions (expr.hpp): the expressions' text checks, the generated
+// definitions appended to cl/reduce_expr.cl, the launch (fast's GPU and CPU shapes), the law
+// check, the one-work-item reference and post.
+#include "reduce/expr.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <regex>
+
+#include "clreduce/error.hpp"
+#include "runtime/transfer.hpp"
+
+namespace clreduce {
+namespace {
+
+const char* const kInputNames[kMaxExprInputs] = {"x", "y", "z", "w"};
+
+std::string quoted(const std::string& text) { return "'" + text + "'"; }
+
+// The expression as the user gave it, after its flag: "--map 'x*y'".
+std::string named(const std::string& flag, const std::string& text) {
+  return flag + " " + quoted(text);
+}
+
+// One user expression as a function of the generated tail: its text on lines of its own under
+// `#line 1 "FLAG"` (so the compiler's line and column are the text's own), the wrapper under
+// "FLAG wrapper".
+std::string define(const std::string& flag, const std::string& signature, const std::string& text) {
+  return "#line 1 \"" + flag + " wrapper\"\n" + signature + " {\n  return (acc_t)(\n#line 1 \"" +
+         flag + "\"\n" + text + "\n#line 3 \"" + flag + " wrapper\"\n  );\n}\n";
+}
+
+std::string generated_tail(const ExprSpec& s) {
+  std::string params;
+  for (std::size_t k = 0; k < s.inputs.size(); ++k)
+    params += std::string(k ? ", " : "") + "CLR_T" + std::to_string(k) + " " + kInputNames[k];
+  std::string t = define("--map", "acc_t clr_expr_map(" + params + ")", s.map) +
+                  define("--reduce", "acc_t clr_expr_reduce(acc_t a, acc_t b)", s.reduce) +
+                  define("--identity", "acc_t clr_expr_identity(void)", s.identity);
+  if (!s.post.empty()) t += define("--post", "acc_t clr_expr_post(acc_t a, long n)", s.post);
+  return t;
+}
+
+// The build options every kernel of the spec shares (the accumulator given separately).
+std::string spec_options(const ExprSpec& s) {
+  std::string o = "-DCLR_OP=6 -DCLR_INPUTS=" + std::to_string(s.inputs.size());
+  for (std::size_t k = 0; k < s.inputs.size(); ++k)
+    o += " -DCLR_T" + std::to_string(k) + "=" + dtype_cl_name(s.inputs[k]);
+  if (s.acc == DType::kDouble || std::find(s.inputs.begin(), s.inputs.end(), DType::kDouble) != s.inputs.end())
+    o += " -DCLR_TYPE=5";  // clreduce.h enables cl_khr_fp64 for a double T or accumulator
+  if (!s.post.empty()) o += " -DEXPR_POST=1";
+  return o;
+}
+
+std::string acc_option(DType acc) {
+  return " -DCLR_ACC=" + std::to_string(static_cast<int>(acc));
+}
+
+// A build failure whose log points into a user expression: that expression named, with the
+// compiler's first message about it and its place ("--map 'x*q' does not compile: column 3:
+// use of undeclared identifier 'q'"), as Error(Errc::kUsage); any other failure unchanged.
+[[noreturn]] void rethrow_build(const Error& e, const ExprSpec& s) {
+  static const std::regex kAt(R"((--map|--reduce|--identity|--post)( wrapper)?:(\d+):(\d+): error: ([^\n]*))");
+  const std::string what = e.what();
+  std::smatch m;
+  if (std::regex_search(what, m, kAt)) {
+    const std::string flag = m[1].str();
+    const std::string& text = flag == "--map"        ? s.map
+                              : flag == "--reduce"   ? s.reduce
+                              : flag == "--identity" ? s.identity
+                                                     : s.post;
+    std::string where;
+    if (!m[2].matched) {
+      const bool lines = text.find('\n') != std::string::npos;
+      where = (lines ? "line " + m[3].str() + ", " : std::string()) + "column " + m[4].str() + ": ";
+    }
+    throw Error(Errc::kUsage, named(flag, text) + " does not compile: " + where + m[5].str());
+  }
+  throw e;
+}
+
+// Bytes of one accumulator value.
+std::size_t acc_size(DType t) { return dtype_size(t); }
+
+bool same_exact(const Value& a, const Value& b) {
+  if (is_float(a.type)) return a.f == b.f || (std::isnan(a.f) && std::isnan(b.f));
+  return is_signed(a.type) ? a.i == b.i : a.u == b.u;
+}
+
+// Unit roundoff of a float accumulator.
+double roundoff(DType t) { return t == DType::kFloat ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53); }
+
+// Whether two results of regrouped (or swapped) operations agree: integers exactly, floats
+// within 4 units of roundoff of the largest magnitude involved (the operands and the finite
+// results). *skip: a float overflow from finite operands, which says nothing about the law.
+bool agree(const Value& l, const Value& r, const std::vector<Value>& operands,
+           const std::vector<Value>& results, bool* skip) {
+  *skip = false;
+  if (!is_float(l.type)) return same_exact(l, r);
+  if (same_exact(l, r)) return true;
+  double m = 0.0;
+  for (const Value& v : operands) {
+    if (!std::isfinite(v.f)) return false;  // inf or NaN in: the two must be the same
+    m = std::max(m, std::fabs(v.f));
+  }
+  for (const Value& v : results) {
+    if (std::isinf(v.f)) {
+      *skip = true;
+      return true;
+    }
+    if (std::isfinite(v.f)) m = std::max(m, std::fabs(v.f));
+  }
+  if (!std::isfinite(l.f) || !std::isfinite(r.f)) return false;
+  return std::fabs(l.f - r.f) <= 4.0 * roundoff(l.type) * m;
+}
+
+// The edge values of the accumulator type tried besides the data: 0, 1 and -1 (signed types),
+// and integers' extremes (sums and products wrap there, as they do in the accumulator).
+std::vector<unsigned char> edge_bytes(DType t) {
+  std::vector<unsigned char> out;
+  dispatch_dtype(t, [&](auto zero) {
+    using A = decltype(zero);
+    std::vector<A> v{A(0), A(1)};
+    if constexpr (std::is_signed_v<A> || std::is_floating_point_v<A>) v.push_back(A(-1));
+    if constexpr (std::is_integral_v<A>) {
+      v.push_back(std::numeric_limits<A>::max());
+      v.push_back(std::numeric_limits<A>::lowest());
+    }
+    out.resize(v.size() * sizeof(A));
+    std::memcpy(out.data(), v.data(), out.size());
+  });
+  return out;
+}
+
+// One work-item's launch: waits for it (time limit), so its result can be read.
+void run_one(Context& ctx, cl::Kernel& k, std::size_t items, double timeout_s,
+             const std::string& what, std::vector<cl::Event>* events = nullptr) {
+  cl::Event e;
+  ctx.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(items), cl::NullRange, nullptr,
+                                   &e);
+  ctx.queue().flush();
+  wait(e, timeout_s, what);
+  if (events) events->push_back(e);
+}
+
+void set_inputs(cl::Kernel& k, const std::vector<cl::Buffer>& in) {
+  for (cl_uint a = 0; a < kMaxExprInputs; ++a) k.setArg(a, in[std::min<std::size_t>(a, in.size() - 1)]);
+}
+
+}  // namespace
+
+void check_expression(const std::string& flag, const std::string& text) {
+  bool blank = true;
+  for (char c : text) blank = blank && std::isspace(static_cast<unsigned char>(c));
+  if (blank) throw Error(Errc::kUsage, flag + " needs an OpenCL C expression, not an empty value");
+  const auto refuse = [&](const std::string& what) {
+    throw Error(Errc::kUsage, named(flag, text) + " is not one expression: it holds " + what +
+                                  " (an expression may not end itself or add code)");
+  };
+  for (const char* bad : {"//", "/*", "*/"})
+    if (text.find(bad) != std::string::npos) refuse(std::string("the comment marker '") + bad + "'");
+  for (char c : {';', '{', '}', '#'})
+    if (text.find(c) != std::string::npos) refuse(std::string("'") + c + "'");
+  for (std::size_t at = text.find('\\'); at != std::string::npos; at = text.find('\\', at + 1)) {
+    std::size_t next = at + 1;
+    if (next < text.size() && text[next] == '\r') ++next;
+    if (next >= text.size() || text[next] == '\n') refuse("a backslash at the end of a line");
+  }
+  long depth = 0;
+  for (char c : text) {
+    depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+    if (depth < 0) refuse("a ')' that closes nothing");
+  }
+  if (depth > 0) refuse("a '(' that is not closed");
+}
+
+std::size_t inputs_named(const std::string& map) {
+  std::size_t most = 1;
+  for (std::size_t i = 0; i < map.size();) {
+    const unsigned char c = static_cast<unsigned char>(map[i]);
+    if (std::isalpha(c) || c == '_') {
+      std::size_t j = i;
+      while (j < map.size() &&
+             (std::isalnum(static_cast<unsigned char>(map[j])) || map[j] == '_'))
+        ++j;
+      // A name, not a member (v.x) or part of a number (1e3, 0x1f: digits come first).
+      const bool member = i > 0 && map[i - 1] == '.';
+      const std::string word = map.substr(i, j - i);
+      for (std::size_t k = 0; k < kMaxExprInputs && !member; ++k)
+        if (word == kInputNames[k]) most = std::max(most, k + 1);
+      i = j;
+    } else if (std::isdigit(c)) {
+      while (i < map.size() &&
+             (std::isalnum(static_cast<unsigned char>(map[i])) || map[i] == '.' || map[i] == '_'))
+        ++i;
+    } else {
+      ++i;
+    }
+  }
+  return most;
+}
+
+DType default_expr_acc(const std::vector<DType>& inputs) {
+  const auto any = [&](auto pred) { return std::any_of(inputs.begin(), inputs.end(), pred); };
+  if (any([](DType t) { return t == DType::kDouble; })) return DType::kDouble;
+  if (any([](DType t) { return t == DType::kFloat; })) return DType::kFloat;
+  if (any([](DType t) { return is_signed(t); })) return DType::kInt64;
+  return DType::kUInt64;
+}
+
+cl::Kernel ExprReduction::build(const std::string& name, const std::string& options) {
+  try {
+    return ctx_.kernel("reduce_expr.cl", name, options, tail_);
+  } catch (const Error& e) {
+    if (e.category() != Errc::kBuild) throw;
+    rethrow_build(e, spec_);
+  }
+}
+
+ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::size_t local_size)
+    : ctx_(ctx), spec_(std::move(spec)) {
+  if (spec_.inputs.empty() || spec_.inputs.size() > kMaxExprInputs)
+    throw Error(Errc::kUsage, "a user reduction takes 1 to 4 input arrays, not " +
+                                  std::to_string(spec_.inputs.size()));
+  if (n == 0) throw Error(Errc::kUsage, "an empty array needs no plan (its result is the identity)");
+  for (const auto& [flag, text] : {std::pair<const char*, const std::string&>{"--map", spec_.map},
+                                   {"--reduce", spec_.reduce},
+                                   {"--identity", spec_.identity}})
+    check_expression(flag, text);
+  if (!spec_.post.empty()) check_expression("--post", spec_.post);
+  tail_ = generated_tail(spec_);
+  options_ = spec_options(spec_);
+  // The shape: fast's (the fast-shape knob, else the device type). GPU: 256 work-items per
+  // group, up to 4 groups per compute unit, at least 4 elements per work-item; CPU: one
+  // work-item per group, up to 4 groups per core, at least 2^16 elements per work-item.
+  const std::string& forced = ctx.tuning().fast_shape;
+  const bool cpu = forced == "cpu" || (forced != "gpu" && !ctx.info().is_gpu);
+  const std::size_t preferred = cpu ? 1 : 256;
+  const std::size_t per_item = cpu ? std::size_t{1} << 16 : 4;
+  const unsigned unroll = 4;
+  const std::string shape = " -DEXPR_CPU=" + std::string(cpu ? "1" : "0") +
+                            " -DUNROLL=" + std::to_string(unroll);
+  check_local_size(ctx, local_size, local_size * acc_size(spec_.acc));
+  const auto make = [&](std::size_t wg) {
+    return build("reduce_expr",
+                 options_ + acc_option(spec_.acc) + shape + " -DWG_SIZE=" + std::to_string(wg));
+  };
+  main_ = make(local_size ? local_size : preferred);
+  policy_.wg_size = choose_wg(ctx, main_, local_size, preferred);
+  if (policy_.wg_size != (local_size ? local_size : preferred)) main_ = make(policy_.wg_size);
+  const std::size_t cap = std::max<std::size_t>(1, ctx.info().compute_units * 4);
+  policy_.groups = std::clamp<std::size_t>((n + policy_.wg_size * per_item - 1) /
+                                               (policy_.wg_size * per_item),
+                                           1, cap);
+  const std::size_t items = policy_.groups * policy_.wg_size;
+  policy_.items_per_thread = static_cast<unsigned>((n + items - 1) / items);
+  policy_.vec_width = 1;
+  policy_.path = std::string(cpu ? "cpu-shape" : "gpu-shape") + " x" + std::to_string(unroll) +
+                 " ticket";
+  // A work-item's elements into its accumulators, the accumulators, the group's tree, the last
+  // group's loop over the partials and its tree.
+  depth_ = policy_.items_per_thread + unroll + 2 * ceil_log2(policy_.wg_size) +
+           (policy_.groups + policy_.wg_size - 1) / policy_.wg_size;
+  partials_ = ctx.zeroed_buffer(policy_.groups * acc_size(spec_.acc));
+  ticket_ = ctx.zeroed_buffer(sizeof(cl_uint));
+}
+
+void ExprReduction::enqueue(const std::vector<cl::Buffer>& in, std::size_t n,
+                            const cl::Buffer& out, std::vector<cl::Event>& events) {
+  set_inputs(main_, in);
+  main_.setArg(4, static_cast<cl_ulong>(n));
+  main_.setArg(5, partials_);
+  main_.setArg(6, ticket_);
+  main_.setArg(7, out);
+  events.emplace_back();
+  ctx_.queue().enqueueNDRangeKernel(main_, cl::NullRange,
+                                    cl::NDRange(policy_.groups * policy_.wg_size),
+                                    cl::NDRange(policy_.wg_size), nullptr, &events.back());
+}
+
+ExprLaws ExprReduction::check_laws(const std::vector<cl::Buffer>& in, std::size_t n,
+                                   double timeout_s) {
+  const DType t = spec_.acc;
+  const std::size_t as = acc_size(t);
+  // The sample: up to 254 elements drawn at random, the first and the last.
+  std::mt19937_64 rng(0x9E3779B97F4A7C15ull ^ n);
+  std::vector<cl_ulong> idx;
+  if (n > 0) {
+    idx = {0, n - 1};
+    for (std::size_t k = 0; k < std::min<std::size_t>(n, 254); ++k) idx.push_back(rng() % n);
+  }
+  const auto m = static_cast<cl_uint>(idx.size());
+  cl::Kernel sample = build("reduce_expr_sample", options_ + acc_option(t));
+  cl::Buffer idx_buf = ctx_.zeroed_buffer(std::max<std::size_t>(idx.size(), 1) * sizeof(cl_ulong));
+  if (!idx.empty())
+    ctx_.queue().enqueueWriteBuffer(idx_buf, CL_TRUE, 0, idx.size() * sizeof(cl_ulong), idx.data());
+  cl::Buffer mapped = ctx_.zeroed_buffer(std::max<std::size_t>(idx.size(), 1) * as);
+  std::vector<unsigned char> pool(idx.size() * as);
+  if (m > 0) {
+    set_inputs(sample, in);
+    sample.setArg(4, idx_buf);
+    sample.setArg(5, m);
+    sample.setArg(6, mapped);
+    run_one(ctx_, sample, m, timeout_s, "the law check's sample of " + named("--map", spec_.map));
+    ctx_.queue().enqueueReadBuffer(mapped, CL_TRUE, 0, pool.size(), pool.data());
+  }
+  const std::vector<unsigned char> edges = edge_bytes(t);
+  pool.insert(pool.end(), edges.begin(), edges.end());
+  const std::size_t values = pool.size() / as;
+  // Every pool value as a, then random triples.
+  std::vector<cl_uint> tri;
+  const auto pick = [&] { return static_cast<cl_uint>(rng() % values); };
+  for (std::size_t k = 0; k < values; ++k) {
+    tri.push_back(static_cast<cl_uint>(k));
+    tri.push_back(pick());
+    tri.push_back(pick());
+  }
+  for (int k = 0; k < 4096; ++k)
+    for (int j = 0; j < 3; ++j) tri.push_back(pick());
+  const auto triples = static_cast<cl_uint>(tri.size() / 3);
+  cl::Kernel laws = build("reduce_expr_laws", options_ + acc_option(t));
+  cl::Buffer pool_buf(ctx_.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, pool.size(),
+                      pool.data());
+  cl::Buffer tri_buf(ctx_.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                     tri.size() * sizeof(cl_uint), tri.data());
+  cl::Buffer out = ctx_.zeroed_buffer(std::size_t{triples} * 8 * as);
+  laws.setArg(0, pool_buf);
+  laws.setArg(1, tri_buf);
+  laws.setArg(2, triples);
+  laws.setArg(3, out);
+  run_one(ctx_, laws, triples, timeout_s, "the law check of " + named("--reduce", spec_.reduce));
+  std::vector<unsigned char> res(std::size_t{triples} * 8 * as);
+  ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, res.size(), res.data());
+
+  ExprLaws r;
+  r.samples = values;
+  r.triples = triples;
+  const auto at = [&](const std::vector<unsigned char>& v, std::size_t k) {
+    return Value::from_bytes(t, v.data() + k * as);
+  };
+  const std::string R = named("--reduce", spec_.reduce);
+  const std::string I = named("--identity", spec_.identity);
+  // Associativity first (a tree regroups), then the identity (groups and work-items start
+  // from it), then commutativity (work-items take elements out of order).
+  for (int law = 0; law < 3 && r.failure.empty(); ++law)
+    for (std::size_t k = 0; k < triples && r.failure.empty(); ++k) {
+      const Value a = at(pool, tri[3 * k]), b = at(pool, tri[3 * k + 1]),
+                  c = at(pool, tri[3 * k + 2]);
+      const Value ab = at(res, 8 * k), bc = at(res, 8 * k + 1), left = at(res, 8 * k + 2),
+                  right = at(res, 8 * k + 3), ba = at(res, 8 * k + 4), ia = at(res, 8 * k + 5),
+                  ai = at(res, 8 * k + 6), id = at(res, 8 * k + 7);
+      bool skip = false;
+      if (law == 0 && !agree(left, right, {a, b, c}, {ab, bc, left, right}, &skip))
+        r.failure = R + " is not associative: with a = " + a.str() + ", b = " + b.str() +
+                    ", c = " + c.str() + ", reduce(reduce(a, b), c) = " + left.str() +
+                    " but reduce(a, reduce(b, c)) = " + right.str();
+      else if (law == 1 && !same_exact(ia, a))
+        r.failure = I + " is not neutral for " + R + ": reduce(" + id.str() + ", " + a.str() +
+                    ") = " + ia.str() + ", not " + a.str();
+      else if (law == 1 && !same_exact(ai, a))
+        r.failure = I + " is not neutral for " + R + ": reduce(" + a.str() + ", " + id.str() +
+                    ") = " + ai.str() + ", not " + a.str();
+      else if (law == 2 && !agree(ab, ba, {a, b}, {ab, ba}, &skip))
+        r.failure = R + " is not commutative: with a = " + a.str() + ", b = " + b.str() +
+                    ", reduce(a, b) = " + ab.str() + " but reduce(b, a) = " + ba.str();
+    }
+  return r;
+}
+
+Value ExprReduction::reference(const std::vector<cl::Buffer>& in, std::size_t n,
+                               double timeout_s, double* magnitude, bool* wider,
+                               std::vector<cl::Event>& events) {
+  DType t = spec_.acc;
+  *wider = false;
+  cl::Kernel k;
+  if (t == DType::kFloat && ctx_.info().fp64) {
+    // The same expressions with a double accumulator, where they build so (the map's own
+    // arithmetic stays in its operands' types); else the float fold.
+    try {
+      k = ctx_.kernel("reduce_expr.cl", "reduce_expr_seq",
+                      options_ + " -DCLR_TYPE=5" + acc_option(DType::kDouble), tail_);
+      t = DType::kDouble;
+      *wider = true;
+    } catch (const Error& e) {
+      if (e.category() != Errc::kBuild) throw;
+    }
+  }
+  if (!*wider) k = build("reduce_expr_seq", options_ + acc_option(t));
+  cl::Buffer out = ctx_.zeroed_buffer(acc_size(t));
+  set_inputs(k, in);
+  k.setArg(4, static_cast<cl_ulong>(n));
+  k.setArg(5, out);
+  run_one(ctx_, k, 1, timeout_s, "the one-work-item reference of " + named("--map", spec_.map),
+          &events);
+  unsigned char bytes[8] = {};
+  ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, acc_size(t), bytes);
+  Value v = Value::from_bytes(t, bytes);
+  *magnitude = 0.0;
+  if (is_float(t)) {
+    // The scale of the float bound: the same fold over |map|, in double where the fold is.
+    cl::Kernel mk = ctx_.kernel("reduce_expr.cl", "reduce_expr_seq",
+                                options_ + (*wider ? " -DCLR_TYPE=5" : "") + acc_option(t) +
+                                    " -DEXPR_ABS=1",
+                                tail_);
+    set_inputs(mk, in);
+    mk.setArg(4, static_cast<cl_ulong>(n));
+    mk.setArg(5, out);
+    run_one(ctx_, mk, 1, timeout_s, "the one-work-item fold of |map|");
+    ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, acc_size(t), bytes);
+    *magnitude = std::fabs(Value::from_bytes(t, bytes).f);
+  }
+  return v;
+}
+
+std::vector<Value> ExprReduction::post(const std::vector<Value>& vs, std::size_t n,
+                                       double timeout_s) {
+  if (spec_.post.empty() || vs.empty()) return vs;
+  const DType t = spec_.acc;
+  const std::size_t as = acc_size(t);
+  std::vector<unsigned char> bytes(vs.size() * as);
+  for (std::size_t k = 0; k < vs.size(); ++k)
+    dispatch_dtype(t, [&](auto zero) {
+      const auto x = value_as<decltype(zero)>(vs[k]);
+      std::memcpy(bytes.data() + k * as, &x, as);
+    });
+  cl::Kernel k = build("reduce_expr_post", options_ + acc_option(t));
+  cl::Buffer in(ctx_.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes.size(),
+                bytes.data());
+  cl::Buffer out = ctx_.zeroed_buffer(bytes.size());
+  k.setArg(0, in);
+  k.setArg(1, static_cast<cl_uint>(vs.size()));
+  k.setArg(2, static_cast<cl_ulong>(n));
+  k.setArg(3, out);
+  run_one(ctx_, k, 1, timeout_s, named("--post", spec_.post));
+  ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, bytes.size(), bytes.data());
+  std::vector<Value> r;
+  for (std::size_t j = 0; j < vs.size(); ++j) r.push_back(Value::from_bytes(t, bytes.data() + j * as));
+  return r;
+}
+
+}  // namespace clreduce

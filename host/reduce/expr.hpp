@@ -1,0 +1,106 @@
+// expr.hpp: user-defined reductions: a map expression over up to four input arrays (x, y, z, w:
+// their elements at one index), a reduce expression over a and b, an identity, an optional post
+// expression over the reduced a and the count n, and an accumulator type, all OpenCL C
+// (cl/reduce_expr.cl). The expressions are checked as text before any build, built once per
+// distinct text (the context's program cache), checked on the device for the laws a parallel
+// tree needs (associativity, commutativity, the identity's neutrality) on sample values of the
+// actual data, and verified against one work-item applying them in index order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "clreduce/cl.hpp"
+#include "clreduce/types.hpp"
+#include "reduce/variant.hpp"
+#include "runtime/context.hpp"
+
+namespace clreduce {
+
+// The most input arrays a map takes (x, y, z, w).
+constexpr std::size_t kMaxExprInputs = 4;
+
+struct ExprSpec {
+  std::string map;       // over x (and y, z, w: one name per input array)
+  std::string reduce;    // over a and b
+  std::string identity;  // the neutral element: reduce(identity, a) == a == reduce(a, identity)
+  std::string post;      // over a (the reduced value) and n (the element count, long); empty: none
+  DType acc = DType::kInt64;  // the accumulator, and the type of every expression's value
+  std::vector<DType> inputs;  // each input array's element type, 1 to kMaxExprInputs
+};
+
+// Throws Error(Errc::kUsage) when `text`, given to `flag`, is not one expression: empty, or
+// holding what would end it or add code (';', '{', '}', '#', "//", "/*", "*/", a backslash at a
+// line's end) or unbalanced parentheses. Nothing is built for it.
+void check_expression(const std::string& flag, const std::string& text);
+// The input arrays a map expression names: 1 + the highest of x, y, z, w it uses as a name
+// (1 when it names none of them).
+std::size_t inputs_named(const std::string& map);
+// The default accumulator: double if an input is double, else float if one is float, else
+// int64 if one is signed, else uint64 (NumPy's sum of 32-bit ints widens; so does this).
+DType default_expr_acc(const std::vector<DType>& inputs);
+
+// The outcome of the law check: empty when every sample passed, else which law failed on which
+// values, in words.
+struct ExprLaws {
+  std::string failure;
+  std::size_t samples = 0;  // pool values tried (mapped elements, edge values, the identity)
+  std::size_t triples = 0;  // triples (a, b, c) evaluated
+};
+
+// One user reduction built for one device: every kernel of cl/reduce_expr.cl for spec, and the
+// launch for arrays of up to n elements. Refers to ctx, which must outlive it; one thread at a
+// time.
+class ExprReduction {
+ public:
+  // Builds the kernels. An expression that does not compile throws Error(Errc::kUsage) with
+  // the compiler's first message about it and its position in the expression's text; any other
+  // build failure throws Error(Errc::kBuild). local_size > 0 sets the group size. n >= 1.
+  ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::size_t local_size);
+
+  const ExprSpec& spec() const { return spec_; }
+  const LaunchPolicy& policy() const { return policy_; }
+  // The longest chain of reduce operations an element passes through in a launch (the float
+  // bound's depth).
+  std::uint64_t depth() const { return depth_; }
+
+  // The law check on the device over in (spec().inputs.size() buffers of n elements, n may be
+  // 0): the map of up to 256 elements drawn at random (a fixed seed) and edge values of the
+  // accumulator type, with the identity, make a pool; every pool value is tried as a, and 4096
+  // more random triples besides. Integers compare exactly; floats within 4 units of roundoff of
+  // the largest magnitude involved (a triple whose operations overflow from finite values is
+  // skipped).
+  ExprLaws check_laws(const std::vector<cl::Buffer>& in, std::size_t n, double timeout_s);
+
+  // Enqueues the reduction of in[0, n), 1 <= n <= the n planned for, leaving the accumulator at
+  // out[0] (before post). Appends one event.
+  void enqueue(const std::vector<cl::Buffer>& in, std::size_t n, const cl::Buffer& out,
+               std::vector<cl::Event>& events);
+
+  // The reference: one work-item folding in index order from the identity, in the accumulator
+  // type, or, for a float accumulator on a device with fp64 where the expressions build in
+  // double, in double (*wider = true). *magnitude: for float accumulators, the same fold of
+  // |map| (the scale of the float bound). events receives the launch.
+  Value reference(const std::vector<cl::Buffer>& in, std::size_t n, double timeout_s,
+                  double* magnitude, bool* wider, std::vector<cl::Event>& events);
+
+  // post(v, n) for each of vs (accumulator type), on the device; vs unchanged when spec has no
+  // post.
+  std::vector<Value> post(const std::vector<Value>& vs, std::size_t n, double timeout_s);
+
+ private:
+  cl::Kernel build(const std::string& name, const std::string& options);
+
+  Context& ctx_;
+  ExprSpec spec_;
+  std::string tail_;  // the generated definitions of the user's expressions
+  std::string options_;
+  LaunchPolicy policy_;
+  std::uint64_t depth_ = 0;
+  cl::Kernel main_;
+  cl::Buffer partials_, ticket_;
+};
+
+}  // namespace clreduce
