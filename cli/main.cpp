@@ -261,7 +261,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
          "-i,--input", inputs,
          "read the array from a 1-D .npy file instead of generating it; '-' reads standard input; "
          "with --map once per array (x, y, z, w), all of one length")
-      ->expected(1);
+      ->allow_extra_args(false);  // one file per --input; several --input gather
   app.add_option("--kernel-dir", kernel_dir, "directory holding the .cl sources");
   app.add_option("--warmup", warmup_text, "untimed runs before timing, 0 to 1000000")
       ->capture_default_str();

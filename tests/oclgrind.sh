@@ -3,8 +3,9 @@
 # small arrays spanning at least three work-groups with a partial last one, and fails on any
 # report. Reductions get every kind of op (exact: float and double sums); scans (scan-*)
 # sum/prod/min/max, exclusive and segmented; scan-lookback's give-up path and scan-fast's CPU
-# path besides; with CLREDUCE_TESTS (the test binary), its small case of a scan's carry-in and
-# plans on sub-buffers. Needs OCLGRIND and CLREDUCE (paths) in the environment.
+# path besides; user reductions (--map) in both shapes; with CLREDUCE_TESTS (the test binary),
+# its small case of a scan's carry-in and plans on sub-buffers. Needs OCLGRIND and CLREDUCE
+# (paths) in the environment.
 set -u
 # Oclgrind 21.10's interpreter lacks an LLVM intrinsic that its own optimiser emits for some
 # kernels ("Undefined external function: llvm.experimental.noalias.scope.decl"): build the
@@ -133,6 +134,18 @@ check_env="CLREDUCE_FAST_SHAPE=cpu CLREDUCE_FAST_GROUPS=2"
 for combo in "argmin float" "argmax int32"; do
   set -- $combo
   check --variant fast --op "$1" --type "$2" --size 2307 --local-size 1
+done
+check_env=""
+# User reductions (cl/reduce_expr.cl) in both shapes over 3 groups (16 work-items each in the GPU
+# shape, one in the CPU shape), with the law check, the one-work-item reference and post: a
+# float dot product of two arrays, a count with post, a double norm, four int arrays.
+for shape in gpu cpu; do
+  ls=16; if [ $shape = cpu ]; then ls=1; fi
+  check_env="CLREDUCE_FAST_SHAPE=$shape CLREDUCE_FAST_GROUPS=3"
+  check --map 'x*y' --reduce 'a+b' --identity 0 --type float --size 1003 --local-size $ls
+  check --map 'x>0' --reduce 'a+b' --identity 0 --post 'n-a' --acc int64 --type int32 --size 1003 --local-size $ls
+  check --map 'x*x' --reduce 'a+b' --identity 0 --post 'sqrt(a)' --type double --size 1003 --local-size $ls
+  check --map 'x+y*z-w' --reduce 'min(a,b)' --identity INT_MAX --acc int32 --type int32 --size 1003 --local-size $ls
 done
 check_env=""
 # The chunk driver: a reduction folded over 4 chunks (results written at offsets in one partials

@@ -64,10 +64,14 @@ std::string acc_option(DType acc) {
 // compiler's first message about it and its place ("--map 'x*q' does not compile: column 3:
 // use of undeclared identifier 'q'"), as Error(Errc::kUsage); any other failure unchanged.
 [[noreturn]] void rethrow_build(const Error& e, const ExprSpec& s) {
-  static const std::regex kAt(R"((--map|--reduce|--identity|--post)( wrapper)?:(\d+):(\d+): error: ([^\n]*))");
+  // Clang writes "FILE:L:C: error: MSG"; PoCL passes it on as "error: FILE:L:C: MSG".
+  static const std::regex kAt(
+      R"((--map|--reduce|--identity|--post)( wrapper)?:(\d+):(\d+): error: ([^\n]*))");
+  static const std::regex kPocl(
+      R"(error: (--map|--reduce|--identity|--post)( wrapper)?:(\d+):(\d+): ([^\n]*))");
   const std::string what = e.what();
   std::smatch m;
-  if (std::regex_search(what, m, kAt)) {
+  if (std::regex_search(what, m, kAt) || std::regex_search(what, m, kPocl)) {
     const std::string flag = m[1].str();
     const std::string& text = flag == "--map"        ? s.map
                               : flag == "--reduce"   ? s.reduce
@@ -226,7 +230,7 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
   if (spec_.inputs.empty() || spec_.inputs.size() > kMaxExprInputs)
     throw Error(Errc::kUsage, "a user reduction takes 1 to 4 input arrays, not " +
                                   std::to_string(spec_.inputs.size()));
-  if (n == 0) throw Error(Errc::kUsage, "an empty array needs no plan (its result is the identity)");
+  n = std::max<std::size_t>(n, 1);  // an empty array launches nothing but the checks
   for (const auto& [flag, text] : {std::pair<const char*, const std::string&>{"--map", spec_.map},
                                    {"--reduce", spec_.reduce},
                                    {"--identity", spec_.identity}})
@@ -234,7 +238,8 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
   if (!spec_.post.empty()) check_expression("--post", spec_.post);
   tail_ = generated_tail(spec_);
   options_ = spec_options(spec_);
-  // The shape: fast's (the fast-shape knob, else the device type). GPU: 256 work-items per
+  // The shape: fast's (the fast-shape and fast-groups knobs, else by the device type). GPU: 256
+  // work-items per
   // group, up to 4 groups per compute unit, at least 4 elements per work-item; CPU: one
   // work-item per group, up to 4 groups per core, at least 2^16 elements per work-item.
   const std::string& forced = ctx.tuning().fast_shape;
@@ -253,9 +258,11 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
   policy_.wg_size = choose_wg(ctx, main_, local_size, preferred);
   if (policy_.wg_size != (local_size ? local_size : preferred)) main_ = make(policy_.wg_size);
   const std::size_t cap = std::max<std::size_t>(1, ctx.info().compute_units * 4);
-  policy_.groups = std::clamp<std::size_t>((n + policy_.wg_size * per_item - 1) /
-                                               (policy_.wg_size * per_item),
-                                           1, cap);
+  policy_.groups = ctx.tuning().fast_groups  // the fast-groups knob fixes it, as for fast
+                       ? ctx.tuning().fast_groups
+                       : std::clamp<std::size_t>((n + policy_.wg_size * per_item - 1) /
+                                                     (policy_.wg_size * per_item),
+                                                 1, cap);
   const std::size_t items = policy_.groups * policy_.wg_size;
   policy_.items_per_thread = static_cast<unsigned>((n + items - 1) / items);
   policy_.vec_width = 1;
