@@ -14,6 +14,7 @@
 #include "exit_codes.hpp"
 #include "io/data.hpp"
 #include "io/report.hpp"
+#include "io/text.hpp"
 #include "reduce/expr.hpp"
 #include "run/chunks.hpp"
 #include "run/runner.hpp"
@@ -55,7 +56,7 @@ void check_expr_args(const ExprArgs& a) {
     throw Error(Errc::kUsage, "--input - is given more than once: standard input is one array");
   const std::size_t named = inputs_named(a.map);
   if (!a.inputs.empty() && a.inputs.size() < named)
-    throw Error(Errc::kUsage, "--map '" + a.map + "' names " + std::string(1, "xyzw"[named - 1]) +
+    throw Error(Errc::kUsage, "--map '" + printable(a.map) + "' names " + std::string(1, "xyzw"[named - 1]) +
                                   ", but " + std::to_string(a.inputs.size()) + " array" +
                                   (a.inputs.size() == 1 ? " is" : "s are") +
                                   " given (--input once per array: " + kNames + ")");
@@ -210,8 +211,9 @@ int run_expr(const ExprArgs& a, Context& ctx,
   // ---- Printed as every run is.
   if (a.format == "table") {
     std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name
-              << ")  expr: --map '" << a.map << "' --reduce '" << a.reduce << "' --identity '"
-              << a.identity << "'" << (a.post.empty() ? "" : " --post '" + a.post + "'")
+              << ")  expr: --map '" << printable(a.map) << "' --reduce '" << printable(a.reduce)
+              << "' --identity '" << printable(a.identity) << "'"
+              << (a.post.empty() ? "" : " --post '" + printable(a.post) + "'")
               << "  acc " << dtype_name(spec.acc) << "  n = " << n << "  arrays = "
               << arrays.size() << "  seq ms: one work-item\n"
               << table_header(false, false) << table_row(rec, false, false);

@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "clreduce/error.hpp"
+#include "io/text.hpp"
 #include "runtime/transfer.hpp"
 
 namespace clreduce {
@@ -19,7 +20,8 @@ namespace {
 
 const char* const kInputNames[kMaxExprInputs] = {"x", "y", "z", "w"};
 
-std::string quoted(const std::string& text) { return "'" + text + "'"; }
+// The user's text in a one-line message: control characters (a newline) escaped.
+std::string quoted(const std::string& text) { return "'" + printable(text) + "'"; }
 
 // The expression as the user gave it, after its flag: "--map 'x*y'".
 std::string named(const std::string& flag, const std::string& text) {

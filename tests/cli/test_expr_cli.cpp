@@ -1,0 +1,281 @@
+// test_expr_cli.cpp: user-defined reductions (--map, --reduce, --identity, --post, --acc) through
+// the command line, against results computed here on the host: a dot product, a norm, a count
+// where a predicate holds, min through an expression, integer products that wrap, in both
+// shapes; and the refusals: laws that fail, text that is not an expression, a compile error,
+// arrays of different lengths, flags that do not apply.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "io/data.hpp"
+#include "io/npy.hpp"
+#include "test_helpers.hpp"
+
+using Catch::Matchers::ContainsSubstring;
+using clreduce::DType;
+using clreduce::test::make_array;
+using clreduce::test::run_cli;
+using clreduce::test::TempDir;
+
+namespace {
+
+// The value of "key": in a JSON line, as text.
+std::string json_field(const std::string& out, const std::string& key) {
+  const std::string k = "\"" + key + "\":";
+  const std::size_t at = out.find(k);
+  if (at == std::string::npos) return "";
+  const std::size_t from = at + k.size();
+  return out.substr(from, out.find_first_of(",}", from) - from);
+}
+
+double json_double(const std::string& out, const std::string& key) {
+  const std::string v = json_field(out, key);
+  REQUIRE_FALSE(v.empty());
+  return std::stod(v);
+}
+
+template <class T> std::string save(const TempDir& dir, const std::string& name, DType t,
+                                    const std::vector<T>& v) {
+  const std::string path = dir / name;
+  clreduce::write_npy(path, make_array(t, v));
+  return path;
+}
+
+std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+const char* const kShapes[] = {"gpu", "cpu"};
+
+// Both shapes over 3 groups (the GPU shape in groups of 16).
+std::string shape_env(const std::string& shape) {
+  return "CLREDUCE_FAST_SHAPE=" + shape + " CLREDUCE_FAST_GROUPS=3";
+}
+std::string shape_args(const std::string& shape) {
+  return shape == "gpu" ? " --local-size 16" : " --local-size 1";
+}
+
+}  // namespace
+
+TEST_CASE("user reductions match the host: dot, norm, count, min, wrapping ints", "[cli][expr]") {
+  TempDir dir;
+  const std::size_t n = 1003;
+  const std::vector<float> xf = random_floats(n, 1), yf = random_floats(n, 2);
+  const std::string fx = save(dir, "x.npy", DType::kFloat, xf);
+  const std::string fy = save(dir, "y.npy", DType::kFloat, yf);
+  std::vector<double> xd(n);
+  for (std::size_t i = 0; i < n; ++i) xd[i] = static_cast<double>(xf[i]) * 3.5;
+  const std::string fd = save(dir, "d.npy", DType::kDouble, xd);
+  std::mt19937_64 rng(3);
+  std::vector<std::int64_t> xi(n), yi(n);
+  std::vector<std::int32_t> zi(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    xi[i] = static_cast<std::int64_t>(rng());  // products wrap: the result is modulo 2^64
+    yi[i] = static_cast<std::int64_t>(rng());
+    zi[i] = static_cast<std::int32_t>(rng() % 2000001) - 1000000;
+  }
+  const std::string fi = save(dir, "i.npy", DType::kInt64, xi);
+  const std::string fj = save(dir, "j.npy", DType::kInt64, yi);
+  const std::string fz = save(dir, "z.npy", DType::kInt32, zi);
+
+  // The host's answers: float products are exact in double, summed in long double.
+  long double dot = 0, dot_abs = 0, sq = 0;
+  std::int64_t positive = 0, zmin = std::numeric_limits<std::int32_t>::max();
+  std::uint64_t wrapped = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double p = static_cast<double>(xf[i]) * static_cast<double>(yf[i]);
+    dot += p;
+    dot_abs += std::fabs(p);
+    sq += static_cast<long double>(xd[i]) * xd[i];
+    positive += xf[i] > 0;
+    zmin = std::min<std::int64_t>(zmin, zi[i]);
+    wrapped += static_cast<std::uint64_t>(xi[i]) * static_cast<std::uint64_t>(yi[i]);
+  }
+
+  for (const char* shape : kShapes) {
+    CAPTURE(shape);
+    const std::string env = shape_env(shape);
+    const std::string tail = shape_args(shape) + " --repeat 2 --format json";
+    {
+      const auto r = run_cli("--map 'x*y' --reduce 'a+b' --identity 0 --input " + fx +
+                                 " --input " + fy + tail,
+                             env);
+      INFO(r.out);
+      REQUIRE(r.code == 0);
+      CHECK(json_field(r.out, "op") == "\"expr\"");
+      CHECK(json_field(r.out, "acc") == "\"float\"");
+      CHECK(json_field(r.out, "verified") == "true");
+      // A float accumulator over 1003 products: within 2^-24 times (n + 1) of sum |x y|.
+      CHECK(std::fabs(json_double(r.out, "result") - static_cast<double>(dot)) <=
+            static_cast<double>(dot_abs) * 1004 * std::ldexp(1.0, -24));
+    }
+    {
+      const auto r = run_cli("--map 'x*x' --reduce 'a+b' --identity 0 --post 'sqrt(a)' --input " +
+                                 fd + tail,
+                             env);
+      INFO(r.out);
+      REQUIRE(r.code == 0);
+      CHECK(json_field(r.out, "acc") == "\"double\"");
+      const double norm = std::sqrt(static_cast<double>(sq));
+      CHECK(std::fabs(json_double(r.out, "result") - norm) <= 1e-13 * norm);
+    }
+    {
+      const auto r =
+          run_cli("--map 'x>0' --reduce 'a+b' --identity 0 --acc int64 --input " + fx + tail, env);
+      INFO(r.out);
+      REQUIRE(r.code == 0);
+      CHECK(json_field(r.out, "result") == std::to_string(positive));
+      CHECK(json_field(r.out, "expected") == std::to_string(positive));
+    }
+    {
+      const auto r = run_cli(
+          "--map x --reduce 'min(a,b)' --identity INT_MAX --acc int32 --input " + fz + tail, env);
+      INFO(r.out);
+      REQUIRE(r.code == 0);
+      CHECK(json_field(r.out, "result") == std::to_string(zmin));
+    }
+    {
+      const auto r = run_cli("--map 'x*y' --reduce 'a+b' --identity 0 --acc uint64 --input " + fi +
+                                 " --input " + fj + tail,
+                             env);
+      INFO(r.out);
+      REQUIRE(r.code == 0);
+      CHECK(json_field(r.out, "result") == std::to_string(wrapped));
+    }
+  }
+}
+
+TEST_CASE("user reductions on generated arrays: one per name the map uses, seed + k",
+          "[cli][expr]") {
+  const std::size_t n = 5000;
+  const clreduce::HostArray x = clreduce::generate(DType::kInt32, n, 7);
+  const clreduce::HostArray y = clreduce::generate(DType::kInt32, n, 8);
+  const clreduce::HostArray z = clreduce::generate(DType::kInt32, n, 9);
+  std::int64_t want = 0, nonzero = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    want += std::int64_t{x.as<std::int32_t>()[i]} * y.as<std::int32_t>()[i] -
+            z.as<std::int32_t>()[i];
+    nonzero += x.as<std::int32_t>()[i] != 0;
+  }
+  auto r = run_cli(
+      "--map 'x*y-z' --reduce 'a+b' --identity 0 --size 5000 --seed 7 --repeat 1 --format json");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(json_field(r.out, "acc") == "\"int64\"");
+  CHECK(json_field(r.out, "result") == std::to_string(want));
+  // A post over the count n: the elements that are zero.
+  r = run_cli("--map 'x!=0' --reduce 'a+b' --identity 0 --post 'n-a' --size 5000 --seed 7 "
+              "--repeat 1 --format json");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(json_field(r.out, "result") == std::to_string(static_cast<std::int64_t>(n) - nonzero));
+  // An empty array: post(identity, 0).
+  r = run_cli("--map x --reduce 'a+b' --identity 5-5 --post 'a+n+7' --size 0 --format json");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(json_field(r.out, "result") == "7");
+}
+
+TEST_CASE("a reduce whose laws fail is refused before any tree runs, naming the values",
+          "[cli][expr]") {
+  struct Case {
+    std::string args, says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--map x --reduce 'a-b' --identity 0", "--reduce 'a-b' is not associative: with a = "},
+           {"--map x --reduce '(a+b)/2' --identity 0 --type float",
+            "--reduce '(a+b)/2' is not associative"},
+           {"--map x --reduce 'a+b' --identity 1", "--identity '1' is not neutral for --reduce "
+                                                   "'a+b': reduce(1, "},
+           {"--map x --reduce 'max(a,b)' --identity 0", "--identity '0' is not neutral"},
+           {"--map x --reduce 'a' --identity 0", "is not neutral"},
+           // Associative with a neutral 0, but the last nonzero element: order matters.
+           {"--map x --reduce 'b != 0 ? b : a' --identity 0",
+            "--reduce 'b != 0 ? b : a' is not commutative"},
+       }) {
+    CAPTURE(c.args);
+    const auto r = run_cli(c.args + " --size 1000");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, ContainsSubstring(c.says));
+    CHECK(clreduce::test::count_lines(r.out) == 1);
+  }
+}
+
+TEST_CASE("an expression is an expression: text that ends it or adds code is refused unbuilt",
+          "[cli][expr]") {
+  for (const std::string& text :
+       {std::string("x;"), std::string("x} void f() {"), std::string("#define Q 1"),
+        std::string("x // c"), std::string("x /* c"), std::string("x */"),
+        std::string("x \\\n+1"), std::string("x)"), std::string("(x"), std::string("  ")}) {
+    CAPTURE(text);
+    for (const char* flag : {"--map", "--reduce", "--identity", "--post"}) {
+      std::string args = "--map x --reduce 'a+b' --identity 0 --post a --size 10";
+      const std::string target = std::string(flag) + " ";
+      const std::size_t at = args.find(target) + target.size();
+      args.replace(at, args.find(' ', at) - at, "'" + text + "'");
+      CAPTURE(args);
+      const auto r = run_cli(args);
+      CHECK(r.code == 2);
+      CHECK(clreduce::test::count_lines(r.out) == 1);
+      CHECK_THAT(r.out, ContainsSubstring(std::string(flag) + " ") &&
+                            (ContainsSubstring("is not one expression") ||
+                             ContainsSubstring("needs an OpenCL C expression")));
+    }
+  }
+}
+
+TEST_CASE("an expression that does not compile is reported in its own words and place",
+          "[cli][expr]") {
+  auto r = run_cli("--map 'x*q' --reduce 'a+b' --identity 0 --size 10");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, ContainsSubstring("--map 'x*q' does not compile: column 3: use of undeclared "
+                                      "identifier 'q'"));
+  CHECK(clreduce::test::count_lines(r.out) == 1);
+  r = run_cli("--map x --reduce 'a+b' --identity 0 --post 'a/m' --size 10");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, ContainsSubstring("--post 'a/m' does not compile: column 3:"));
+  // The map sees x, y, z, w only; the reduce a and b only.
+  r = run_cli("--map x --reduce 'a+x' --identity 0 --size 10");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, ContainsSubstring("--reduce 'a+x' does not compile: column 3:"));
+}
+
+TEST_CASE("user reductions refuse arrays that differ and flags that do not apply",
+          "[cli][expr]") {
+  TempDir dir;
+  const std::string a = save(dir, "a.npy", DType::kFloat, random_floats(10, 1));
+  const std::string b = save(dir, "b.npy", DType::kFloat, random_floats(11, 2));
+  struct Case {
+    std::string args, says;
+    int code;
+  };
+  const std::string base = "--map 'x*y' --reduce 'a+b' --identity 0 ";
+  for (const Case& c : std::vector<Case>{
+           {base + "--input " + a + " --input " + b,
+            "has 11 elements and --input " + a + " 10: the arrays of a user reduction must have "
+            "one length", 2},
+           {base + "--input " + a, "--map 'x*y' names y, but 1 array is given", 2},
+           {base + "--size 10 --op min", "--op min and --map exclude each other", 2},
+           {base + "--size 10 --variant fast", "--variant fast and --map exclude each other", 2},
+           {base + "--size 10 --peers", "--peers does not apply to a user reduction", 2},
+           {"--map x --identity 0 --size 10", "needs --map, --reduce and --identity", 2},
+           {"--input " + a + " --input " + a, "several arrays are for a user reduction", 2},
+           {base + "--size 1000 --max-chunk 1024", "user reductions do not run in chunks yet", 5},
+       }) {
+    CAPTURE(c.args);
+    const auto r = run_cli(c.args);
+    CHECK(r.code == c.code);
+    CHECK_THAT(r.out, ContainsSubstring(c.says));
+    CHECK(clreduce::test::count_lines(r.out) == 1);
+  }
+}
