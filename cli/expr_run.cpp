@@ -56,8 +56,9 @@ void check_expr_args(const ExprArgs& a) {
     throw Error(Errc::kUsage, "--input - is given more than once: standard input is one array");
   const std::size_t named = inputs_named(a.map);
   if (!a.inputs.empty() && a.inputs.size() < named)
-    throw Error(Errc::kUsage, "--map '" + printable(a.map) + "' names " + std::string(1, "xyzw"[named - 1]) +
-                                  ", but " + std::to_string(a.inputs.size()) + " array" +
+    throw Error(Errc::kUsage, "--map '" + printable(a.map) + "' names " +
+                                  std::string(1, "xyzw"[named - 1]) + ", but " +
+                                  std::to_string(a.inputs.size()) + " array" +
                                   (a.inputs.size() == 1 ? " is" : "s are") +
                                   " given (--input once per array: " + kNames + ")");
 }
@@ -75,11 +76,10 @@ int run_expr(const ExprArgs& a, Context& ctx,
         throw Error(Errc::kUsage, input_words(a, k) + " holds " + dtype_name(arrays.back().type) +
                                       ", not --type " + a.type);
       if (arrays.back().n != arrays.front().n)
-        throw Error(Errc::kUsage,
-                    input_words(a, k) + " has " + std::to_string(arrays.back().n) +
-                        " elements and " + input_words(a, 0) + " " +
-                        std::to_string(arrays.front().n) +
-                        ": the arrays of a user reduction must have one length");
+        throw Error(Errc::kUsage, input_words(a, k) + " has " + std::to_string(arrays.back().n) +
+                                      " elements and " + input_words(a, 0) + " " +
+                                      std::to_string(arrays.front().n) +
+                                      ": the arrays of a user reduction must have one length");
     }
   } else {
     const DType t = parse_dtype(a.type);
@@ -103,16 +103,16 @@ int run_expr(const ExprArgs& a, Context& ctx,
   for (std::size_t k = 0; k < arrays.size(); ++k) {
     const std::uint64_t b = arrays[k].bytes.size();
     bytes += static_cast<double>(b);
-    const std::uint64_t limit =
-        ctx.tuning().max_chunk ? std::min<std::uint64_t>(ctx.tuning().max_chunk, dev.max_alloc)
-                               : dev.max_alloc;
+    const std::uint64_t limit = ctx.tuning().max_chunk
+                                    ? std::min<std::uint64_t>(ctx.tuning().max_chunk, dev.max_alloc)
+                                    : dev.max_alloc;
     if (b > limit)
-      throw Error(Errc::kUnsupported,
-                  "array " + std::string(1, "xyzw"[k]) + " (" + std::to_string(b) +
-                      " bytes) is larger than " +
-                      (ctx.tuning().max_chunk ? "--max-chunk" : dev.name + "'s largest allocation") +
-                      " (" + std::to_string(limit) +
-                      " bytes): user reductions do not run in chunks yet");
+      throw Error(
+          Errc::kUnsupported,
+          "array " + std::string(1, "xyzw"[k]) + " (" + std::to_string(b) +
+              " bytes) is larger than " +
+              (ctx.tuning().max_chunk ? "--max-chunk" : dev.name + "'s largest allocation") + " (" +
+              std::to_string(limit) + " bytes): user reductions do not run in chunks yet");
   }
   const double timeout = run_timeout_s(ctx.tuning(), bytes);
 
@@ -190,7 +190,8 @@ int run_expr(const ExprArgs& a, Context& ctx,
     ok = same || (std::isfinite(result.f) && std::isfinite(reference.f) &&
                   std::fabs(result.f - reference.f) <= bound);
     if (!ok)
-      why = "|result - reference| = " + Value{DType::kDouble, 0, 0, std::fabs(result.f - reference.f), -1}.str() +
+      why = "|result - reference| = " +
+            Value{DType::kDouble, 0, 0, std::fabs(result.f - reference.f), -1}.str() +
             " exceeds the bound " + Value{DType::kDouble, 0, 0, bound, -1}.str();
   } else {
     ok = is_signed(spec.acc) ? result.i == reference.i : result.u == reference.u;
@@ -213,9 +214,9 @@ int run_expr(const ExprArgs& a, Context& ctx,
     std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name
               << ")  expr: --map '" << printable(a.map) << "' --reduce '" << printable(a.reduce)
               << "' --identity '" << printable(a.identity) << "'"
-              << (a.post.empty() ? "" : " --post '" + printable(a.post) + "'")
-              << "  acc " << dtype_name(spec.acc) << "  n = " << n << "  arrays = "
-              << arrays.size() << "  seq ms: one work-item\n"
+              << (a.post.empty() ? "" : " --post '" + printable(a.post) + "'") << "  acc "
+              << dtype_name(spec.acc) << "  n = " << n << "  arrays = " << arrays.size()
+              << "  seq ms: one work-item\n"
               << table_header(false, false) << table_row(rec, false, false);
   } else if (a.format == "json") {
     std::cout << to_json(rec) << "\n";

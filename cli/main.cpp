@@ -19,12 +19,12 @@
 #include <new>
 
 #include "args.hpp"
-#include "expr_run.hpp"
 #include "clreduce/error.hpp"
 #include "clreduce/options.hpp"
 #include "clreduce/version.hpp"
 #include "csv.hpp"
 #include "exit_codes.hpp"
+#include "expr_run.hpp"
 #include "io/data.hpp"
 #include "io/files.hpp"
 #include "io/npy.hpp"
@@ -53,7 +53,8 @@ const char* kExitCodes =
     "  0  every run verified\n"
     "  1  a device result did not match the sequential reference\n"
     "  2  bad command line, bad value, bad input or output file; a variant asked for by name that\n"
-    "     refuses the request (e.g. sequential-device above 2^22 elements)\n"
+    "     refuses the request (e.g. sequential-device above 2^22 elements); a user reduction\n"
+    "     (--map) whose expression is not one, does not compile or breaks a law\n"
     "  3  OpenCL runtime error, no OpenCL platform/device, or a device that did not finish in "
     "time\n"
     "  4  a kernel failed to build, or the kernel directory was not found\n"
@@ -333,9 +334,9 @@ int run(int argc, char** argv, const Ranks& ranks) {
     return kExitUsage;
   }
 
-  const bool user_expr = app.count("--map") + app.count("--reduce") + app.count("--identity") +
-                             app.count("--post") >
-                         0;
+  const bool user_expr =
+      app.count("--map") + app.count("--reduce") + app.count("--identity") + app.count("--post") >
+      0;
   if (inputs.size() > 1 && !user_expr)
     throw Error(Errc::kUsage, "--input is given " + std::to_string(inputs.size()) +
                                   " times: several arrays are for a user reduction (--map)");
@@ -451,8 +452,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
                                     "one device for now");
     if (local_size > devs.front().max_wg_size)
       throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
-                                    " is larger than device " +
-                                    std::to_string(devs.front().index) +
+                                    " is larger than device " + std::to_string(devs.front().index) +
                                     "'s largest work-group (" +
                                     std::to_string(devs.front().max_wg_size) + ")");
     Context ctx(devs.front(), find_kernel_dir(kernel_dir), verbose, tuning);

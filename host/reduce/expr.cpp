@@ -52,15 +52,14 @@ std::string spec_options(const ExprSpec& s) {
   std::string o = "-DCLR_OP=6 -DCLR_INPUTS=" + std::to_string(s.inputs.size());
   for (std::size_t k = 0; k < s.inputs.size(); ++k)
     o += " -DCLR_T" + std::to_string(k) + "=" + dtype_cl_name(s.inputs[k]);
-  if (s.acc == DType::kDouble || std::find(s.inputs.begin(), s.inputs.end(), DType::kDouble) != s.inputs.end())
+  if (s.acc == DType::kDouble ||
+      std::find(s.inputs.begin(), s.inputs.end(), DType::kDouble) != s.inputs.end())
     o += " -DCLR_TYPE=5";  // clreduce.h enables cl_khr_fp64 for a double T or accumulator
   if (!s.post.empty()) o += " -DEXPR_POST=1";
   return o;
 }
 
-std::string acc_option(DType acc) {
-  return " -DCLR_ACC=" + std::to_string(static_cast<int>(acc));
-}
+std::string acc_option(DType acc) { return " -DCLR_ACC=" + std::to_string(static_cast<int>(acc)); }
 
 // A build failure whose log points into a user expression: that expression named, with the
 // compiler's first message about it and its place ("--map 'x*q' does not compile: column 3:
@@ -98,7 +97,9 @@ bool same_exact(const Value& a, const Value& b) {
 }
 
 // Unit roundoff of a float accumulator.
-double roundoff(DType t) { return t == DType::kFloat ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53); }
+double roundoff(DType t) {
+  return t == DType::kFloat ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
+}
 
 // Whether two results of regrouped (or swapped) operations agree: integers exactly, floats
 // within 4 units of roundoff of the largest magnitude involved (the operands and the finite
@@ -154,7 +155,8 @@ void run_one(Context& ctx, cl::Kernel& k, std::size_t items, double timeout_s,
 }
 
 void set_inputs(cl::Kernel& k, const std::vector<cl::Buffer>& in) {
-  for (cl_uint a = 0; a < kMaxExprInputs; ++a) k.setArg(a, in[std::min<std::size_t>(a, in.size() - 1)]);
+  for (cl_uint a = 0; a < kMaxExprInputs; ++a)
+    k.setArg(a, in[std::min<std::size_t>(a, in.size() - 1)]);
 }
 
 }  // namespace
@@ -168,7 +170,8 @@ void check_expression(const std::string& flag, const std::string& text) {
                                   " (an expression may not end itself or add code)");
   };
   for (const char* bad : {"//", "/*", "*/"})
-    if (text.find(bad) != std::string::npos) refuse(std::string("the comment marker '") + bad + "'");
+    if (text.find(bad) != std::string::npos)
+      refuse(std::string("the comment marker '") + bad + "'");
   for (char c : {';', '{', '}', '#'})
     if (text.find(c) != std::string::npos) refuse(std::string("'") + c + "'");
   for (std::size_t at = text.find('\\'); at != std::string::npos; at = text.find('\\', at + 1)) {
@@ -190,8 +193,7 @@ std::size_t inputs_named(const std::string& map) {
     const unsigned char c = static_cast<unsigned char>(map[i]);
     if (std::isalpha(c) || c == '_') {
       std::size_t j = i;
-      while (j < map.size() &&
-             (std::isalnum(static_cast<unsigned char>(map[j])) || map[j] == '_'))
+      while (j < map.size() && (std::isalnum(static_cast<unsigned char>(map[j])) || map[j] == '_'))
         ++j;
       // A name, not a member (v.x) or part of a number (1e3, 0x1f: digits come first).
       const bool member = i > 0 && map[i - 1] == '.';
@@ -249,8 +251,8 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
   const std::size_t preferred = cpu ? 1 : 256;
   const std::size_t per_item = cpu ? std::size_t{1} << 16 : 4;
   const unsigned unroll = 4;
-  const std::string shape = " -DEXPR_CPU=" + std::string(cpu ? "1" : "0") +
-                            " -DUNROLL=" + std::to_string(unroll);
+  const std::string shape =
+      " -DEXPR_CPU=" + std::string(cpu ? "1" : "0") + " -DUNROLL=" + std::to_string(unroll);
   check_local_size(ctx, local_size, local_size * acc_size(spec_.acc));
   const auto make = [&](std::size_t wg) {
     return build("reduce_expr",
@@ -260,16 +262,16 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
   policy_.wg_size = choose_wg(ctx, main_, local_size, preferred);
   if (policy_.wg_size != (local_size ? local_size : preferred)) main_ = make(policy_.wg_size);
   const std::size_t cap = std::max<std::size_t>(1, ctx.info().compute_units * 4);
-  policy_.groups = ctx.tuning().fast_groups  // the fast-groups knob fixes it, as for fast
-                       ? ctx.tuning().fast_groups
-                       : std::clamp<std::size_t>((n + policy_.wg_size * per_item - 1) /
-                                                     (policy_.wg_size * per_item),
-                                                 1, cap);
+  policy_.groups =
+      ctx.tuning().fast_groups  // the fast-groups knob fixes it, as for fast
+          ? ctx.tuning().fast_groups
+          : std::clamp<std::size_t>(
+                (n + policy_.wg_size * per_item - 1) / (policy_.wg_size * per_item), 1, cap);
   const std::size_t items = policy_.groups * policy_.wg_size;
   policy_.items_per_thread = static_cast<unsigned>((n + items - 1) / items);
   policy_.vec_width = 1;
-  policy_.path = std::string(cpu ? "cpu-shape" : "gpu-shape") + " x" + std::to_string(unroll) +
-                 " ticket";
+  policy_.path =
+      std::string(cpu ? "cpu-shape" : "gpu-shape") + " x" + std::to_string(unroll) + " ticket";
   // A work-item's elements into its accumulators, the accumulators, the group's tree, the last
   // group's loop over the partials and its tree.
   depth_ = policy_.items_per_thread + unroll + 2 * ceil_log2(policy_.wg_size) +
@@ -278,8 +280,8 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
   ticket_ = ctx.zeroed_buffer(sizeof(cl_uint));
 }
 
-void ExprReduction::enqueue(const std::vector<cl::Buffer>& in, std::size_t n,
-                            const cl::Buffer& out, std::vector<cl::Event>& events) {
+void ExprReduction::enqueue(const std::vector<cl::Buffer>& in, std::size_t n, const cl::Buffer& out,
+                            std::vector<cl::Event>& events) {
   set_inputs(main_, in);
   main_.setArg(4, static_cast<cl_ulong>(n));
   main_.setArg(5, partials_);
@@ -380,9 +382,8 @@ ExprLaws ExprReduction::check_laws(const std::vector<cl::Buffer>& in, std::size_
   return r;
 }
 
-Value ExprReduction::reference(const std::vector<cl::Buffer>& in, std::size_t n,
-                               double timeout_s, double* magnitude, bool* wider,
-                               std::vector<cl::Event>& events) {
+Value ExprReduction::reference(const std::vector<cl::Buffer>& in, std::size_t n, double timeout_s,
+                               double* magnitude, bool* wider, std::vector<cl::Event>& events) {
   DType t = spec_.acc;
   *wider = false;
   cl::Kernel k;
@@ -411,10 +412,9 @@ Value ExprReduction::reference(const std::vector<cl::Buffer>& in, std::size_t n,
   *magnitude = 0.0;
   if (is_float(t)) {
     // The scale of the float bound: the same fold over |map|, in double where the fold is.
-    cl::Kernel mk = ctx_.kernel("reduce_expr.cl", "reduce_expr_seq",
-                                options_ + (*wider ? " -DCLR_TYPE=5" : "") + acc_option(t) +
-                                    " -DEXPR_ABS=1",
-                                tail_);
+    cl::Kernel mk = ctx_.kernel(
+        "reduce_expr.cl", "reduce_expr_seq",
+        options_ + (*wider ? " -DCLR_TYPE=5" : "") + acc_option(t) + " -DEXPR_ABS=1", tail_);
     set_inputs(mk, in);
     mk.setArg(4, static_cast<cl_ulong>(n));
     mk.setArg(5, out);
@@ -447,7 +447,8 @@ std::vector<Value> ExprReduction::post(const std::vector<Value>& vs, std::size_t
   run_one(ctx_, k, 1, timeout_s, named("--post", spec_.post));
   ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, bytes.size(), bytes.data());
   std::vector<Value> r;
-  for (std::size_t j = 0; j < vs.size(); ++j) r.push_back(Value::from_bytes(t, bytes.data() + j * as));
+  for (std::size_t j = 0; j < vs.size(); ++j)
+    r.push_back(Value::from_bytes(t, bytes.data() + j * as));
   return r;
 }
 

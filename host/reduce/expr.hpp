@@ -57,8 +57,8 @@ class ExprReduction {
  public:
   // Builds the kernels. An expression that does not compile throws Error(Errc::kUsage) with
   // the compiler's first message about it and its position in the expression's text; any other
-  // build failure throws Error(Errc::kBuild). local_size > 0 sets the group size. n: the longest array it
-  // will reduce (0 is planned as 1).
+  // build failure throws Error(Errc::kBuild). local_size > 0 sets the group size. n: the longest
+  // array it will reduce (0 is planned as 1).
   ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::size_t local_size);
 
   const ExprSpec& spec() const { return spec_; }

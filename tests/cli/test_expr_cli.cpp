@@ -40,8 +40,8 @@ double json_double(const std::string& out, const std::string& key) {
   return std::stod(v);
 }
 
-template <class T> std::string save(const TempDir& dir, const std::string& name, DType t,
-                                    const std::vector<T>& v) {
+template <class T>
+std::string save(const TempDir& dir, const std::string& name, DType t, const std::vector<T>& v) {
   const std::string path = dir / name;
   clreduce::write_npy(path, make_array(t, v));
   return path;
@@ -107,9 +107,8 @@ TEST_CASE("user reductions match the host: dot, norm, count, min, wrapping ints"
     const std::string env = shape_env(shape);
     const std::string tail = shape_args(shape) + " --repeat 2 --format json";
     {
-      const auto r = run_cli("--map 'x*y' --reduce 'a+b' --identity 0 --input " + fx +
-                                 " --input " + fy + tail,
-                             env);
+      const auto r = run_cli(
+          "--map 'x*y' --reduce 'a+b' --identity 0 --input " + fx + " --input " + fy + tail, env);
       INFO(r.out);
       REQUIRE(r.code == 0);
       CHECK(json_field(r.out, "op") == "\"expr\"");
@@ -120,9 +119,8 @@ TEST_CASE("user reductions match the host: dot, norm, count, min, wrapping ints"
             static_cast<double>(dot_abs) * 1004 * std::ldexp(1.0, -24));
     }
     {
-      const auto r = run_cli("--map 'x*x' --reduce 'a+b' --identity 0 --post 'sqrt(a)' --input " +
-                                 fd + tail,
-                             env);
+      const auto r = run_cli(
+          "--map 'x*x' --reduce 'a+b' --identity 0 --post 'sqrt(a)' --input " + fd + tail, env);
       INFO(r.out);
       REQUIRE(r.code == 0);
       CHECK(json_field(r.out, "acc") == "\"double\"");
@@ -163,8 +161,8 @@ TEST_CASE("user reductions on generated arrays: one per name the map uses, seed 
   const clreduce::HostArray z = clreduce::generate(DType::kInt32, n, 9);
   std::int64_t want = 0, nonzero = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    want += std::int64_t{x.as<std::int32_t>()[i]} * y.as<std::int32_t>()[i] -
-            z.as<std::int32_t>()[i];
+    want +=
+        std::int64_t{x.as<std::int32_t>()[i]} * y.as<std::int32_t>()[i] - z.as<std::int32_t>()[i];
     nonzero += x.as<std::int32_t>()[i] != 0;
   }
   auto r = run_cli(
@@ -174,8 +172,9 @@ TEST_CASE("user reductions on generated arrays: one per name the map uses, seed 
   CHECK(json_field(r.out, "acc") == "\"int64\"");
   CHECK(json_field(r.out, "result") == std::to_string(want));
   // A post over the count n: the elements that are zero.
-  r = run_cli("--map 'x!=0' --reduce 'a+b' --identity 0 --post 'n-a' --size 5000 --seed 7 "
-              "--repeat 1 --format json");
+  r = run_cli(
+      "--map 'x!=0' --reduce 'a+b' --identity 0 --post 'n-a' --size 5000 --seed 7 "
+      "--repeat 1 --format json");
   INFO(r.out);
   REQUIRE(r.code == 0);
   CHECK(json_field(r.out, "result") == std::to_string(static_cast<std::int64_t>(n) - nonzero));
@@ -195,8 +194,9 @@ TEST_CASE("a reduce whose laws fail is refused before any tree runs, naming the 
            {"--map x --reduce 'a-b' --identity 0", "--reduce 'a-b' is not associative: with a = "},
            {"--map x --reduce '(a+b)/2' --identity 0 --type float",
             "--reduce '(a+b)/2' is not associative"},
-           {"--map x --reduce 'a+b' --identity 1", "--identity '1' is not neutral for --reduce "
-                                                   "'a+b': reduce(1, "},
+           {"--map x --reduce 'a+b' --identity 1",
+            "--identity '1' is not neutral for --reduce "
+            "'a+b': reduce(1, "},
            {"--map x --reduce 'max(a,b)' --identity 0", "--identity '0' is not neutral"},
            {"--map x --reduce 'a' --identity 0", "is not neutral"},
            // Associative with a neutral 0, but the last nonzero element: order matters.
@@ -215,8 +215,8 @@ TEST_CASE("an expression is an expression: text that ends it or adds code is ref
           "[cli][expr]") {
   for (const std::string& text :
        {std::string("x;"), std::string("x} void f() {"), std::string("#define Q 1"),
-        std::string("x // c"), std::string("x /* c"), std::string("x */"),
-        std::string("x \\\n+1"), std::string("x)"), std::string("(x"), std::string("  ")}) {
+        std::string("x // c"), std::string("x /* c"), std::string("x */"), std::string("x \\\n+1"),
+        std::string("x)"), std::string("(x"), std::string("  ")}) {
     CAPTURE(text);
     for (const char* flag : {"--map", "--reduce", "--identity", "--post"}) {
       std::string args = "--map x --reduce 'a+b' --identity 0 --post a --size 10";
@@ -250,8 +250,7 @@ TEST_CASE("an expression that does not compile is reported in its own words and 
   CHECK_THAT(r.out, ContainsSubstring("--reduce 'a+x' does not compile: column 3:"));
 }
 
-TEST_CASE("user reductions refuse arrays that differ and flags that do not apply",
-          "[cli][expr]") {
+TEST_CASE("user reductions refuse arrays that differ and flags that do not apply", "[cli][expr]") {
   TempDir dir;
   const std::string a = save(dir, "a.npy", DType::kFloat, random_floats(10, 1));
   const std::string b = save(dir, "b.npy", DType::kFloat, random_floats(11, 2));
@@ -262,8 +261,10 @@ TEST_CASE("user reductions refuse arrays that differ and flags that do not apply
   const std::string base = "--map 'x*y' --reduce 'a+b' --identity 0 ";
   for (const Case& c : std::vector<Case>{
            {base + "--input " + a + " --input " + b,
-            "has 11 elements and --input " + a + " 10: the arrays of a user reduction must have "
-            "one length", 2},
+            "has 11 elements and --input " + a +
+                " 10: the arrays of a user reduction must have "
+                "one length",
+            2},
            {base + "--input " + a, "--map 'x*y' names y, but 1 array is given", 2},
            {base + "--size 10 --op min", "--op min and --map exclude each other", 2},
            {base + "--size 10 --variant fast", "--variant fast and --map exclude each other", 2},
