@@ -58,7 +58,24 @@ std::string read_string(const std::string& s, std::size_t& i) {
   return out;
 }
 
-// key -> value text (strings unescaped, null empty)
+// A nested array or object starting at s[i] ('[' or '{'), as its JSON text; leaves i past its end.
+std::string read_nested(const std::string& s, std::size_t& i) {
+  const std::size_t from = i;
+  int depth = 0;
+  while (i < s.size()) {
+    const char c = s[i];
+    if (c == '"') {
+      read_string(s, i);
+      continue;
+    }
+    ++i;
+    if (c == '[' || c == '{') ++depth;
+    if ((c == ']' || c == '}') && --depth == 0) return s.substr(from, i - from);
+  }
+  bad(s, "an unterminated array or object");
+}
+
+// key -> value text (strings unescaped, null empty, arrays and objects as their JSON text)
 std::map<std::string, std::string> parse_flat(const std::string& s) {
   std::map<std::string, std::string> kv;
   std::size_t i = s.find('{');
@@ -75,12 +92,13 @@ std::map<std::string, std::string> parse_flat(const std::string& s) {
     ++i;
     if (i < s.size() && s[i] == '"') {
       kv[key] = read_string(s, i);
+    } else if (i < s.size() && (s[i] == '[' || s[i] == '{')) {
+      kv[key] = read_nested(s, i);
     } else {
       const std::size_t end = s.find_first_of(",}", i);
       if (end == std::string::npos) bad(s, "an unterminated value");
       std::string v = s.substr(i, end - i);
       if (v == "null") v.clear();
-      if (v.find_first_of("[{") != std::string::npos) bad(s, "a nested value under " + key);
       kv[key] = v;
       i = end;
     }
@@ -106,6 +124,10 @@ const std::vector<std::string>& run_csv_columns() {
                                              "acc",
                                              "n",
                                              "device",
+                                             "clreduce_version",
+                                             "commit",
+                                             "driver",
+                                             "platform_version",
                                              "seed",
                                              "input",
                                              "warmup",
@@ -138,9 +160,17 @@ const std::vector<std::string>& run_csv_columns() {
                                              "upload_ms",
                                              "e2e_gbps",
                                              "seq_runs",
+                                             "seq_ms_min",
+                                             "seq_ms_max",
+                                             "seq_noisy",
                                              "vs_omp",
                                              "err_ulp",
                                              "err_rel",
+                                             "devices",
+                                             "ranks",
+                                             "combine_ms",
+                                             "slowest",
+                                             "parts",
                                              "kernel",
                                              "step_speedup",
                                              "cumulative_speedup"};
@@ -149,8 +179,9 @@ const std::vector<std::string>& run_csv_columns() {
 
 const std::vector<std::string>& device_csv_columns() {
   static const std::vector<std::string> c = {
-      "index",    "type",          "name",       "platform",  "vendor",    "driver",      "version",
-      "opencl_c", "compute_units", "global_mem", "max_alloc", "local_mem", "max_wg_size", "fp64"};
+      "index",      "type",      "name",      "platform",    "platform_version",
+      "vendor",     "driver",    "version",   "opencl_c",    "compute_units",
+      "global_mem", "max_alloc", "local_mem", "max_wg_size", "fp64"};
   return c;
 }
 

@@ -61,11 +61,6 @@ const char* kExitCodes =
     "  5  the device cannot run this (no fp64, a variant asked for by name that needs what the\n"
     "     device lacks), or out of memory (an array larger than the host's memory)\n";
 
-// A timing is noisy when its slowest timed run took more than this many times its fastest: its
-// median is not to be trusted, and ratios against it are not quoted (docs/CLI.md, "Output
-// columns and JSON").
-constexpr double kNoisySpread = 4.0;
-
 // The library speaks of what it checks ("work-group size 1 is too small ..."); the command line
 // names the flag that set it.
 std::string flag_words(const Error& e) {
@@ -199,8 +194,11 @@ int run(int argc, char** argv, const Ranks& ranks) {
       "../share/clreduce/cl beside\nthe installed executable, the source tree's cl/, or the "
       "configured install directory,\nin that order (--version names the one found).\n"
       "\nNoisy timings: when the slowest timed run takes more than 4x the fastest, the time is\n"
-      "marked '~' in the table (JSON \"noisy\": true) and ratios against it are not quoted\n"
-      "(table 'noisy', JSON null). The OpenMP peer's threads sleep when idle\n"
+      "marked '~' in the table (JSON \"noisy\": true; the sequential loop's \"seq_noisy\") and\n"
+      "ratios against it, speedup and vs omp, are not quoted (table 'noisy', JSON null). Rates "
+      "and\n"
+      "ratios with no elements (n = 0) are '-' (JSON null). The OpenMP peer's threads sleep when "
+      "idle\n"
       "(OMP_WAIT_POLICY=passive) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set. PoCL's CPU\n"
       "threads are pinned one to a core (POCL_AFFINITY=1) where the process may use every core,\n"
       "unless POCL_AFFINITY is set (POCL_AFFINITY=0 leaves them to the scheduler).\n"
@@ -351,7 +349,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
       throw Error(Errc::kUsage, "--shares does not run under mpirun: each rank has one device");
   }
   if (show_version) {
-    std::cout << "clreduce " << version() << "\n" << build_options();
+    std::cout << "clreduce " << version() << "\ncommit: " << build_commit() << "\n"
+              << build_options();
     try {
       std::cout << "kernels: " << find_kernel_dir(kernel_dir) << "\n";
     } catch (const Error& e) {
@@ -704,6 +703,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
   const bool scan_peer = peers && !plan.scan.empty();
   const bool ratio_column = (reduce_peer || scan_peer) && !ladder;
   bool all_ok = true, header = format != "json", any_noisy = false;
+  // The result column fits every result this run can print (arg ops: every index).
+  const std::size_t width = result_width(the_op, acc_type, ranks.many() ? total_n : data.n);
   LadderTable ladder_table;
   std::string shown_layout;
   const auto print = [&](RunRecord& r) {
@@ -720,17 +721,17 @@ int run(int argc, char** argv, const Ranks& ranks) {
                               (segmented ? ", segmented" : ""))
                 << (data.bytes.size() > kSeqOnceBytes ? "  seq ms: one run (a large array)" : "")
                 << "\n"
-                << (ladder ? LadderTable::header() : table_header(ratio_column, accuracy));
+                << (ladder ? LadderTable::header() : table_header(ratio_column, accuracy, width));
     if (header && format == "csv") std::cout << csv_header(run_csv_columns());
     header = false;
     if (verbose && !r.skipped) std::cerr << r.variant << ": " << r.policy.str() << "\n";
     if (!r.skipped && !r.verified) all_ok = false;
-    any_noisy = any_noisy || r.noisy;
+    any_noisy = any_noisy || r.noisy || (r.seq_noisy && !ladder);  // the ladder shows no seq ms
     std::string line;
     if (ladder)
       line = format == "table" ? ladder_table.row(r) : ladder_table.json(r) + "\n";
     else
-      line = format == "table" ? table_row(r, ratio_column, accuracy) : to_json(r) + "\n";
+      line = format == "table" ? table_row(r, ratio_column, accuracy, width) : to_json(r) + "\n";
     if (format == "csv") line = csv_row(line, run_csv_columns());
     // In the table, how the array went through the device, each time it changes.
     if (format == "table" && !r.skipped && !r.layout.empty() && r.layout != shown_layout &&
@@ -740,7 +741,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     }
     // Several devices: a line per device's share under the combined row.
     if (!r.skipped && !r.parts.empty()) {
-      if (format == "table") line += table_parts(r);
+      if (format == "table") line += table_parts(r, width);
     }
     std::cout << line << std::flush;
   };
@@ -750,12 +751,14 @@ int run(int argc, char** argv, const Ranks& ranks) {
     r.seed = seed;
     r.warmup = warmup;
     r.repeat = repeat;
-    r.noisy = !r.skipped && r.kernel_ms_min > 0 && r.kernel_ms_max > kNoisySpread * r.kernel_ms_min;
+    r.noisy = !r.skipped && noisy_spread(r.kernel_ms_min, r.kernel_ms_max);
+    r.seq_noisy = !r.skipped && r.kind != "ceiling" && noisy_spread(r.seq_ms_min, r.seq_ms_max);
     return r;
   };
-  // Peer time / this time, unless either timing is noisy (NaN: not quoted).
+  // Peer time / this time, unless either timing is noisy (NaN: not quoted); none with no elements.
   const auto add_ratio = [](RunRecord& r, const RunRecord& peer) {
-    if (peer.skipped || !peer.verified || peer.kernel_ms <= 0 || r.skipped || r.kernel_ms <= 0)
+    if (peer.skipped || !peer.verified || peer.kernel_ms <= 0 || r.skipped || r.kernel_ms <= 0 ||
+        r.n == 0)
       return;
     r.ratios.emplace_back("vs_omp", peer.noisy || r.noisy ? std::numeric_limits<double>::quiet_NaN()
                                                           : peer.kernel_ms / r.kernel_ms);
@@ -824,9 +827,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     have_result = have_result || !r.skipped;
     print(r);
   }
-  if (format == "table" && any_noisy)
-    std::cout << "~ noisy: the slowest timed run took more than " << kNoisySpread
-              << "x the fastest; ratios against it are not quoted\n";
+  if (format == "table" && any_noisy) std::cout << noisy_footnote(ladder);
   if (!output.empty() && have_result) {
     progress.show("writing " + output);
     if (ranks.many())

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # test_bench.py: smoke test of tools/bench.py on a tiny sweep: every variant, peer (CUB played by
-# fake_cub_peer.py) and copy ceiling verified, with ratios, for reductions and scans; bad ops,
+# fake_cub_peer.py) and copy ceiling verified, with ratios, for reductions and scans; the build's
+# version and commit, and the sequential loop's spread; bad ops,
 # types and variants refused before the sweep; noisy timings not quoted; a failing run reported,
 # not fatal; PNG plots where matplotlib is installed, and without it a message naming the
 # interpreter; a missing --cub-peer refused with the CMake option that builds it;
@@ -48,8 +49,17 @@ with tempfile.TemporaryDirectory() as out:
     check(code == 0, "bench.py run exits 0 (got %d)" % code)
     with open(os.path.join(out, "results.json")) as f:
         data = json.load(f)
-    for key in ("device", "driver", "commit", "command"):
+    for key in ("device", "driver", "commit", "command", "clreduce_version", "platform_version"):
         check(data["meta"].get(key), "results.json meta has " + key)
+    # The commit is the binary's own (each clreduce row says it; "unknown" outside git).
+    for r in data["rows"]:
+        if r.get("tool") == "clreduce" and r["variant"] != "seq":
+            check(r.get("commit") in (data["meta"]["commit"], "unknown") and r.get("clreduce_version"),
+                  "clreduce row %s has the meta's commit and a version" % r["variant"])
+    seqs = [r for r in data["rows"] if r["variant"] == "seq"]
+    check(seqs and all(isinstance(r.get("noisy"), bool) and
+                       r["kernel_ms_min"] <= r["kernel_ms"] <= r["kernel_ms_max"] for r in seqs),
+          "the seq rows carry the sequential loop's spread and whether it is noisy")
     with open(os.path.join(out, "results.csv")) as f:
         rows = list(csv.DictReader(f))
     check(list(rows[0].keys()) == bench_mod.CSV_COLUMNS, "results.csv has the documented columns")

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # bench.py: clreduce's benchmark: sweeps sizes 2^k (bounded by device memory), ops, types and
 # variants with the peers (OpenMP, sequential loop, CUB) on the same data in the same run; writes
-# results.json/csv with device, driver and commit; `plot` draws GB/s against n. Standard library
-# only, except matplotlib, imported by `plot` alone.
+# results.json/csv with device, driver and the commit clreduce was built from; `plot` draws GB/s
+# against n. Standard library only, except matplotlib, imported by `plot` alone.
 """clreduce's benchmark: run a sweep, or plot one.
 
   bench.py run --clreduce BIN [--device D] [--cub-peer BIN] [--variants fast,topdown]
@@ -89,6 +89,22 @@ def git_commit():
         return rev.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
+
+
+def clreduce_build(clreduce):
+    """The clreduce binary's version and the commit it was built from (--version), or None for
+    what it does not say ("unknown": not built from git)."""
+    try:
+        p = subprocess.run([clreduce, "--version"], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None, None
+    version = commit = None
+    for line in p.stdout.splitlines():
+        if line.startswith("clreduce "):
+            version = line[len("clreduce "):].strip()
+        elif line.startswith("commit: ") and line[len("commit: "):].strip() != "unknown":
+            commit = line[len("commit: "):].strip()
+    return version, commit
 
 
 def host_memory():
@@ -214,11 +230,15 @@ def cmd_run(a):
             fail("--logs takes powers from 0 to 40")
     check_sweep(a, ops, types, variants)
     dev = describe_device(a.clreduce, a.device)
+    version, commit = clreduce_build(a.clreduce)
     meta = {
         "device": dev["name"], "platform": dev["platform"], "driver": dev["driver"],
+        "platform_version": dev.get("platform_version"),
         "device_type": dev["type"], "compute_units": dev["compute_units"],
         "global_mem": dev["global_mem"], "max_alloc": dev["max_alloc"],
-        "commit": git_commit(), "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        # The commit the binary was built from (as its every JSON row says), else this checkout's.
+        "clreduce_version": version, "commit": commit or git_commit(),
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
         "repeat": a.repeat, "warmup": a.warmup, "seed": a.seed,
     }
@@ -285,9 +305,12 @@ def bench_one(a, meta, op, t, n, k, variants, copy):
             rows.append(dict(dict(base, tool="clreduce", **r), op=op))  # the sweep's op name
         seq = next((r for r in got if r.get("seq_ms") and r.get("kernel_ms") and r.get("gbps")
                     and r.get("kind") == "clreduce"), None)
-        if seq:  # the sequential loop, with the bytes the variants count
+        if seq:  # the sequential loop, with the bytes the variants count, its spread and noise
             rows.append(dict(base, tool="clreduce", variant="seq", kind="peer", acc=seq.get("acc"),
                              verified=True, kernel_ms=seq["seq_ms"], wall_ms=seq["seq_ms"],
+                             kernel_ms_min=seq.get("seq_ms_min") or seq["seq_ms"],
+                             kernel_ms_max=seq.get("seq_ms_max") or seq["seq_ms"],
+                             noisy=bool(seq.get("seq_noisy")),
                              gbps=seq["gbps"] * seq["kernel_ms"] / seq["seq_ms"],
                              policy="host loop, one thread"))
         if code not in (0, 1) or not got:

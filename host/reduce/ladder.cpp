@@ -63,8 +63,10 @@ std::string LadderTable::row(const RunRecord& r) {
                   r.skip_reason.c_str());
     return line;
   }
-  std::snprintf(line, sizeof line, "%2s  %-22s %10.4f%c %9.2f %8s %11s  %-8s %8zu  %s\n",
-                number.c_str(), r.variant.c_str(), r.kernel_ms, r.noisy ? '~' : ' ', r.gbps,
+  char gbps[32] = "-";  // no rate with no elements
+  if (r.n > 0 && r.gbps > 0) std::snprintf(gbps, sizeof gbps, "%.2f", r.gbps);
+  std::snprintf(line, sizeof line, "%2s  %-22s %10.4f%c %9s %8s %11s  %-8s %8zu  %s\n",
+                number.c_str(), r.variant.c_str(), r.kernel_ms, r.noisy ? '~' : ' ', gbps,
                 times(step).c_str(), times(cumulative).c_str(), r.verified ? "yes" : "NO",
                 r.launches, r.policy.path.c_str());
   std::string out = line;

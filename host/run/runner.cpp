@@ -56,17 +56,26 @@ RunRecord Session::record(const std::string& variant, Op op, DType acc) const {
   rec.acc = acc;
   rec.n = data_.n;
   rec.device = ctx_.info().name;
+  rec.driver = ctx_.info().driver_version;
+  rec.platform_version = ctx_.info().platform_version;
   rec.seq_ms = seq_ms_;
+  rec.seq_ms_min = seq_ms_min_;
+  rec.seq_ms_max = seq_ms_max_;
   rec.seq_runs = seq_runs_;
   return rec;
 }
 
 void Session::time_sequential(const std::function<void()>& fn) {
   std::vector<double> ms;
-  seq_runs_ = data_.bytes.size() > kSeqOnceBytes ? 1 : cfg_.repeat;
-  for (const Sample& s : repeat_runs(0, seq_runs_, [&] { return time_call(fn); }))
+  const bool once = data_.bytes.size() > kSeqOnceBytes;
+  seq_runs_ = once ? 1 : cfg_.repeat;
+  for (const Sample& s :
+       repeat_runs(once ? 0 : cfg_.warmup, seq_runs_, [&] { return time_call(fn); }))
     ms.push_back(s.wall_ms);
-  seq_ms_ = median(ms);
+  const Spread t = spread(ms);
+  seq_ms_ = t.median;
+  seq_ms_min_ = t.min;
+  seq_ms_max_ = t.max;
 }
 
 double Session::timeout_s(double bytes) const { return run_timeout_s(ctx_.tuning(), bytes); }
@@ -76,7 +85,8 @@ void Session::set_layout(RunRecord& rec, const ChunkLayout& layout, double uploa
   rec.layout = layout.str();
   rec.upload_ms = upload_ms;
   const double e2e = upload_ms + rec.wall_ms;
-  if (e2e > 0) rec.e2e_gbps = static_cast<double>(data_.bytes.size()) / (e2e * 1e6);
+  if (e2e > 0 && !data_.bytes.empty())
+    rec.e2e_gbps = static_cast<double>(data_.bytes.size()) / (e2e * 1e6);
 }
 
 PartInfo Session::share_info(const Context& ctx, std::uint64_t first, std::uint64_t n,
@@ -84,6 +94,8 @@ PartInfo Session::share_info(const Context& ctx, std::uint64_t first, std::uint6
   PartInfo info;
   info.device = ctx.info().name;
   info.device_index = static_cast<int>(ctx.info().index);
+  info.driver = ctx.info().driver_version;
+  info.platform_version = ctx.info().platform_version;
   info.first = first;
   info.n = n;
   if (samples.empty()) return info;  // an empty share ran nothing
@@ -94,7 +106,7 @@ PartInfo Session::share_info(const Context& ctx, std::uint64_t first, std::uint6
   }
   info.kernel_ms = median(km);
   info.wall_ms = median(wm);
-  if (info.kernel_ms > 0) info.gbps = bytes / (info.kernel_ms * 1e6);
+  if (info.kernel_ms > 0 && bytes > 0) info.gbps = bytes / (info.kernel_ms * 1e6);
   return info;
 }
 
@@ -118,7 +130,8 @@ void Session::set_shares(RunRecord& rec, std::vector<PartInfo> parts,
   rec.layout = std::to_string(parts.size()) + " devices: " + layout;
   rec.parts = std::move(parts);
   const double e2e = rec.upload_ms + rec.wall_ms;
-  if (e2e > 0) rec.e2e_gbps = static_cast<double>(data_.bytes.size()) / (e2e * 1e6);
+  if (e2e > 0 && !data_.bytes.empty())
+    rec.e2e_gbps = static_cast<double>(data_.bytes.size()) / (e2e * 1e6);
 }
 
 std::vector<std::size_t> Session::share_counts(const std::vector<Context*>& ctxs, DType acc) const {
@@ -161,6 +174,12 @@ void Session::join_rank_times(RunRecord& rec, const std::vector<double>& kernel,
     seq_ms += seq[at];
     rec.parts.push_back(p);
   }
+  // The slices' loops one after another: their fastest and slowest runs added alike.
+  double seq_min = 0.0, seq_max = 0.0;
+  for (double x : gather_ranks(rec.seq_ms_min)) seq_min += x;
+  for (double x : gather_ranks(rec.seq_ms_max)) seq_max += x;
+  rec.seq_ms_min = seq_min;
+  rec.seq_ms_max = seq_max;
   // The whole: the slowest rank's kernel time, the whole array's bytes, the slices' sequential
   // loops one after another (as one process would run them).
   rec.kernel_ms = slowest;
@@ -188,9 +207,10 @@ void Session::finish(RunRecord& rec, bool ok, const std::string& why, double bou
   rec.verified = ok;
   rec.verify_note = why;
   rec.bound = bound;
-  if (rec.kernel_ms > 0) {
+  // With no elements (or no kernel time) there is no rate and no speedup: they stay 0, undefined.
+  if (rec.kernel_ms > 0 && rec.n > 0 && bytes_moved > 0) {
     rec.gbps = bytes_moved / (rec.kernel_ms * 1e6);
-    if (rec.kind != "ceiling") rec.speedup = rec.seq_ms / rec.kernel_ms;
+    if (rec.kind != "ceiling" && rec.seq_ms > 0) rec.speedup = rec.seq_ms / rec.kernel_ms;
   }
 }
 

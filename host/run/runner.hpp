@@ -45,9 +45,11 @@ struct PartInfo {
   std::uint64_t n = 0;      // its elements
   double kernel_ms = 0.0;   // median of its summed kernel times
   double wall_ms = 0.0;     // median of its host time (launches to its read-back)
-  double gbps = 0.0;        // its bytes moved / kernel_ms
+  double gbps = 0.0;        // its bytes moved / kernel_ms (0: undefined, an empty part)
   bool verified = false;    // its own result checked (reductions: against its part's reference)
   Value result;             // its own result (reductions), its last output (scans)
+  std::string driver;       // a device's driver version (empty for a rank)
+  std::string platform_version;  // its platform's OpenCL version (empty for a rank)
 };
 
 // What a scan's record adds to a reduction's.
@@ -69,6 +71,8 @@ struct RunRecord {
   DType acc = DType::kInt64;  // accumulator (result) type
   std::size_t n = 0;
   std::string device;
+  std::string driver;            // the device's driver version (CL_DRIVER_VERSION)
+  std::string platform_version;  // its platform's OpenCL version (CL_PLATFORM_VERSION)
   bool skipped = false;
   std::string skip_reason;
   Value result;
@@ -84,25 +88,30 @@ struct RunRecord {
   double kernel_ms = 0.0;      // median over repetitions of the summed kernel times of all launches
   double kernel_ms_min = 0.0;  // fastest and slowest repetition (the spread)
   double kernel_ms_max = 0.0;
-  double wall_ms = 0.0;        // median of launches + read-back, host clock (streamed: and uploads)
-  double upload_ms = 0.0;      // the one upload of the array before the timed runs (0: in place or
-                               // streamed, which upload inside each run)
-  double e2e_gbps = 0.0;       // input bytes / (upload_ms + wall_ms): the rate end to end
-  std::size_t chunks = 1;      // chunks the array ran in (run/chunks.hpp)
-  std::string layout;          // how the array lay on the device (ChunkLayout::str())
-  double gbps = 0.0;           // bytes moved / kernel time (reductions: input; scans: input, flags
-                               // and output; copy: bytes read + written)
-  double seq_ms = 0.0;         // the seeds' sequential loop on the host, median
+  double wall_ms = 0.0;     // median of launches + read-back, host clock (streamed: and uploads)
+  double upload_ms = 0.0;   // the one upload of the array before the timed runs (0: in place or
+                            // streamed, which upload inside each run)
+  double e2e_gbps = 0.0;    // input bytes / (upload_ms + wall_ms): the rate end to end
+  std::size_t chunks = 1;   // chunks the array ran in (run/chunks.hpp)
+  std::string layout;       // how the array lay on the device (ChunkLayout::str())
+  double gbps = 0.0;        // bytes moved / kernel time (reductions: input; scans: input, flags
+                            // and output; copy: bytes read + written); 0 when undefined (n = 0,
+                            // no kernel time)
+  double seq_ms = 0.0;      // the seeds' sequential loop on the host, median
+  double seq_ms_min = 0.0;  // its fastest and slowest timed run (the spread)
+  double seq_ms_max = 0.0;
   std::uint64_t seq_runs = 0;  // how many times it was timed (once for large arrays)
-  double speedup = 0.0;        // seq_ms / kernel_ms
+  double speedup = 0.0;        // seq_ms / kernel_ms; 0 when undefined (n = 0, no kernel time)
   std::size_t launches = 0;
   LaunchPolicy policy;
   // Peer time / this kernel time, by key ("vs_omp"): above 1, clreduce is faster. NaN: not
   // quoted, because one of the two timings is noisy.
   std::vector<std::pair<std::string, double>> ratios;
   // The timed runs spread too widely to trust the median (set by the caller, e.g. the CLI's rule:
-  // the slowest more than 4x the fastest).
+  // noisy_spread()); seq_noisy: the same for the sequential loop's runs. The speedup is not
+  // quoted when either is set.
   bool noisy = false;
+  bool seq_noisy = false;
   // How the array was made, so a row can be reproduced (set by the caller; printed in JSON):
   // the .npy file read ("-": standard input), or empty for data generated from `seed`.
   std::string input;
@@ -112,8 +121,10 @@ struct RunRecord {
   // The mode-specific part: set for scans, empty for reductions.
   std::optional<ScanRunInfo> scan;
   // Several devices or ranks: each part's figures, in array order (empty: one device). The
-  // record's own kernel_ms is then the slowest part's (per run, median over runs), wall_ms the
-  // whole's, and gbps the whole array's bytes over that kernel time.
+  // record's own kernel_ms is then, for devices, the median over runs of each run's slowest
+  // part (so at least every part's median, and more when the slowest part changes from run to
+  // run); for ranks, the slowest rank's median. wall_ms is the whole's, and gbps the whole
+  // array's bytes over that kernel time.
   std::vector<PartInfo> parts;
   std::string slowest;    // the slowest part's device (or "rank R")
   int ranks = 1;          // MPI ranks the array was split across
@@ -136,8 +147,9 @@ class Session {
   void check_fp64(DType acc) const;
   // A record of this array and device for `variant`, with the sequential loop's time.
   RunRecord record(const std::string& variant, Op op, DType acc) const;
-  // Times the seeds' sequential loop: fn() config().repeat times (no warm-up; once when the array
-  // is larger than kSeqOnceBytes); sets seq_ms and seq_runs.
+  // Times the seeds' sequential loop as the device runs are timed: fn() config().warmup times
+  // untimed, then config().repeat times (once, with no warm-up, when the array is larger than
+  // kSeqOnceBytes); sets seq_ms (the median), its spread and seq_runs.
   void time_sequential(const std::function<void()>& fn);
   // The timeout for a run moving `bytes` (the timeout knob, else scaled by bytes).
   double timeout_s(double bytes) const;
@@ -159,7 +171,8 @@ class Session {
   std::vector<std::size_t> share_counts(const std::vector<Context*>& ctxs, DType acc) const;
   // MPI: the whole's record from every rank's kernel, wall and sequential-loop times (gathered,
   // in rank order): a PartInfo per rank (its slice, times and GB/s at bytes_per_element), the
-  // slowest rank's kernel time as the whole's, the slices' loops added, and the whole's GB/s.
+  // slowest rank's kernel time as the whole's, the slices' loops added (their fastest and slowest
+  // runs too: gathered here, so every rank calls it), and the whole's GB/s.
   void join_rank_times(RunRecord& rec, const std::vector<double>& kernel,
                        const std::vector<double>& wall, const std::vector<double>& seq,
                        std::size_t bytes_per_element) const;
@@ -177,6 +190,8 @@ class Session {
   const HostArray& data_;
   RunConfig cfg_;
   double seq_ms_ = 0.0;
+  double seq_ms_min_ = 0.0;
+  double seq_ms_max_ = 0.0;
   std::uint64_t seq_runs_ = 0;
 };
 

@@ -25,6 +25,12 @@ struct Spread {
 };
 Spread spread(const std::vector<double>& v);
 
+// A timing whose slowest run took more than kNoisySpread times its fastest is noisy: its median is
+// not to be trusted, and no ratio against it is quoted. With one run, or no time, there is no
+// spread to judge.
+constexpr double kNoisySpread = 4.0;
+inline bool noisy_spread(double min, double max) { return min > 0 && max > kNoisySpread * min; }
+
 // Kernel time of one run in ms: the sum of the profiling-event durations of its launches.
 double events_ms(std::vector<cl::Event>& events);
 

@@ -123,6 +123,7 @@ std::vector<DeviceInfo> list_devices() {
       i.platform = p;
       i.device = d;
       i.platform_name = trim(p.getInfo<CL_PLATFORM_NAME>());
+      i.platform_version = trim(p.getInfo<CL_PLATFORM_VERSION>());
       i.name = trim(d.getInfo<CL_DEVICE_NAME>());
       i.vendor = trim(d.getInfo<CL_DEVICE_VENDOR>());
       const auto t = d.getInfo<CL_DEVICE_TYPE>();

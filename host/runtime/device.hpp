@@ -16,7 +16,8 @@ struct DeviceInfo {
   cl::Platform platform;
   cl::Device device;
   std::string platform_name;
-  std::string name;  // CL_DEVICE_NAME
+  std::string platform_version;  // CL_PLATFORM_VERSION
+  std::string name;              // CL_DEVICE_NAME
   std::string vendor;
   std::string type;  // "GPU", "CPU", "ACCELERATOR", ...
   std::string driver_version;

@@ -1,18 +1,27 @@
 // test_cli_output.cpp: what the command prints: CSV beside JSON (the same keys), the variant list
-// as JSON, rows that say how to reproduce them, the copy and peer rows where they belong (beside
-// the ladder, beside scans), noisy timings flagged, the OpenMP peer's passive waiting, and nothing
-// on stderr from a cold compiler cache.
+// as JSON, rows that say how to reproduce them and what made them (version, commit, driver), the
+// copy and peer rows where they belong (beside the ladder, beside scans), noisy timings flagged
+// (the sequential loop's too), columns that line up for every result, no rates with no elements,
+// several devices' rows, the OpenMP peer's passive waiting, and nothing on stderr from a cold
+// compiler cache.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
+#include "clreduce/version.hpp"
 #include "csv.hpp"
 #include "io/npy.hpp"
 #include "io/report.hpp"
@@ -241,22 +250,28 @@ TEST_CASE("peers beside scans: an omp scan row where the peer has the scan, else
 TEST_CASE("a noisy timing is marked and its ratios are not quoted", "[cli][output]") {
   clreduce::RunRecord r;
   r.variant = "fast";
+  r.n = 1000;
   r.verified = true;
   r.kernel_ms = 1.0;
   r.kernel_ms_min = 0.5;
   r.kernel_ms_max = 9.0;
+  r.seq_ms = 2.0;
+  r.speedup = 2.0;
   r.noisy = true;
   r.ratios.emplace_back("vs_omp", std::numeric_limits<double>::quiet_NaN());
   const std::string row = clreduce::table_row(r, true);
   CHECK_THAT(row, ContainsSubstring("1.0000~"));
-  CHECK_THAT(row, ContainsSubstring("   noisy\n"));
+  // Neither ratio is quoted: the speedup (seq ms / kernel ms) and vs omp.
+  CHECK_THAT(row, ContainsSubstring("    2.0000      noisy        0    noisy\n"));
   const std::string json = clreduce::to_json(r);
   CHECK_THAT(json, ContainsSubstring("\"noisy\":true"));
+  CHECK_THAT(json, ContainsSubstring("\"speedup\":null"));
   CHECK_THAT(json, ContainsSubstring("\"vs_omp\":null"));
   r.noisy = false;
   r.ratios = {{"vs_omp", 2.5}};
   CHECK_THAT(clreduce::table_row(r, true), ContainsSubstring("1.0000 "));
-  CHECK_THAT(clreduce::table_row(r, true), ContainsSubstring("    2.50\n"));
+  CHECK_THAT(clreduce::table_row(r, true),
+             ContainsSubstring("    2.0000       2.00        0     2.50\n"));
   // Every run's JSON says whether it is noisy.
   const Result out = run_cli("--size 1000 --repeat 3 --peers --format json");
   CHECK(out.code == 0);
@@ -309,4 +324,311 @@ TEST_CASE("a cold compiler cache prints nothing but the table; --verbose shows t
     WARN("this compiler leaves no warning in the build log");
   fs::remove_all(cache);
   fs::remove_all(kernels);
+}
+
+namespace {
+
+// The text of a JSON string value `key` in a flat line ("" when absent; escapes kept).
+std::string json_text(const std::string& line, const std::string& key) {
+  const std::string at = "\"" + key + "\":\"";
+  const std::size_t from = line.find(at);
+  if (from == std::string::npos) return "";
+  std::size_t end = from + at.size();
+  while (end < line.size() && line[end] != '"') end += line[end] == '\\' ? 2 : 1;
+  return line.substr(from + at.size(), end - from - at.size());
+}
+
+// The raw value of key `key` in a flat line (a number, true, false, null; "" when absent).
+std::string json_raw(const std::string& line, const std::string& key) {
+  const std::string at = "\"" + key + "\":";
+  const std::size_t from = line.find(at);
+  if (from == std::string::npos) return "";
+  const std::size_t start = from + at.size();
+  return line.substr(start, line.find_first_of(",}", start) - start);
+}
+
+// The device under test, twice (--device D,D: two contexts on it).
+std::string two_devices() {
+  const std::string one = clreduce::test::test_device_spec();
+  return "--device '" + one + "," + one + "'";
+}
+
+// One CSV line's fields (RFC 4180 quoting).
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> f(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        f.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        f.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      f.emplace_back();
+    } else {
+      f.back() += c;
+    }
+  }
+  return f;
+}
+
+// A table's rows of results: the lines after the header that start with a variant's name and are
+// not skipped (the device line, layout lines, parts, notes and the footnote are not).
+std::vector<std::string> result_rows(const std::string& out, std::string* header) {
+  std::vector<std::string> rows;
+  bool after = false;
+  for (const std::string& line : split_lines(out)) {
+    if (line.rfind("variant ", 0) == 0) {
+      *header = line;
+      after = true;
+    } else if (after && !line.empty() && line[0] != ' ' && line[0] != '~' &&
+               line.find(" skipped: ") == std::string::npos) {
+      rows.push_back(line);
+    }
+  }
+  return rows;
+}
+
+// The cell of a right-aligned column `label` (width characters ending where the label ends).
+std::string table_cell(const std::string& header, const std::string& row, const std::string& label,
+                       std::size_t width) {
+  const std::size_t end = header.find(label) + label.size();
+  if (end > row.size()) return "";
+  std::string c = row.substr(end - width, width);
+  const std::size_t first = c.find_first_not_of(' ');
+  return first == std::string::npos ? "" : c.substr(first, c.find_last_not_of(' ') - first + 1);
+}
+
+}  // namespace
+
+TEST_CASE("the table's columns line up for every result: the widest doubles with their index",
+          "[cli][output]") {
+  const fs::path dir = temp_dir("align");
+  // 1000 doubles with the extreme at index 999: "-1.7976931348623157e+308 @999" (29 characters)
+  // and "-2.2250738585072014e-308 @999".
+  for (const auto& [name, fill, extreme] :
+       {std::tuple<const char*, double, double>{"lowest", 0.5, -1.7976931348623157e308},
+        {"tiny", -1.0, -2.2250738585072014e-308}}) {
+    clreduce::HostArray a;
+    a.type = clreduce::DType::kDouble;
+    a.n = 1000;
+    std::vector<double> v(a.n, fill);
+    v.back() = extreme;
+    a.bytes.assign(a.n * 8, 0);
+    std::memcpy(a.bytes.data(), v.data(), a.n * 8);
+    clreduce::write_npy((dir / (std::string(name) + ".npy")).string(), a);
+  }
+  std::vector<std::string> runs = {"--input " + (dir / "lowest.npy").string() + " --op argmin",
+                                   "--input " + (dir / "tiny.npy").string() + " --op argmax",
+                                   "--size 5000 --op argmax --type int64",
+                                   "--size 5000 --op argmin --type uint64",
+                                   "--size 5000 --op sum --type uint64",
+                                   "--size 5000 --op prod --type double",
+                                   "--size 5000 --op min --type float"};
+  for (const std::string& args : runs) {
+    CAPTURE(args);
+    const Result r = run_cli(args + " --variant fast,topdown --peers --measure-copy --repeat 1");
+    CHECK(r.code == 0);
+    std::string header;
+    const std::vector<std::string> rows = result_rows(r.out, &header);
+    CHECK(rows.size() == 4);  // omp, copy, fast, topdown
+    for (const std::string& row : rows) {
+      CAPTURE(header, row);
+      CHECK(row.size() == header.size());
+      CHECK(row.substr(header.find("verified"), 4) == "yes ");
+    }
+  }
+  const Result r = run_cli("--input " + (dir / "lowest.npy").string() +
+                           " --op argmin --repeat 1 --variant fast");
+  CHECK_THAT(r.out, ContainsSubstring("-1.7976931348623157e+308 @999 yes "));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("n = 0: no rate or ratio: '-' in the table, null in JSON, empty in CSV",
+          "[cli][output]") {
+  const std::string args = "--size 0 --variant all --peers --repeat 2";
+  const Result t = run_cli(args);
+  CHECK(t.code == 0);
+  std::string header;
+  const std::vector<std::string> rows = result_rows(t.out, &header);
+  CHECK(rows.size() > 10);
+  for (const std::string& row : rows) {
+    CAPTURE(row);
+    CHECK(table_cell(header, row, "GB/s", 9) == "-");
+    CHECK(table_cell(header, row, "speedup", 9) == "-");
+    CHECK(table_cell(header, row, "vs omp", 9) == "-");
+  }
+  const Result j = run_cli(args + " --format json");
+  CHECK(j.code == 0);
+  for (const std::string& line : split_lines(j.out)) {
+    CAPTURE(line);
+    if (line.find("\"skipped\":true") != std::string::npos) continue;
+    CHECK(json_raw(line, "gbps") == "null");
+    CHECK(json_raw(line, "speedup") == "null");
+    const std::string vs = json_raw(line, "vs_omp");
+    CHECK((vs.empty() || vs == "null"));
+  }
+  const Result c = run_cli(args + " --format csv");
+  CHECK(c.code == 0);
+  const std::vector<std::string> lines = split_lines(c.out);
+  REQUIRE(lines.size() > 1);
+  const std::vector<std::string> cols = csv_fields(lines[0]);
+  const auto col = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(cols.begin(), cols.end(), name) - cols.begin());
+  };
+  for (std::size_t k = 1; k < lines.size(); ++k) {
+    const std::vector<std::string> f = csv_fields(lines[k]);
+    REQUIRE(f.size() == cols.size());
+    CHECK(f[col("gbps")].empty());
+    CHECK(f[col("speedup")].empty());
+    CHECK(f[col("vs_omp")].empty());
+  }
+  // The ladder's table too.
+  const Result l = run_cli("--size 0 --variant ladder --repeat 1");
+  CHECK(l.code == 0);
+  std::string ladder_header, kernel1;
+  for (const std::string& line : split_lines(l.out)) {
+    if (line.rfind(" #", 0) == 0) ladder_header = line;
+    if (line.find("interleaved-divergent") != std::string::npos) kernel1 = line;
+  }
+  CHECK(table_cell(ladder_header, kernel1, "GB/s", 9) == "-");
+}
+
+TEST_CASE("every row says which clreduce, commit, driver and platform made it", "[cli][output]") {
+  Result r = run_cli("--list-devices --format json");
+  REQUIRE(r.code == 0);
+  const std::string device_line = split_lines(r.out).front();
+  const std::string driver = json_text(device_line, "driver");
+  const std::string platform_version = json_text(device_line, "platform_version");
+  CHECK(!driver.empty());
+  CHECK_THAT(platform_version, StartsWith("OpenCL "));
+  r = run_cli("--version");
+  REQUIRE(r.code == 0);
+  const std::size_t at = r.out.find("\ncommit: ");
+  REQUIRE(at != std::string::npos);
+  const std::string commit = r.out.substr(at + 9, r.out.find('\n', at + 1) - at - 9);
+  CAPTURE(commit);
+  // 40 hex digits, "-dirty" when built with changes, or "unknown" outside git.
+  bool hex = commit.size() >= 40;
+  for (std::size_t i = 0; hex && i < 40; ++i)
+    hex = std::isxdigit(static_cast<unsigned char>(commit[i]));
+  CHECK((commit == "unknown" || (hex && (commit.size() == 40 || commit.substr(40) == "-dirty"))));
+  if (hex) {  // a commit of the sources' own repository
+    const std::string repo = fs::path(CLREDUCE_SOURCE_KERNEL_DIR).parent_path().string();
+    CHECK(std::system(("git -C '" + repo + "' cat-file -e " + commit.substr(0, 40) +
+                       "^{commit} 2>/dev/null")
+                          .c_str()) == 0);
+  }
+  for (const std::string& args : std::vector<std::string>{
+           "--variant all --size 3000 --repeat 1 --peers --measure-copy",
+           "--variant ladder --size 3000 --repeat 1 --peers",
+           "--variant all-scan --size 0 --repeat 1",
+           two_devices() + " --variant fast,scan-fast --size 3000 --repeat 1"}) {
+    CAPTURE(args);
+    const Result j = run_cli(std::string(args) + " --format json");
+    CHECK(j.code == 0);
+    CHECK(lines(j.out) > 0);
+    for (const std::string& line : split_lines(j.out)) {
+      CAPTURE(line);
+      CHECK(json_text(line, "clreduce_version") == CLREDUCE_VERSION);
+      CHECK(json_text(line, "commit") == commit);
+      CHECK(json_text(line, "driver") == driver);
+      CHECK(json_text(line, "platform_version") == platform_version);
+    }
+    const Result c = run_cli(std::string(args) + " --format csv");
+    CHECK(c.code == 0);
+    const std::vector<std::string> rows = split_lines(c.out);
+    REQUIRE(rows.size() == lines(j.out) + 1);
+    const std::vector<std::string> cols = csv_fields(rows[0]);
+    for (std::size_t k = 1; k < rows.size(); ++k) {
+      const std::vector<std::string> f = csv_fields(rows[k]);
+      REQUIRE(f.size() == cols.size());
+      for (const auto& [key, want] :
+           {std::pair<std::string, std::string>{"clreduce_version", CLREDUCE_VERSION},
+            {"commit", commit},
+            {"driver", driver},
+            {"platform_version", platform_version}}) {
+        const auto it = std::find(cols.begin(), cols.end(), key);
+        REQUIRE(it != cols.end());
+        CHECK(f[static_cast<std::size_t>(it - cols.begin())] == want);
+      }
+    }
+  }
+}
+
+TEST_CASE("the sequential loop is timed over the repetitions, its spread shown and judged",
+          "[cli][output]") {
+  for (const char* repeat : {"1", "4"}) {
+    CAPTURE(repeat);
+    const Result j = run_cli(std::string("--size 100000 --peers --measure-copy --variant "
+                                         "fast,scan-fast --format json --repeat ") +
+                             repeat);
+    CHECK(j.code == 0);
+    for (const std::string& line : split_lines(j.out)) {
+      CAPTURE(line);
+      if (line.find("\"kind\":\"ceiling\"") != std::string::npos) {
+        CHECK(json_raw(line, "seq_noisy").empty());  // the copy has no sequential loop
+        continue;
+      }
+      CHECK(json_raw(line, "seq_runs") == repeat);
+      const double lo = std::stod(json_raw(line, "seq_ms_min"));
+      const double mid = std::stod(json_raw(line, "seq_ms"));
+      const double hi = std::stod(json_raw(line, "seq_ms_max"));
+      CHECK(lo > 0);
+      CHECK(lo <= mid);
+      CHECK(mid <= hi);
+      const std::string noisy = json_raw(line, "seq_noisy");
+      CHECK((noisy == "true" || noisy == "false"));
+      if (std::string(repeat) == "1") CHECK(noisy == "false");  // one run: no spread
+      if (noisy == "true" || json_raw(line, "noisy") == "true")
+        CHECK(json_raw(line, "speedup") == "null");
+      else
+        CHECK(std::stod(json_raw(line, "speedup")) > 0);
+    }
+  }
+}
+
+TEST_CASE(
+    "several devices: the combined kernel ms is each run's slowest part, and CSV holds the "
+    "parts",
+    "[cli][output]") {
+  const std::string args = two_devices() + " --variant fast,scan-fast --size 200000 --repeat 3";
+  const Result t = run_cli(args);
+  CHECK(t.code == 0);
+  std::size_t notes = 0;
+  for (const std::string& line : split_lines(t.out))
+    if (line.find("(kernel ms above: ") != std::string::npos) {
+      CHECK_THAT(line, StartsWith("  (kernel ms above: each run's slowest part, median over the "
+                                  "runs; combine "));
+      ++notes;
+    }
+  CHECK(notes == 2);
+  const Result j = run_cli(args + " --format json");
+  CHECK(j.code == 0);
+  for (const std::string& line : split_lines(j.out)) {
+    CAPTURE(line);
+    const double whole = std::stod(json_raw(line, "kernel_ms"));
+    std::size_t parts = 0;
+    for (std::size_t at = line.find("\"parts\":[");
+         (at = line.find("\"kernel_ms\":", at + 1)) != std::string::npos; ++parts)
+      CHECK(whole >= std::stod(line.substr(at + 12)));
+    CHECK(parts == 2);
+    CHECK(json_raw(line, "devices") == "2");
+  }
+  const Result c = run_cli(args + " --format csv");
+  CHECK(c.code == 0);
+  const std::vector<std::string> rows = split_lines(c.out);
+  REQUIRE(rows.size() == 3);
+  const std::vector<std::string> cols = csv_fields(rows[0]);
+  const auto parts = std::find(cols.begin(), cols.end(), "parts");
+  REQUIRE(parts != cols.end());
+  CHECK_THAT(csv_fields(rows[1])[static_cast<std::size_t>(parts - cols.begin())],
+             StartsWith("[{\"device\":"));
 }
