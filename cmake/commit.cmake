@@ -5,7 +5,8 @@
 set(commit unknown)
 if(GIT)
   execute_process(COMMAND "${GIT}" -C "${SOURCE_DIR}" rev-parse --show-toplevel
-                  OUTPUT_VARIABLE top RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+                  OUTPUT_VARIABLE top RESULT_VARIABLE rc
+                  OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(rc EQUAL 0 AND top)
     get_filename_component(top "${top}" REALPATH)
     get_filename_component(src "${SOURCE_DIR}" REALPATH)
@@ -13,7 +14,8 @@ if(GIT)
   # Only the checkout of clreduce itself: not a git repository the sources were unpacked into.
   if(rc EQUAL 0 AND top STREQUAL src)
     execute_process(COMMAND "${GIT}" -C "${SOURCE_DIR}" rev-parse --verify -q HEAD
-                    OUTPUT_VARIABLE rev RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+                    OUTPUT_VARIABLE rev RESULT_VARIABLE rc
+                    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     if(rc EQUAL 0 AND rev MATCHES "^[0-9a-f]+$")
       set(commit "${rev}")
       execute_process(COMMAND "${GIT}" -C "${SOURCE_DIR}" status --porcelain --untracked-files=no

@@ -242,11 +242,9 @@ std::string table_row(const RunRecord& r, bool ratios, bool accuracy, std::size_
   char seq[24] = "-", speedup[24] = "-", gbps[24] = "-";
   if (r.kind != "ceiling") {
     std::snprintf(seq, sizeof seq, "%.4f%c", r.seq_ms, r.seq_noisy ? '~' : ' ');
-    if (!defined(r.speedup, r.n))
-      ;
-    else if (!speedup_quoted(r))
+    if (defined(r.speedup, r.n) && !speedup_quoted(r))
       std::snprintf(speedup, sizeof speedup, "noisy");
-    else
+    else if (defined(r.speedup, r.n))
       std::snprintf(speedup, sizeof speedup, "%.2f", r.speedup);
   } else {
     std::snprintf(seq, sizeof seq, "- ");
