@@ -3,8 +3,10 @@
 # temporary prefix; checks the installed clreduce finds the prefix's kernels with no variable set,
 # also once the prefix is moved; builds examples/ (copied away from the source tree) against the
 # prefix alone with find_package(clreduce); runs dijkstra on a generated graph and on the
-# hand-written examples/data/small.gr (distances verified, DIST.npy as expected), and on bad
-# input (exit 2, a message with the line number, no output file).
+# hand-written examples/data/small.gr (distances verified, DIST.npy as expected), on the largest
+# weights it can take, and on bad input (exit 2, a message with the line number, no output file;
+# a FIFO, a folder, /dev/zero, a binary file named as such at once; escape bytes escaped; weights
+# that could overflow refused; a graph too large for memory: exit 5).
 # usage: install_and_examples.sh BUILD_DIR SOURCE_DIR VERSION CXX_COMPILER [COMPILER_LAUNCHER]
 set -euo pipefail
 build=$1 src=$2 version=$3 cxx=$4 launcher=${5:-}
@@ -109,6 +111,61 @@ bad negative 2 "negative.gr:2: arc 1 -> 2 has negative weight -5" 'p sp 2 1\na 1
 bad arc_count 2 "arc_count.gr:1: 'p sp' promises 2 arcs, the file has 1" 'p sp 2 2\na 1 2 1\n' --source 1
 bad source_outside 2 "--source 9 is outside 1..8" "$(cat "$src/examples/data/small.gr")\n" --source 9
 bad no_source 2 "--source S is required" 'p sp 2 1\na 1 2 1\n'
+# What is not a DIMACS file is named as what it is, at once (a FIFO is never opened to block on).
+bad empty 2 "empty.gr: an empty file (no 'p sp N M' line)" '' --source 1
+bad binary 2 "binary.gr:2: a NUL byte: a binary file, not a DIMACS graph" 'p sp 2 1\na 1 2\0 1\n' --source 1
+bad long_line 2 "long_line.gr:2: a line longer than 4096 bytes" "c x\nc $(printf 'x%.0s' {1..5000})\n" --source 1
+bad promises_more 2 "promises_more.gr:1: 'p sp' promises 1000000000 arcs, more than a file of 26 bytes can hold" \
+  'p sp 2 1000000000\na 1 2 1\n' --source 1
+head -c 1000000 /dev/zero > "$work/zeros.gr"
+bad_path() {  # bad_path PATH WANT_EXIT WANT_TEXT [ARGS...]: within 60 s, one line, no output file
+  local path=$1 want=$2 text=$3 code=0 err
+  shift 3
+  err=$(timeout 60 "$dijkstra" "$path" --device "$device" --output "$work/bad_path.npy" "$@" 2>&1 >/dev/null) || code=$?
+  expect_code "$code" "$want" "$path"
+  expect_in "$err" "$text"
+  [[ $(printf '%s\n' "$err" | wc -l) == 1 ]] || fail "$path: more than one line: $err"
+  ! ls "$work"/bad_path.npy* > /dev/null 2>&1 || fail "$path: an output file was written"
+  checks=$((checks + 2))
+}
+bad_path "$work/zeros.gr" 2 "zeros.gr:1: a NUL byte: a binary file, not a DIMACS graph" --source 1
+mkfifo "$work/fifo.gr"
+bad_path "$work/fifo.gr" 2 "fifo.gr: not a regular file (a FIFO); give a .gr file" --source 1
+bad_path /dev/zero 2 "/dev/zero: not a regular file (a character device)" --source 1
+mkdir "$work/folder.gr"
+bad_path "$work/folder.gr" 2 "folder.gr: a directory, not a graph file" --source 1
+# Bytes from the graph and the command line are shown escaped, never sent to the terminal.
+bad escape 2 "escape.gr:2: expected a 'c', 'p sp N M' or 'a U V W' line, got 'x\\x1B[2J\\x07 \\\\n'" \
+  'p sp 2 1\nx\033[2J\007 \\n\na 1 2 1\n' --source 1
+[[ $(cat "$work/escape.gr" | od -c) == *'033'* ]] || fail "escape.gr has no escape byte to test"
+err=$("$dijkstra" "$work/escape.gr" --device "$device" --source 1 2>&1 >/dev/null) || true
+[[ $err != *$'\033'* && $err != *$'\a'* ]] || fail "escape bytes reached stderr: $err"
+printf 'p sp 2 1\na 1 2 1\n' > "$work/"$'name\033]0;x\a.gr'
+bad_path "$work/"$'name\033]0;x\a.gr' 2 "--source 5 is outside 1..2 of $work/name\\x1B]0;x\\x07.gr" --source 5
+checks=$((checks + 2))
+# A graph whose arrays the host or device cannot hold: exit 5, one line, before allocating.
+bad huge 5 "huge.gr: 2147483647 nodes and 0 arcs need about " 'p sp 2147483647 0\n' --source 1
+printf 'p sp 100000000 0\n' > "$work/big.gr"  # within ulimit -v, the host's memory runs out first
+code=0
+err=$(ulimit -v 3000000; "$dijkstra" "$work/big.gr" --source 1 --device "$device" 2>&1 >/dev/null) || code=$?
+expect_code "$code" 5 "big.gr under ulimit -v"
+expect_in "$err" "big.gr: 100000000 nodes and 0 arcs need about "
+expect_in "$err" " of host memory"
+# Weights whose shortest paths could reach 2^63-1 (int64 distances, and the mark of an unreached
+# node) are refused; the largest that cannot are computed exactly.
+bad heavy 2 "heavy.gr: weights too large: a shortest path could reach 2^63-1" \
+  'p sp 2 1\na 1 2 9223372036854775807\n' --source 1
+bad heavy_path 2 "heavy_path.gr: weights too large" \
+  'p sp 3 2\na 1 2 4611686018427387904\na 2 3 4611686018427387904\n' --source 1
+printf 'p sp 3 2\na 1 2 4611686018427387903\na 2 3 4611686018427387903\n' > "$work/longest.gr"
+out=$("$dijkstra" "$work/longest.gr" --source 1 --device "$device" --output "$work/longest.npy")
+expect_in "$out" "distances: verified (3 of 3 nodes reachable)"
+expect_in "$(npy_int64 "$work/longest.npy")" "0 4611686018427387903 9223372036854775806"
+# Only the arcs a path can use count: a heavy self-loop or a heavier parallel arc does not.
+printf 'p sp 2 3\na 1 2 9223372036854775807\na 1 2 5\na 2 2 9223372036854775807\n' > "$work/parallel.gr"
+out=$("$dijkstra" "$work/parallel.gr" --source 1 --device "$device" --output "$work/parallel.npy")
+expect_in "$out" "distances: verified (2 of 2 nodes reachable)"
+expect_in "$(npy_int64 "$work/parallel.npy")" "0 5"
 # An explicit kernel directory without kernels is clreduce's error: exit 3.
 code=0
 err=$(CLREDUCE_KERNEL_DIR=$work/nowhere "$dijkstra" "$work/examples/data/small.gr" --source 1 --device "$device" \
