@@ -17,6 +17,9 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <string>
+#include <system_error>
+#include <vector>
 
 #include "args.hpp"
 #include "clreduce/error.hpp"
@@ -182,6 +185,56 @@ std::vector<double> parse_shares(const std::string& text, std::size_t devices) {
 // Whether main() asked PoCL to pin its workers (pocl_affinity.hpp), for --verbose.
 bool pocl_pinned = false;
 
+// Under mpirun, the ranks' start-up agreement (run/ranks.hpp): every rank reaches agree() at the
+// same fixed points before the run (after the command line's checks, and once everything before
+// the first collective is done), or once, from main(), with the code it stopped with. started:
+// the ranks agreed to start the run; settled: they agreed to stop.
+bool g_started = false, g_settled = false;
+
+// -1 when every rank goes on; else the exit code every rank leaves with, its line printed once
+// (by rank 0). One rank: `code`, and nothing printed.
+int agree(const Ranks& ranks, int code, const std::string& line,
+          const std::vector<Setting>& settings, bool start) {
+  if (!ranks.many()) return code;
+  const Agreement a = agree_ranks(code, line, settings, kExitUsage);
+  if (a.go) {
+    g_started = start;
+    return -1;
+  }
+  g_settled = true;
+  if (ranks.root() && !a.line.empty())
+    std::cerr << "clreduce: " << a.line
+              << (a.differ ? " (every rank takes the same options; only --device, --kernel-dir, "
+                             "--format, --accuracy and --verbose may differ)"
+                           : "")
+              << "\n";
+  return a.code;
+}
+
+// The settings of a rank that stops with `task` printed (--help, --version, a list): what it did.
+std::vector<Setting> task(const char* what) { return {{"the task", what}}; }
+
+// An error every rank met together, at a collective (writing --output): printed once, and every
+// rank leaves with its code.
+struct EveryRank : Error {
+  using Error::Error;
+};
+
+// A file named on the command line as ranks compare it: its absolute path, with symbolic links,
+// "." and ".." resolved as far as it exists, and with_size its size in bytes when it has one.
+std::string file_identity(const std::string& path, bool with_size) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec);
+  if (ec) return path;
+  if (std::filesystem::path c = std::filesystem::weakly_canonical(p, ec); !ec) p = c;
+  std::string s = p.string();
+  if (with_size) {
+    const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
+    if (!ec) s += " (" + std::to_string(bytes) + " bytes)";
+  }
+  return s;
+}
+
 int run(int argc, char** argv, const Ranks& ranks) {
   CLI::App app{
       "clreduce: run, verify and time parallel reductions and prefix scans on OpenCL devices.\n"
@@ -322,14 +375,15 @@ int run(int argc, char** argv, const Ranks& ranks) {
     knobs += "  " + std::string(k.key) + " = " + k.values + "\n      " + k.meaning + "\n";
   app.footer(app.get_footer() + "\n" + knobs);
 
+  // MPI ranks: rank 0 prints; the others run, check and time their slices silently.
+  if (!ranks.root()) std::cout.setstate(std::ios::failbit);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     std::cout << app.help();
-    return kExitOk;
+    return agree(ranks, kExitOk, "", task("--help"), false);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "clreduce: " << e.what() << " (see --help)\n";
-    return kExitUsage;
+    throw Error(Errc::kUsage, std::string(e.what()) + " (see --help)");
   }
 
   const bool user_expr =
@@ -339,8 +393,6 @@ int run(int argc, char** argv, const Ranks& ranks) {
     throw Error(Errc::kUsage, "--input is given " + std::to_string(inputs.size()) +
                                   " times: several arrays are for a user reduction (--map)");
   const std::string input = inputs.empty() ? std::string() : inputs.front();
-  // MPI ranks: rank 0 prints; the others run, check and time their slices silently.
-  if (!ranks.root()) std::cout.setstate(std::ios::failbit);
   if (ranks.many()) {
     if (peers) throw Error(Errc::kUsage, "--peers does not run under mpirun (one rank per device)");
     if (measure_copy)
@@ -355,9 +407,10 @@ int run(int argc, char** argv, const Ranks& ranks) {
       std::cout << "kernels: " << find_kernel_dir(kernel_dir) << "\n";
     } catch (const Error& e) {
       std::cout << "kernels: " << e.what() << "\n";
-      return exit_code(e.category());
+      return agree(ranks, exit_code(e.category()), "kernels: " + std::string(e.what()),
+                   task("--version"), false);
     }
-    return kExitOk;
+    return agree(ranks, kExitOk, "", task("--version"), false);
   }
   // Every value is checked before any device is touched: a bad one is exit 2, never a late
   // failure, a clamp or a silent default.
@@ -480,7 +533,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
           std::cout << csv_row(lines.substr(pos, end - pos), variant_csv_columns());
       }
     }
-    return kExitOk;
+    return agree(ranks, kExitOk, "", task("--list-variants"), false);
   }
   const Op the_op = parse_op(op);
   const DType the_type = parse_dtype(type);
@@ -499,10 +552,54 @@ int run(int argc, char** argv, const Ranks& ranks) {
   check_scan_flags(plan, the_op, exclusive || segmented || !output.empty());
   const bool ladder = variant == "ladder";
   const std::size_t n = input.empty() ? parse_size(size) : 0;
-  // Under mpirun each rank owns a contiguous slice of the global array (run/ranks.hpp).
-  const std::uint64_t total_n = input.empty() ? n : (ranks.many() ? npy_info(input).n : 0);
-  const Slice slice = rank_slice(total_n, ranks.rank, ranks.size);
+  // Under mpirun each rank owns a contiguous slice of the global array (run/ranks.hpp): of a file,
+  // read by each rank; of standard input, which the launcher gives to rank 0 alone, read by rank 0
+  // and sent as slices once the ranks have agreed to go on.
+  HostArray data;  // --input: the array (this rank's slice), read before the device is chosen
+  std::uint64_t total_n = input.empty() ? n : 0;
+  if (ranks.many() && input == "-") {
+    if (ranks.root()) data = read_input(input);
+  } else if (ranks.many() && !input.empty()) {
+    total_n = npy_info(input).n;
+  }
   if (!output.empty()) check_output_path(output);  // before any work, not after it
+
+  // Under mpirun, the options that shape the run, as every rank must have them: all but --device
+  // (each rank takes its own), --kernel-dir (each host's) and what only changes rank 0's printing
+  // (--format, --accuracy, --verbose). Compared here, before any device is touched, and again
+  // before the run.
+  std::vector<Setting> settings;
+  if (ranks.many()) {
+    const auto set = [&](const std::string& name, const std::string& value) {
+      settings.push_back({name, value});
+    };
+    set("the task", list_devices_flag ? "--list-devices" : "a run");
+    set("--input", input.empty()   ? "none (generated data)"
+                   : input == "-" ? "- (standard input)"
+                                  : file_identity(input, true));
+    set("--size", input.empty() ? std::to_string(n) : "the input's");
+    set("--seed", input.empty() ? std::to_string(seed) : "none");
+    set("--type", input.empty() || app.count("--type") ? dtype_name(the_type) : "the input's");
+    set("--op", op_name(the_op));
+    set("--acc", acc.empty() ? "the default" : dtype_name(parse_dtype(acc)));
+    std::string names;
+    for (const ReduceVariant* v : plan.reduce) names += (names.empty() ? "" : ",") + v->name();
+    for (const ScanVariant* v : plan.scan) names += (names.empty() ? "" : ",") + v->name();
+    set("--variant", (ladder ? "ladder: " : "") + names);
+    set("--exclusive", exclusive ? "on" : "off");
+    set("--segments", segments.empty() ? "none" : file_identity(segments, true));
+    set("--segment-length", segment_length ? std::to_string(segment_length) : "none");
+    set("--output", output.empty() ? "none" : file_identity(output, false));
+    set("--warmup", std::to_string(warmup));
+    set("--repeat", std::to_string(repeat));
+    set("--local-size", local_size ? std::to_string(local_size) : "each variant's own");
+    for (const auto& [key, value] : tuning_values(tuning))
+      set(key == "max-chunk" ? "--max-chunk" : key == "timeout" ? "--timeout" : "--tune " + key,
+          value);
+  }
+  if (const int c = agree(ranks, -1, "", settings, false); c >= 0) return c;
+  if (ranks.many() && input == "-") data = scatter_from_root(data, &total_n);
+  const Slice slice = rank_slice(total_n, ranks.rank, ranks.size);
 
   Progress progress(!verbose);  // --verbose writes its own lines to stderr
   const auto devices = list_devices();
@@ -518,7 +615,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
   };
   if (list_devices_flag && !app.count("--device")) {
     print_devices(devices);
-    return kExitOk;
+    return agree(ranks, kExitOk, "", task("--list-devices"), false);
   }
   std::vector<DeviceInfo> devs = select_devices(devices, device);
   // A rank takes one of the devices named, by its rank on the host.
@@ -526,7 +623,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
   const DeviceInfo& dev = devs.front();
   if (list_devices_flag) {
     print_devices(devs);
-    return kExitOk;
+    return agree(ranks, kExitOk, "", task("--list-devices"), false);
   }
   for (const DeviceInfo& d : devs)
     if (local_size > d.max_wg_size)
@@ -563,10 +660,12 @@ int run(int argc, char** argv, const Ranks& ranks) {
 
   // ---- Before the first kernel runs: the data's shape, the memory, every variant's refusal and
   // launch policy (which builds its kernels).
-  HostArray data;
   if (!input.empty()) {
     progress.show("reading " + (input == "-" ? std::string("standard input") : input));
-    data = ranks.many() ? read_npy_slice(input, slice.first, slice.count) : read_input(input);
+    if (!ranks.many())
+      data = read_input(input);
+    else if (input != "-")  // (standard input: rank 0 read it, and sent every rank its slice)
+      data = read_npy_slice(input, slice.first, slice.count);
     if (app.count("--type") && data.type != the_type)
       throw Error(Errc::kUsage, (input == "-" ? std::string("standard input") : input) + " holds " +
                                     dtype_name(data.type) + ", not --type " + type);
@@ -638,6 +737,14 @@ int run(int argc, char** argv, const Ranks& ranks) {
     progress.show("generating " + count_words(n) + " " + dtype_name(the_type) + " elements");
     data = ranks.many() ? generate(the_type, slice.count, seed, slice.first)
                         : generate(the_type, n, seed);
+  }
+  // Under mpirun: every rank has now met every error it can meet before the run's first
+  // collective (files, devices, kernel builds, memory): the ranks start together or stop together.
+  if (ranks.many()) {
+    if (!input.empty())
+      settings.push_back({"--input's array", std::to_string(total_n) + " " +
+                                                 dtype_name(data.type) + " elements"});
+    if (const int c = agree(ranks, -1, "", settings, true); c >= 0) return c;
   }
 
   RunConfig cfg;
@@ -830,9 +937,13 @@ int run(int argc, char** argv, const Ranks& ranks) {
   if (format == "table" && any_noisy) std::cout << noisy_footnote(ladder);
   if (!output.empty() && have_result) {
     progress.show("writing " + output);
-    if (ranks.many())
-      write_npy_ranks(output, scans->last_output(), slice.first, total_n, ranks);
-    else
+    if (ranks.many()) {
+      try {
+        write_npy_ranks(output, scans->last_output(), slice.first, total_n, ranks);
+      } catch (const Error& e) {  // every rank throws it (run/ranks.hpp)
+        throw EveryRank(e.category(), e.what());
+      }
+    } else
       write_npy(output, scans->last_output());
     progress.clear();
     if (!result_from.empty())
@@ -865,16 +976,27 @@ int main(int argc, char** argv) {
     if (ranks.many()) abort_ranks(exit_code(e.category()));
     std::_Exit(exit_code(e.category()));
   });
-  // An error every rank meets alike (a bad flag or file) is printed once and every rank leaves
-  // with its code; any other ends every rank (MPI_Abort), since the others may wait on it.
-  const auto fail = [&](Errc c, const std::string& what) {
-    const bool alike = c == Errc::kUsage || c == Errc::kInput;
-    if (!alike || ranks.root())
-      std::cerr << "clreduce: " << (alike ? "" : rank_words(ranks)) << what << "\n";
-    if (ranks.many()) {
-      if (!alike) abort_ranks(exit_code(c));
-      finalize_ranks();
+  // Under mpirun, an error before the ranks agreed to start the run is this rank's alone: the
+  // others learn of it at their next fixed point (agree()), the first failing rank's line is
+  // printed once and every rank leaves with its code. After, an error every rank met together
+  // (EveryRank) is printed once and every rank leaves with its code; any other ends every rank
+  // (MPI_Abort), since the others may wait on this one in a collective.
+  const auto fail = [&](Errc c, const std::string& what, bool every_rank = false) {
+    if (!ranks.many()) {
+      std::cerr << "clreduce: " << what << "\n";
+      return exit_code(c);
     }
+    if (!g_started) {
+      const int code = g_settled ? exit_code(c) : agree(ranks, exit_code(c), what, {}, false);
+      finalize_ranks();
+      return code;
+    }
+    if (!every_rank) {
+      std::cerr << "clreduce: " << rank_words(ranks) << what << "\n";
+      abort_ranks(exit_code(c));
+    }
+    if (ranks.root()) std::cerr << "clreduce: " << what << "\n";
+    finalize_ranks();
     return exit_code(c);
   };
   try {
@@ -891,7 +1013,7 @@ int main(int argc, char** argv) {
       if (ranks.many()) abort_ranks(exit_code(e.category()));
       std::_Exit(exit_code(e.category()));
     }
-    return fail(e.category(), flag_words(e));
+    return fail(e.category(), flag_words(e), dynamic_cast<const EveryRank*>(&e) != nullptr);
   } catch (const cl::Error& e) {
     const Error described = describe_cl_error(e);  // allocation failures exit 5
     return fail(described.category(), described.what());

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 
 #include "clreduce/error.hpp"
@@ -209,6 +210,51 @@ Tuning tuning_from_env() {
     if (const char* v = std::getenv(name.c_str()); v && *v) set_tuning(t, k.key, v, name);
   }
   return t;
+}
+
+std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) {
+  std::string caps;
+  for (const std::string& c : t.disable_caps) caps += (caps.empty() ? "" : ",") + c;
+  char timeout[32];
+  std::snprintf(timeout, sizeof timeout, "%.17g", t.timeout);
+  const auto n = [](auto x) { return std::to_string(x); };
+  const std::vector<std::pair<std::string, std::string>> values = {
+      {"build-options", t.build_options},
+      {"disable-caps", caps},
+      {"fast-shape", t.fast_shape},
+      {"fast-groups", n(t.fast_groups)},
+      {"exact-shape", t.exact_shape},
+      {"exact-groups", n(t.exact_groups)},
+      {"exact-terms", n(t.exact_terms)},
+      {"exact-store", t.exact_store},
+      {"carry-layout", t.carry_layout},
+      {"share-threads", t.share_threads},
+      {"scan-fast-path", t.scan_fast_path},
+      {"lookback-limit", n(t.lookback_limit)},
+      {"lookback-rows", n(t.lookback_rows)},
+      {"lookback-vec", n(t.lookback_vec)},
+      {"scan-chunk", n(t.scan_chunk)},
+      {"scan-groups", n(t.scan_groups)},
+      {"scan-tile", n(t.scan_tile)},
+      {"transfer-piece", n(t.transfer_piece)},
+      {"max-chunk", n(t.max_chunk)},
+      {"stream", t.stream},
+      {"stream-bytes", n(t.stream_bytes)},
+      {"stream-slots", n(t.stream_slots)},
+      {"stream-source", t.stream_source},
+      {"in-place", t.in_place},
+      {"timeout", timeout},
+  };
+  // In tuning_keys() order; a knob missing here is an internal error, found by the tests.
+  std::vector<std::pair<std::string, std::string>> ordered;
+  for (const TuningKey& k : tuning_keys()) {
+    const auto at = std::find_if(values.begin(), values.end(),
+                                 [&](const auto& v) { return v.first == k.key; });
+    if (at == values.end())
+      throw Error(Errc::kInternal, std::string("internal: tuning knob ") + k.key + " has no value text");
+    ordered.push_back(*at);
+  }
+  return ordered;
 }
 
 bool cap_disabled(const Tuning& t, const std::string& cap) {

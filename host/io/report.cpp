@@ -68,7 +68,8 @@ std::string to_json(const RunRecord& r) {
   const bool ceiling = r.kind == "ceiling";
   std::string s =
       "{\"variant\":\"" + json_escape(r.variant) + "\",\"kind\":\"" + json_escape(r.kind) +
-      "\",\"mode\":\"" + r.mode() + "\",\"op\":\"" + (r.op_text.empty() ? op_name(r.op) : json_escape(r.op_text)) + "\",\"type\":\"" +
+      "\",\"mode\":\"" + r.mode() + "\",\"op\":\"" +
+      (r.op_text.empty() ? op_name(r.op) : json_escape(r.op_text)) + "\",\"type\":\"" +
       dtype_name(r.type) + "\",\"acc\":\"" + dtype_name(r.acc) + "\",\"n\":" + std::to_string(r.n) +
       ",\"device\":\"" + json_escape(r.device) + "\"" + ",\"clreduce_version\":" + str(version()) +
       ",\"commit\":" + str(build_commit()) + ",\"driver\":" + str(r.driver) +
@@ -160,12 +161,14 @@ std::string table_parts(const RunRecord& r, std::size_t width) {
     out += line;
   }
   // Devices run their parts at once: a run takes as long as its slowest part, whichever part
-  // that is in that run. Ranks report each rank's median.
+  // that is in that run. Ranks run at once: the whole's kernel ms and wall ms are each the
+  // largest of the ranks' medians.
   char tail[200];
   std::snprintf(tail, sizeof tail,
-                r.ranks > 1 ? "  (kernel ms above: the slowest part; combine %.4f ms)\n"
-                            : "  (kernel ms above: each run's slowest part, median over the runs; "
-                              "combine %.4f ms)\n",
+                r.ranks > 1
+                    ? "  (kernel ms and wall ms above: each the slowest rank's; combine %.4f ms)\n"
+                    : "  (kernel ms above: each run's slowest part, median over the runs; "
+                      "combine %.4f ms)\n",
                 r.combine_ms);
   return out + tail;
 }

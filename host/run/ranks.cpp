@@ -12,6 +12,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <new>
 #include <type_traits>
 
 #include "clreduce/error.hpp"
@@ -368,6 +369,166 @@ void barrier_ranks() {
 #if CLREDUCE_HAVE_MPI
   if (g_mpi) MPI_Barrier(MPI_COMM_WORLD);
 #endif
+}
+
+#if CLREDUCE_HAVE_MPI
+namespace {
+
+// s on rank `from`, sent to every rank.
+std::string bcast_string(std::string s, int from) {
+  std::uint64_t len = s.size();
+  MPI_Bcast(&len, 1, MPI_UINT64_T, from, MPI_COMM_WORLD);
+  s.resize(static_cast<std::size_t>(len));
+  for (std::uint64_t at = 0; at < len;) {  // pieces of at most 1 GiB (counts are int)
+    const std::uint64_t k = std::min<std::uint64_t>(len - at, std::uint64_t{1} << 30);
+    MPI_Bcast(&s[static_cast<std::size_t>(at)], static_cast<int>(k), MPI_CHAR, from,
+              MPI_COMM_WORLD);
+    at += k;
+  }
+  return s;
+}
+
+// Settings as one string: each name and value followed by a NUL.
+std::string join_settings(const std::vector<Setting>& settings) {
+  std::string s;
+  for (const Setting& x : settings) {
+    s += x.name;
+    s += '\0';
+    s += x.value;
+    s += '\0';
+  }
+  return s;
+}
+
+std::vector<Setting> split_settings(const std::string& s) {
+  std::vector<std::string> words;
+  for (std::size_t pos = 0, end; (end = s.find('\0', pos)) != std::string::npos; pos = end + 1)
+    words.push_back(s.substr(pos, end - pos));
+  std::vector<Setting> settings;
+  for (std::size_t k = 0; k + 1 < words.size(); k += 2) settings.push_back({words[k], words[k + 1]});
+  return settings;
+}
+
+// "NAME is VALUE on rank R", the value made printable.
+std::string setting_words(const Setting& x, int rank, bool name) {
+  return (name ? x.name + " is " : std::string()) + printable(x.value) + " on rank " +
+         std::to_string(rank);
+}
+
+}  // namespace
+#endif
+
+Agreement agree_ranks(int code, const std::string& line, const std::vector<Setting>& settings,
+                      int differ_code) {
+  Agreement a;
+  a.go = code < 0;
+  a.code = code < 0 ? 0 : code;
+  a.line = line;
+#if CLREDUCE_HAVE_MPI
+  if (!g_mpi) return a;
+  const int me = g_ranks.rank, size = g_ranks.size;
+  // The first failing rank, whether every rank failed, and whether every (any) rank stops.
+  const bool failed = code > 0, stops = code >= 0;
+  int in[4] = {failed ? me : size, failed ? 1 : 0, stops ? 1 : 0, stops ? 0 : 1}, out[4] = {};
+  MPI_Allreduce(in, out, 4, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  const int first = out[0];
+  const bool every_failed = out[1] == 1, all_stop = out[2] == 1, any_stop = out[3] == 0;
+  a.go = false;
+  if (first < size) {
+    int agreed = code;
+    MPI_Bcast(&agreed, 1, MPI_INT, first, MPI_COMM_WORLD);
+    a.code = agreed;
+    a.line = bcast_string(me == first ? line : std::string(), first);
+    if (!(every_failed && first == 0)) a.line = "rank " + std::to_string(first) + ": " + a.line;
+    return a;
+  }
+  // No rank failed: every rank's settings against rank 0's.
+  const std::vector<Setting> root =
+      split_settings(bcast_string(me == 0 ? join_settings(settings) : std::string(), 0));
+  std::string mine;  // this rank's difference, if any
+  for (std::size_t k = 0; k < std::max(root.size(), settings.size()) && me != 0; ++k) {
+    const Setting none{"(nothing)", ""};
+    const Setting& r = k < root.size() ? root[k] : none;
+    const Setting& m = k < settings.size() ? settings[k] : none;
+    if (r.name == m.name && r.value == m.value) continue;
+    mine = "ranks were started with different options: " +
+           (r.name == m.name ? setting_words(r, 0, true) + ", " + setting_words(m, me, false)
+                             : setting_words(r, 0, true) + ", " + setting_words(m, me, true));
+    break;
+  }
+  int differs = mine.empty() ? size : me, first_differs = size;
+  MPI_Allreduce(&differs, &first_differs, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first_differs < size) {
+    a.code = differ_code;
+    a.differ = true;
+    a.line = bcast_string(mine, first_differs);
+    return a;
+  }
+  if (any_stop && !all_stop) {  // settings that do not say what each rank does
+    a.code = differ_code;
+    a.differ = true;
+    a.line = "ranks were started with different options: some stop before the run, others run";
+    return a;
+  }
+  a.go = !any_stop;
+  a.code = 0;
+  a.line.clear();
+#else
+  (void)settings;
+  (void)differ_code;
+#endif
+  return a;
+}
+
+HostArray scatter_from_root(const HostArray& whole, std::uint64_t* total) {
+#if CLREDUCE_HAVE_MPI
+  if (g_mpi && g_ranks.many()) {
+    std::uint64_t head[2] = {static_cast<std::uint64_t>(whole.type), whole.n};
+    MPI_Bcast(head, 2, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    HostArray mine;
+    mine.type = static_cast<DType>(head[0]);
+    *total = head[1];
+    const std::size_t size = dtype_size(mine.type);
+    const auto slice_of = [&](int r) { return rank_slice(head[1], r, g_ranks.size); };
+    const Slice s = slice_of(g_ranks.rank);
+    bool ok = true;
+    try {
+      mine.bytes.allocate_uninit(static_cast<std::size_t>(s.count) * size);
+      mine.n = static_cast<std::size_t>(s.count);
+    } catch (const std::bad_alloc&) {
+      ok = false;
+    }
+    if (!all_ranks(ok))
+      throw Error(Errc::kUnsupported, ok ? "another rank is out of host memory for its slice"
+                                         : "out of host memory for this rank's slice of " +
+                                               std::to_string(s.count) + " elements");
+    // Pieces of at most 1 GiB (counts are int), tagged by their order.
+    const auto pieces = [](std::uint64_t bytes, auto&& each) {
+      for (std::uint64_t at = 0; at < bytes;) {
+        const std::uint64_t k = std::min<std::uint64_t>(bytes - at, std::uint64_t{1} << 30);
+        each(at, static_cast<int>(k));
+        at += k;
+      }
+    };
+    if (g_ranks.root()) {
+      for (int r = 1; r < g_ranks.size; ++r) {
+        const Slice sr = slice_of(r);
+        const unsigned char* from = whole.bytes.data() + sr.first * size;
+        pieces(sr.count * size, [&](std::uint64_t at, int k) {
+          MPI_Send(from + at, k, MPI_BYTE, r, 0, MPI_COMM_WORLD);
+        });
+      }
+      if (s.count) std::memcpy(mine.bytes.data(), whole.bytes.data(), s.count * size);
+    } else {
+      pieces(s.count * size, [&](std::uint64_t at, int k) {
+        MPI_Recv(mine.bytes.data() + at, k, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      });
+    }
+    return mine;
+  }
+#endif
+  *total = whole.n;
+  return whole;
 }
 
 #if CLREDUCE_HAVE_MPI

@@ -41,6 +41,35 @@ Ranks init_ranks(int* argc, char*** argv);
 void finalize_ranks();
 [[noreturn]] void abort_ranks(int code);
 
+// Start-up agreement. Before the run, a rank may stop (a bad flag, a file, a device, a kernel
+// build; --help or --version) where the others go on, and ranks may have been started with
+// different arguments: none may then wait in a collective that another never reaches. Every rank
+// calls agree_ranks() at the same fixed points before the first collective of the run, and a
+// rank that stops before one of them calls it once, from wherever it stopped, with its exit code:
+// every call is the same sequence of collectives up to the point where the ranks' answers say
+// they all stop.
+//   code: -1 this rank goes on; 0 it has finished (it printed what was asked); > 0 it met an
+//   error, whose one-line message is `line`.
+//   settings: the options that shape the run, as (name, canonical value) pairs, compared with
+//   rank 0's (a rank that stops with an error passes none).
+// Returns go = true when every rank goes on with rank 0's settings. Otherwise every rank gets the
+// same answer: the first failing rank's (in rank order) code and line, prefixed "rank R: " unless
+// every rank failed and R is 0; else, when settings differ, differ_code and a line naming the
+// first setting that differs with its value on rank 0 and on the first rank that differs
+// (differ = true); else code 0 (every rank finished). One rank: its own code and line.
+struct Setting {
+  std::string name;
+  std::string value;
+};
+struct Agreement {
+  bool go = true;
+  int code = 0;
+  bool differ = false;
+  std::string line;
+};
+Agreement agree_ranks(int code, const std::string& line, const std::vector<Setting>& settings,
+                      int differ_code);
+
 // Rank r's slice of n elements among R ranks: [first, first + count), contiguous, in rank
 // order, the first n % R ranks one element longer (a rank may own nothing when n < R).
 struct Slice {
@@ -87,6 +116,13 @@ std::vector<double> gather_ranks(double mine);
 Value last_of_ranks(const Value& mine, bool empty);
 // A barrier (timing the ranks' runs from a common start).
 void barrier_ranks();
+
+// Rank 0's array `whole` (one only rank 0 can read: standard input, which an MPI launcher gives
+// to rank 0 alone) cut into the ranks' slices (rank_slice()): returns this rank's slice, sent by
+// rank 0, and sets *total to the whole array's length. Collective: every rank calls it at once
+// (`whole` is read on rank 0 only); when a rank cannot allocate its slice, every rank throws
+// Error(Errc::kUnsupported) before anything is sent. One rank: `whole`.
+HostArray scatter_from_root(const HostArray& whole, std::uint64_t* total);
 
 // Writes the global .npy of `total` elements from every rank's slice (its elements [first,
 // first + slice.n)), collectively: rank 0 writes the header, every rank its slice (MPI-IO) into

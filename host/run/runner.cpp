@@ -147,13 +147,14 @@ std::vector<std::size_t> Session::share_counts(const std::vector<Context*>& ctxs
 }
 
 void Session::join_rank_times(RunRecord& rec, const std::vector<double>& kernel,
-                              const std::vector<double>& wall, const std::vector<double>& seq,
+                              const std::vector<double>& wall, const std::vector<double>& upload,
+                              const std::vector<double>& seq,
                               std::size_t bytes_per_element) const {
   const int ranks = static_cast<int>(kernel.size());
   rec.ranks = ranks;
   rec.n = cfg_.total;
   rec.parts.clear();
-  double slowest = -1.0, seq_ms = 0.0;
+  double slowest = -1.0, seq_ms = 0.0, wall_ms = 0.0, upload_ms = 0.0, e2e_ms = 0.0;
   for (int r = 0; r < ranks; ++r) {
     const Slice sl = rank_slice(cfg_.total, r, ranks);
     const auto at = static_cast<std::size_t>(r);
@@ -172,6 +173,9 @@ void Session::join_rank_times(RunRecord& rec, const std::vector<double>& kernel,
       rec.slowest = p.device;
     }
     seq_ms += seq[at];
+    wall_ms = std::max(wall_ms, wall[at]);
+    upload_ms = std::max(upload_ms, upload[at]);
+    e2e_ms = std::max(e2e_ms, upload[at] + wall[at]);
     rec.parts.push_back(p);
   }
   // The slices' loops one after another: their fastest and slowest runs added alike.
@@ -180,9 +184,14 @@ void Session::join_rank_times(RunRecord& rec, const std::vector<double>& kernel,
   for (double x : gather_ranks(rec.seq_ms_max)) seq_max += x;
   rec.seq_ms_min = seq_min;
   rec.seq_ms_max = seq_max;
-  // The whole: the slowest rank's kernel time, the whole array's bytes, the slices' sequential
+  // The whole: the slowest rank's kernel time and the slowest rank's wall time (the ranks run at
+  // once: the whole is done when the last is), the whole array's bytes, the slices' sequential
   // loops one after another (as one process would run them).
   rec.kernel_ms = slowest;
+  rec.wall_ms = wall_ms;
+  rec.upload_ms = upload_ms;
+  rec.e2e_gbps =
+      e2e_ms > 0 ? static_cast<double>(cfg_.total * dtype_size(data_.type)) / (e2e_ms * 1e6) : 0.0;
   rec.seq_ms = seq_ms;
   if (rec.kernel_ms > 0) {
     rec.gbps = static_cast<double>(cfg_.total * bytes_per_element) / (rec.kernel_ms * 1e6);
@@ -483,6 +492,7 @@ void ReduceSession::join_ranks(RunRecord& rec, std::uint64_t chain, const Reduce
   }
   const std::vector<double> kernel = gather_ranks(rec.kernel_ms);
   const std::vector<double> wall = gather_ranks(rec.wall_ms);
+  const std::vector<double> upload = gather_ranks(rec.upload_ms);
   const std::vector<double> sum_abs = gather_ranks(static_cast<double>(stats_.m.abs_sum));
   const std::vector<double> seq = gather_ranks(rec.seq_ms);
   bool whole_ok = got.has == ref.has;
@@ -511,7 +521,7 @@ void ReduceSession::join_ranks(RunRecord& rec, std::uint64_t chain, const Reduce
   rec.result = got.value;
   rec.expected = ref.value;
   rec.combine_ms = got.ms;
-  join_rank_times(rec, kernel, wall, seq, dtype_size(problem_.type));
+  join_rank_times(rec, kernel, wall, upload, seq, dtype_size(problem_.type));
 }
 
 RunRecord ReduceSession::run_omp() {

@@ -123,8 +123,9 @@ struct RunRecord {
   // Several devices or ranks: each part's figures, in array order (empty: one device). The
   // record's own kernel_ms is then, for devices, the median over runs of each run's slowest
   // part (so at least every part's median, and more when the slowest part changes from run to
-  // run); for ranks, the slowest rank's median. wall_ms is the whole's, and gbps the whole
-  // array's bytes over that kernel time.
+  // run); for ranks, the slowest rank's median. wall_ms is the whole's (several devices: threads
+  // started to the last read-back; ranks: the slowest rank's), and gbps the whole array's bytes
+  // over that kernel time.
   std::vector<PartInfo> parts;
   std::string slowest;    // the slowest part's device (or "rank R")
   int ranks = 1;          // MPI ranks the array was split across
@@ -169,13 +170,15 @@ class Session {
   // Several devices: each one's share of the array (cfg.share_weights, equal when empty), after
   // checking there is a weight per device and that each has fp64 where acc or the array needs it.
   std::vector<std::size_t> share_counts(const std::vector<Context*>& ctxs, DType acc) const;
-  // MPI: the whole's record from every rank's kernel, wall and sequential-loop times (gathered,
-  // in rank order): a PartInfo per rank (its slice, times and GB/s at bytes_per_element), the
-  // slowest rank's kernel time as the whole's, the slices' loops added (their fastest and slowest
-  // runs too: gathered here, so every rank calls it), and the whole's GB/s.
+  // MPI: the whole's record from every rank's kernel, wall, upload and sequential-loop times
+  // (gathered, in rank order): a PartInfo per rank (its slice, times and GB/s at
+  // bytes_per_element), the slowest rank's kernel time and the slowest rank's wall time as the
+  // whole's (each the largest of the ranks': the ranks run at once), the slices' loops added
+  // (their fastest and slowest runs too: gathered here, so every rank calls it), the whole's
+  // GB/s, and its end-to-end rate: the whole input over the slowest rank's upload + wall.
   void join_rank_times(RunRecord& rec, const std::vector<double>& kernel,
-                       const std::vector<double>& wall, const std::vector<double>& seq,
-                       std::size_t bytes_per_element) const;
+                       const std::vector<double>& wall, const std::vector<double>& upload,
+                       const std::vector<double>& seq, std::size_t bytes_per_element) const;
   // The timed loop of a device run, warmup + repeat times: prepare() untimed (e.g. a sentinel
   // write), then body(events) between two reads of the host clock (uploads, launches, read-back);
   // sets rec's kernel and wall times, their spread and its launches.

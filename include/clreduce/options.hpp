@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace clreduce {
@@ -58,6 +59,9 @@ void set_tuning(Tuning& t, const std::string& key, const std::string& value,
 void set_tuning(Tuning& t, const std::string& key_eq_value);
 // The defaults with every CLREDUCE_<KEY> environment variable that is set and non-empty applied.
 Tuning tuning_from_env();
+// Every knob's value as text, in tuning_keys() order: (key, value), the same text for the same
+// value (the ranks of one MPI run compare theirs).
+std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t);
 // Whether disable_caps names `cap` (or "all").
 bool cap_disabled(const Tuning& t, const std::string& cap);
 

@@ -4,7 +4,9 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include <algorithm>
+#include <iterator>
 #include <string>
+#include <utility>
 
 #include "clreduce/error.hpp"
 #include "clreduce/options.hpp"
@@ -103,4 +105,45 @@ TEST_CASE("set_tuning refuses what it cannot take and keeps what it can", "[tuni
       CHECK(e.category() == Errc::kUsage);
     }
   }
+}
+
+TEST_CASE("tuning_values gives every knob's value as text, and each knob changes its own",
+          "[tuning]") {
+  // A valid value other than the default for every knob: a knob added without one fails here.
+  const std::pair<const char*, const char*> others[] = {
+      {"build-options", "-DX=1"},    {"disable-caps", "nv_shfl,subgroups"},
+      {"fast-shape", "cpu"},         {"fast-groups", "3"},
+      {"exact-shape", "gpu"},        {"exact-groups", "5"},
+      {"exact-terms", "3"},          {"exact-store", "item"},
+      {"carry-layout", "strided"},   {"share-threads", "off"},
+      {"scan-fast-path", "cpu"},     {"lookback-limit", "7"},
+      {"lookback-rows", "2"},        {"lookback-vec", "4"},
+      {"scan-chunk", "16"},          {"scan-groups", "9"},
+      {"scan-tile", "2048"},         {"transfer-piece", "4096"},
+      {"max-chunk", "8192"},         {"stream", "on"},
+      {"stream-bytes", "65536"},     {"stream-slots", "5"},
+      {"stream-source", "write"},    {"in-place", "off"},
+      {"timeout", "2.5"},
+  };
+  const auto base = tuning_values(Tuning());
+  REQUIRE(base.size() == tuning_keys().size());
+  for (std::size_t k = 0; k < base.size(); ++k) CHECK(base[k].first == tuning_keys()[k].key);
+  for (const TuningKey& key : tuning_keys()) {
+    CAPTURE(key.key);
+    const auto at = std::find_if(std::begin(others), std::end(others),
+                                 [&](const auto& o) { return std::string(o.first) == key.key; });
+    REQUIRE(at != std::end(others));
+    Tuning t;
+    set_tuning(t, at->first, at->second, "test");
+    const auto changed = tuning_values(t);
+    REQUIRE(changed.size() == base.size());
+    for (std::size_t k = 0; k < base.size(); ++k) {
+      CAPTURE(base[k].first);
+      CHECK((changed[k].second != base[k].second) == (base[k].first == key.key));
+    }
+  }
+  Tuning a, b;
+  set_tuning(a, "timeout", "0.1", "test");
+  set_tuning(b, "timeout", "1e-1", "test");
+  CHECK(tuning_values(a) == tuning_values(b));  // the value, not its spelling
 }
