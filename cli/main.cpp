@@ -258,7 +258,9 @@ int run(int argc, char** argv, const Ranks& ranks) {
       "\nSeveral devices: --device 0,1 (or nvidia,pocl, all, all-gpus) runs one share of the "
       "array on\neach device at once (--shares sets them) and combines the shares' results.\n"
       "MPI: mpirun -n R clreduce ... gives each rank a slice of the array and one device, and\n"
-      "combines the ranks' results (MPI_Allreduce, MPI_Exscan); rank 0 prints. This build: " +
+      "combines the ranks' results (MPI_Allreduce, MPI_Exscan); rank 0 prints (--input -: rank "
+      "0\nreads standard input and sends the slices). Every rank takes the same options but "
+      "--device,\n--kernel-dir, --format, --accuracy and --verbose. This build: " +
       (mpi_built() ? mpi_library_version() : std::string("MPI not built in")) + ".");
   std::string device = "0", variant = "fast", op = "sum", type = "int32", format = "table";
   std::string size = "16777216", seed_text = "1", kernel_dir, acc;
@@ -574,7 +576,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
       settings.push_back({name, value});
     };
     set("the task", list_devices_flag ? "--list-devices" : "a run");
-    set("--input", input.empty()   ? "none (generated data)"
+    set("--input", input.empty()  ? "none (generated data)"
                    : input == "-" ? "- (standard input)"
                                   : file_identity(input, true));
     set("--size", input.empty() ? std::to_string(n) : "the input's");
@@ -594,7 +596,9 @@ int run(int argc, char** argv, const Ranks& ranks) {
     set("--repeat", std::to_string(repeat));
     set("--local-size", local_size ? std::to_string(local_size) : "each variant's own");
     for (const auto& [key, value] : tuning_values(tuning))
-      set(key == "max-chunk" ? "--max-chunk" : key == "timeout" ? "--timeout" : "--tune " + key,
+      set(key == "max-chunk" ? "--max-chunk"
+          : key == "timeout" ? "--timeout"
+                             : "--tune " + key,
           value);
   }
   if (const int c = agree(ranks, -1, "", settings, false); c >= 0) return c;
@@ -742,8 +746,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
   // collective (files, devices, kernel builds, memory): the ranks start together or stop together.
   if (ranks.many()) {
     if (!input.empty())
-      settings.push_back({"--input's array", std::to_string(total_n) + " " +
-                                                 dtype_name(data.type) + " elements"});
+      settings.push_back(
+          {"--input's array", std::to_string(total_n) + " " + dtype_name(data.type) + " elements"});
     if (const int c = agree(ranks, -1, "", settings, true); c >= 0) return c;
   }
 

@@ -248,10 +248,11 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
   // In tuning_keys() order; a knob missing here is an internal error, found by the tests.
   std::vector<std::pair<std::string, std::string>> ordered;
   for (const TuningKey& k : tuning_keys()) {
-    const auto at = std::find_if(values.begin(), values.end(),
-                                 [&](const auto& v) { return v.first == k.key; });
+    const auto at =
+        std::find_if(values.begin(), values.end(), [&](const auto& v) { return v.first == k.key; });
     if (at == values.end())
-      throw Error(Errc::kInternal, std::string("internal: tuning knob ") + k.key + " has no value text");
+      throw Error(Errc::kInternal,
+                  std::string("internal: tuning knob ") + k.key + " has no value text");
     ordered.push_back(*at);
   }
   return ordered;

@@ -405,7 +405,8 @@ std::vector<Setting> split_settings(const std::string& s) {
   for (std::size_t pos = 0, end; (end = s.find('\0', pos)) != std::string::npos; pos = end + 1)
     words.push_back(s.substr(pos, end - pos));
   std::vector<Setting> settings;
-  for (std::size_t k = 0; k + 1 < words.size(); k += 2) settings.push_back({words[k], words[k + 1]});
+  for (std::size_t k = 0; k + 1 < words.size(); k += 2)
+    settings.push_back({words[k], words[k + 1]});
   return settings;
 }
 

@@ -146,10 +146,13 @@ std::vector<std::size_t> Session::share_counts(const std::vector<Context*>& ctxs
                                                           : cfg_.share_weights);
 }
 
-void Session::join_rank_times(RunRecord& rec, const std::vector<double>& kernel,
-                              const std::vector<double>& wall, const std::vector<double>& upload,
-                              const std::vector<double>& seq,
-                              std::size_t bytes_per_element) const {
+void Session::join_rank_times(RunRecord& rec, std::size_t bytes_per_element) const {
+  const std::vector<double> kernel = gather_ranks(rec.kernel_ms);
+  const std::vector<double> kernel_min = gather_ranks(rec.kernel_ms_min);
+  const std::vector<double> kernel_max = gather_ranks(rec.kernel_ms_max);
+  const std::vector<double> wall = gather_ranks(rec.wall_ms);
+  const std::vector<double> upload = gather_ranks(rec.upload_ms);
+  const std::vector<double> seq = gather_ranks(rec.seq_ms);
   const int ranks = static_cast<int>(kernel.size());
   rec.ranks = ranks;
   rec.n = cfg_.total;
@@ -171,6 +174,8 @@ void Session::join_rank_times(RunRecord& rec, const std::vector<double>& kernel,
     if (p.kernel_ms > slowest) {
       slowest = p.kernel_ms;
       rec.slowest = p.device;
+      rec.kernel_ms_min = kernel_min[at];
+      rec.kernel_ms_max = kernel_max[at];
     }
     seq_ms += seq[at];
     wall_ms = std::max(wall_ms, wall[at]);
@@ -490,11 +495,7 @@ void ReduceSession::join_ranks(RunRecord& rec, std::uint64_t chain, const Reduce
     got = allreduce_value(problem_.op, mine, empty);
     ref = allreduce_value(problem_.op, want, empty);
   }
-  const std::vector<double> kernel = gather_ranks(rec.kernel_ms);
-  const std::vector<double> wall = gather_ranks(rec.wall_ms);
-  const std::vector<double> upload = gather_ranks(rec.upload_ms);
   const std::vector<double> sum_abs = gather_ranks(static_cast<double>(stats_.m.abs_sum));
-  const std::vector<double> seq = gather_ranks(rec.seq_ms);
   bool whole_ok = got.has == ref.has;
   Verdict v;
   if (got.has && ref.has) {
@@ -521,7 +522,7 @@ void ReduceSession::join_ranks(RunRecord& rec, std::uint64_t chain, const Reduce
   rec.result = got.value;
   rec.expected = ref.value;
   rec.combine_ms = got.ms;
-  join_rank_times(rec, kernel, wall, upload, seq, dtype_size(problem_.type));
+  join_rank_times(rec, dtype_size(problem_.type));
 }
 
 RunRecord ReduceSession::run_omp() {

@@ -170,15 +170,14 @@ class Session {
   // Several devices: each one's share of the array (cfg.share_weights, equal when empty), after
   // checking there is a weight per device and that each has fp64 where acc or the array needs it.
   std::vector<std::size_t> share_counts(const std::vector<Context*>& ctxs, DType acc) const;
-  // MPI: the whole's record from every rank's kernel, wall, upload and sequential-loop times
-  // (gathered, in rank order): a PartInfo per rank (its slice, times and GB/s at
-  // bytes_per_element), the slowest rank's kernel time and the slowest rank's wall time as the
-  // whole's (each the largest of the ranks': the ranks run at once), the slices' loops added
-  // (their fastest and slowest runs too: gathered here, so every rank calls it), the whole's
-  // GB/s, and its end-to-end rate: the whole input over the slowest rank's upload + wall.
-  void join_rank_times(RunRecord& rec, const std::vector<double>& kernel,
-                       const std::vector<double>& wall, const std::vector<double>& upload,
-                       const std::vector<double>& seq, std::size_t bytes_per_element) const;
+  // MPI, collective (every rank calls it at once): the whole's record from every rank's kernel
+  // (median, fastest, slowest run), wall, upload and sequential-loop times in rec, gathered in
+  // rank order: a PartInfo per rank (its slice, times and GB/s at bytes_per_element); as the
+  // whole's, the slowest rank's kernel time with that rank's spread, and the largest wall and
+  // upload times of the ranks (they run at once: the whole is done when the last is); the slices'
+  // loops added (their fastest and slowest runs too); the whole's GB/s, and its end-to-end rate: the whole input over the slowest
+  // rank's upload + wall.
+  void join_rank_times(RunRecord& rec, std::size_t bytes_per_element) const;
   // The timed loop of a device run, warmup + repeat times: prepare() untimed (e.g. a sentinel
   // write), then body(events) between two reads of the host clock (uploads, launches, read-back);
   // sets rec's kernel and wall times, their spread and its launches.

@@ -318,10 +318,6 @@ RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const Sca
   // the slowest rank's kernel and wall times.
   const std::uint64_t wrong = sum_ranks(verdict.wrong);
   rec.verified = all_ranks(verdict.ok);
-  const std::vector<double> kernel = gather_ranks(rec.kernel_ms);
-  const std::vector<double> wall = gather_ranks(rec.wall_ms);
-  const std::vector<double> upload = gather_ranks(rec.upload_ms);
-  const std::vector<double> seq = gather_ranks(rec.seq_ms);
   rec.combine_ms = mpi.empty() ? 0.0 : median(mpi);
   rec.result = last_of_ranks(rec.result, n == 0);
   rec.expected = last_of_ranks(verdict.expected_last, n == 0);  // with the carry from before
@@ -330,8 +326,7 @@ RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const Sca
   rec.scan->wrong_count = wrong;
   if (!rec.verified && verdict.ok)
     rec.verify_note = std::to_string(wrong) + " elements wrong on other ranks";
-  join_rank_times(rec, kernel, wall, upload, seq,
-                  dtype_size(problem_.type) + acc + (problem_.segmented ? 1 : 0));
+  join_rank_times(rec, dtype_size(problem_.type) + acc + (problem_.segmented ? 1 : 0));
   return rec;
 }
 

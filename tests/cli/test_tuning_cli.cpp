@@ -111,18 +111,18 @@ TEST_CASE("tuning_values gives every knob's value as text, and each knob changes
           "[tuning]") {
   // A valid value other than the default for every knob: a knob added without one fails here.
   const std::pair<const char*, const char*> others[] = {
-      {"build-options", "-DX=1"},    {"disable-caps", "nv_shfl,subgroups"},
-      {"fast-shape", "cpu"},         {"fast-groups", "3"},
-      {"exact-shape", "gpu"},        {"exact-groups", "5"},
-      {"exact-terms", "3"},          {"exact-store", "item"},
-      {"carry-layout", "strided"},   {"share-threads", "off"},
-      {"scan-fast-path", "cpu"},     {"lookback-limit", "7"},
-      {"lookback-rows", "2"},        {"lookback-vec", "4"},
-      {"scan-chunk", "16"},          {"scan-groups", "9"},
-      {"scan-tile", "2048"},         {"transfer-piece", "4096"},
-      {"max-chunk", "8192"},         {"stream", "on"},
-      {"stream-bytes", "65536"},     {"stream-slots", "5"},
-      {"stream-source", "write"},    {"in-place", "off"},
+      {"build-options", "-DX=1"},  {"disable-caps", "nv_shfl,subgroups"},
+      {"fast-shape", "cpu"},       {"fast-groups", "3"},
+      {"exact-shape", "gpu"},      {"exact-groups", "5"},
+      {"exact-terms", "3"},        {"exact-store", "item"},
+      {"carry-layout", "strided"}, {"share-threads", "off"},
+      {"scan-fast-path", "cpu"},   {"lookback-limit", "7"},
+      {"lookback-rows", "2"},      {"lookback-vec", "4"},
+      {"scan-chunk", "16"},        {"scan-groups", "9"},
+      {"scan-tile", "2048"},       {"transfer-piece", "4096"},
+      {"max-chunk", "8192"},       {"stream", "on"},
+      {"stream-bytes", "65536"},   {"stream-slots", "5"},
+      {"stream-source", "write"},  {"in-place", "off"},
       {"timeout", "2.5"},
   };
   const auto base = tuning_values(Tuning());
