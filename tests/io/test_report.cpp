@@ -237,5 +237,6 @@ TEST_CASE("several devices' combined kernel ms is each run's slowest part; ranks
   CHECK_THAT(to_json(r), ContainsSubstring("\"n\":0,\"kernel_ms\":0,\"wall_ms\":4,\"gbps\":null"));
   r.ranks = 2;
   for (PartInfo& p : r.parts) p.rank = p.device_index;
-  CHECK_THAT(table_parts(r), ContainsSubstring("(kernel ms above: the slowest part; combine "));
+  CHECK_THAT(table_parts(r),
+             ContainsSubstring("(kernel ms and wall ms above: each the slowest rank's; combine "));
 }
