@@ -138,6 +138,12 @@ typedef struct {
 #endif
   long i;
 } acc_t;
+#elif CLR_OP == CLR_EXPR && defined(EXPR_WIDTH) && EXPR_WIDTH > 1
+// A user-defined reduction whose accumulator is EXPR_WIDTH values of A (2 or 4): the vector type
+// (double2, float4, ...), so its expressions combine several running values at once.
+#define CLR_EXPR_VEC_(a, b) a##b
+#define CLR_EXPR_VEC(a, b) CLR_EXPR_VEC_(a, b)
+typedef CLR_EXPR_VEC(A_NAME, EXPR_WIDTH) acc_t;
 #else
 typedef A acc_t;
 #endif

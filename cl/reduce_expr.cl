@@ -15,7 +15,15 @@
 //   reduce_expr_sample, reduce_expr_laws: the check of the reduce's laws on sample values.
 // Host sets via -D (plus clreduce.h's CLR_ACC, and CLR_OP = CLR_EXPR):
 //   CLR_INPUTS 1..4, CLR_T0..CLR_T3 the inputs' OpenCL C types, EXPR_POST 1 when a post is given,
-//   WG_SIZE, EXPR_CPU, UNROLL, EXPR_ABS.
+//   EXPR_WHERE 1 when a predicate (--where) is given, WG_SIZE, EXPR_CPU, UNROLL, EXPR_ABS;
+//   EXPR_WIDTH 1, 2 or 4: the accumulator is that many values of CLR_ACC (a vector type, e.g.
+//   double4; post then gives one value of CLR_ACC);
+//   EXPR_BLOCK 0 or B: with B, each work-item folds B rounds of its UNROLL accumulators at a
+//   time and combines those block values pairwise (a binary counter over a stack), so that an
+//   element passes through about B + log2(blocks) operations in the work-item, not
+//   n / work-items (the built-in ops' rows: error bounds of pairwise summation's kind).
+// The built-in ops of the command line (--op dot, mean, var, norm2, logsumexp, ...) are rows of
+// map, reduce, identity and post over the helpers below (host/reduce/expr_ops.cpp).
 #ifndef CLREDUCE_H
 #include "clreduce.h"
 #endif
@@ -50,21 +58,121 @@
 #ifndef CLR_T3
 #define CLR_T3 CLR_T0
 #endif
+#ifndef EXPR_WIDTH
+#define EXPR_WIDTH 1
+#endif
+#ifndef EXPR_BLOCK
+#define EXPR_BLOCK 0
+#endif
+#ifndef EXPR_WHERE
+#define EXPR_WHERE 0
+#endif
+
+#if EXPR_WIDTH > 1 && defined(A_IS_FLOAT)
+// Helpers of the built-in ops' rows (two- and four-value accumulators of a float type A).
+typedef CLR_EXPR_VEC(A_NAME, 2) clr_a2;
+
+// Knuth's TwoSum: s = fl(a + b) and the exact error, a + b = s + e.
+inline clr_a2 clr_two_sum(A a, A b) {
+  const A s = a + b;
+  const A bb = s - a;
+  return (clr_a2)(s, (a - (s - bb)) + (b - bb));
+}
+
+// Compensated sums: (s, c) pairs whose value is s + c; two combine by TwoSum of the s, every
+// error gathered in c (Ogita, Rump and Oishi's Sum2, in any tree).
+inline clr_a2 clr_csum(clr_a2 a, clr_a2 b) {
+  const clr_a2 t = clr_two_sum(a.x, b.x);
+  return (clr_a2)(t.x, t.y + (a.y + b.y));
+}
+
+// The value of a compensated sum: s + c, or s where s is inf or NaN (c then means nothing).
+inline A clr_csum_value(clr_a2 a) { return isfinite(a.x) ? a.x + a.y : a.x; }
+
+// x*y as a compensated pair: the product and its exact error (fma), 0 where it is not finite.
+inline clr_a2 clr_two_prod(A x, A y) {
+  const A p = x * y;
+  return (clr_a2)(p, isfinite(p) ? fma(x, y, -p) : (A)0);
+}
+
+#if EXPR_WIDTH == 2
+// norm2: (scale, ssq) with value scale * sqrt(ssq), as BLAS nrm2 keeps it: no square of a value
+// is formed, only squares of ratios <= 1, so nothing overflows or underflows where the norm
+// does not. An element x is (|x|, 1) (0: (0, 0)); NaN anywhere gives NaN, else inf gives inf.
+inline acc_t clr_nrm_map(A x) {
+  const A ax = fabs(x);
+  return isnan(ax) ? (acc_t)(NAN, NAN) : ax == 0 ? (acc_t)(0, 0) : (acc_t)(ax, 1);
+}
+
+inline acc_t clr_nrm_op(acc_t a, acc_t b) {
+  if (isnan(a.x) || isnan(b.x)) return (acc_t)(NAN, NAN);
+  if (a.x < b.x) {
+    const acc_t t = a;
+    a = b;
+    b = t;
+  }
+  if (b.x == 0) return a;
+  if (isinf(a.x)) return (acc_t)(a.x, 1);
+  const A r = b.x / a.x;
+  return (acc_t)(a.x, a.y + b.y * (r * r));
+}
+
+// logsumexp: (m, s) with value m + log(s), s the sum of exp(x - m) over the elements, m their
+// largest: two combine by rescaling the smaller one's s. The identity (-inf, 0); NaN anywhere
+// gives NaN, +inf gives +inf.
+inline acc_t clr_lse_op(acc_t a, acc_t b) {
+  if (isnan(a.x) || isnan(b.x)) return (acc_t)(NAN, NAN);
+  const A m = fmax(a.x, b.x);
+  if (m == -INFINITY) return (acc_t)(m, a.y + b.y);
+  if (m == INFINITY) return (acc_t)(m, 1);
+  return (acc_t)(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+#endif
+
+#if EXPR_WIDTH == 4
+// mean: (s, c, count, 0): a compensated sum and the count of its elements.
+inline acc_t clr_mean_op(acc_t a, acc_t b) {
+  return (acc_t)(clr_csum(a.xy, b.xy), a.z + b.z, 0);
+}
+
+// var, std: (count, mean, M2, 0) of values shifted by a constant, combined pairwise (Chan,
+// Golub and LeVeque's parallel variance). An element d is (1, d, d - d, 0): M2 is NaN for an
+// infinite d, as NumPy's x - mean is.
+inline acc_t clr_var_map(A d) { return (acc_t)(1, d, d - d, 0); }
+
+inline acc_t clr_var_op(acc_t a, acc_t b) {
+  if (b.x == 0) return a;
+  if (a.x == 0) return b;
+  const A n = a.x + b.x;
+  const A d = b.y - a.y;
+  const A f = b.x / n;
+  return (acc_t)(n, a.y + d * f, (a.z + b.z) + d * d * (a.x * f), 0);
+}
+#endif
+#endif
 
 // The user's map (defined after this file), and the element-i call of it. Every kernel takes
-// four input buffers; those past CLR_INPUTS are not read.
+// four input buffers; those past CLR_INPUTS are not read. With EXPR_WHERE, the user's predicate
+// over the same elements: where it is false, the element is the identity (NumPy's where=).
 #if CLR_INPUTS == 1
-acc_t clr_expr_map(CLR_T0 x);
-#define EXPR_MAP(i) clr_expr_map(x0[i])
+#define EXPR_PARAMS CLR_T0 x
+#define EXPR_ARGS(i) x0[i]
 #elif CLR_INPUTS == 2
-acc_t clr_expr_map(CLR_T0 x, CLR_T1 y);
-#define EXPR_MAP(i) clr_expr_map(x0[i], x1[i])
+#define EXPR_PARAMS CLR_T0 x, CLR_T1 y
+#define EXPR_ARGS(i) x0[i], x1[i]
 #elif CLR_INPUTS == 3
-acc_t clr_expr_map(CLR_T0 x, CLR_T1 y, CLR_T2 z);
-#define EXPR_MAP(i) clr_expr_map(x0[i], x1[i], x2[i])
+#define EXPR_PARAMS CLR_T0 x, CLR_T1 y, CLR_T2 z
+#define EXPR_ARGS(i) x0[i], x1[i], x2[i]
 #else
-acc_t clr_expr_map(CLR_T0 x, CLR_T1 y, CLR_T2 z, CLR_T3 w);
-#define EXPR_MAP(i) clr_expr_map(x0[i], x1[i], x2[i], x3[i])
+#define EXPR_PARAMS CLR_T0 x, CLR_T1 y, CLR_T2 z, CLR_T3 w
+#define EXPR_ARGS(i) x0[i], x1[i], x2[i], x3[i]
+#endif
+acc_t clr_expr_map(EXPR_PARAMS);
+#if EXPR_WHERE
+int clr_expr_where(EXPR_PARAMS);
+#define EXPR_MAP(i) (clr_expr_where(EXPR_ARGS(i)) ? clr_expr_map(EXPR_ARGS(i)) : clr_identity())
+#else
+#define EXPR_MAP(i) clr_expr_map(EXPR_ARGS(i))
 #endif
 #define EXPR_INPUTS                                                                   \
   __global const CLR_T0 *restrict x0, __global const CLR_T1 *restrict x1,             \
@@ -74,6 +182,39 @@ acc_t clr_expr_map(CLR_T0 x, CLR_T1 y, CLR_T2 z, CLR_T3 w);
   (void)x1;         \
   (void)x2;         \
   (void)x3
+
+#if EXPR_BLOCK
+// Levels of the pairwise stack: 2^48 blocks at most.
+#define EXPR_LEVELS 48
+
+// The work-item's UNROLL accumulators folded into one, and restarted from the identity.
+inline acc_t expr_flush(acc_t* acc) {
+  acc_t v = acc[0];
+  acc[0] = clr_identity();
+  for (uint k = 1; k < UNROLL; ++k) {
+    v = clr_op(v, acc[k]);
+    acc[k] = clr_identity();
+  }
+  return v;
+}
+
+// Pushes block value v as block number *count: a binary counter, level l holding the value of
+// 2^l blocks; a carry combines two equal levels (pairwise summation, one block at a time).
+inline void expr_push(acc_t* stack, ulong* count, acc_t v) {
+  uint level = 0;
+  for (ulong c = *count; c & 1; c >>= 1) v = clr_op(stack[level++], v);
+  stack[level] = v;
+  ++*count;
+}
+
+// The stack's levels folded, lowest first (only the levels the count's bits say are held).
+inline acc_t expr_stack_fold(const acc_t* stack, ulong count) {
+  acc_t a = clr_identity();
+  for (uint level = 0; count; ++level, count >>= 1)
+    if (count & 1) a = clr_op(stack[level], a);
+  return a;
+}
+#endif
 
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_expr(
     EXPR_INPUTS, ulong n, __global acc_t* partials, __global volatile uint* ticket,
@@ -86,6 +227,20 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_expr(
   acc_t acc[UNROLL];
 #pragma unroll
   for (uint k = 0; k < UNROLL; ++k) acc[k] = clr_identity();
+#if EXPR_BLOCK
+  // Every EXPR_BLOCK rounds, the accumulators are folded into one block value, pushed on the
+  // pairwise stack and restarted.
+  acc_t stack[EXPR_LEVELS];
+  ulong blocks = 0;
+  uint rounds = 0;
+#define EXPR_ROUND_DONE()                          \
+  if (++rounds == EXPR_BLOCK) {                    \
+    rounds = 0;                                    \
+    expr_push(stack, &blocks, expr_flush(acc));    \
+  }
+#else
+#define EXPR_ROUND_DONE()
+#endif
 #if EXPR_CPU
   // A contiguous run per work-item, as UNROLL streams over its parts, then its remainder.
   const ulong per = (n + items - 1) / items;
@@ -95,6 +250,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_expr(
   for (ulong j = 0; j < q; ++j) {
 #pragma unroll
     for (uint k = 0; k < UNROLL; ++k) acc[k] = clr_op(acc[k], EXPR_MAP(begin + k * q + j));
+    EXPR_ROUND_DONE();
   }
   for (ulong i = begin + UNROLL * q; i < end; ++i) acc[0] = clr_op(acc[0], EXPR_MAP(i));
 #else
@@ -104,11 +260,17 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_expr(
   for (; n > (UNROLL - 1) * items && i < n - (UNROLL - 1) * items; i += UNROLL * items) {
 #pragma unroll
     for (uint k = 0; k < UNROLL; ++k) acc[k] = clr_op(acc[k], EXPR_MAP(i + k * items));
+    EXPR_ROUND_DONE();
   }
   for (; i < n; i += items) acc[0] = clr_op(acc[0], EXPR_MAP(i));
 #endif
+#if EXPR_BLOCK
+  expr_push(stack, &blocks, expr_flush(acc));
+  acc[0] = expr_stack_fold(stack, blocks);
+#else
 #pragma unroll
   for (uint k = 1; k < UNROLL; ++k) acc[0] = clr_op(acc[0], acc[k]);
+#endif
   clr_ticket_reduce(acc[0], s, WG_SIZE, &is_last, partials, ticket, out);
 }
 
@@ -118,7 +280,7 @@ __kernel void reduce_expr_seq(EXPR_INPUTS, ulong n, __global acc_t* out) {
   EXPR_UNUSED;
   if (get_global_id(0) != 0) return;
   acc_t a = clr_identity();
-#if EXPR_ABS
+#if EXPR_ABS && EXPR_WIDTH == 1
   for (ulong i = 0; i < n; ++i) a = clr_op(a, fabs(EXPR_MAP(i)));  // the float bound's scale
 #else
   for (ulong i = 0; i < n; ++i) a = clr_op(a, EXPR_MAP(i));
@@ -127,9 +289,10 @@ __kernel void reduce_expr_seq(EXPR_INPUTS, ulong n, __global acc_t* out) {
 }
 
 #if EXPR_POST
-acc_t clr_expr_post(acc_t a, long n);
+// post gives one value of A (the accumulator itself where it is one value).
+A clr_expr_post(acc_t a, long n);
 // out[k] = post(in[k], n) for k < m.
-__kernel void reduce_expr_post(__global const acc_t* in, uint m, ulong n, __global acc_t* out) {
+__kernel void reduce_expr_post(__global const acc_t* in, uint m, ulong n, __global A* out) {
   if (get_global_id(0) != 0) return;
   for (uint k = 0; k < m; ++k) out[k] = clr_expr_post(in[k], (long)n);
 }

@@ -16,6 +16,7 @@
 #include "io/report.hpp"
 #include "io/text.hpp"
 #include "reduce/expr.hpp"
+#include "reduce/expr_ops.hpp"
 #include "run/chunks.hpp"
 #include "run/runner.hpp"
 #include "run/timing.hpp"
@@ -44,10 +45,15 @@ std::string input_words(const ExprArgs& a, std::size_t k) {
 }  // namespace
 
 void check_expr_args(const ExprArgs& a) {
-  check_expression("--map", a.map);
-  check_expression("--reduce", a.reduce);
-  check_expression("--identity", a.identity);
-  if (!a.post.empty()) check_expression("--post", a.post);
+  if (a.op.empty()) {
+    check_expression("--map", a.map);
+    check_expression("--reduce", a.reduce);
+    check_expression("--identity", a.identity);
+    if (!a.post.empty()) check_expression("--post", a.post);
+  } else if (!is_expr_op(a.op)) {
+    throw Error(Errc::kUsage, "--op " + a.op + " is not a row of the reduction engine");
+  }
+  if (!a.where.empty()) check_expression("--where", a.where);
   if (a.inputs.size() > kMaxExprInputs)
     throw Error(Errc::kUsage, "--input is given " + std::to_string(a.inputs.size()) +
                                   " times: a user reduction takes at most 4 arrays (" + kNames +
@@ -55,9 +61,20 @@ void check_expr_args(const ExprArgs& a) {
   if (std::count(a.inputs.begin(), a.inputs.end(), "-") > 1)
     throw Error(Errc::kUsage, "--input - is given more than once: standard input is one array");
   const std::size_t named = inputs_named(a.map);
-  if (!a.inputs.empty() && a.inputs.size() < named)
+  if (a.op.empty() && !a.inputs.empty() && a.inputs.size() < named)
     throw Error(Errc::kUsage, "--map '" + printable(a.map) + "' names " +
                                   std::string(1, "xyzw"[named - 1]) + ", but " +
+                                  std::to_string(a.inputs.size()) + " array" +
+                                  (a.inputs.size() == 1 ? " is" : "s are") +
+                                  " given (--input once per array: " + kNames + ")");
+  if (!a.op.empty() && !a.inputs.empty() && a.inputs.size() < expr_op_arrays(a.op))
+    throw Error(Errc::kUsage, "--op " + a.op + " takes " + std::to_string(expr_op_arrays(a.op)) +
+                                  " arrays, but " + std::to_string(a.inputs.size()) +
+                                  " is given (--input once per array)");
+  const std::size_t in_where = a.where.empty() ? 1 : inputs_named(a.where);
+  if (!a.inputs.empty() && a.inputs.size() < in_where)
+    throw Error(Errc::kUsage, "--where '" + printable(a.where) + "' names " +
+                                  std::string(1, "xyzw"[in_where - 1]) + ", but " +
                                   std::to_string(a.inputs.size()) + " array" +
                                   (a.inputs.size() == 1 ? " is" : "s are") +
                                   " given (--input once per array: " + kNames + ")");
@@ -83,17 +100,34 @@ int run_expr(const ExprArgs& a, Context& ctx,
     }
   } else {
     const DType t = parse_dtype(a.type);
-    for (std::size_t k = 0; k < inputs_named(a.map); ++k)
-      arrays.push_back(generate(t, a.n, a.seed + k));
+    const std::size_t count =
+        std::max({a.op.empty() ? inputs_named(a.map) : expr_op_arrays(a.op),
+                  a.where.empty() ? std::size_t{1} : inputs_named(a.where)});
+    for (std::size_t k = 0; k < count; ++k) arrays.push_back(generate(t, a.n, a.seed + k));
   }
   const std::size_t n = arrays.front().n;
+  const bool row = !a.op.empty();
   ExprSpec spec;
-  spec.map = a.map;
-  spec.reduce = a.reduce;
-  spec.identity = a.identity;
-  spec.post = a.post;
-  for (const HostArray& h : arrays) spec.inputs.push_back(h.type);
-  spec.acc = a.acc.empty() ? default_expr_acc(spec.inputs) : parse_dtype(a.acc);
+  std::vector<DType> types;
+  for (const HostArray& h : arrays) types.push_back(h.type);
+  if (row) {
+    ExprOpOptions o;
+    o.where = a.where;
+    o.ddof = a.ddof;
+    o.fp64 = dev.fp64;
+    if (n > 0) o.shift = dispatch_dtype(arrays.front().type, [&](auto zero) {
+      return static_cast<double>(arrays.front().as<decltype(zero)>()[0]);
+    });
+    spec = expr_op_spec(a.op, types, o);
+  } else {
+    spec.map = a.map;
+    spec.reduce = a.reduce;
+    spec.identity = a.identity;
+    spec.post = a.post;
+    spec.where = a.where;
+    spec.inputs = types;
+    spec.acc = a.acc.empty() ? default_expr_acc(spec.inputs) : parse_dtype(a.acc);
+  }
   bool fp64 = spec.acc == DType::kDouble;
   for (DType t : spec.inputs) fp64 = fp64 || t == DType::kDouble;
   if (fp64 && !dev.fp64)
@@ -125,37 +159,65 @@ int run_expr(const ExprArgs& a, Context& ctx,
                                 h.bytes.size(), h.bytes.data())
                    : ctx.zeroed_buffer(1));
 
-  // ---- The laws, before any tree is trusted with the reduce.
-  const ExprLaws laws = er.check_laws(in, n, timeout);
-  if (!laws.failure.empty()) throw Error(Errc::kUsage, laws.failure);
-  if (a.verbose)
-    std::cerr << "expr: the reduce's laws held on " << laws.triples << " triples of "
-              << laws.samples << " values\n";
+  // ---- The laws, before any tree is trusted with the reduce (the rows are proven).
+  if (!row) {
+    const ExprLaws laws = er.check_laws(in, n, timeout);
+    if (!laws.failure.empty()) throw Error(Errc::kUsage, laws.failure);
+    if (a.verbose)
+      std::cerr << "expr: the reduce's laws held on " << laws.triples << " triples of "
+                << laws.samples << " values\n";
+  }
 
-  // ---- The reference, then the timed runs.
+  // ---- The reference: a row's on the host (the predicate evaluated on the device, 2^20
+  // elements at a time), user expressions' by one work-item.
   double magnitude = 0.0;
   bool wider = false;
   std::vector<cl::Event> seq_events;
-  const Value reference = er.reference(in, n, timeout, &magnitude, &wider, seq_events);
+  Value reference;
+  ExprOpReference op_ref;
+  if (row) {
+    std::vector<unsigned char> mask;
+    if (!a.where.empty()) {
+      ExprSpec ms;
+      ms.map = "1";
+      ms.reduce = "a + b";
+      ms.identity = "0";
+      ms.where = a.where;
+      ms.inputs = spec.inputs;
+      ms.acc = DType::kInt32;
+      ExprReduction me(ctx, ms, n, a.local_size);
+      const double t0 = now_ms();
+      for (std::size_t first = 0; first < n; first += std::size_t{1} << 20) {
+        const std::size_t count = std::min<std::size_t>(n - first, std::size_t{1} << 20);
+        const std::vector<unsigned char> v = me.map_values(in, first, count, timeout);
+        for (std::size_t k = 0; k < count; ++k) mask.push_back(v[4 * k] | v[4 * k + 1]);
+      }
+      if (a.verbose) std::cerr << "expr: --where evaluated in " << now_ms() - t0 << " ms\n";
+    }
+    op_ref = expr_op_reference(a.op, arrays, mask, a.ddof, spec.acc, er.depth());
+    reference = op_ref.value;
+  } else {
+    reference = er.reference(in, n, timeout, &magnitude, &wider, seq_events);
+  }
   RunRecord rec;
   rec.variant = "expr";
-  rec.op_text = "expr";
+  rec.op_text = row ? a.op : "expr";
   rec.type = spec.inputs.front();
   rec.acc = spec.acc;
   rec.n = n;
   rec.device = dev.name;
   rec.seq_ms = events_ms(seq_events);
-  rec.seq_runs = 1;
+  rec.seq_runs = row ? 0 : 1;
   rec.policy = er.policy();
   rec.seed = a.seed;
   rec.warmup = a.warmup;
   rec.repeat = a.repeat;
   for (const std::string& f : a.inputs) rec.input += (rec.input.empty() ? "" : ",") + f;
   Value result = reference;
-  if (n > 0) {
-    const std::size_t as = dtype_size(spec.acc);
+  const std::size_t as = er.acc_bytes();
+  std::vector<unsigned char> got(as);
+  if (n > 0 || row) {
     cl::Buffer out = ctx.zeroed_buffer(as);
-    std::vector<unsigned char> got(as);
     const std::vector<unsigned char> sentinel(as, 0x5A);
     set_timings(rec, repeat_runs(static_cast<std::uint64_t>(a.warmup),
                                  static_cast<std::uint64_t>(a.repeat), [&] {
@@ -170,53 +232,90 @@ int run_expr(const ExprArgs& a, Context& ctx,
                                    const double t1 = now_ms();
                                    return Sample{events_ms(events), t1 - t0, events.size()};
                                  }));
-    result = Value::from_bytes(spec.acc, got.data());
+    if (!row) result = Value::from_bytes(spec.acc, got.data());
   }
-  // ---- Verified before post: integers exactly; floats within (gamma_depth + gamma_n') times
-  // the larger of the reference's magnitude and the same fold of |map| (n' and the second
-  // roundoff are the reference's: double for a float accumulator where it builds so).
   bool ok = true;
   std::string why;
   double bound = 0.0;
-  Value expected = reference;
-  if (is_float(spec.acc)) {
-    expected.type = spec.acc;
-    if (spec.acc == DType::kFloat) expected.f = static_cast<float>(reference.f);
-    const double scale = std::max(magnitude, std::fabs(reference.f));
-    bound = (gamma_k(static_cast<double>(er.depth()), unit_roundoff(spec.acc)) +
-             gamma_k(static_cast<double>(n), unit_roundoff(wider ? DType::kDouble : spec.acc))) *
-            scale;
-    const bool same = result.f == reference.f || (std::isnan(result.f) && std::isnan(reference.f));
-    ok = same || (std::isfinite(result.f) && std::isfinite(reference.f) &&
-                  std::fabs(result.f - reference.f) <= bound);
-    if (!ok)
-      why = "|result - reference| = " +
-            Value{DType::kDouble, 0, 0, std::fabs(result.f - reference.f), -1}.str() +
-            " exceeds the bound " + Value{DType::kDouble, 0, 0, bound, -1}.str();
+  const auto distance = [](double d) { return Value{DType::kDouble, 0, 0, d, -1}.str(); };
+  if (row) {
+    // ---- A row: post on the device, then the host's reference: integers equal, a non-finite
+    // reference the same, else within the op's bound.
+    result = er.post_bytes(got, n, timeout).front();
+    rec.result = result;
+    rec.expected = reference;
+    if (op_ref.exact) {
+      ok = is_signed(spec.acc) ? result.i == reference.i : result.u == reference.u;
+      if (!ok) why = "integer results must be equal";
+    } else {
+      bound = op_ref.bound;
+      const bool same =
+          result.f == reference.f || (std::isnan(result.f) && std::isnan(reference.f));
+      ok = same || (std::isfinite(result.f) && std::isfinite(reference.f) &&
+                    std::fabs(result.f - reference.f) <= bound);
+      if (!ok)
+        why = "|result - reference| = " + distance(std::fabs(result.f - reference.f)) +
+              " exceeds the bound " + distance(bound);
+    }
+    if (op_ref.count == 0 && (a.op == "mean" || a.op == "var" || a.op == "std"))
+      std::cerr << "clreduce: warning: --op " << a.op
+                << " of an empty selection is nan (NumPy's answer, with its warning)\n";
+    else if ((a.op == "var" || a.op == "std") && a.ddof >= static_cast<double>(op_ref.count))
+      std::cerr << "clreduce: warning: --ddof " << Value{DType::kDouble, 0, 0, a.ddof, -1}.str()
+                << " is not below the count " << op_ref.count
+                << ": the divisor is 0 (NumPy's inf or nan, with its warning)\n";
   } else {
-    ok = is_signed(spec.acc) ? result.i == reference.i : result.u == reference.u;
-    if (!ok) why = "integer results must be equal";
+    // ---- Verified before post: integers exactly; floats within (gamma_depth + gamma_n') times
+    // the larger of the reference's magnitude and the same fold of |map| (n' and the second
+    // roundoff are the reference's: double for a float accumulator where it builds so).
+    Value expected = reference;
+    if (is_float(spec.acc)) {
+      expected.type = spec.acc;
+      if (spec.acc == DType::kFloat) expected.f = static_cast<float>(reference.f);
+      const double scale = std::max(magnitude, std::fabs(reference.f));
+      bound = (gamma_k(static_cast<double>(er.depth()), unit_roundoff(spec.acc)) +
+               gamma_k(static_cast<double>(n), unit_roundoff(wider ? DType::kDouble : spec.acc))) *
+              scale;
+      const bool same =
+          result.f == reference.f || (std::isnan(result.f) && std::isnan(reference.f));
+      ok = same || (std::isfinite(result.f) && std::isfinite(reference.f) &&
+                    std::fabs(result.f - reference.f) <= bound);
+      if (!ok)
+        why = "|result - reference| = " + distance(std::fabs(result.f - reference.f)) +
+              " exceeds the bound " + distance(bound);
+    } else {
+      ok = is_signed(spec.acc) ? result.i == reference.i : result.u == reference.u;
+      if (!ok) why = "integer results must be equal";
+    }
+    // ---- Post, on the device, applied alike to the result and to the reference.
+    const std::vector<Value> posted = er.post({result, expected}, n, timeout);
+    rec.result = posted[0];
+    rec.expected = posted[1];
   }
-  // ---- Post, on the device, applied alike to the result and to the reference.
-  const std::vector<Value> posted = er.post({result, expected}, n, timeout);
-  rec.result = posted[0];
-  rec.expected = posted[1];
   rec.verified = ok;
   rec.verify_note = why;
   rec.bound = bound;
   if (rec.kernel_ms > 0) {
     rec.gbps = bytes / (rec.kernel_ms * 1e6);
-    rec.speedup = rec.seq_ms / rec.kernel_ms;
+    if (rec.seq_ms > 0) rec.speedup = rec.seq_ms / rec.kernel_ms;
   }
 
   // ---- Printed as every run is.
   if (a.format == "table") {
-    std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name
-              << ")  expr: --map '" << printable(a.map) << "' --reduce '" << printable(a.reduce)
-              << "' --identity '" << printable(a.identity) << "'"
-              << (a.post.empty() ? "" : " --post '" + printable(a.post) + "'") << "  acc "
-              << dtype_name(spec.acc) << "  n = " << n << "  arrays = " << arrays.size()
-              << "  seq ms: one work-item\n"
+    std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  ";
+    if (row)
+      std::cout << "op: " << a.op
+                << (a.op == "var" || a.op == "std"
+                        ? " --ddof " + Value{DType::kDouble, 0, 0, a.ddof, -1}.str()
+                        : std::string());
+    else
+      std::cout << "expr: --map '" << printable(a.map) << "' --reduce '" << printable(a.reduce)
+                << "' --identity '" << printable(a.identity) << "'"
+                << (a.post.empty() ? "" : " --post '" + printable(a.post) + "'");
+    std::cout << (a.where.empty() ? "" : " --where '" + printable(a.where) + "'") << "  acc "
+              << dtype_name(spec.acc) << (spec.width > 1 ? " x" + std::to_string(spec.width) : "")
+              << "  n = " << n << "  arrays = " << arrays.size()
+              << (row ? "  checked against the host's reference\n" : "  seq ms: one work-item\n")
               << table_header(false, false) << table_row(rec, false, false);
   } else if (a.format == "json") {
     std::cout << to_json(rec) << "\n";

@@ -1,6 +1,9 @@
 // expr_run.hpp: the command line's user-defined reductions (--map, --reduce, --identity,
-// --post, --acc): the arrays read or generated, the law check, the timed runs of the reduction
-// (row "expr"), verified against one work-item applying the expressions in index order.
+// --post, --acc, --where) and the built-in ops that are rows of the same engine (--op dot,
+// norm2, mean, var, std, count, any, all, logsumexp): the arrays read or generated, the law
+// check (user expressions), the timed runs of the reduction (row "expr"), verified against one
+// work-item applying the expressions in index order (user expressions) or the host's reference
+// in higher precision within the op's bound (the rows).
 #pragma once
 
 #include <cstdint>
@@ -14,7 +17,10 @@
 namespace clreduce {
 
 struct ExprArgs {
+  std::string op;  // a built-in row (expr_ops.hpp: dot, mean, ...); empty: the expressions below
   std::string map, reduce, identity, post;
+  std::string where;  // --where: a predicate over x, y, z, w; empty: every element
+  double ddof = 0;    // var, std
   std::string acc;                  // empty: default_expr_acc()
   std::vector<std::string> inputs;  // .npy files, one per array ('-': standard input, once)
   std::string type;                 // generated arrays' type; with inputs, what each must hold

@@ -33,7 +33,9 @@
 #include "io/npy.hpp"
 #include "io/report.hpp"
 #include "io/size_arg.hpp"
+#include "io/text.hpp"
 #include "progress.hpp"
+#include "reduce/expr_ops.hpp"
 #include "reduce/ladder.hpp"
 #include "reduce/variant.hpp"
 #include "run/omp_wait.hpp"
@@ -286,8 +288,17 @@ int run(int argc, char** argv, const Ranks& ranks) {
                  "the default is scan-fast. A variant named that cannot run the request is an "
                  "error; under all, all-reduce and all-scan it is skipped with the reason")
       ->capture_default_str();
-  app.add_option("--op", op, "sum | prod | min | max | argmin | argmax (with --map: expr)")
+  app.add_option("--op", op,
+                 "sum | prod | min | max | argmin | argmax; rows of the reduction engine: dot "
+                 "(two arrays) | norm2 | mean | var | std | count | any | all | logsumexp (with "
+                 "--map: expr)")
       ->capture_default_str();
+  std::string where_expr, ddof_text;
+  app.add_option("--where", where_expr,
+                 "with --map or an engine row (dot ... logsumexp): an OpenCL C predicate over x "
+                 "(and y, z, w); where it is false the element is left out (NumPy's where=)");
+  app.add_option("--ddof", ddof_text,
+                 "var and std: the divisor is count - ddof, a number >= 0 (default 0, as NumPy)");
   std::string map_expr, reduce_expr, identity_expr, post_expr;
   app.add_option("--map", map_expr,
                  "a user reduction: an OpenCL C expression over x (and y, z, w: one name per "
@@ -391,9 +402,10 @@ int run(int argc, char** argv, const Ranks& ranks) {
   const bool user_expr =
       app.count("--map") + app.count("--reduce") + app.count("--identity") + app.count("--post") >
       0;
-  if (inputs.size() > 1 && !user_expr)
+  if (inputs.size() > 1 && !user_expr && !is_expr_op(op))
     throw Error(Errc::kUsage, "--input is given " + std::to_string(inputs.size()) +
-                                  " times: several arrays are for a user reduction (--map)");
+                                  " times: several arrays are for a user reduction (--map) and "
+                                  "the engine's rows (--op dot, ...)");
   const std::string input = inputs.empty() ? std::string() : inputs.front();
   if (ranks.many()) {
     if (peers) throw Error(Errc::kUsage, "--peers does not run under mpirun (one rank per device)");
@@ -420,6 +432,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
                                              "--device", device, "an index, a type or a name"},
                                          {"--variant", variant, "a variant name"},
                                          {"--op", op, "an op"},
+                                         {"--where", where_expr, "a predicate"},
+                                         {"--ddof", ddof_text, "a number"},
                                          {"--type", type, "a type"},
                                          {"--acc", acc, "a type"},
                                          {"--size", size, "a count"},
@@ -452,35 +466,57 @@ int run(int argc, char** argv, const Ranks& ranks) {
     tuning.max_chunk = parse_positive_size("--max-chunk", max_chunk_text);
   if (app.count("--timeout")) set_tuning(tuning, "timeout", timeout_text, "--timeout");
 
-  if (user_expr && !list_variants_flag && !list_devices_flag) {
-    // A user reduction (expr_run.hpp): one device, one run, its own checks.
+  const bool engine_row = !user_expr && is_expr_op(op);
+  if (app.count("--where") && !user_expr && !engine_row)
+    throw Error(Errc::kUsage, "--where applies to --map and to --op " + [] {
+      std::string names;
+      for (const std::string& o : expr_op_names()) names += (names.empty() ? "" : ", ") + o;
+      return names;
+    }() + ", not to --op " + op + " (yet)");
+  double ddof = 0;
+  if (app.count("--ddof")) {
+    if (!(op == "var" || op == "std") || user_expr)
+      throw Error(Errc::kUsage, "--ddof applies to --op var and --op std only");
+    char* end = nullptr;
+    ddof = std::strtod(ddof_text.c_str(), &end);
+    if (ddof_text.empty() || *end != '\0' || !std::isfinite(ddof) || ddof < 0 || ddof > 1e18)
+      throw Error(Errc::kUsage, "--ddof must be a number from 0 to 1e18, not '" +
+                                    printable(ddof_text) + "'");
+  }
+  if ((user_expr || engine_row) && !list_variants_flag && !list_devices_flag) {
+    // A user reduction or an engine row (expr_run.hpp): one device, one run, its own checks.
+    const std::string what = user_expr ? "a user reduction (--map)" : "--op " + op;
     for (const char* f : {"--map", "--reduce", "--identity"})
-      if (!app.count(f))
+      if (user_expr && !app.count(f))
         throw Error(Errc::kUsage,
                     std::string("a user reduction needs --map, --reduce and --identity (") + f +
                         " is missing)");
-    if (app.count("--op") && op != "expr")
+    if (user_expr && app.count("--op") && op != "expr")
       throw Error(Errc::kUsage, "--op " + op +
                                     " and --map exclude each other: --map, --reduce and "
                                     "--identity define the reduction");
+    if (engine_row && app.count("--acc"))
+      throw Error(Errc::kUsage, "--acc does not apply to --op " + op +
+                                    ": its accumulator is the op's own (docs: the ops' table)");
     if (app.count("--variant") && variant != "expr")
-      throw Error(Errc::kUsage, "--variant " + variant +
-                                    " and --map exclude each other: a user reduction runs as "
-                                    "its own variant, expr");
+      throw Error(Errc::kUsage, "--variant " + variant + " and " +
+                                    (user_expr ? std::string("--map") : "--op " + op) +
+                                    " exclude each other: it runs as the engine's own variant, "
+                                    "expr");
     for (const char* f : {"--peers", "--measure-copy", "--accuracy", "--exclusive", "--segments",
                           "--segment-length", "--output"})
-      if (app.count(f))
-        throw Error(Errc::kUsage, std::string(f) + " does not apply to a user reduction (--map)");
-    if (ranks.many())
-      throw Error(Errc::kUsage, "a user reduction (--map) does not run under mpirun yet");
-    if (app.count("--shares"))
-      throw Error(Errc::kUsage, "--shares: a user reduction (--map) runs on one device");
+      if (app.count(f)) throw Error(Errc::kUsage, std::string(f) + " does not apply to " + what);
+    if (ranks.many()) throw Error(Errc::kUsage, what + " does not run under mpirun yet");
+    if (app.count("--shares")) throw Error(Errc::kUsage, "--shares: " + what + " runs on one device");
     if (!inputs.empty() && app.count("--size"))
       throw Error(Errc::kUsage, "--size and --input exclude each other: the files set the size");
     if (!inputs.empty() && app.count("--seed"))
       throw Error(Errc::kUsage,
                   "--seed and --input exclude each other: the seed is for generated data");
     ExprArgs ea;
+    if (engine_row) ea.op = op;
+    ea.where = where_expr;
+    ea.ddof = ddof;
     ea.map = map_expr;
     ea.reduce = reduce_expr;
     ea.identity = identity_expr;
@@ -501,9 +537,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
     check_expr_args(ea);
     const std::vector<DeviceInfo> devs = select_devices(list_devices(), device);
     if (devs.size() > 1)
-      throw Error(Errc::kUsage, "--device " + device +
-                                    " names several devices: a user reduction (--map) runs on "
-                                    "one device for now");
+      throw Error(Errc::kUsage, "--device " + device + " names several devices: " + what +
+                                    " runs on one device for now");
     if (local_size > devs.front().max_wg_size)
       throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
                                     " is larger than device " + std::to_string(devs.front().index) +

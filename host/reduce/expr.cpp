@@ -31,9 +31,11 @@ std::string named(const std::string& flag, const std::string& text) {
 // One user expression as a function of the generated tail: its text on lines of its own under
 // `#line 1 "FLAG"` (so the compiler's line and column are the text's own), the wrapper under
 // "FLAG wrapper".
-std::string define(const std::string& flag, const std::string& signature, const std::string& text) {
-  return "#line 1 \"" + flag + " wrapper\"\n" + signature + " {\n  return (acc_t)(\n#line 1 \"" +
-         flag + "\"\n" + text + "\n#line 3 \"" + flag + " wrapper\"\n  );\n}\n";
+std::string define(const std::string& flag, const std::string& signature, const std::string& text,
+                   const std::string& open = "(acc_t)(", const std::string& close = ")") {
+  return "#line 1 \"" + flag + " wrapper\"\n" + signature + " {\n  return " + open +
+         "\n#line 1 \"" + flag + "\"\n" + text + "\n#line 3 \"" + flag + " wrapper\"\n  " + close +
+         ";\n}\n";
 }
 
 std::string generated_tail(const ExprSpec& s) {
@@ -43,7 +45,9 @@ std::string generated_tail(const ExprSpec& s) {
   std::string t = define("--map", "acc_t clr_expr_map(" + params + ")", s.map) +
                   define("--reduce", "acc_t clr_expr_reduce(acc_t a, acc_t b)", s.reduce) +
                   define("--identity", "acc_t clr_expr_identity(void)", s.identity);
-  if (!s.post.empty()) t += define("--post", "acc_t clr_expr_post(acc_t a, long n)", s.post);
+  if (!s.post.empty()) t += define("--post", "A clr_expr_post(acc_t a, long n)", s.post, "(A)(");
+  if (!s.where.empty())
+    t += define("--where", "int clr_expr_where(" + params + ")", s.where, "(", ") ? 1 : 0");
   return t;
 }
 
@@ -56,6 +60,9 @@ std::string spec_options(const ExprSpec& s) {
       std::find(s.inputs.begin(), s.inputs.end(), DType::kDouble) != s.inputs.end())
     o += " -DCLR_TYPE=5";  // clreduce.h enables cl_khr_fp64 for a double T or accumulator
   if (!s.post.empty()) o += " -DEXPR_POST=1";
+  if (!s.where.empty()) o += " -DEXPR_WHERE=1";
+  if (s.width != 1) o += " -DEXPR_WIDTH=" + std::to_string(s.width);
+  if (s.block) o += " -DEXPR_BLOCK=" + std::to_string(s.block);
   return o;
 }
 
@@ -67,9 +74,9 @@ std::string acc_option(DType acc) { return " -DCLR_ACC=" + std::to_string(static
 [[noreturn]] void rethrow_build(const Error& e, const ExprSpec& s) {
   // Clang writes "FILE:L:C: error: MSG"; PoCL passes it on as "error: FILE:L:C: MSG".
   static const std::regex kAt(
-      R"((--map|--reduce|--identity|--post)( wrapper)?:(\d+):(\d+): error: ([^\n]*))");
+      R"((--map|--reduce|--identity|--post|--where)( wrapper)?:(\d+):(\d+): error: ([^\n]*))");
   static const std::regex kPocl(
-      R"(error: (--map|--reduce|--identity|--post)( wrapper)?:(\d+):(\d+): ([^\n]*))");
+      R"(error: (--map|--reduce|--identity|--post|--where)( wrapper)?:(\d+):(\d+): ([^\n]*))");
   const std::string what = e.what();
   std::smatch m;
   if (std::regex_search(what, m, kAt) || std::regex_search(what, m, kPocl)) {
@@ -77,6 +84,7 @@ std::string acc_option(DType acc) { return " -DCLR_ACC=" + std::to_string(static
     const std::string& text = flag == "--map"        ? s.map
                               : flag == "--reduce"   ? s.reduce
                               : flag == "--identity" ? s.identity
+                              : flag == "--where"    ? s.where
                                                      : s.post;
     std::string where;
     if (!m[2].matched) {
@@ -240,6 +248,7 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
                                    {"--identity", spec_.identity}})
     check_expression(flag, text);
   if (!spec_.post.empty()) check_expression("--post", spec_.post);
+  if (!spec_.where.empty()) check_expression("--where", spec_.where);
   tail_ = generated_tail(spec_);
   options_ = spec_options(spec_);
   // The shape: fast's (the fast-shape and fast-groups knobs, else by the device type). GPU: 256
@@ -253,7 +262,11 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
   const unsigned unroll = 4;
   const std::string shape =
       " -DEXPR_CPU=" + std::string(cpu ? "1" : "0") + " -DUNROLL=" + std::to_string(unroll);
-  check_local_size(ctx, local_size, local_size * acc_size(spec_.acc));
+  if (!(spec_.width == 1 || ((spec_.width == 2 || spec_.width == 4) && is_float(spec_.acc))))
+    throw Error(Errc::kUsage, "an accumulator of " + std::to_string(spec_.width) + " values of " +
+                                  dtype_name(spec_.acc) +
+                                  " is not one the engine has (1; 2 or 4 of a float type)");
+  check_local_size(ctx, local_size, local_size * acc_bytes());
   const auto make = [&](std::size_t wg) {
     return build("reduce_expr",
                  options_ + acc_option(spec_.acc) + shape + " -DWG_SIZE=" + std::to_string(wg));
@@ -274,9 +287,17 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
       std::string(cpu ? "cpu-shape" : "gpu-shape") + " x" + std::to_string(unroll) + " ticket";
   // A work-item's elements into its accumulators, the accumulators, the group's tree, the last
   // group's loop over the partials and its tree.
-  depth_ = policy_.items_per_thread + unroll + 2 * ceil_log2(policy_.wg_size) +
+  // With blocks: a block's rounds and the fold of the accumulators, then the stack (a carry
+  // chain and the final fold, each at most one per level).
+  const std::uint64_t in_item =
+      spec_.block
+          ? std::min<std::uint64_t>(policy_.items_per_thread, std::uint64_t{spec_.block} + unroll) +
+                unroll + 2 * (ceil_log2(policy_.items_per_thread / (spec_.block * unroll) + 2) + 1)
+          : policy_.items_per_thread + unroll;
+  depth_ = in_item + 2 * ceil_log2(policy_.wg_size) +
            (policy_.groups + policy_.wg_size - 1) / policy_.wg_size;
-  partials_ = ctx.zeroed_buffer(policy_.groups * acc_size(spec_.acc));
+  if (spec_.block) policy_.path += " pairwise blocks of " + std::to_string(spec_.block);
+  partials_ = ctx.zeroed_buffer(policy_.groups * acc_bytes());
   ticket_ = ctx.zeroed_buffer(sizeof(cl_uint));
 }
 
@@ -295,6 +316,7 @@ void ExprReduction::enqueue(const std::vector<cl::Buffer>& in, std::size_t n, co
 
 ExprLaws ExprReduction::check_laws(const std::vector<cl::Buffer>& in, std::size_t n,
                                    double timeout_s) {
+  if (spec_.width != 1) throw Error(Errc::kUsage, "the law check takes one-value accumulators");
   const DType t = spec_.acc;
   const std::size_t as = acc_size(t);
   // The sample: up to 254 elements drawn at random, the first and the last.
@@ -384,6 +406,8 @@ ExprLaws ExprReduction::check_laws(const std::vector<cl::Buffer>& in, std::size_
 
 Value ExprReduction::reference(const std::vector<cl::Buffer>& in, std::size_t n, double timeout_s,
                                double* magnitude, bool* wider, std::vector<cl::Event>& events) {
+  if (spec_.width != 1)
+    throw Error(Errc::kUsage, "the one-work-item reference takes one-value accumulators");
   DType t = spec_.acc;
   *wider = false;
   cl::Kernel k;
@@ -436,19 +460,51 @@ std::vector<Value> ExprReduction::post(const std::vector<Value>& vs, std::size_t
       const auto x = value_as<decltype(zero)>(vs[k]);
       std::memcpy(bytes.data() + k * as, &x, as);
     });
+  return post_bytes(bytes, n, timeout_s);
+}
+
+std::vector<Value> ExprReduction::post_bytes(const std::vector<unsigned char>& accs, std::size_t n,
+                                             double timeout_s) {
+  const DType t = spec_.acc;
+  const std::size_t ab = acc_bytes(), vs = dtype_size(t), m = accs.size() / ab;
+  std::vector<Value> r;
+  if (spec_.post.empty()) {
+    for (std::size_t j = 0; j < m; ++j) r.push_back(Value::from_bytes(t, accs.data() + j * ab));
+    return r;
+  }
+  if (m == 0) return r;
   cl::Kernel k = build("reduce_expr_post", options_ + acc_option(t));
-  cl::Buffer in(ctx_.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes.size(),
-                bytes.data());
-  cl::Buffer out = ctx_.zeroed_buffer(bytes.size());
+  cl::Buffer in(ctx_.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, accs.size(),
+                const_cast<unsigned char*>(accs.data()));
+  cl::Buffer out = ctx_.zeroed_buffer(m * vs);
   k.setArg(0, in);
-  k.setArg(1, static_cast<cl_uint>(vs.size()));
+  k.setArg(1, static_cast<cl_uint>(m));
   k.setArg(2, static_cast<cl_ulong>(n));
   k.setArg(3, out);
   run_one(ctx_, k, 1, timeout_s, named("--post", spec_.post));
+  std::vector<unsigned char> bytes(m * vs);
   ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, bytes.size(), bytes.data());
-  std::vector<Value> r;
-  for (std::size_t j = 0; j < vs.size(); ++j)
-    r.push_back(Value::from_bytes(t, bytes.data() + j * as));
+  for (std::size_t j = 0; j < m; ++j) r.push_back(Value::from_bytes(t, bytes.data() + j * vs));
+  return r;
+}
+
+std::vector<unsigned char> ExprReduction::map_values(const std::vector<cl::Buffer>& in,
+                                                     std::size_t first, std::size_t count,
+                                                     double timeout_s) {
+  std::vector<unsigned char> r(count * acc_bytes());
+  if (count == 0) return r;
+  std::vector<cl_ulong> idx(count);
+  for (std::size_t k = 0; k < count; ++k) idx[k] = first + k;
+  cl::Kernel sample = build("reduce_expr_sample", options_ + acc_option(spec_.acc));
+  cl::Buffer idx_buf(ctx_.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                     idx.size() * sizeof(cl_ulong), idx.data());
+  cl::Buffer out = ctx_.zeroed_buffer(r.size());
+  set_inputs(sample, in);
+  sample.setArg(4, idx_buf);
+  sample.setArg(5, static_cast<cl_uint>(count));
+  sample.setArg(6, out);
+  run_one(ctx_, sample, count, timeout_s, named("--map", spec_.map));
+  ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, r.size(), r.data());
   return r;
 }
 

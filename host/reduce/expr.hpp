@@ -27,8 +27,17 @@ struct ExprSpec {
   std::string reduce;    // over a and b
   std::string identity;  // the neutral element: reduce(identity, a) == a == reduce(a, identity)
   std::string post;      // over a (the reduced value) and n (the element count, long); empty: none
+  std::string where;     // a predicate over x, y, z, w: where false the element is the identity
+                         // (NumPy's where=); empty: every element
   DType acc = DType::kInt64;  // the accumulator, and the type of every expression's value
   std::vector<DType> inputs;  // each input array's element type, 1 to kMaxExprInputs
+  // Values of `acc` in one accumulator: 1, or 2 or 4 (a float acc only: the OpenCL C vector
+  // type, e.g. double4, with the helpers of cl/reduce_expr.cl; post then gives one value).
+  // The built-in ops' rows (expr_ops.hpp) use it; the law check and the reference take 1.
+  unsigned width = 1;
+  // 0, or B: each work-item folds blocks of B rounds and combines them pairwise, so that an
+  // element passes through about B + log2(its work-item's blocks) operations there.
+  unsigned block = 0;
 };
 
 // Throws Error(Errc::kUsage) when `text`, given to `flag`, is not one expression: empty, or
@@ -90,6 +99,14 @@ class ExprReduction {
   // post(v, n) for each of vs (accumulator type), on the device; vs unchanged when spec has no
   // post.
   std::vector<Value> post(const std::vector<Value>& vs, std::size_t n, double timeout_s);
+  // post(a, n) of each accumulator in accs (acc_bytes() each), one value of spec().acc each.
+  std::vector<Value> post_bytes(const std::vector<unsigned char>& accs, std::size_t n,
+                                double timeout_s);
+  // The map's values at elements [first, first + count) of in, acc_bytes() each.
+  std::vector<unsigned char> map_values(const std::vector<cl::Buffer>& in, std::size_t first,
+                                        std::size_t count, double timeout_s);
+  // Bytes of one accumulator (width values of acc).
+  std::size_t acc_bytes() const { return dtype_size(spec_.acc) * spec_.width; }
 
  private:
   cl::Kernel build(const std::string& name, const std::string& options);

@@ -1,0 +1,281 @@
+// expr_ops.cpp: the built-in ops as rows of the user-reduction engine (expr_ops.hpp), and the
+// host's references: exact sums (host/verify/exact_sum.cpp) for dot and mean, long double for
+// the rest, integers exactly.
+#include "reduce/expr_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "clreduce/error.hpp"
+#include "verify/exact_sum.hpp"
+
+namespace clreduce {
+namespace {
+
+// gamma_k = k u / (1 - k u), infinite when k u >= 1.
+double gamma_k(double k, double u) {
+  const double ku = k * u;
+  return ku < 1.0 ? ku / (1.0 - ku) : std::numeric_limits<double>::infinity();
+}
+
+double roundoff_of(DType t) {
+  return t == DType::kFloat ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
+}
+
+// A number as an OpenCL C literal of A (hexadecimal, exact; float: rounded to float first).
+std::string literal(double v, DType w) {
+  char buf[64];
+  if (w == DType::kFloat)
+    std::snprintf(buf, sizeof buf, "%af", static_cast<double>(static_cast<float>(v)));
+  else
+    std::snprintf(buf, sizeof buf, "%a", v);
+  return "(A)(" + std::string(buf) + ")";
+}
+
+// Element i of a as the working type w sees it ((A)x in the kernel), in double.
+double as_working(const HostArray& a, std::size_t i, DType w) {
+  return dispatch_dtype(a.type, [&](auto zero) {
+    const auto x = a.as<decltype(zero)>()[i];
+    return w == DType::kFloat ? static_cast<double>(static_cast<float>(x)) : static_cast<double>(x);
+  });
+}
+
+bool nonzero(const HostArray& a, std::size_t i) {
+  return dispatch_dtype(a.type, [&](auto zero) { return a.as<decltype(zero)>()[i] != 0; });
+}
+
+Value make_float(DType t, long double v) {
+  Value r;
+  r.type = t;
+  r.f = t == DType::kFloat ? static_cast<double>(static_cast<float>(v)) : static_cast<double>(v);
+  return r;
+}
+
+Value make_int(DType t, std::uint64_t bits) {
+  Value r;
+  r.type = t;
+  r.u = bits;
+  r.i = static_cast<std::int64_t>(bits);
+  if (t == DType::kInt32) r.i = static_cast<std::int32_t>(bits);
+  if (t == DType::kUInt32) r.u = static_cast<std::uint32_t>(bits);
+  return r;
+}
+
+bool any_float(const std::vector<DType>& inputs) {
+  return std::any_of(inputs.begin(), inputs.end(), [](DType t) { return is_float(t); });
+}
+
+}  // namespace
+
+const std::vector<std::string>& expr_op_names() {
+  static const std::vector<std::string> names = {"dot", "norm2", "mean", "var",      "std",
+                                                 "count", "any",  "all",  "logsumexp"};
+  return names;
+}
+
+bool is_expr_op(const std::string& op) {
+  const auto& v = expr_op_names();
+  return std::find(v.begin(), v.end(), op) != v.end();
+}
+
+std::size_t expr_op_arrays(const std::string& op) { return op == "dot" ? 2 : 1; }
+
+ExprSpec expr_op_spec(const std::string& op, const std::vector<DType>& inputs,
+                      const ExprOpOptions& o) {
+  if (inputs.size() < expr_op_arrays(op))
+    throw Error(Errc::kUsage, "--op " + op + " takes " + std::to_string(expr_op_arrays(op)) +
+                                  " arrays, not " + std::to_string(inputs.size()));
+  ExprSpec s;
+  s.inputs = inputs;
+  s.where = o.where;
+  const DType w = o.fp64 ? DType::kDouble : DType::kFloat;  // the float ops' working type
+  const auto floats = [&](unsigned width, const std::string& map, const std::string& reduce,
+                          const std::string& identity, const std::string& post) {
+    s.acc = w;
+    s.width = width;
+    s.block = 16;
+    s.map = map;
+    s.reduce = reduce;
+    s.identity = identity;
+    s.post = post;
+  };
+  if (op == "count" || op == "any" || op == "all") {
+    s.acc = DType::kInt64;
+    s.map = op == "count" ? "1" : "x != 0";
+    s.reduce = op == "all" ? "a & b" : op == "any" ? "a | b" : "(acc_t)((U)a + (U)b)";
+    s.identity = op == "all" ? "1" : "0";
+  } else if (op == "dot" && !any_float(inputs)) {
+    // Integers: products and sums wrap modulo 2^64 (computed unsigned).
+    s.acc = default_expr_acc(inputs);
+    s.map = "(acc_t)((U)x * (U)y)";
+    s.reduce = "(acc_t)((U)a + (U)b)";
+    s.identity = "0";
+  } else if (op == "dot") {
+    floats(2, "clr_two_prod((A)x, (A)y)", "clr_csum(a, b)", "0", "clr_csum_value(a)");
+  } else if (op == "mean") {
+    floats(4, "(acc_t)((A)x, 0, 1, 0)", "clr_mean_op(a, b)", "0", "clr_csum_value(a.xy) / a.z");
+  } else if (op == "var" || op == "std") {
+    const double shift = std::isfinite(o.shift) ? o.shift : 0.0;
+    const std::string var = "a.z / fmax(a.x - " + literal(o.ddof, w) + ", (A)0)";
+    floats(4, "clr_var_map((A)x - " + literal(shift, w) + ")", "clr_var_op(a, b)", "0",
+           op == "std" ? "sqrt(" + var + ")" : var);
+  } else if (op == "norm2") {
+    floats(2, "clr_nrm_map((A)x)", "clr_nrm_op(a, b)", "0", "a.x * sqrt(a.y)");
+  } else if (op == "logsumexp") {
+    floats(2, "(acc_t)((A)x, 1)", "clr_lse_op(a, b)", "(acc_t)(-INFINITY, 0)", "a.x + log(a.y)");
+  } else {
+    throw Error(Errc::kUsage, "--op " + op + " is not a row of the reduction engine");
+  }
+  return s;
+}
+
+ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostArray>& arrays,
+                                  const std::vector<unsigned char>& mask, double ddof,
+                                  DType result_type, std::uint64_t depth) {
+  const HostArray& x = arrays.front();
+  const std::size_t n = x.n;
+  const auto selected = [&](std::size_t i) { return mask.empty() || mask[i] != 0; };
+  ExprOpReference r;
+  for (std::size_t i = 0; i < n; ++i) r.count += selected(i);
+  const DType w = result_type;
+  const double u = roundoff_of(w);
+  const double d = static_cast<double>(depth);
+  const auto nan = std::numeric_limits<long double>::quiet_NaN();
+  const auto inf = std::numeric_limits<long double>::infinity();
+
+  if (op == "count" || op == "any" || op == "all") {
+    std::uint64_t v = op == "count" ? r.count : op == "all" ? 1 : 0;
+    for (std::size_t i = 0; i < n && op != "count"; ++i)
+      if (selected(i)) {
+        if (op == "any" && nonzero(x, i)) v = 1;
+        if (op == "all" && !nonzero(x, i)) v = 0;
+      }
+    r.value = make_int(DType::kInt64, v);
+    r.exact = true;
+    return r;
+  }
+  if (op == "dot" && !is_float(result_type)) {
+    std::uint64_t v = 0;
+    const HostArray& y = arrays[1];
+    const auto bits = [](const HostArray& a, std::size_t i) {
+      return dispatch_dtype(a.type, [&](auto zero) {
+        return static_cast<std::uint64_t>(a.as<decltype(zero)>()[i]);
+      });
+    };
+    for (std::size_t i = 0; i < n; ++i)
+      if (selected(i)) v += bits(x, i) * bits(y, i);
+    r.value = make_int(result_type, v);
+    r.exact = true;
+    return r;
+  }
+  if (op == "dot" || op == "mean") {
+    // Dot: each product as its exact pair (p, e), p + e = x y; the pairs' exact sum.
+    std::vector<double> terms;
+    long double naive = 0, magnitude = 0;
+    bool finite = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!selected(i)) continue;
+      const double a = as_working(x, i, w);
+      if (op == "mean") {
+        terms.push_back(a);
+        naive += a;
+        magnitude += std::fabs(a);
+        finite = finite && std::isfinite(a);
+        continue;
+      }
+      const double b = as_working(arrays[1], i, w);
+      const double p = a * b;
+      naive += static_cast<long double>(a) * b;
+      magnitude += std::fabs(static_cast<long double>(a) * b);
+      finite = finite && std::isfinite(p);
+      terms.push_back(p);
+      terms.push_back(std::isfinite(p) ? std::fma(a, b, -p) : 0.0);
+    }
+    long double sum = finite ? exact_sum(terms.data(), terms.size()) : naive;
+    if (op == "mean") sum = r.count ? sum / static_cast<long double>(r.count) : nan;
+    if (op == "mean" && r.count) magnitude /= static_cast<long double>(r.count);
+    r.value = make_float(w, sum);
+    // The compensated sum: u |S| from its last rounding (and the reference's, the mean's
+    // division), plus its error terms' own sum, gamma_{d+1}^2 times sum |terms| (2 per element).
+    const double g = gamma_k(d + 1, u);
+    r.bound = (op == "mean" ? 3 : 2) * u * std::fabs(static_cast<double>(sum)) +
+              2 * g * g * static_cast<double>(magnitude);
+    return r;
+  }
+  if (op == "var" || op == "std") {
+    long double s = 0;
+    bool any_nan = false;
+    for (std::size_t i = 0; i < n; ++i)
+      if (selected(i)) s += as_working(x, i, w);
+    const long double mean = r.count ? s / r.count : nan;
+    long double m2 = 0, shifted = 0;
+    const double first = n ? as_working(x, 0, w) : 0.0;
+    const long double k = std::isfinite(first) ? first : 0.0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (selected(i)) {
+        const long double v = as_working(x, i, w);
+        any_nan = any_nan || !std::isfinite(static_cast<double>(v));
+        m2 += (v - mean) * (v - mean);
+        shifted += (v - k) * (v - k);
+      }
+    const long double div = std::max<long double>(static_cast<long double>(r.count) - ddof, 0);
+    long double var = any_nan || r.count == 0 ? nan : m2 / div;
+    // Chan's pairwise combination of shifted values: gamma_{8d+8} times their sum of squares
+    // over the divisor.
+    double bound = gamma_k(8 * d + 8, u) * static_cast<double>(shifted / div);
+    if (op == "std") {
+      const double sd = std::sqrt(static_cast<double>(var));
+      bound = (sd > 0 ? std::min(std::sqrt(bound), bound / sd) : std::sqrt(bound)) + 2 * u * sd;
+      var = std::sqrt(var);
+    }
+    r.value = make_float(w, var);
+    r.bound = bound;
+    return r;
+  }
+  if (op == "norm2") {
+    long double ss = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (selected(i)) {
+        const long double v = as_working(x, i, w);
+        ss += v * v;  // long double's range holds every double's square
+      }
+    const long double norm = std::sqrt(ss);
+    r.value = make_float(w, norm);
+    // The scaled sum of squares: gamma_{4d+2} relative, halved by the root, its rounding and the
+    // scale's product: gamma_{2d+3} relative.
+    r.bound = gamma_k(2 * d + 3, u) * static_cast<double>(norm);
+    return r;
+  }
+  if (op == "logsumexp") {
+    long double m = -inf;
+    bool any_nan = false;
+    for (std::size_t i = 0; i < n; ++i)
+      if (selected(i)) {
+        const long double v = as_working(x, i, w);
+        any_nan = any_nan || std::isnan(static_cast<double>(v));
+        m = std::max(m, v);
+      }
+    long double l;
+    if (any_nan) {
+      l = nan;
+    } else if (std::isinf(static_cast<double>(m))) {
+      l = m;
+    } else {
+      long double s = 0;
+      for (std::size_t i = 0; i < n; ++i)
+        if (selected(i)) s += std::exp(static_cast<long double>(as_working(x, i, w)) - m);
+      l = m + std::log(s);
+    }
+    r.value = make_float(w, l);
+    // Rescalings by exp (3 ulp) of rounded differences, products and sums: gamma_{6d+8}
+    // relative in the sum; absolutely that, plus the log's and the final sum's roundings.
+    r.bound = gamma_k(6 * d + 8, u) *
+              (std::fabs(static_cast<double>(l)) + std::log(static_cast<double>(r.count) + 1) + 1);
+    return r;
+  }
+  throw Error(Errc::kUsage, "--op " + op + " has no reference");
+}
+
+}  // namespace clreduce

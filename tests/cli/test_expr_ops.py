@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+# test_expr_ops.py: the engine's rows (--op dot, norm2, mean, var, std, count, any, all,
+# logsumexp, with --where and --ddof) against NumPy's same calls, in both shapes of the engine
+# (over 3 groups), on the device under test ($CLREDUCE_TEST_DEVICE, else 0):
+#   - random and ill-conditioned float32, float64 and int32 arrays: every row verifies (the host's
+#     reference within the op's bound), integer results equal NumPy's, and each float result is at
+#     least as close to the exact answer (long double) as NumPy's own, or within 4 units of
+#     roundoff of it;
+#   - NaN, inf, empty arrays, one element, values whose squares overflow or underflow (norm2) or
+#     whose exp does (logsumexp), ddof >= n: NumPy's answers (nan, inf) where NumPy has them, and
+#     finite answers where NumPy's scaled result is.
+# Usage: test_expr_ops.py CLREDUCE_BIN (a Python 3 with numpy)
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+
+clreduce = sys.argv[1]
+device = os.environ.get("CLREDUCE_TEST_DEVICE") or "0"
+failures = []
+warnings.simplefilter("ignore")  # NumPy's own warnings (empty means, ddof >= n, overflow)
+LD = np.longdouble
+
+
+def run(args, shape):
+    env = dict(os.environ, CLREDUCE_FAST_SHAPE=shape, CLREDUCE_FAST_GROUPS="3")
+    cmd = [clreduce, "--device", device, "--format", "json", "--warmup", "0", "--repeat", "1",
+           "--local-size", "16" if shape == "gpu" else "1"] + args
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        failures.append("%s (%s): exit %d: %s" % (" ".join(args), shape, p.returncode, p.stderr.strip()))
+        return None
+    r = json.loads(p.stdout)
+    if r["verified"] is not True:
+        failures.append("%s (%s): not verified: %s" % (" ".join(args), shape, p.stdout.strip()))
+    return r
+
+
+def number(v):
+    return float(v) if isinstance(v, str) else v
+
+
+def numpy_and_exact(op, x, y, ddof, where):
+    """NumPy's answer for op, and the exact one in long double (None: compare exactly)."""
+    w = np.ones(len(x), dtype=bool) if where is None else where
+    xs = x[w]
+    xl = xs.astype(LD)
+    if op == "dot":
+        ys = y[w]
+        return np.dot(xs, ys), (np.sum(xl * ys.astype(LD)) if x.dtype.kind == "f" else None)
+    if op == "norm2":
+        return np.linalg.norm(xs), np.sqrt(np.sum(xl * xl))
+    if op == "mean":
+        return np.mean(x, where=w), (np.sum(xl) / len(xl) if len(xl) else None)
+    if op in ("var", "std"):
+        npv = np.var(x, ddof=ddof, where=w) if op == "var" else np.std(x, ddof=ddof, where=w)
+        if len(xl) == 0:
+            return npv, None
+        m = np.sum(xl) / len(xl)
+        div = max(len(xl) - ddof, 0)
+        ss = np.sum((xl - m) ** 2)
+        v = ss / div if div else (LD("inf") if ss > 0 else LD("nan"))
+        return npv, (v if op == "var" else np.sqrt(v))
+    if op == "count":
+        return np.count_nonzero(w), None
+    if op == "any":
+        return np.any(x, where=w), None
+    if op == "all":
+        return np.all(x, where=w), None
+    if op == "logsumexp":
+        return np.logaddexp.reduce(xs), ((np.max(xl) + np.log(np.sum(np.exp(xl - np.max(xl)))))
+                                        if len(xl) and np.all(np.isfinite(xl)) else None)
+    raise ValueError(op)
+
+
+def check(op, files, x, y=None, ddof=0, where=None, where_text=None, shapes=("gpu", "cpu"),
+          accuracy=True, label=""):
+    want, exact = numpy_and_exact(op, x, y, ddof, where)
+    args = ["--op", op] + sum((["--input", f] for f in files), [])
+    if op in ("var", "std"):
+        args += ["--ddof", str(ddof)]
+    if where_text:
+        args += ["--where", where_text]
+    for shape in shapes:
+        r = run(args, shape)
+        if r is None:
+            continue
+        got = number(r["result"])
+        what = "%s %s (%s, n %d): got %r, NumPy %r" % (op, label, shape, len(x), got, want)
+        if op in ("count", "any", "all") or (op == "dot" and x.dtype.kind != "f"):
+            if int(got) != int(want):
+                failures.append(what)
+            continue
+        want = float(want)
+        if np.isnan(want) or np.isinf(want) and exact is None:
+            if not (np.isnan(got) and np.isnan(want) or got == want):
+                failures.append(what)
+            continue
+        if exact is None:
+            if not (got == want or abs(got - want) <= 1e-12 * abs(want)):
+                failures.append(what)
+            continue
+        e = LD(exact)
+        if not np.isfinite(e):
+            if not (got == float(e) or np.isnan(got) and np.isnan(float(e))):
+                failures.append(what + ", exact %r" % float(e))
+            continue
+        ours, theirs = abs(LD(got) - e), abs(LD(want) - e) if np.isfinite(want) else LD("inf")
+        # Reported in double: within 4 units of roundoff of the exact answer is the best a
+        # double can say; otherwise no farther from it than NumPy's.
+        if accuracy and not (ours <= theirs or ours <= 4 * 2.0**-53 * abs(e)):
+            failures.append(what + ", exact %r: error %.3g, NumPy's %.3g" % (float(e), ours, theirs))
+
+
+rng = np.random.default_rng(25)
+with tempfile.TemporaryDirectory() as tmp:
+    def save(name, a):
+        path = os.path.join(tmp, name + ".npy")
+        np.save(path, a)
+        return path
+
+    n = 3001
+    arrays = {
+        "f32": rng.standard_normal(n).astype(np.float32),
+        # Ill-conditioned: a large mean, a small spread, and terms that cancel.
+        "f32off": (1000.0 + rng.standard_normal(n)).astype(np.float32),
+        "f64": rng.standard_normal(n) * 10.0 ** rng.integers(-5, 5, n),
+        "f64off": 1e6 + rng.standard_normal(n),
+        "i32": rng.integers(-1000, 1000, n).astype(np.int32),
+    }
+    files = {k: save(k, v) for k, v in arrays.items()}
+    for k, x in arrays.items():
+        # Both shapes on two arrays, the CPU shape on the rest (the builds take the time).
+        shapes = ("gpu", "cpu") if k in ("f32", "f64off") else ("cpu",)
+        for op in ("norm2", "mean", "var", "std", "logsumexp", "any", "all"):
+            check(op, [files[k]], x, label=k, shapes=shapes)
+        check("var", [files[k]], x, ddof=1, label=k + " ddof 1", shapes=shapes)
+        y = arrays["f32"] if k != "i32" else arrays["i32"][::-1].copy()
+        yf = files["f32"] if k != "i32" else save("i32r", y)
+        if k not in ("i32",) and x.dtype != y.dtype:
+            y = y.astype(x.dtype)
+            yf = save(k + "y", y)
+        check("dot", [files[k], yf], x, y, label=k, shapes=shapes)
+        check("count", [files[k]], x, where=x > 0.5, where_text="x > 0.5", label=k, shapes=shapes)
+        check("mean", [files[k]], x, where=x > 0.5, where_text="x > 0.5", label=k + " where",
+              shapes=shapes)
+        check("std", [files[k]], x, where=x < 0, where_text="x < 0", label=k + " where",
+              shapes=shapes)
+    # A predicate over a second array.
+    x, y = arrays["f64"], arrays["f64off"]
+    check("logsumexp", [files["f64"], files["f64off"]], x, where=y > 1e6, where_text="y > 1e6",
+          label="where y")
+
+    # Hard inputs: NumPy's NaN and inf; empty; one element.
+    nan, inf = np.nan, np.inf
+    hard = {
+        "nan": np.array([1.0, nan, 2.0, -3.0]),
+        "inf": np.array([1.0, inf, 2.0]),
+        "ninf": np.array([1.0, -inf, 2.0]),
+        "infs": np.array([inf, -inf]),
+        "empty": np.array([], dtype=np.float64),
+        "one": np.array([2.5]),
+        "one32": np.array([-7.25], dtype=np.float32),
+        "zeros": np.zeros(5),
+    }
+    for k, x in hard.items():
+        f = save("h_" + k, x)
+        for op in ("norm2", "mean", "var", "std", "logsumexp", "count", "any", "all"):
+            check(op, [f], x, label=k, shapes=("cpu",))
+        check("dot", [f, f], x, x, label=k, shapes=("cpu",))
+    # var and std with ddof at and past n.
+    x = np.array([1.0, 2.0, 4.0])
+    f = save("ddof", x)
+    for ddof in (2, 3, 5, 2.5):
+        check("var", [f], x, ddof=ddof, label="ddof %s" % ddof, shapes=("cpu",))
+        check("std", [f], x, ddof=ddof, label="ddof %s" % ddof, shapes=("cpu",))
+    check("var", [save("h_one2", hard["one"])], hard["one"], ddof=1, label="one ddof 1",
+          shapes=("cpu",))
+
+    # norm2 where the squares overflow or underflow but the norm does not (NumPy's float32 norm
+    # overflows at 1e20; its double one at 1e155): finite, within the bound of the exact norm.
+    for k, x in {
+        "huge64": rng.standard_normal(1000) * 1e300,
+        "tiny64": rng.standard_normal(1000) * 1e-300,
+        "sub64": rng.standard_normal(1000) * 1e-310,
+        "huge32": (rng.standard_normal(1000) * 1e30).astype(np.float32),
+        "tiny32": (rng.standard_normal(1000) * 1e-30).astype(np.float32),
+    }.items():
+        f = save(k, x)
+        for shape in ("gpu", "cpu"):
+            r = run(["--op", "norm2", "--input", f], shape)
+            if r is None:
+                continue
+            xl = x.astype(LD)
+            e = np.sqrt(np.sum(xl * xl))
+            got = number(r["result"])
+            if not (np.isfinite(got) and abs(LD(got) - e) <= 1e-12 * e):
+                failures.append("norm2 %s (%s): got %r, exact %r" % (k, shape, got, float(e)))
+    # logsumexp where exp overflows or underflows: NumPy's logaddexp.reduce is finite there too.
+    for k, x in {"big": np.array([1000.0, 1000.0, 999.0]), "small": np.array([-1000.0, -1001.0]),
+                 "big32": np.array([100.0, 100.0], dtype=np.float32)}.items():
+        check("logsumexp", [save("l" + k, x)], x, label=k)
+
+for fail in failures:
+    print("FAIL: " + fail)
+print("%d failures" % len(failures))
+sys.exit(1 if failures else 0)
