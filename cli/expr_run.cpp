@@ -100,9 +100,8 @@ int run_expr(const ExprArgs& a, Context& ctx,
     }
   } else {
     const DType t = parse_dtype(a.type);
-    const std::size_t count =
-        std::max({a.op.empty() ? inputs_named(a.map) : expr_op_arrays(a.op),
-                  a.where.empty() ? std::size_t{1} : inputs_named(a.where)});
+    const std::size_t count = std::max({a.op.empty() ? inputs_named(a.map) : expr_op_arrays(a.op),
+                                        a.where.empty() ? std::size_t{1} : inputs_named(a.where)});
     for (std::size_t k = 0; k < count; ++k) arrays.push_back(generate(t, a.n, a.seed + k));
   }
   const std::size_t n = arrays.front().n;
@@ -115,9 +114,10 @@ int run_expr(const ExprArgs& a, Context& ctx,
     o.where = a.where;
     o.ddof = a.ddof;
     o.fp64 = dev.fp64;
-    if (n > 0) o.shift = dispatch_dtype(arrays.front().type, [&](auto zero) {
-      return static_cast<double>(arrays.front().as<decltype(zero)>()[0]);
-    });
+    if (n > 0)
+      o.shift = dispatch_dtype(arrays.front().type, [&](auto zero) {
+        return static_cast<double>(arrays.front().as<decltype(zero)>()[0]);
+      });
     spec = expr_op_spec(a.op, types, o);
   } else {
     spec.map = a.map;

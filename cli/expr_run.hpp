@@ -19,8 +19,8 @@ namespace clreduce {
 struct ExprArgs {
   std::string op;  // a built-in row (expr_ops.hpp: dot, mean, ...); empty: the expressions below
   std::string map, reduce, identity, post;
-  std::string where;  // --where: a predicate over x, y, z, w; empty: every element
-  double ddof = 0;    // var, std
+  std::string where;                // --where: a predicate over x, y, z, w; empty: every element
+  double ddof = 0;                  // var, std
   std::string acc;                  // empty: default_expr_acc()
   std::vector<std::string> inputs;  // .npy files, one per array ('-': standard input, once)
   std::string type;                 // generated arrays' type; with inputs, what each must hold

@@ -468,11 +468,15 @@ int run(int argc, char** argv, const Ranks& ranks) {
 
   const bool engine_row = !user_expr && is_expr_op(op);
   if (app.count("--where") && !user_expr && !engine_row)
-    throw Error(Errc::kUsage, "--where applies to --map and to --op " + [] {
-      std::string names;
-      for (const std::string& o : expr_op_names()) names += (names.empty() ? "" : ", ") + o;
-      return names;
-    }() + ", not to --op " + op + " (yet)");
+    throw Error(
+        Errc::kUsage, "--where applies to --map and to --op " +
+                          [] {
+                            std::string names;
+                            for (const std::string& o : expr_op_names())
+                              names += (names.empty() ? "" : ", ") + o;
+                            return names;
+                          }() +
+                          ", not to --op " + op + " (yet)");
   double ddof = 0;
   if (app.count("--ddof")) {
     if (!(op == "var" || op == "std") || user_expr)
@@ -480,8 +484,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
     char* end = nullptr;
     ddof = std::strtod(ddof_text.c_str(), &end);
     if (ddof_text.empty() || *end != '\0' || !std::isfinite(ddof) || ddof < 0 || ddof > 1e18)
-      throw Error(Errc::kUsage, "--ddof must be a number from 0 to 1e18, not '" +
-                                    printable(ddof_text) + "'");
+      throw Error(Errc::kUsage,
+                  "--ddof must be a number from 0 to 1e18, not '" + printable(ddof_text) + "'");
   }
   if ((user_expr || engine_row) && !list_variants_flag && !list_devices_flag) {
     // A user reduction or an engine row (expr_run.hpp): one device, one run, its own checks.
@@ -507,7 +511,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
                           "--segment-length", "--output"})
       if (app.count(f)) throw Error(Errc::kUsage, std::string(f) + " does not apply to " + what);
     if (ranks.many()) throw Error(Errc::kUsage, what + " does not run under mpirun yet");
-    if (app.count("--shares")) throw Error(Errc::kUsage, "--shares: " + what + " runs on one device");
+    if (app.count("--shares"))
+      throw Error(Errc::kUsage, "--shares: " + what + " runs on one device");
     if (!inputs.empty() && app.count("--size"))
       throw Error(Errc::kUsage, "--size and --input exclude each other: the files set the size");
     if (!inputs.empty() && app.count("--seed"))

@@ -3,9 +3,9 @@
 # small arrays spanning at least three work-groups with a partial last one, and fails on any
 # report. Reductions get every kind of op (exact: float and double sums); scans (scan-*)
 # sum/prod/min/max, exclusive and segmented; scan-lookback's give-up path and scan-fast's CPU
-# path besides; user reductions (--map) in both shapes; with CLREDUCE_TESTS (the test binary),
-# its small case of a scan's carry-in and plans on sub-buffers. Needs OCLGRIND and CLREDUCE
-# (paths) in the environment.
+# path besides; user reductions (--map) and the engine's rows (--op dot, ...) in both shapes;
+# with CLREDUCE_TESTS (the test binary), its small case of a scan's carry-in and plans on
+# sub-buffers. Needs OCLGRIND and CLREDUCE (paths) in the environment.
 set -u
 # Oclgrind 21.10's interpreter lacks an LLVM intrinsic that its own optimiser emits for some
 # kernels ("Undefined external function: llvm.experimental.noalias.scope.decl"): build the
@@ -146,6 +146,11 @@ for shape in gpu cpu; do
   check --map 'x>0' --reduce 'a+b' --identity 0 --post 'n-a' --acc int64 --type int32 --size 1003 --local-size $ls
   check --map 'x*x' --reduce 'a+b' --identity 0 --post 'sqrt(a)' --type double --size 1003 --local-size $ls
   check --map 'x+y*z-w' --reduce 'min(a,b)' --identity INT_MAX --acc int32 --type int32 --size 1003 --local-size $ls
+  # The engine's rows: two- and four-value accumulators, pairwise blocks (several per work-item
+  # at 4003 elements), a predicate.
+  check --op dot --type float --size 4003 --local-size $ls
+  check --op var --type double --size 4003 --local-size $ls
+  check --op logsumexp --type float --size 4003 --local-size $ls --where 'x > 0'
 done
 check_env=""
 # The chunk driver: a reduction folded over 4 chunks (results written at offsets in one partials

@@ -70,8 +70,8 @@ bool any_float(const std::vector<DType>& inputs) {
 }  // namespace
 
 const std::vector<std::string>& expr_op_names() {
-  static const std::vector<std::string> names = {"dot", "norm2", "mean", "var",      "std",
-                                                 "count", "any",  "all",  "logsumexp"};
+  static const std::vector<std::string> names = {"dot",   "norm2", "mean", "var",      "std",
+                                                 "count", "any",   "all",  "logsumexp"};
   return names;
 }
 
@@ -160,9 +160,8 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
     std::uint64_t v = 0;
     const HostArray& y = arrays[1];
     const auto bits = [](const HostArray& a, std::size_t i) {
-      return dispatch_dtype(a.type, [&](auto zero) {
-        return static_cast<std::uint64_t>(a.as<decltype(zero)>()[i]);
-      });
+      return dispatch_dtype(
+          a.type, [&](auto zero) { return static_cast<std::uint64_t>(a.as<decltype(zero)>()[i]); });
     };
     for (std::size_t i = 0; i < n; ++i)
       if (selected(i)) v += bits(x, i) * bits(y, i);

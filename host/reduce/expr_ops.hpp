@@ -1,8 +1,9 @@
 // expr_ops.hpp: the built-in ops that are rows of the user-reduction engine (expr.hpp): dot,
-// norm2, mean, var, std, count, any, all, logsumexp. Each is a map, reduce, identity and post over cl/reduce_expr.cl's helpers,
-// with an accumulator of one, two or four values (a compensated sum, BLAS nrm2's scale and sum
-// of squares, Chan's count, mean and M2, logsumexp's max and rescaled sum); and the host's
-// reference for each, in higher precision, with the bound the result must meet.
+// norm2, mean, var, std, count, any, all, logsumexp. Each is a map, reduce, identity and post over
+// cl/reduce_expr.cl's helpers, with an accumulator of one, two or four values (a compensated sum,
+// BLAS nrm2's scale and sum of squares, Chan's count, mean and M2, logsumexp's max and rescaled
+// sum); and the host's reference for each, in higher precision, with the bound the result must
+// meet.
 #pragma once
 
 #include <cstdint>
@@ -35,9 +36,9 @@ ExprSpec expr_op_spec(const std::string& op, const std::vector<DType>& inputs,
 
 // The host's answer for op, in higher precision, and the bound a result must meet.
 struct ExprOpReference {
-  Value value;             // the reference in the result's type (NaN, inf as the op gives them)
+  Value value;              // the reference in the result's type (NaN, inf as the op gives them)
   std::uint64_t count = 0;  // the elements selected (the predicate's true ones)
-  bool exact = false;      // integer results: must be equal
+  bool exact = false;       // integer results: must be equal
   // The largest |result - value| allowed for a finite value (a non-finite one must be the
   // same): the op's bound for the launch's depth d and the working type's unit roundoff.
   double bound = 0;

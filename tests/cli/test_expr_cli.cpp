@@ -280,3 +280,33 @@ TEST_CASE("user reductions refuse arrays that differ and flags that do not apply
     CHECK(clreduce::test::count_lines(r.out) == 1);
   }
 }
+
+TEST_CASE("the engine's rows refuse flags and arrays they cannot take, in one line",
+          "[cli][expr]") {
+  TempDir dir;
+  const std::string a = save(dir, "a.npy", DType::kFloat, random_floats(10, 1));
+  struct Case {
+    std::string args, says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--op mean --ddof 1 --size 10", "--ddof applies to --op var and --op std only"},
+           {"--op var --ddof -1 --size 10", "--ddof must be a number from 0 to 1e18, not '-1'"},
+           {"--op std --ddof nan --size 10", "--ddof must be a number"},
+           {"--op sum --where 'x > 0' --size 10", "--where applies to --map and to --op dot"},
+           {"--op mean --acc float --size 10", "--acc does not apply to --op mean"},
+           {"--op dot --input " + a, "--op dot takes 2 arrays, but 1 is given"},
+           {"--op count --where 'y > 0' --input " + a, "--where 'y > 0' names y, but 1 array is"},
+           {"--op count --where 'x > 0;' --size 10", "--where 'x > 0;' is not one expression"},
+           {"--op count --where 'x > q' --size 10",
+            "--where 'x > q' does not compile: column 5: use of undeclared identifier 'q'"},
+           {"--op mean --variant fast --size 10",
+            "--variant fast and --op mean exclude each other"},
+           {"--op any --peers --size 10", "--peers does not apply to --op any"},
+       }) {
+    CAPTURE(c.args);
+    const auto r = run_cli(c.args);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, ContainsSubstring(c.says));
+    CHECK(clreduce::test::count_lines(r.out) == 1);
+  }
+}
