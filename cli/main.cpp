@@ -721,18 +721,21 @@ int run(int argc, char** argv, const Ranks& ranks) {
     throw Error(Errc::kUnsupported, dev.name + " has no double precision (cl_khr_fp64); try float");
   const bool scanning = !plan.scan.empty() && !is_arg_op(the_op);
   // How the array will lie on the device: whole, in chunks, or streamed (run/chunks.hpp).
+  // Data read from a file is used in place only where it is aligned for the device (a mapped
+  // .npy's data may start anywhere); generated data will be.
+  const HostArrays host{input.empty() ? nullptr : data.bytes.data()};
   const ChunkLayout reduce_layout =
-      choose_layout(dev, ctx.tuning(), count, ElementBytes{dtype_size(elem)});
+      choose_layout(dev, ctx.tuning(), count, ElementBytes{dtype_size(elem)}, host);
   const ChunkLayout scan_layout =
       choose_layout(dev, ctx.tuning(), count,
-                    ElementBytes{dtype_size(elem), segmented ? 1u : 0u, dtype_size(acc_type)});
+                    ElementBytes{dtype_size(elem), segmented ? 1u : 0u, dtype_size(acc_type)}, host);
   {
     // The memory the run takes, checked before it is allocated (exit 5, not an abort inside the
     // runtime): the array (already read with --input), the scans' output and flags, and the
     // device's copies where they are host memory (a CPU device that does not use the host
-    // arrays in place).
+    // arrays in place). Segment flags are held twice: as read, and aligned for the device.
     const std::uint64_t in = count * dtype_size(elem);
-    const std::uint64_t out = scanning ? count * (dtype_size(acc_type) + (segmented ? 1 : 0)) : 0;
+    const std::uint64_t out = scanning ? count * (dtype_size(acc_type) + (segmented ? 2 : 0)) : 0;
     const bool copies = !reduce_layout.in_place;
     const std::uint64_t chunk_in =
         std::min<std::uint64_t>(in, reduce_layout.chunk * dtype_size(elem));

@@ -49,10 +49,28 @@ std::string ChunkLayout::str() const {
   return s;
 }
 
-ChunkLayout choose_layout(const DeviceInfo& d, const Tuning& t, std::size_t n, ElementBytes e) {
+std::size_t in_place_alignment(const DeviceInfo& d) {
+  return std::max<std::size_t>(d.base_align, 128);
+}
+
+bool in_place_aligned(const DeviceInfo& d, const ChunkLayout& layout, ElementBytes e,
+                      const HostArrays& host) {
+  const std::size_t align = in_place_alignment(d);
+  const auto aligned = [&](const void* p, std::size_t size) {
+    if (!p || size == 0) return true;
+    return reinterpret_cast<std::uintptr_t>(p) % align == 0 &&
+           (layout.chunks <= 1 || layout.chunk * size % align == 0);
+  };
+  return aligned(host.in, e.in) && aligned(host.flags, e.flags) && aligned(host.out, e.out);
+}
+
+namespace {
+
+ChunkLayout layout_for(const DeviceInfo& d, const Tuning& t, std::size_t n, ElementBytes e,
+                       bool in_place) {
   ChunkLayout L;
   L.n = n;
-  L.in_place = t.in_place == "on" || (t.in_place == "auto" && d.type == "CPU");
+  L.in_place = in_place;
   const std::size_t widest = std::max({e.in, e.flags, e.out, std::size_t{1}});
   std::size_t cap = std::max<std::size_t>(1, static_cast<std::size_t>(d.max_alloc) / widest);
   if (t.max_chunk) cap = std::min(cap, std::max<std::size_t>(1, t.max_chunk / e.in));
@@ -82,6 +100,18 @@ ChunkLayout choose_layout(const DeviceInfo& d, const Tuning& t, std::size_t n, E
   return L;
 }
 
+}  // namespace
+
+ChunkLayout choose_layout(const DeviceInfo& d, const Tuning& t, std::size_t n, ElementBytes e,
+                          const HostArrays& host) {
+  const bool in_place = t.in_place == "on" || (t.in_place == "auto" && d.type == "CPU");
+  ChunkLayout L = layout_for(d, t, n, e, in_place);
+  // Memory the kernels could not read where it lies (a .npy whose data starts at byte 70, a
+  // share or chunk that starts off the alignment) is copied to the device instead.
+  if (L.in_place && !in_place_aligned(d, L, e, host)) L = layout_for(d, t, n, e, false);
+  return L;
+}
+
 double run_timeout_s(const Tuning& t, double bytes) {
   return t.timeout > 0 ? t.timeout : default_timeout_s(bytes);
 }
@@ -96,6 +126,12 @@ ChunkedArray::ChunkedArray(Context& ctx, const ChunkLayout& layout, const HostAr
       e_(e),
       piece_(ctx.tuning().transfer_piece) {
   if (!flags_) e_.flags = 0;
+  if (layout_.in_place &&
+      !in_place_aligned(ctx.info(), layout_, e_, HostArrays{data.bytes.data(), flags, out}))
+    throw Error(Errc::kInternal,
+                "internal: host arrays used in place are not aligned to " +
+                    std::to_string(in_place_alignment(ctx.info())) +
+                    " bytes (choose_layout() was not given them)");
   noflags_ = ctx.zeroed_buffer(1);
   if (layout_.chunks == 0) return;
   cl::Context& cc = ctx.context();

@@ -49,9 +49,32 @@ struct ElementBytes {
   std::size_t total() const { return in + flags + out; }
 };
 
+// The host arrays a layout may use in place: the input, the segment flags and the output (null
+// where there is none, or where the memory is yet to be allocated: the library's own allocations
+// are page-aligned).
+struct HostArrays {
+  const void* in = nullptr;
+  const void* flags = nullptr;
+  const void* out = nullptr;
+};
+
+// The alignment in bytes that host memory used in place on device d must have: the device's
+// base address alignment (what its own buffers get, and what its kernels may assume: PoCL's
+// vectorised loads fault on doubles 8 bytes off a 16-byte boundary), at least long16's 128 bytes,
+// the least the OpenCL specification allows.
+std::size_t in_place_alignment(const DeviceInfo& d);
+
+// Whether every chunk of every array in host starts at a multiple of in_place_alignment(d) under
+// `layout` (a layout's chunks start at multiples of its chunk length).
+bool in_place_aligned(const DeviceInfo& d, const ChunkLayout& layout, ElementBytes e,
+                      const HostArrays& host);
+
 // Chooses how n elements lie on device d under the tuning knobs (max-chunk, stream,
-// stream-bytes, stream-slots, stream-source, in-place).
-ChunkLayout choose_layout(const DeviceInfo& d, const Tuning& t, std::size_t n, ElementBytes e);
+// stream-bytes, stream-slots, stream-source, in-place). Host arrays are used in place (CPU
+// devices, or in-place=on) only where in_place_aligned() holds for them; otherwise the device
+// gets copies, as on any other device.
+ChunkLayout choose_layout(const DeviceInfo& d, const Tuning& t, std::size_t n, ElementBytes e,
+                          const HostArrays& host = {});
 
 // The time limit for a run that moves `bytes`: the timeout knob, else default_timeout_s().
 double run_timeout_s(const Tuning& t, double bytes);
@@ -63,7 +86,8 @@ double run_timeout_s(const Tuning& t, double bytes);
 class ChunkedArray {
  public:
   // data: the input (alive as long as this); flags: n segment flags or null; out: the host
-  // output of n elements of e.out bytes (scans; null for reductions).
+  // output of n elements of e.out bytes (scans; null for reductions). An in-place layout whose
+  // host arrays are not aligned for it (in_place_aligned()) is refused: Error(Errc::kInternal).
   ChunkedArray(Context& ctx, const ChunkLayout& layout, const HostArray& data,
                const std::uint8_t* flags, unsigned char* out, ElementBytes e);
   ~ChunkedArray();

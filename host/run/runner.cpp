@@ -235,7 +235,8 @@ ReduceSession::ReduceSession(Context& ctx, const HostArray& data, Op op, RunConf
   problem_.n = data.n;
   problem_.acc_type = resolve_acc(op, data.type, cfg_.acc);
   check_fp64(problem_.acc());
-  layout_ = choose_layout(ctx.info(), ctx.tuning(), data.n, ElementBytes{dtype_size(data.type)});
+  layout_ = choose_layout(ctx.info(), ctx.tuning(), data.n, ElementBytes{dtype_size(data.type)},
+                          HostArrays{data.bytes.data()});
   // A rank's empty slice of a larger array has nothing to check or time.
   const bool empty_slice = data.n == 0 && cfg_.ranks && cfg_.ranks->many() && cfg_.total > 0;
   if (empty_slice) {
@@ -265,7 +266,8 @@ ReduceSession::ReduceSession(const std::vector<Context*>& ctxs, const HostArray&
     const DeviceInfo& info = p.ctx->info();
     p.view = view_of(data, at, counts[d]);
     p.first = at;
-    p.layout = choose_layout(info, p.ctx->tuning(), counts[d], ElementBytes{dtype_size(data.type)});
+    p.layout = choose_layout(info, p.ctx->tuning(), counts[d], ElementBytes{dtype_size(data.type)},
+                             HostArrays{p.view.bytes.data()});
     if (counts[d]) {
       p.expected = reference_reduce(p.view, op, problem_.acc_type);
       p.stats = float_stats(p.view, op);

@@ -50,11 +50,14 @@ ScanSession::ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig c
                                   " elements");
   check_fp64(problem_.acc_type);
   const std::size_t out_bytes = data.n * problem_.acc_bytes();
+  host_out_.allocate_uninit(out_bytes);  // the sequential scan writes every element
+  if (opts_.segmented) device_flags_.assign(opts_.flags.begin(), opts_.flags.end());
   layout_ = choose_layout(
       ctx.info(), ctx.tuning(), data.n,
-      ElementBytes{dtype_size(data.type), opts_.segmented ? 1u : 0u, problem_.acc_bytes()});
+      ElementBytes{dtype_size(data.type), opts_.segmented ? 1u : 0u, problem_.acc_bytes()},
+      HostArrays{data.bytes.data(), opts_.segmented ? device_flags_.data() : nullptr,
+                 host_out_.data()});
   const ScanMode mode{op, problem_.acc_type, opts_.exclusive};
-  host_out_.allocate_uninit(out_bytes);  // the sequential scan writes every element
   time_sequential([&] { sequential_scan(data, mode, opts_.flags, host_out_.data()); });
   // The loop must pass its own check (depth n: a chain of n operations).
   const ScanVerdict self = verify_scan(data, mode, opts_.flags, data.n, host_out_.data());
@@ -81,7 +84,9 @@ ScanSession::ScanSession(const std::vector<Context*>& ctxs, const HostArray& dat
     p.first = at;
     p.layout = choose_layout(
         info, p.ctx->tuning(), counts[d],
-        ElementBytes{dtype_size(data.type), opts_.segmented ? 1u : 0u, problem_.acc_bytes()});
+        ElementBytes{dtype_size(data.type), opts_.segmented ? 1u : 0u, problem_.acc_bytes()},
+        HostArrays{p.view.bytes.data(), opts_.segmented ? device_flags_.data() + at : nullptr,
+                   host_out_.data() + at * problem_.acc_bytes()});
     at += counts[d];
     parts_.push_back(std::move(p));
   }
@@ -132,7 +137,7 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
     if (!part.array) {
       part.array = std::make_unique<ChunkedArray>(
           *part.ctx, part.layout, part.view,
-          opts_.segmented ? opts_.flags.data() + part.first : nullptr,
+          opts_.segmented ? device_flags_.data() + part.first : nullptr,
           host_out_.data() + part.first * acc,
           ElementBytes{dtype_size(data_.type), opts_.segmented ? 1u : 0u, acc});
       part.upload_ms = part.array->upload("uploading " + std::to_string(part.view.n) +
@@ -367,7 +372,7 @@ RunRecord ScanSession::run_omp() {
 ChunkedArray& ScanSession::device_array() {
   if (!array_) {
     array_ = std::make_unique<ChunkedArray>(
-        ctx_, layout_, data_, opts_.segmented ? opts_.flags.data() : nullptr, host_out_.data(),
+        ctx_, layout_, data_, opts_.segmented ? device_flags_.data() : nullptr, host_out_.data(),
         ElementBytes{dtype_size(data_.type), opts_.segmented ? 1u : 0u, problem_.acc_bytes()});
     if (cfg_.progress && layout_.chunks > 1)
       array_->on_chunk([this](std::size_t done, std::size_t total) {

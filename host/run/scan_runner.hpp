@@ -61,6 +61,9 @@ class ScanSession : public Session {
   std::string refused_;  // why no scan variant can run this (arg ops)
   Value expected_;
   Bytes host_out_;  // the sequential loop's output, then each device result
+  // The segment flags where the device reads them: a copy in the library's page-aligned memory
+  // (a vector's own is aligned to 16 bytes only), so that a CPU device may use them in place.
+  Bytes device_flags_;
   ChunkLayout layout_;
   std::unique_ptr<ChunkedArray> array_;
   double upload_ms_ = 0.0;

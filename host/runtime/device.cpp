@@ -137,6 +137,7 @@ std::vector<DeviceInfo> list_devices() {
       i.max_alloc = d.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>();
       i.local_mem = d.getInfo<CL_DEVICE_LOCAL_MEM_SIZE>();
       i.max_wg_size = d.getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>();
+      i.base_align = d.getInfo<CL_DEVICE_MEM_BASE_ADDR_ALIGN>() / 8;
       const std::string ext = d.getInfo<CL_DEVICE_EXTENSIONS>();
       i.fp64 = ext.find("cl_khr_fp64") != std::string::npos ||
                d.getInfo<CL_DEVICE_DOUBLE_FP_CONFIG>() != 0;

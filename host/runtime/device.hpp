@@ -28,6 +28,9 @@ struct DeviceInfo {
   std::uint64_t max_alloc = 0;   // bytes, the largest single buffer
   std::uint64_t local_mem = 0;   // bytes
   std::size_t max_wg_size = 0;
+  // CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: where the device's own buffers start, which its
+  // kernels may assume of every buffer (vector loads); 0 when not known.
+  std::size_t base_align = 0;
   bool fp64 = false;
   bool is_gpu = false;
   bool is_nvidia = false;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "io/npy.hpp"
+#include "run/chunks.hpp"
 #include "test_helpers.hpp"
 
 using Catch::Matchers::ContainsSubstring;
@@ -268,4 +269,44 @@ TEST_CASE(
   }
   CHECK(run_cli("--size 10 --timeout 0").code == 2);
   CHECK(run_cli("--size 10 --timeout 1s").code == 2);
+}
+
+TEST_CASE("host arrays are used in place only where every chunk is aligned for the device",
+          "[chunks]") {
+  DeviceInfo cpu;
+  cpu.type = "CPU";
+  cpu.global_mem = std::uint64_t{1} << 34;
+  cpu.max_alloc = std::uint64_t{1} << 32;
+  cpu.base_align = 128;
+  const Tuning t;
+  REQUIRE(in_place_alignment(cpu) == 128);
+  alignas(128) static unsigned char buf[4096 * 8 + 256];
+  const ElementBytes doubles{8};
+  // Aligned, or not known yet (the library's own memory is page-aligned): in place.
+  CHECK(choose_layout(cpu, t, 1000, doubles, HostArrays{buf}).in_place);
+  CHECK(choose_layout(cpu, t, 1000, doubles).in_place);
+  // A .npy mapped where its data starts at byte 70, or at 72 (whole doubles, still off the
+  // 16 bytes vectorised loads assume): copied, as on a discrete device.
+  for (const std::size_t off : {std::size_t{6}, std::size_t{8}, std::size_t{64}}) {
+    CAPTURE(off);
+    const ChunkLayout L = choose_layout(cpu, t, 1000, doubles, HostArrays{buf + off});
+    CHECK_FALSE(L.in_place);
+    CHECK(L.chunks == 1);
+    CHECK_FALSE(L.streamed());
+  }
+  // Chunks that start off the alignment (7 doubles: 56 bytes) are copied; 16 doubles are 128
+  // bytes, aligned.
+  Tuning small = t;
+  small.max_chunk = 56;
+  CHECK_FALSE(choose_layout(cpu, small, 1000, doubles, HostArrays{buf}).in_place);
+  small.max_chunk = 128;
+  CHECK(choose_layout(cpu, small, 1000, doubles, HostArrays{buf}).in_place);
+  // Scans: the flags and the output are checked too (a flag array 16 bytes off).
+  const ElementBytes scan{4, 1, 8};
+  CHECK(choose_layout(cpu, t, 1000, scan, HostArrays{buf, buf, buf}).in_place);
+  CHECK_FALSE(choose_layout(cpu, t, 1000, scan, HostArrays{buf, buf + 16, buf}).in_place);
+  CHECK_FALSE(choose_layout(cpu, t, 1000, scan, HostArrays{buf, buf, buf + 8}).in_place);
+  // A device that aligns its buffers more strictly asks as much of host memory.
+  cpu.base_align = 4096;
+  CHECK_FALSE(choose_layout(cpu, t, 1000, doubles, HostArrays{buf + 128}).in_place);
 }
