@@ -726,9 +726,9 @@ int run(int argc, char** argv, const Ranks& ranks) {
   const HostArrays host{input.empty() ? nullptr : data.bytes.data()};
   const ChunkLayout reduce_layout =
       choose_layout(dev, ctx.tuning(), count, ElementBytes{dtype_size(elem)}, host);
-  const ChunkLayout scan_layout =
-      choose_layout(dev, ctx.tuning(), count,
-                    ElementBytes{dtype_size(elem), segmented ? 1u : 0u, dtype_size(acc_type)}, host);
+  const ChunkLayout scan_layout = choose_layout(
+      dev, ctx.tuning(), count,
+      ElementBytes{dtype_size(elem), segmented ? 1u : 0u, dtype_size(acc_type)}, host);
   {
     // The memory the run takes, checked before it is allocated (exit 5, not an abort inside the
     // runtime): the array (already read with --input), the scans' output and flags, and the

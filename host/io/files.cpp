@@ -62,6 +62,75 @@ InputFile::~InputFile() {
 
 void InputFile::fail(const std::string& what) const { throw Error(category_, name_ + ": " + what); }
 
+namespace {
+
+// The live mappings of input files, for the SIGBUS handler: a page of a mapped file past its end
+// (the file was truncated after it was mapped) faults with SIGBUS wherever it is read, in any
+// thread, a kernel's included. A slot is free while begin is 0; it is filled (message, end, then
+// begin) and emptied (begin first) under g_map_mutex, and read by the handler without a lock.
+constexpr std::size_t kMaxMapped = 64;
+struct MappedSlot {
+  std::atomic<std::uintptr_t> begin{0};
+  std::atomic<std::uintptr_t> end{0};
+  char message[1024];
+  std::size_t message_len = 0;
+};
+MappedSlot g_mapped[kMaxMapped];
+std::mutex g_map_mutex;
+struct sigaction g_bus_previous;
+bool g_bus_installed = false;
+
+// A fault inside a live mapping: one line and exit 2 (bad input; nothing the process holds can be
+// trusted to unwind from inside a kernel). Any other SIGBUS: as before this handler was installed.
+extern "C" void on_bus_fault(int sig, siginfo_t* info, void* /*context*/) {
+  const auto at = reinterpret_cast<std::uintptr_t>(info->si_addr);
+  for (MappedSlot& slot : g_mapped) {
+    const std::uintptr_t begin = slot.begin.load();
+    if (begin != 0 && at >= begin && at < slot.end.load()) {
+      const ssize_t ignored = ::write(STDERR_FILENO, slot.message, slot.message_len);
+      (void)ignored;
+      ::_exit(2);
+    }
+  }
+  ::sigaction(SIGBUS, &g_bus_previous, nullptr);
+  // A signal sent by a process is raised again (delivered when this returns); a fault repeats
+  // itself when the instruction runs again.
+  if (info->si_code <= 0) ::raise(sig);
+}
+
+// Registers [p, p + n) as a mapping of the file `name` (installing the handler the first time);
+// false when every slot is taken.
+bool watch_mapping(const unsigned char* p, std::size_t n, const std::string& name) {
+  const std::lock_guard<std::mutex> lock(g_map_mutex);
+  for (MappedSlot& slot : g_mapped) {
+    if (slot.begin.load() != 0) continue;
+    if (!g_bus_installed) {
+      struct sigaction now {};
+      now.sa_sigaction = on_bus_fault;
+      now.sa_flags = SA_SIGINFO;
+      sigemptyset(&now.sa_mask);
+      if (::sigaction(SIGBUS, &now, &g_bus_previous) != 0) return false;
+      g_bus_installed = true;
+    }
+    const std::string line =
+        "clreduce: " + name.substr(0, 900) + ": the file changed size while being read\n";
+    std::memcpy(slot.message, line.data(), line.size());
+    slot.message_len = line.size();
+    slot.end.store(reinterpret_cast<std::uintptr_t>(p) + n);
+    slot.begin.store(reinterpret_cast<std::uintptr_t>(p));
+    return true;
+  }
+  return false;
+}
+
+void unwatch_mapping(const unsigned char* p) {
+  const std::lock_guard<std::mutex> lock(g_map_mutex);
+  for (MappedSlot& slot : g_mapped)
+    if (slot.begin.load() == reinterpret_cast<std::uintptr_t>(p)) slot.begin.store(0);
+}
+
+}  // namespace
+
 bool InputFile::map(std::uint64_t offset, std::uint64_t n, Bytes& to) const {
   if (n == 0 || offset + n > size_) return false;
   const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
@@ -69,10 +138,15 @@ bool InputFile::map(std::uint64_t offset, std::uint64_t n, Bytes& to) const {
   void* m = ::mmap(nullptr, static_cast<std::size_t>(n + delta), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE, fd_, static_cast<off_t>(start));
   if (m == MAP_FAILED) return false;
+  if (!watch_mapping(static_cast<unsigned char*>(m), static_cast<std::size_t>(n + delta), name_)) {
+    ::munmap(m, static_cast<std::size_t>(n + delta));
+    return false;
+  }
   to.adopt(
       static_cast<unsigned char*>(m) + delta, static_cast<std::size_t>(n),
       [](void* p, std::size_t len, void* arg) {
         const auto d = reinterpret_cast<std::uintptr_t>(arg);
+        unwatch_mapping(static_cast<unsigned char*>(p) - d);
         ::munmap(static_cast<unsigned char*>(p) - d, len + d);
       },
       reinterpret_cast<void*>(static_cast<std::uintptr_t>(delta)));

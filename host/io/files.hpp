@@ -33,7 +33,11 @@ class InputFile {
   void read_at(std::uint64_t offset, void* dst, std::uint64_t n) const;
   // Maps [offset, offset + n) of the file copy-on-write (the file is never written) into `to`,
   // a view unmapped when released: pages are read as they are touched, so a large input is not
-  // held twice. Returns false (to untouched) where the file cannot be mapped.
+  // held twice. Returns false (to untouched) where the file cannot be mapped (or 64 mappings are
+  // live). A file truncated while it is mapped faults (SIGBUS) where its lost pages are read, in
+  // any thread: while a mapping lives, such a fault writes "clreduce: NAME: the file changed size
+  // while being read" to stderr and ends the process with exit code 2 (bad input); any other
+  // SIGBUS takes the action it had before.
   bool map(std::uint64_t offset, std::uint64_t n, Bytes& to) const;
   // Reads from offset to the end of the file.
   std::string read_rest(std::uint64_t offset) const;

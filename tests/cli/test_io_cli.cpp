@@ -83,9 +83,9 @@ TEST_CASE("a .npy whose data starts off the element size runs every variant, eve
     const HostArray back = read_npy(path);
     REQUIRE(back.n == n);
     REQUIRE(back.bytes == a.bytes);
-    for (const std::string& run : {std::string("--op sum --variant all"),
-                                   std::string("--op max --variant all-reduce"),
-                                   std::string("--op argmin --variant all-reduce")}) {
+    for (const std::string& run :
+         {std::string("--op sum --variant all"), std::string("--op max --variant all-reduce"),
+          std::string("--op argmin --variant all-reduce")}) {
       const std::string args =
           "--input " + path + " " + run + " --format json --repeat 1 --warmup 0";
       CAPTURE(args);

@@ -243,3 +243,90 @@ TEST_CASE("a SIGTERM during the write removes the temporary file and leaves the 
   REQUIRE(::sigaction(SIGTERM, nullptr, &now) == 0);
   CHECK(now.sa_handler == before.sa_handler);
 }
+
+namespace {
+
+// Runs f in a child process with its stderr into a pipe; returns the wait status, err gets what
+// it wrote.
+template <class F> int in_child(F f, std::string& err) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    ::dup2(fds[1], STDERR_FILENO);
+    ::signal(SIGBUS, SIG_DFL);  // whatever the test framework set: the default, as in clreduce
+    f();
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  char buf[4096];
+  for (ssize_t r; (r = ::read(fds[0], buf, sizeof buf)) != 0;) {
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) break;
+    err.append(buf, static_cast<std::size_t>(r));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  return status;
+}
+
+}  // namespace
+
+TEST_CASE("a mapped input truncated while it is read ends the process with one line, exit 2",
+          "[files]") {
+  const TempDir d;
+  const std::string path = d / "shrinks\n.npy";  // the name is escaped in the message
+  const long page = ::sysconf(_SC_PAGESIZE);
+  std::ofstream(path, std::ios::binary) << std::string(static_cast<std::size_t>(4 * page), 'x');
+  std::string err;
+  const int status = in_child(
+      [&] {
+        const InputFile f(path, Errc::kInput);
+        Bytes b;
+        if (!f.map(100, f.size() - 100, b)) ::_exit(10);
+        if (b[0] != 'x') ::_exit(11);  // the first page is read while the file is whole
+        if (::truncate(path.c_str(), page) != 0) ::_exit(12);
+        volatile unsigned char last = b[b.size() - 1];  // a page past the new end: SIGBUS
+        (void)last;
+        ::_exit(13);
+      },
+      err);
+  INFO("ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+  CHECK(WIFEXITED(status));
+  if (WIFEXITED(status)) CHECK(WEXITSTATUS(status) == 2);
+  CHECK(err ==
+        "clreduce: " + (d / "shrinks\\x0A.npy") + ": the file changed size while being read\n");
+}
+
+TEST_CASE("a SIGBUS that is no mapped file's fault keeps its usual action", "[files]") {
+  const TempDir d;
+  const std::string path = d / "whole.npy";
+  std::ofstream(path, std::ios::binary) << std::string(1 << 16, 'x');
+  std::string err;
+  // With a mapping alive, a SIGBUS sent to the process ends it by SIGBUS, with nothing said.
+  const int status = in_child(
+      [&] {
+        const InputFile f(path, Errc::kInput);
+        Bytes b;
+        if (!f.map(0, f.size(), b)) ::_exit(10);
+        ::kill(::getpid(), SIGBUS);
+        ::_exit(13);
+      },
+      err);
+  CHECK(WIFSIGNALED(status));
+  if (WIFSIGNALED(status)) CHECK(WTERMSIG(status) == SIGBUS);
+  CHECK(err.empty());
+  // Unmapped again, a truncated file is only read: a short read is an error like any other.
+  const InputFile f(path, Errc::kInput);
+  {
+    Bytes b;
+    REQUIRE(f.map(0, f.size(), b));
+    CHECK(b[100] == 'x');
+  }
+  REQUIRE(::truncate(path.c_str(), 10) == 0);
+  char buf[8];
+  CHECK_THROWS_WITH(f.read_at(100, buf, 8), ContainsSubstring("it shrank while being read"));
+}
