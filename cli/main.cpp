@@ -78,45 +78,14 @@ std::string flag_words(const Error& e) {
   return what;
 }
 
-// --input -: standard input, copied to a temporary file for the .npy reader, which needs to know
-// the file's size. Messages name "standard input", not the temporary file.
-// TODO(merge): read "/dev/stdin" directly once host/io's reader takes pipes and FIFOs.
+// --input -: standard input, read as a stream (io/npy.hpp): its header first, then no more than
+// the data the header declares, into memory; nothing is written to disk. Messages name "standard
+// input".
 HostArray read_input(const std::string& input) {
   if (input != "-") return read_npy(input);
   if (isatty(0) == 1)
     throw Error(Errc::kUsage, "--input -: standard input is a terminal; pipe a .npy file in");
-  const char* dir = std::getenv("TMPDIR");
-  std::string path = std::string(dir && *dir ? dir : "/tmp") + "/clreduce-stdin-XXXXXX";
-  const int fd = mkstemp(path.data());
-  if (fd < 0)
-    throw Error(Errc::kInput,
-                "--input -: cannot make a temporary file in " + path.substr(0, path.rfind('/')));
-  struct Remove {
-    std::string p;
-    ~Remove() { std::remove(p.c_str()); }
-  } remove{path};
-  std::vector<char> buf(std::size_t{1} << 20);
-  bool ok = true;
-  while (ok) {
-    const std::size_t k = std::fread(buf.data(), 1, buf.size(), stdin);
-    for (std::size_t done = 0; ok && done < k;) {
-      const ssize_t w = write(fd, buf.data() + done, k - done);
-      ok = w > 0;
-      done += ok ? static_cast<std::size_t>(w) : 0;
-    }
-    if (k < buf.size()) break;
-  }
-  close(fd);
-  if (!ok || std::ferror(stdin))
-    throw Error(Errc::kInput, "--input -: cannot copy standard input to a temporary file");
-  try {
-    return read_npy(path);
-  } catch (const Error& e) {
-    std::string what = e.what();
-    for (std::size_t at; (at = what.find(path)) != std::string::npos;)
-      what.replace(at, path.size(), "standard input");
-    throw Error(e.category(), what);
-  }
+  return read_npy_stream(0, "standard input");
 }
 
 std::string count_words(std::uint64_t n) {

@@ -1,7 +1,8 @@
 // files.cpp: POSIX file handling. Reading: stat first (a FIFO is refused before open() could block
 // on it), open with O_NONBLOCK, fstat again (the path may have changed in between), then clear
 // O_NONBLOCK. Writing: a temporary file created with O_EXCL beside the target, every write checked,
-// fsync, rename; a signal handler removes the temporary file if the process is stopped mid-write.
+// fsync, rename; a signal handler removes the temporary file if a signal ends the process
+// mid-write.
 #include "io/files.hpp"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <mutex>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -214,44 +216,67 @@ bool check_target(const std::string& path, struct stat& st) {
   return true;
 }
 
-// The signals during which a temporary file is removed before they take effect.
-constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-constexpr std::size_t kNumSignals = sizeof kSignals / sizeof kSignals[0];
+// The signals whose default action ends the process. Each removes the temporary file, then
+// takes its effect: the action the process had for it, and then, if that returned, the default
+// (the process dies by the signal). kAlways are taken over even from a handler someone installed
+// (LLVM's, which turns a SIGQUIT into nothing); the others only where their action is the
+// default, since a handler (a profiler's SIGPROF) may expect to return. Ignored signals stay so.
+constexpr int kAlways[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM, SIGALRM, SIGUSR1, SIGUSR2, SIGPIPE,
+                           SIGXCPU, SIGXFSZ, SIGABRT, SIGSEGV, SIGBUS,  SIGFPE,  SIGILL};
+constexpr int kWhenDefault[] = {
+    SIGTRAP,   SIGSYS, SIGVTALRM, SIGPROF, SIGIO,
+#ifdef SIGPWR
+    SIGPWR,
+#endif
+#ifdef SIGSTKFLT
+    SIGSTKFLT,
+#endif
+};
 
 // One atomic write at a time: the handler knows the temporary file by this global state.
 std::mutex g_write_mutex;
 char g_temp_path[8192];
 std::atomic<int> g_temp_armed{0};
-struct sigaction g_previous[kNumSignals];
-bool g_installed[kNumSignals];
+struct sigaction g_previous[NSIG];
+bool g_installed[NSIG];
 
-extern "C" void remove_temp_then_raise(int sig) {
+extern "C" void remove_temp_then_die(int sig, siginfo_t* info, void* context) {
   if (g_temp_armed.load()) ::unlink(g_temp_path);
-  for (std::size_t k = 0; k < kNumSignals; ++k)
-    if (kSignals[k] == sig && g_installed[k]) ::sigaction(sig, &g_previous[k], nullptr);
-  ::raise(sig);  // delivered, with the previous action, when this handler returns
+  if (sig > 0 && sig < NSIG && g_installed[sig]) {
+    const struct sigaction& prev = g_previous[sig];
+    ::sigaction(sig, &prev, nullptr);
+    if (prev.sa_flags & SA_SIGINFO) {
+      if (prev.sa_sigaction) prev.sa_sigaction(sig, info, context);
+    } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN && prev.sa_handler) {
+      prev.sa_handler(sig);
+    }
+  }
+  // The previous action returned, or was the default: the process dies by the signal.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  ::sigaction(sig, &dfl, nullptr);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  ::pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+  ::raise(sig);
 }
 
-// Installs the handler for signals not ignored, restores the previous actions when destroyed.
+// Installs the handler where it applies (kAlways, kWhenDefault, the real-time signals), restores
+// the previous actions when destroyed.
 class SignalGuard {
  public:
   SignalGuard() {
-    for (std::size_t k = 0; k < kNumSignals; ++k) {
-      g_installed[k] = false;
-      struct sigaction now {};
-      if (::sigaction(kSignals[k], nullptr, &g_previous[k]) != 0 ||
-          g_previous[k].sa_handler == SIG_IGN)
-        continue;
-      now.sa_handler = remove_temp_then_raise;
-      sigemptyset(&now.sa_mask);
-      g_installed[k] = true;
-      if (::sigaction(kSignals[k], &now, nullptr) != 0) g_installed[k] = false;
-    }
+    for (int sig = 1; sig < NSIG; ++sig) g_installed[sig] = false;
+    for (const int sig : kAlways) install(sig, false);
+    for (const int sig : kWhenDefault) install(sig, true);
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX && sig < NSIG; ++sig) install(sig, true);
   }
   ~SignalGuard() {
     g_temp_armed.store(0);
-    for (std::size_t k = 0; k < kNumSignals; ++k)
-      if (g_installed[k]) ::sigaction(kSignals[k], &g_previous[k], nullptr);
+    for (int sig = 1; sig < NSIG; ++sig)
+      if (g_installed[sig]) ::sigaction(sig, &g_previous[sig], nullptr);
   }
   // The temporary file the handler removes from now on (false when the path is too long to keep).
   bool arm(const std::string& temp) {
@@ -264,6 +289,22 @@ class SignalGuard {
   void disarm() { g_temp_armed.store(0); }
   SignalGuard(const SignalGuard&) = delete;
   SignalGuard& operator=(const SignalGuard&) = delete;
+
+ private:
+  static void install(int sig, bool only_default) {
+    if (sig <= 0 || sig >= NSIG || g_installed[sig]) return;
+    struct sigaction& prev = g_previous[sig];
+    if (::sigaction(sig, nullptr, &prev) != 0) return;
+    const bool handled = (prev.sa_flags & SA_SIGINFO) != 0 || prev.sa_handler != SIG_DFL;
+    if ((!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler == SIG_IGN) || (only_default && handled))
+      return;
+    struct sigaction now {};
+    now.sa_sigaction = remove_temp_then_die;
+    now.sa_flags = SA_SIGINFO;
+    sigemptyset(&now.sa_mask);
+    g_installed[sig] = true;
+    if (::sigaction(sig, &now, nullptr) != 0) g_installed[sig] = false;
+  }
 };
 
 // Creates a new file in dir named after base (O_EXCL: never an existing file); -1 and errno on
@@ -316,7 +357,9 @@ void check_output_path(const std::string& path) {
                            : "directory " + printable(dir) + ": " + errno_text(errno));
   if (!S_ISDIR(ds.st_mode)) refuse(printable(dir) + " is not a directory");
   std::string probe;
-  const int fd = create_temp(dir, std::filesystem::path(path).filename().string(), probe, nullptr);
+  const std::lock_guard<std::mutex> lock(g_write_mutex);
+  SignalGuard guard;  // the probe is a temporary file too
+  const int fd = create_temp(dir, std::filesystem::path(path).filename().string(), probe, &guard);
   if (fd < 0) refuse("cannot create a file in " + printable(dir) + ": " + errno_text(errno));
   ::close(fd);
   ::unlink(probe.c_str());

@@ -68,9 +68,13 @@ using WriteFn = long (*)(int fd, const void* data, std::size_t n);
 // Writes the concatenation of pieces to path: into a new temporary file in path's directory
 // (".NAME.tmp-PID-K"), checking every write, fsync, then renamed over path (keeping an existing
 // file's permissions). On any failure the temporary file is removed, path is untouched, and
-// Error(Errc::kInput) says what failed ("cannot write PATH: No space left on device"). A SIGINT,
-// SIGTERM, SIGHUP or SIGQUIT during the write removes the temporary file before the signal takes
-// its usual effect. Refuses a path that check_output_path() refuses.
+// Error(Errc::kInput) says what failed ("cannot write PATH: No space left on device"). Any signal
+// that ends the process (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2, SIGPIPE,
+// SIGXCPU, SIGXFSZ, SIGABRT, a fault, and any other whose action is the default: terminate) that
+// arrives during the write removes the temporary file, runs the handler the process had for it, if
+// any, and then ends the process by that signal: a handler that returns (LLVM's for SIGQUIT) does
+// not let the write go on without its file. Ignored signals stay ignored. Refuses a path that
+// check_output_path() refuses.
 void write_file_atomically(const std::string& path, const std::vector<std::string_view>& pieces,
                            WriteFn write = nullptr);
 

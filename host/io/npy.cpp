@@ -4,13 +4,17 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <new>
 
 #include "clreduce/error.hpp"
 #include "io/files.hpp"
 #include "io/text.hpp"
+
+#include <unistd.h>
 
 namespace clreduce {
 namespace {
@@ -181,33 +185,24 @@ bool parse_descr(const std::string& s, Descr& d) {
   return true;
 }
 
-// Reads the preamble and header dict; sets data_at to where the data starts and data_bytes to
-// how much follows.
-Header read_header(const InputFile& in, const std::string& path, std::uint64_t& data_at,
-                   std::uint64_t& data_bytes) {
-  const std::uint64_t file_size = in.size();
-  unsigned char pre[12] = {};
-  in.read_at(0, pre, std::min<std::uint64_t>(file_size, sizeof pre));
-  if (file_size < kMagicLen || std::memcmp(pre, kMagic, kMagicLen) != 0)
+// Checks the preamble from its first `got` bytes (at most 12: fewer when the input is shorter);
+// sets prefix to its length (10 for version 1.0, else 12) and hlen to the header's.
+void parse_preamble(const std::string& path, const unsigned char* pre, std::uint64_t got,
+                    std::uint64_t& prefix, std::uint64_t& hlen) {
+  if (got < kMagicLen || std::memcmp(pre, kMagic, kMagicLen) != 0)
     fail(path, "not a .npy file (bad magic)");
-  if (file_size < 8) fail(path, "truncated: no format version");
+  if (got < 8) fail(path, "truncated: no format version");
   if (pre[6] < 1 || pre[6] > 3 || pre[7] != 0)
     fail(path,
          "unsupported format version " + std::to_string(pre[6]) + "." + std::to_string(pre[7]));
-  const std::uint64_t prefix = pre[6] == 1 ? 10 : 12;
-  if (file_size < prefix) fail(path, "truncated: no header length");
-  std::uint64_t hlen = pre[8] | std::uint64_t{pre[9]} << 8;
+  prefix = pre[6] == 1 ? 10 : 12;
+  if (got < prefix) fail(path, "truncated: no header length");
+  hlen = pre[8] | std::uint64_t{pre[9]} << 8;
   if (prefix == 12) hlen |= std::uint64_t{pre[10]} << 16 | std::uint64_t{pre[11]} << 24;
-  if (hlen > file_size - prefix)
-    fail(path, "bad header: header length " + std::to_string(hlen) +
-                   " runs past the end of the file (" + std::to_string(file_size) + " bytes)");
-  if (hlen > kMaxHeaderLen)
-    fail(path, "bad header: header length " + std::to_string(hlen) + " is too large");
-  std::string text(static_cast<std::size_t>(hlen), '\0');
-  in.read_at(prefix, &text[0], hlen);
-  data_at = prefix + hlen;
-  data_bytes = file_size - prefix - hlen;
+}
 
+// Parses the header dict.
+Header parse_header(const std::string& path, const std::string& text) {
   std::map<std::string, PyValue> d = Parser(path, text).dict();
   for (const auto& kv : d)
     if (kv.first != "descr" && kv.first != "fortran_order" && kv.first != "shape")
@@ -229,6 +224,27 @@ Header read_header(const InputFile& in, const std::string& path, std::uint64_t& 
   return h;
 }
 
+// Reads the preamble and header dict; sets data_at to where the data starts and data_bytes to
+// how much follows.
+Header read_header(const InputFile& in, const std::string& path, std::uint64_t& data_at,
+                   std::uint64_t& data_bytes) {
+  const std::uint64_t file_size = in.size();
+  unsigned char pre[12] = {};
+  in.read_at(0, pre, std::min<std::uint64_t>(file_size, sizeof pre));
+  std::uint64_t prefix = 0, hlen = 0;
+  parse_preamble(path, pre, std::min<std::uint64_t>(file_size, sizeof pre), prefix, hlen);
+  if (hlen > file_size - prefix)
+    fail(path, "bad header: header length " + std::to_string(hlen) +
+                   " runs past the end of the file (" + std::to_string(file_size) + " bytes)");
+  if (hlen > kMaxHeaderLen)
+    fail(path, "bad header: header length " + std::to_string(hlen) + " is too large");
+  std::string text(static_cast<std::size_t>(hlen), '\0');
+  in.read_at(prefix, &text[0], hlen);
+  data_at = prefix + hlen;
+  data_bytes = file_size - prefix - hlen;
+  return parse_header(path, text);
+}
+
 // The message for a dtype outside the supported set.
 [[noreturn]] void unsupported_dtype(const std::string& path, const PyValue& descr,
                                     const char* supported) {
@@ -240,10 +256,8 @@ Header read_header(const InputFile& in, const std::string& path, std::uint64_t& 
 // Arrays of this many bytes or more are mapped, not read.
 constexpr std::uint64_t kMapAtLeast = std::uint64_t{1} << 20;
 
-// Checks order and rank, and that the data holds exactly n elements of `size` bytes (rejecting
-// short or long data); sets n_out to n.
-void check_data(const std::string& path, const Header& h, std::size_t size,
-                std::uint64_t data_bytes, std::size_t& n_out) {
+// Checks order and rank; returns the number of elements.
+std::uint64_t check_shape(const std::string& path, const Header& h) {
   if (h.fortran) fail(path, "Fortran order is not supported");
   if (h.shape.size() != 1) {
     std::string s = "(";
@@ -251,14 +265,28 @@ void check_data(const std::string& path, const Header& h, std::size_t size,
       s += (k ? ", " : "") + std::to_string(h.shape[k]);
     fail(path, "shape " + s + ") is not 1-D");
   }
-  const std::uint64_t n = h.shape[0];
+  return h.shape[0];
+}
+
+// The message for data of data_bytes after a header that says n elements of `size` bytes.
+[[noreturn]] void wrong_length(const std::string& path, std::uint64_t n, std::size_t size,
+                               const std::string& data_bytes, bool trailing) {
   const bool fits = n <= std::numeric_limits<std::uint64_t>::max() / size;
-  if (!fits || n * size != data_bytes) {
-    const std::string want = fits ? std::to_string(n * size) + " bytes" : "more than 2^64 bytes";
-    fail(path, std::string(fits && n * size < data_bytes ? "trailing data" : "truncated") +
-                   ": header says " + std::to_string(n) + " elements (" + want + ") but " +
-                   std::to_string(data_bytes) + " bytes of data follow");
-  }
+  const std::string want = fits ? std::to_string(n * size) + " bytes" : "more than 2^64 bytes";
+  fail(path, std::string(trailing ? "trailing data" : "truncated") + ": header says " +
+                 std::to_string(n) + " elements (" + want + ") but " + data_bytes +
+                 " of data follow");
+}
+
+// Checks the shape (check_shape()), and that the data holds exactly n elements of `size` bytes
+// (rejecting short or long data); sets n_out to n.
+void check_data(const std::string& path, const Header& h, std::size_t size,
+                std::uint64_t data_bytes, std::size_t& n_out) {
+  const std::uint64_t n = check_shape(path, h);
+  const bool fits = n <= std::numeric_limits<std::uint64_t>::max() / size;
+  if (!fits || n * size != data_bytes)
+    wrong_length(path, n, size, std::to_string(data_bytes) + " bytes",
+                 fits && n * size < data_bytes);
   if (data_bytes > std::numeric_limits<std::size_t>::max())
     fail(path, "too large for this platform");
   n_out = static_cast<std::size_t>(n);
@@ -312,6 +340,83 @@ HostArray read_npy(const std::string& path) {
   a.type = array_dtype(path, h, d);
   // Little-endian data is used where it lies in the file; big-endian is read and swapped.
   read_data(in, path, h, d.size, data_at, data_bytes, a.n, a.bytes, !d.big);
+  if (d.big) swap_bytes(a.bytes, d.size);
+  return a;
+}
+
+namespace {
+
+// Reads up to n bytes from fd, retrying interrupted and short reads; returns how many it read
+// (fewer only at the end of the input). A read error throws.
+std::uint64_t read_fully(int fd, const std::string& name, void* dst, std::uint64_t n) {
+  auto* p = static_cast<unsigned char*>(dst);
+  std::uint64_t got = 0;
+  while (got < n) {
+    const std::size_t chunk =
+        static_cast<std::size_t>(std::min<std::uint64_t>(n - got, std::uint64_t{1} << 30));
+    const ssize_t r = ::read(fd, p + got, chunk);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) fail(name, std::string("read error: ") + std::strerror(errno));
+    if (r == 0) break;
+    got += static_cast<std::uint64_t>(r);
+  }
+  return got;
+}
+
+}  // namespace
+
+HostArray read_npy_stream(int fd, const std::string& name) {
+  // The preamble's longest form; a version 1.0 header's first two bytes (or a tiny header and the
+  // data's first bytes) come with it. Reads stop for good at the input's end (`ended`).
+  unsigned char pre[12] = {};
+  const std::uint64_t got = read_fully(fd, name, pre, sizeof pre);
+  if (got == 0) fail(name, "empty input");
+  bool ended = got < sizeof pre;
+  std::uint64_t prefix = 0, hlen = 0;
+  parse_preamble(name, pre, got, prefix, hlen);
+  if (hlen > kMaxHeaderLen)
+    fail(name, "bad header: header length " + std::to_string(hlen) + " is too large");
+  const std::uint64_t early = std::min<std::uint64_t>(got - prefix, hlen);
+  std::string text(reinterpret_cast<const char*>(pre) + prefix, static_cast<std::size_t>(early));
+  text.resize(static_cast<std::size_t>(hlen));
+  std::uint64_t have = early;
+  if (!ended && have < hlen) {
+    have += read_fully(fd, name, &text[have], hlen - have);
+    ended = have < hlen;
+  }
+  if (have < hlen)
+    fail(name, "bad header: header length " + std::to_string(hlen) +
+                   " runs past the end of the input (" + std::to_string(prefix + have) + " bytes)");
+  const Header h = parse_header(name, text);
+  Descr d;
+  HostArray a;
+  a.type = array_dtype(name, h, d);
+  const std::uint64_t n = check_shape(name, h);
+  if (n > std::numeric_limits<std::size_t>::max() / d.size)
+    wrong_length(name, n, d.size, "fewer bytes", false);
+  a.n = static_cast<std::size_t>(n);
+  const std::uint64_t data_bytes = n * d.size;
+  // Data bytes that came with the preamble first, then the rest: no more than declared.
+  const std::uint64_t spare = got - prefix - early;
+  if (spare > data_bytes) wrong_length(name, n, d.size, std::to_string(spare) + " bytes", true);
+  try {
+    a.bytes.allocate_uninit(static_cast<std::size_t>(data_bytes));
+  } catch (const std::bad_alloc&) {
+    throw Error(Errc::kUnsupported, printable(name) + ": header says " + std::to_string(n) +
+                                        " elements (" + std::to_string(data_bytes) +
+                                        " bytes): out of host memory");
+  }
+  if (spare) std::memcpy(a.bytes.data(), pre + prefix + early, static_cast<std::size_t>(spare));
+  std::uint64_t data = spare;
+  if (!ended && data < data_bytes) {
+    data += read_fully(fd, name, a.bytes.data() + data, data_bytes - data);
+    ended = data < data_bytes;
+  }
+  if (data < data_bytes) wrong_length(name, n, d.size, std::to_string(data) + " bytes", false);
+  // One byte more tells whether the input ends where the header says, as a file's size does.
+  unsigned char extra = 0;
+  if (!ended && read_fully(fd, name, &extra, 1) == 1)
+    wrong_length(name, n, d.size, "more bytes", true);
   if (d.big) swap_bytes(a.bytes, d.size);
   return a;
 }

@@ -14,6 +14,13 @@ namespace clreduce {
 // host order.
 HostArray read_npy(const std::string& path);
 
+// Reads a .npy as read_npy() does from a stream (a pipe: standard input), named `name` in
+// messages, without knowing its size: the preamble and header first (a bad one is refused before
+// any data is read; no input at all is "NAME: empty input"), then no more than the data the
+// header declares, into memory, then one byte more to refuse trailing data as in a file. Nothing
+// is written to disk.
+HostArray read_npy_stream(int fd, const std::string& name);
+
 // Reads a 1-D C-order .npy of any integer dtype or bool as flags: one byte per element, 1 if
 // nonzero else 0.
 std::vector<std::uint8_t> read_npy_flags(const std::string& path);

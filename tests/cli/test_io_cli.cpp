@@ -13,6 +13,15 @@
 #include <string>
 #include <vector>
 
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "io/data.hpp"
 #include "io/npy.hpp"
 #include "test_helpers.hpp"
@@ -66,7 +75,131 @@ std::string npy_at(const HostArray& a, std::size_t data_at) {
   return s + dict + std::string(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
 }
 
+// The names in dir.
+std::vector<std::string> names(const fs::path& dir) {
+  std::vector<std::string> v;
+  for (const auto& e : fs::directory_iterator(dir)) v.push_back(e.path().filename().string());
+  return v;
+}
+
+// clreduce with args, started with its standard input the write end returned in `in`, its output
+// to /dev/null, TMPDIR=tmpdir and no core file; the device under test unless args pick one.
+pid_t start_cli(std::vector<std::string> args, const std::string& tmpdir, int& in) {
+  const char* dev = std::getenv("CLREDUCE_TEST_DEVICE");
+  if (dev && *dev) {
+    args.push_back("--device");
+    args.push_back(dev);
+  }
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::dup2(fds[0], STDIN_FILENO);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    const struct rlimit no_core { 0, 0 };
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    for (int s = 1; s < NSIG; ++s)  // the test framework's handlers are not clreduce's
+      if (s != SIGKILL && s != SIGSTOP) ::signal(s, SIG_DFL);
+    ::setenv("TMPDIR", tmpdir.c_str(), 1);
+    std::vector<char*> argv{const_cast<char*>(CLREDUCE_BIN)};
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(CLREDUCE_BIN, argv.data());
+    ::_exit(127);
+  }
+  ::close(fds[0]);
+  in = fds[1];
+  return child;
+}
+
+// Writes all of s to fd; false when the reader is gone.
+bool write_all(int fd, const std::string& s) {
+  for (std::size_t done = 0; done < s.size();) {
+    const ssize_t w = ::write(fd, s.data() + done, s.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    done += static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
 }  // namespace
+
+TEST_CASE("standard input is read header first, no more than it declares, into no file",
+          "[cli][io]") {
+  const TempDir d, tmp;
+  const std::string env = "TMPDIR=" + tmp.dir.string() + " " + kTimeout;
+  Result r = run_cli("--input - < /dev/null", env);
+  CHECK(r.code == 2);
+  CHECK(r.out == "clreduce: standard input: empty input\n");
+  // Endless bytes that are no .npy: refused from the first 12, never copied anywhere (a file
+  // limit of 64 KiB would end a run that wrote a copy of them with SIGXFSZ).
+  r = run_cli("--input - < /dev/zero", "ulimit -f 64; " + env);
+  CHECK(r.code == 2);
+  CHECK(r.out == "clreduce: standard input: not a .npy file (bad magic)\n");
+  // A header whose data does not follow, or is followed by more.
+  const HostArray a = generate(DType::kInt64, 1000, 3);
+  const std::string file = npy_header(DType::kInt64, 1000) +
+                           std::string(reinterpret_cast<const char*>(a.bytes.data()), 8000);
+  std::ofstream(d / "short.npy", std::ios::binary) << file.substr(0, file.size() - 8);
+  std::ofstream(d / "long.npy", std::ios::binary) << file << "more";
+  std::ofstream(d / "good.npy", std::ios::binary) << file;
+  r = run_cli("--input - < " + (d / "short.npy"), env);
+  CHECK(r.code == 2);
+  CHECK(r.out ==
+        "clreduce: standard input: truncated: header says 1000 elements (8000 bytes) but 7992 "
+        "bytes of data follow\n");
+  r = run_cli("--input - < " + (d / "long.npy"), env);
+  CHECK(r.code == 2);
+  CHECK(r.out ==
+        "clreduce: standard input: trailing data: header says 1000 elements (8000 bytes) but "
+        "more bytes of data follow\n");
+  // Through a pipe, as from another program: the array as the file holds it.
+  r = run_cli("--input - --op sum --format json < " + (d / "good.npy"), env);
+  CHECK(r.code == 0);
+  const std::vector<std::string> from_pipe = json_rows(r.out);
+  r = run_cli("--input " + (d / "good.npy") + " --op sum --format json", env);
+  const std::vector<std::string> from_file = json_rows(r.out);
+  REQUIRE(from_pipe.size() == 1);
+  REQUIRE(from_file.size() == 1);
+  const auto result = [](const std::string& row) {
+    const std::size_t at = row.find("\"result\":");
+    return row.substr(at, row.find(',', at) - at);
+  };
+  CHECK(result(from_pipe[0]) == result(from_file[0]));
+  CHECK_THAT(from_pipe[0], ContainsSubstring("\"verified\":true"));
+  CHECK(names(tmp.dir).empty());
+}
+
+TEST_CASE("a signal while --input - is read ends the run by that signal, leaving no file",
+          "[cli][io]") {
+  const TempDir tmp;
+  // A header that declares 8 MiB, then 1 MiB of it: once that is written, clreduce is reading.
+  const std::size_t n = std::size_t{1} << 20;
+  const std::string head = npy_header(DType::kInt64, n);
+  const std::string part(std::size_t{1} << 20, '\0');
+  ::signal(SIGPIPE, SIG_IGN);  // a child that ended early must fail the test, not end it
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGALRM, SIGUSR2}) {
+    CAPTURE(sig);
+    int in = -1;
+    const pid_t child = start_cli({"--input", "-", "--repeat", "1"}, tmp.dir.string(), in);
+    CHECK(write_all(in, head + part));
+    ::kill(child, sig);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    ::close(in);
+    INFO("exit status " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+    CHECK(WIFSIGNALED(status));
+    if (WIFSIGNALED(status)) CHECK(WTERMSIG(status) == sig);
+    CHECK(names(tmp.dir).empty());
+  }
+  ::signal(SIGPIPE, SIG_DFL);
+}
 
 TEST_CASE("a .npy whose data starts off the element size runs every variant, every type",
           "[cli][io]") {

@@ -12,7 +12,11 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include "clreduce/error.hpp"
 #include "io/npy.hpp"
@@ -438,4 +442,114 @@ TEST_CASE("npy_info and read_npy_slice: a slice alone, either byte order, the he
   // What read_npy refuses, npy_info refuses too.
   CHECK_THROWS_AS(npy_info(put("slice_i2.npy", npy(dict("<i2", "(1,)"), "ab"))), Error);
   CHECK_THROWS_AS(npy_info(put("slice_short.npy", npy(dict("<i4", "(2,)"), "abcd"))), Error);
+}
+
+namespace {
+
+// Reads bytes through a pipe as read_npy_stream() reads standard input: a writer thread feeds
+// them (then more, when given) and closes its end; `left` gets what the reader did not take.
+HostArray through_pipe(const std::string& bytes, std::string& left) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  std::thread writer([&] {
+    for (std::size_t done = 0; done < bytes.size();) {
+      const ssize_t w = ::write(fds[1], bytes.data() + done, bytes.size() - done);
+      if (w <= 0) break;
+      done += static_cast<std::size_t>(w);
+    }
+    ::close(fds[1]);
+  });
+  struct Rest {  // whatever happens, what is left is drained and the writer joined
+    int fd;
+    std::string& left;
+    std::thread& writer;
+    ~Rest() {
+      char buf[65536];
+      for (ssize_t r; (r = ::read(fd, buf, sizeof buf)) > 0;)
+        left.append(buf, static_cast<std::size_t>(r));
+      writer.join();
+      ::close(fd);
+    }
+  } rest{fds[0], left, writer};
+  return read_npy_stream(fds[0], "standard input");
+}
+
+}  // namespace
+
+TEST_CASE("npy from a stream: what a file gives, reading no more than the header declares",
+          "[npy]") {
+  std::string left;
+  // Every dtype, either byte order, n = 0, 1 and more than a pipe holds at once.
+  std::vector<double> big(100000);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = 0.5 * static_cast<double>(i) - 7.0;
+  for (const bool be : {false, true}) {
+    for (const std::size_t n : {std::size_t{0}, std::size_t{1}, big.size()}) {
+      CAPTURE(be, n);
+      const std::vector<double> v(big.begin(), big.begin() + static_cast<std::ptrdiff_t>(n));
+      const std::string bytes =
+          npy(dict(be ? ">f8" : "<f8", "(" + std::to_string(n) + ",)"), raw(v, be));
+      left.clear();
+      const HostArray a = through_pipe(bytes, left);
+      const HostArray f = read_npy(put("stream.npy", bytes));
+      CHECK(a.type == DType::kDouble);
+      CHECK(a.n == n);
+      CHECK(a.bytes == f.bytes);
+      CHECK(left.empty());
+    }
+  }
+  const std::vector<std::int32_t> ints{1, -2, 3};
+  for (const auto& [descr, t] : {std::pair<const char*, DType>{"<i4", DType::kInt32},
+                                 {">u4", DType::kUInt32},
+                                 {"<f4", DType::kFloat}}) {
+    CAPTURE(descr);
+    const std::string bytes = npy(dict(descr, "(3,)"), raw(ints, descr[0] == '>'));
+    const HostArray a = through_pipe(bytes, left);
+    CHECK(a.type == t);
+    CHECK(a.bytes == read_npy(put("stream.npy", bytes)).bytes);
+  }
+  // Versions 2.0 and 3.0 (a preamble of 12 bytes).
+  for (const int major : {2, 3}) {
+    const std::string bytes = npy(dict("<i4", "(3,)"), raw(ints), major);
+    CHECK(through_pipe(bytes, left).bytes == host(DType::kInt32, ints).bytes);
+  }
+
+  // Errors: refused as soon as they show, the rest of the input left unread.
+  const auto error = [&](const std::string& bytes, const std::string& phrase, std::size_t unread) {
+    CAPTURE(phrase);
+    left.clear();
+    try {
+      through_pipe(bytes, left);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.category() == Errc::kInput);
+      CHECK_THAT(std::string(e.what()),
+                 StartsWith("standard input: ") && ContainsSubstring(phrase));
+    }
+    CHECK(left.size() == unread);
+  };
+  error("", "standard input: empty input", 0);
+  error(std::string(100000, '\0'), "not a .npy file (bad magic)", 100000 - 12);
+  error(std::string("\x93NUMPY\x04\x00", 8) + std::string(1000, ' '),
+        "unsupported format version 4.0", 1000 - 4);
+  error(npy(dict("<i4", "(3,)"), raw(ints)).substr(0, 40),
+        "runs past the end of the input (40 bytes)", 0);
+  const std::string good = npy(dict("<i4", "(3,)"), raw(ints));
+  error(good.substr(0, good.size() - 6),
+        "truncated: header says 3 elements (12 bytes) but 6 bytes of data follow", 0);
+  // More than declared: one byte past it is read, the rest is not.
+  error(npy(dict("<i4", "(3,)"), raw(ints)) + std::string(50000, 'x'),
+        "trailing data: header says 3 elements (12 bytes) but more bytes of data follow",
+        50000 - 1);
+  error(npy(dict("<i4", "(3, 2)"), std::string(50000, 'x')), "shape (3, 2) is not 1-D", 50000);
+  error(npy(dict("<c8", "(3,)"), std::string(50000, 'x')), "unsupported dtype '<c8'", 50000);
+  // A header that declares more than the host can hold: refused before any data is read.
+  left.clear();
+  try {
+    through_pipe(npy(dict("<i8", "(1099511627776000,)"), std::string(50000, '\0')), left);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.category() == Errc::kUnsupported);
+    CHECK_THAT(std::string(e.what()), ContainsSubstring("out of host memory"));
+  }
+  CHECK(left.size() == 50000);
 }
