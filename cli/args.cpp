@@ -5,6 +5,7 @@
 
 #include "clreduce/error.hpp"
 #include "io/size_arg.hpp"
+#include "io/text.hpp"
 
 namespace clreduce {
 
@@ -12,7 +13,8 @@ std::uint64_t parse_count(const std::string& flag, const std::string& text, std:
                           std::uint64_t hi, const std::string& range) {
   const std::string words =
       range.empty() ? "from " + std::to_string(lo) + " to " + std::to_string(hi) : range;
-  const Error bad(Errc::kUsage, flag + " must be a whole number " + words + ", not '" + text + "'");
+  const Error bad(Errc::kUsage,
+                  flag + " must be a whole number " + words + ", not '" + printable(text) + "'");
   if (text.empty()) throw bad;
   std::uint64_t v = 0;
   for (char c : text) {
@@ -29,7 +31,7 @@ std::uint64_t parse_positive_size(const std::string& flag, const std::string& te
   const Error bad(Errc::kUsage, flag +
                                     " must be a count of 1 or more, written N, 2^K, NeK or 2^K+M "
                                     "(e.g. 1000, 2^10, 1e3), not '" +
-                                    text + "'");
+                                    printable(text) + "'");
   std::uint64_t v = 0;
   try {
     v = parse_size(text);

@@ -130,6 +130,7 @@ std::string devices_words(const std::vector<DeviceInfo>& devs) {
 
 // --shares W1,W2,...: one finite weight >= 0 per device, not all 0.
 std::vector<double> parse_shares(const std::string& text, std::size_t devices) {
+  const std::string shown = printable(text);
   std::vector<double> w;
   std::size_t pos = 0;
   while (true) {
@@ -138,18 +139,18 @@ std::vector<double> parse_shares(const std::string& text, std::size_t devices) {
     char* end = nullptr;
     const double x = std::strtod(one.c_str(), &end);
     if (one.empty() || end != one.c_str() + one.size() || !std::isfinite(x) || x < 0)
-      throw Error(Errc::kUsage, "--shares " + text + ": '" + one +
+      throw Error(Errc::kUsage, "--shares " + shown + ": '" + printable(one) +
                                     "' is not a weight (a number >= 0, one per device)");
     w.push_back(x);
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
   if (w.size() != devices)
-    throw Error(Errc::kUsage, "--shares " + text + ": " + std::to_string(w.size()) +
+    throw Error(Errc::kUsage, "--shares " + shown + ": " + std::to_string(w.size()) +
                                   " weights for " + std::to_string(devices) + " devices");
   double sum = 0;
   for (double x : w) sum += x;
-  if (sum <= 0) throw Error(Errc::kUsage, "--shares " + text + ": every weight is 0");
+  if (sum <= 0) throw Error(Errc::kUsage, "--shares " + shown + ": every weight is 0");
   return w;
 }
 
@@ -365,7 +366,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     std::cout << app.help();
     return agree(ranks, kExitOk, "", task("--help"), false);
   } catch (const CLI::ParseError& e) {
-    throw Error(Errc::kUsage, std::string(e.what()) + " (see --help)");
+    throw Error(Errc::kUsage, printable(e.what(), 1000) + " (see --help)");
   }
 
   const bool user_expr =
@@ -387,7 +388,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     std::cout << "clreduce " << version() << "\ncommit: " << build_commit() << "\n"
               << build_options();
     try {
-      std::cout << "kernels: " << find_kernel_dir(kernel_dir) << "\n";
+      std::cout << "kernels: " << printable(find_kernel_dir(kernel_dir)) << "\n";
     } catch (const Error& e) {
       std::cout << "kernels: " << e.what() << "\n";
       return agree(ranks, exit_code(e.category()), "kernels: " + std::string(e.what()),
@@ -662,7 +663,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     more.push_back(std::make_unique<Context>(devs[d], ctx.kernel_dir(), verbose, tuning));
     contexts.push_back(more.back().get());
   }
-  if (verbose) std::cerr << "kernels: " << ctx.kernel_dir() << "\n";
+  if (verbose) std::cerr << "kernels: " << printable(ctx.kernel_dir()) << "\n";
   if (verbose && pocl_pinned)
     for (const Context* c : contexts)
       if (c->info().platform_name.find("Portable Computing Language") != std::string::npos) {
@@ -673,15 +674,16 @@ int run(int argc, char** argv, const Ranks& ranks) {
 
   // ---- Before the first kernel runs: the data's shape, the memory, every variant's refusal and
   // launch policy (which builds its kernels).
+  const std::string input_name = input == "-" ? "standard input" : printable(input);
   if (!input.empty()) {
-    progress.show("reading " + (input == "-" ? std::string("standard input") : input));
+    progress.show("reading " + input_name);
     if (!ranks.many())
       data = read_input(input);
     else if (input != "-")  // (standard input: rank 0 read it, and sent every rank its slice)
       data = read_npy_slice(input, slice.first, slice.count);
     if (app.count("--type") && data.type != the_type)
-      throw Error(Errc::kUsage, (input == "-" ? std::string("standard input") : input) + " holds " +
-                                    dtype_name(data.type) + ", not --type " + type);
+      throw Error(Errc::kUsage,
+                  input_name + " holds " + dtype_name(data.type) + ", not --type " + type);
   }
   const DType elem = input.empty() ? the_type : data.type;
   const std::size_t count = input.empty() ? (ranks.many() ? slice.count : n) : data.n;
@@ -811,7 +813,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
       if (w < top / 20) w = 0.0;
     progress.clear();
     if (verbose || format == "table")
-      std::cerr << "clreduce: --shares " << shares_text << ": " << rates
+      std::cerr << "clreduce: --shares " << printable(shares_text) << ": " << rates
                 << (kernel_rate ? " GB/s kernel rates on " : " GB/s end to end on ")
                 << count_words(sample) << " elements (a device under 1/20 of the fastest: none)\n";
   }
@@ -952,7 +954,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
   }
   if (format == "table" && any_noisy) std::cout << noisy_footnote(ladder);
   if (!output.empty() && have_result) {
-    progress.show("writing " + output);
+    progress.show("writing " + printable(output));
     if (ranks.many()) {
       try {
         write_npy_ranks(output, scans->last_output(), slice.first, total_n, ranks);
@@ -963,7 +965,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
       write_npy(output, scans->last_output());
     progress.clear();
     if (!result_from.empty())
-      std::cerr << "clreduce: wrote " << output << " from " << result_from
+      std::cerr << "clreduce: wrote " << printable(output) << " from " << result_from
                 << ", whose result did not verify\n";
   }
   return all_ok ? kExitOk : kExitVerify;

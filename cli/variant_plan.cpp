@@ -5,6 +5,7 @@
 
 #include "clreduce/error.hpp"
 #include "io/report.hpp"
+#include "io/text.hpp"
 #include "reduce/ladder.hpp"
 
 namespace clreduce {
@@ -52,7 +53,8 @@ VariantPlan plan_variants(const std::string& spec, Op op) {
         plan.scan.push_back(s);
         plan.named.insert(name);
       } else {
-        throw Error(Errc::kUsage, "unknown variant '" + name + "' (valid: " + valid_names() + ")");
+        throw Error(Errc::kUsage,
+                    "unknown variant '" + printable(name) + "' (valid: " + valid_names() + ")");
       }
     }
     if (comma == std::string::npos) break;

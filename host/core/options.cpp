@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "clreduce/error.hpp"
+#include "io/text.hpp"
 
 namespace clreduce {
 namespace {
@@ -29,7 +30,7 @@ unsigned long long parse_count(const std::string& v, unsigned long long lo, unsi
     k = digits ? 1ull << e : 0;
   }
   if (!digits || k < lo || k > hi)
-    throw Error(Errc::kUsage, source + " must be " + what + ", not '" + v + "'");
+    throw Error(Errc::kUsage, source + " must be " + what + ", not '" + printable(v) + "'");
   return k;
 }
 
@@ -40,7 +41,7 @@ std::string one_of(const std::string& v, std::initializer_list<const char*> allo
     if (v == a) return v;
     list += (list.empty() ? "" : ", ") + std::string(a);
   }
-  throw Error(Errc::kUsage, source + " must be one of " + list + ", not '" + v + "'");
+  throw Error(Errc::kUsage, source + " must be one of " + list + ", not '" + printable(v) + "'");
 }
 
 std::string env_name(const std::string& key) {
@@ -129,7 +130,7 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
         throw Error(Errc::kUsage,
                     source +
                         " must be 'all' or names from nv_shfl, subgroups, wg_collectives, not '" +
-                        v + "'");
+                        printable(v) + "'");
       t.disable_caps.push_back(cap);
       pos = comma + 1;
     }
@@ -150,7 +151,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
   } else if (key == "carry-layout") {
     t.carry_layout = one_of(v, {"auto", "blocked", "strided"}, source);
   } else if (key == "scan-fast-path") {
-    t.scan_fast_path = one_of(v, {"auto", "lookback", "cpu", "cpu-lookback", "hierarchical"}, source);
+    t.scan_fast_path =
+        one_of(v, {"auto", "lookback", "cpu", "cpu-lookback", "hierarchical"}, source);
   } else if (key == "lookback-limit") {
     t.lookback_limit =
         static_cast<long long>(parse_count(v, 0, 2147483647, source, "a count from 0 to 2^31-1"));
@@ -159,8 +161,9 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.lookback_vec = w == "auto" ? 0u : static_cast<unsigned>(std::stoul(w));
   } else if (key == "lookback-rows") {
     t.lookback_rows =
-        v == "auto" ? 0u
-                    : static_cast<unsigned>(parse_count(v, 1, 16, source, "auto or a count from 1 to 16"));
+        v == "auto"
+            ? 0u
+            : static_cast<unsigned>(parse_count(v, 1, 16, source, "auto or a count from 1 to 16"));
   } else if (key == "scan-tile") {
     t.scan_tile = parse_count(v, 1024, 1u << 30, source, "a count from 1024 to 2^30");
   } else if (key == "scan-chunk") {
@@ -184,7 +187,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     char* end = nullptr;
     const double s = v.empty() ? 0 : std::strtod(v.c_str(), &end);
     if (v.empty() || *end != '\0' || !(s >= 0.001 && s <= 1e6))
-      throw Error(Errc::kUsage, source + " must be seconds from 0.001 to 10^6, not '" + v + "'");
+      throw Error(Errc::kUsage,
+                  source + " must be seconds from 0.001 to 10^6, not '" + printable(v) + "'");
     t.timeout = s;
   } else if (key == "scan-groups") {
     t.scan_groups = parse_count(v, 1, 4096, source, "a count from 1 to 4096");
@@ -192,15 +196,16 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     std::string keys;
     for (const TuningKey& k : tuning_keys())
       keys += (keys.empty() ? "" : ", ") + std::string(k.key);
-    throw Error(Errc::kUsage, "unknown tuning key '" + key_in + "' (keys: " + keys + ")");
+    throw Error(Errc::kUsage,
+                "unknown tuning key '" + printable(key_in) + "' (keys: " + keys + ")");
   }
 }
 
 void set_tuning(Tuning& t, const std::string& kv) {
   const std::size_t eq = kv.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw Error(Errc::kUsage, "a tuning setting is KEY=VALUE, not '" + kv + "'");
-  set_tuning(t, kv.substr(0, eq), kv.substr(eq + 1), "--tune " + kv.substr(0, eq));
+    throw Error(Errc::kUsage, "a tuning setting is KEY=VALUE, not '" + printable(kv) + "'");
+  set_tuning(t, kv.substr(0, eq), kv.substr(eq + 1), "--tune " + printable(kv.substr(0, eq)));
 }
 
 Tuning tuning_from_env() {

@@ -9,6 +9,7 @@
 #include <new>
 
 #include "clreduce/error.hpp"
+#include "io/text.hpp"
 
 // The kernels' type and operator codes: only the table at the top of cl/clreduce.h is read.
 #define CLR_CODES_ONLY
@@ -75,7 +76,7 @@ DType parse_dtype(const std::string& s) {
   }
   if (s == "float32") return DType::kFloat;
   if (s == "float64") return DType::kDouble;
-  throw Error(Errc::kUsage, "unknown type '" + s + "' (valid: " + valid + ")");
+  throw Error(Errc::kUsage, "unknown type '" + printable(s) + "' (valid: " + valid + ")");
 }
 
 Op parse_op(const std::string& s) {
@@ -84,7 +85,7 @@ Op parse_op(const std::string& s) {
     if (s == op_name(op)) return op;
     valid += (valid.empty() ? "" : ", ") + op_name(op);
   }
-  throw Error(Errc::kUsage, "unknown op '" + s + "' (valid: " + valid + ")");
+  throw Error(Errc::kUsage, "unknown op '" + printable(s) + "' (valid: " + valid + ")");
 }
 
 std::size_t dtype_size(DType t) {
@@ -127,8 +128,8 @@ DType resolve_acc(Op op, DType t, const std::string& wanted) {
   if (wanted.empty()) return def;
   const DType w = parse_dtype(wanted);
   if (w == def || w == t) return w;
-  throw Error(Errc::kUsage, "accumulator " + wanted + " is not available for " + op_name(op) +
-                                " of " + dtype_name(t) + " (use " + dtype_name(def) +
+  throw Error(Errc::kUsage, "accumulator " + printable(wanted) + " is not available for " +
+                                op_name(op) + " of " + dtype_name(t) + " (use " + dtype_name(def) +
                                 (def != t ? " or " + dtype_name(t) : std::string()) + ")");
 }
 

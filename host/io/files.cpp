@@ -79,8 +79,8 @@ struct MappedSlot {
 };
 MappedSlot g_mapped[kMaxMapped];
 std::mutex g_map_mutex;
+std::size_t g_live = 0;  // mappings watched
 struct sigaction g_bus_previous;
-bool g_bus_installed = false;
 
 // A fault inside a live mapping: one line and exit 2 (bad input; nothing the process holds can be
 // trusted to unwind from inside a kernel). Any other SIGBUS: as before this handler was installed.
@@ -100,19 +100,24 @@ extern "C" void on_bus_fault(int sig, siginfo_t* info, void* /*context*/) {
   if (info->si_code <= 0) ::raise(sig);
 }
 
-// Registers [p, p + n) as a mapping of the file `name` (installing the handler the first time);
-// false when every slot is taken.
+bool bus_handler_is_ours() {
+  struct sigaction now {};
+  return ::sigaction(SIGBUS, nullptr, &now) == 0 && (now.sa_flags & SA_SIGINFO) &&
+         now.sa_sigaction == on_bus_fault;
+}
+
+// Registers [p, p + n) as a mapping of the file `name`, installing the handler while the first
+// mapping lives; false when every slot is taken.
 bool watch_mapping(const unsigned char* p, std::size_t n, const std::string& name) {
   const std::lock_guard<std::mutex> lock(g_map_mutex);
   for (MappedSlot& slot : g_mapped) {
     if (slot.begin.load() != 0) continue;
-    if (!g_bus_installed) {
+    if (g_live == 0 && !bus_handler_is_ours()) {
       struct sigaction now {};
       now.sa_sigaction = on_bus_fault;
       now.sa_flags = SA_SIGINFO;
       sigemptyset(&now.sa_mask);
       if (::sigaction(SIGBUS, &now, &g_bus_previous) != 0) return false;
-      g_bus_installed = true;
     }
     const std::string line =
         "clreduce: " + name.substr(0, 900) + ": the file changed size while being read\n";
@@ -120,15 +125,22 @@ bool watch_mapping(const unsigned char* p, std::size_t n, const std::string& nam
     slot.message_len = line.size();
     slot.end.store(reinterpret_cast<std::uintptr_t>(p) + n);
     slot.begin.store(reinterpret_cast<std::uintptr_t>(p));
+    ++g_live;
     return true;
   }
   return false;
 }
 
+// Forgets the mapping at p; the last one gone, the previous SIGBUS action comes back (unless
+// someone installed theirs over this one since: it keeps it, and calls this one, which passes
+// every fault on).
 void unwatch_mapping(const unsigned char* p) {
   const std::lock_guard<std::mutex> lock(g_map_mutex);
   for (MappedSlot& slot : g_mapped)
-    if (slot.begin.load() == reinterpret_cast<std::uintptr_t>(p)) slot.begin.store(0);
+    if (slot.begin.load() == reinterpret_cast<std::uintptr_t>(p)) {
+      slot.begin.store(0);
+      if (--g_live == 0 && bus_handler_is_ours()) ::sigaction(SIGBUS, &g_bus_previous, nullptr);
+    }
 }
 
 }  // namespace

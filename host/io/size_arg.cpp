@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "clreduce/error.hpp"
+#include "io/text.hpp"
 
 namespace clreduce {
 
@@ -16,7 +17,7 @@ static bool all_digits(const std::string& s) {
 }
 
 std::size_t parse_size(const std::string& s) {
-  const Error bad(Errc::kUsage, "invalid size '" + s +
+  const Error bad(Errc::kUsage, "invalid size '" + printable(s) +
                                     "' (expected N, 2^K, 2^K+M, 2^K-M or NeK, e.g. 1000000, 2^20, "
                                     "2^29+1, 1e6)");
   // A power of two or of ten, then + or - a count: 2^29+1, 1e6-1.

@@ -8,6 +8,7 @@
 
 #include "clreduce/error.hpp"
 #include "io/npy.hpp"
+#include "io/text.hpp"
 #include "run/omp_scan.hpp"
 #include "run/shares.hpp"
 
@@ -19,7 +20,7 @@ std::vector<std::uint8_t> segment_flags(std::size_t n, const std::string& file,
   if (!file.empty()) {
     f = read_npy_flags(file);
     if (f.size() != n)
-      throw Error(Errc::kInput, file + ": " + std::to_string(f.size()) +
+      throw Error(Errc::kInput, printable(file) + ": " + std::to_string(f.size()) +
                                     " segment flags for an array of " + std::to_string(n) +
                                     " elements");
   } else if (length > 0) {

@@ -11,6 +11,7 @@
 
 #include "clreduce/error.hpp"
 #include "io/files.hpp"
+#include "io/text.hpp"
 #include "runtime/build_program.hpp"
 #include "runtime/transfer.hpp"
 
@@ -157,8 +158,9 @@ cl::Kernel Context::kernel(const std::string& file, const std::string& name,
       } catch (const cl::Error&) {
         log = "(no build log)";
       }
-      throw Error(Errc::kBuild, "kernel build failed on " + info_.name + ": " + kernel_dir_ + "/" +
-                                    file + " with options '" + options + "'\n" +
+      throw Error(Errc::kBuild, "kernel build failed on " + info_.name + ": " +
+                                    printable(kernel_dir_ + "/" + file) + " with options '" +
+                                    printable(options) + "'\n" +
                                     remap_log(log, file, src.header_lines, src.prefix_lines));
     }
     it = programs_.emplace(key, program).first;
@@ -166,8 +168,9 @@ cl::Kernel Context::kernel(const std::string& file, const std::string& name,
   try {
     return cl::Kernel(it->second, name.c_str());
   } catch (const cl::Error& e) {
-    throw Error(Errc::kBuild, "kernel '" + name + "' not found in " + kernel_dir_ + "/" + file +
-                                  ": " + cl_error_name(e.err()));
+    throw Error(Errc::kBuild, "kernel '" + name + "' not found in " +
+                                  printable(kernel_dir_ + "/" + file) + ": " +
+                                  cl_error_name(e.err()));
   }
 }
 

@@ -165,21 +165,21 @@ DeviceInfo select_device(const std::vector<DeviceInfo>& devices, const std::stri
       idx = devices.size();
     }
     if (idx < devices.size()) return devices[idx];
-    throw Error(Errc::kUsage, "no device " + spec + " (devices: " + names + ")");
+    throw Error(Errc::kUsage, "no device " + printable(spec) + " (devices: " + names + ")");
   }
   const std::string want = lower(spec);
   // A device type ("cpu", "gpu", "accelerator"): the first device of that type, whatever its name.
   if (want == "cpu" || want == "gpu" || want == "accelerator") {
     for (const auto& d : devices)
       if (lower(d.type) == want) return d;
-    throw Error(Errc::kUsage, "no " + spec + " device (devices: " + names + ")");
+    throw Error(Errc::kUsage, "no " + printable(spec) + " device (devices: " + names + ")");
   }
   for (const auto& d : devices) {
     const std::string hay = lower(d.platform_name + " " + d.name + " " + d.vendor + " " +
                                   d.device_version + " " + d.driver_version);
     if (!want.empty() && hay.find(want) != std::string::npos) return d;
   }
-  throw Error(Errc::kUsage, "no device matches '" + spec + "' (devices: " + names + ")");
+  throw Error(Errc::kUsage, "no device matches '" + printable(spec) + "' (devices: " + names + ")");
 }
 
 std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& devices,
@@ -190,14 +190,16 @@ std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& devices,
     for (const auto& d : devices)
       if (want == "all" || lower(d.type) == want.substr(4, 3)) out.push_back(d);
     if (out.empty())
-      throw Error(Errc::kUsage, "--device " + spec + ": no such device (--list-devices)");
+      throw Error(Errc::kUsage,
+                  "--device " + printable(spec) + ": no such device (--list-devices)");
     return out;
   }
   std::size_t pos = 0;
   while (true) {
     const std::size_t comma = spec.find(',', pos);
     const std::string one = spec.substr(pos, comma == std::string::npos ? comma : comma - pos);
-    if (one.empty()) throw Error(Errc::kUsage, "--device " + spec + ": an empty name in the list");
+    if (one.empty())
+      throw Error(Errc::kUsage, "--device " + printable(spec) + ": an empty name in the list");
     out.push_back(select_device(devices, one));
     if (comma == std::string::npos) break;
     pos = comma + 1;

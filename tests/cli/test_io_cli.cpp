@@ -235,3 +235,52 @@ TEST_CASE("a .npy whose data starts off the element size runs every variant, eve
     }
   }
 }
+
+TEST_CASE("values and paths from the command line are escaped in messages: one line, no escapes",
+          "[cli][io]") {
+  // Each value holds a newline that would start a forged second line, and a colour code.
+  const std::string bad = "x\nclreduce: all verified\x1b[32m";
+  const std::string shown = "x\\x0Aclreduce: all verified\\x1B[32m";
+  const std::string q = "'" + bad + "'";
+  struct Case {
+    std::string args, says;
+    int code;
+  };
+  const Case cases[] = {
+      {"--op " + q, "unknown op '" + shown + "'", 2},
+      {"--type " + q, "unknown type '" + shown + "'", 2},
+      {"--acc " + q, "unknown type '" + shown + "'", 2},
+      {"--variant " + q, "unknown variant '" + shown + "'", 2},
+      {"--variant 'fast," + bad + "'", "unknown variant '" + shown + "'", 2},
+      {"--device " + q, "no device matches '" + shown + "'", 2},
+      {"--size " + q, "invalid size '" + shown + "'", 2},
+      {"--seed " + q, "not '" + shown + "'", 2},
+      {"--repeat " + q, "not '" + shown + "'", 2},
+      {"--max-chunk " + q, "not '" + shown + "'", 2},
+      {"--timeout " + q, "not '" + shown + "'", 2},
+      {"--tune " + q, "a tuning setting is KEY=VALUE, not '" + shown + "'", 2},
+      {"--tune 'in-place=" + bad + "'",
+       "--tune in-place must be one of auto, on, off, not '" + shown + "'", 2},
+      {"--tune '" + bad + "=1'", "unknown tuning key '" + shown + "'", 2},
+      {"--shares " + q + " --device 0,0", "--shares " + shown + ": '" + shown + "'", 2},
+      {"--format " + q, shown + " not in", 2},
+      {q, shown, 2},  // a stray argument: CLI11's own message
+      {"--input " + q, "cannot open " + shown + ": No such file or directory", 2},
+      {"--variant scan-fast --size 10 --output '/nonexistent/" + bad + "'",
+       "cannot write /nonexistent/" + shown, 2},
+      {"--kernel-dir " + q, "--kernel-dir " + shown, 4},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    const Result r = run_cli(c.args, kTimeout);
+    CHECK(r.code == c.code);
+    CHECK(lines(r.out) == 1);
+    CHECK(r.out.find('\x1b') == std::string::npos);
+    CHECK_THAT(r.out, ContainsSubstring(c.says));
+  }
+  // A tuning value from the environment too.
+  const Result r = run_cli("--size 10", "CLREDUCE_IN_PLACE=" + q + " " + kTimeout);
+  CHECK(r.code == 2);
+  CHECK(lines(r.out) == 1);
+  CHECK_THAT(r.out, ContainsSubstring("not '" + shown + "'"));
+}
