@@ -50,6 +50,7 @@
 #include "variant_plan.hpp"
 
 using namespace clreduce;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -342,6 +343,11 @@ int run(int argc, char** argv, const Ranks& ranks) {
                  "scans: a segment starts every L elements (L >= 1: N, 2^K or NeK)")
       ->excludes(seg_file);
   app.add_option("-o,--output", output, "scans: write the whole result to this .npy file");
+  std::string save_input;
+  app.add_option("--save-input", save_input,
+                 "write the input array, generated or read, to this .npy file (little-endian, "
+                 "1-D, as NumPy writes it) before the runs, to check it elsewhere; written like "
+                 "--output and checked before any work");
   std::vector<std::string> tunes;
   app.add_option("--tune", tunes, "KEY=VALUE: set a tuning knob (repeatable; keys below)");
   std::string max_chunk_text, timeout_text;
@@ -410,7 +416,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
                                          {"--input", input, "a file name ('-' for standard input)"},
                                          {"--kernel-dir", kernel_dir, "a directory"},
                                          {"--segments", segments, "a .npy file name"},
-                                         {"--output", output, "a file name"}})
+                                         {"--output", output, "a file name"},
+                                         {"--save-input", save_input, "a file name"}})
     if (app.count(flag)) require_nonempty(flag, text, what);
   const std::uint64_t seed =
       parse_count("--seed", seed_text, 0, std::numeric_limits<std::uint64_t>::max(),
@@ -575,6 +582,16 @@ int run(int argc, char** argv, const Ranks& ranks) {
     total_n = npy_info(input).n;
   }
   if (!output.empty()) check_output_path(output);  // before any work, not after it
+  if (!save_input.empty()) {
+    std::error_code ec1, ec2;
+    if (save_input == output ||
+        (!output.empty() &&
+         fs::weakly_canonical(save_input, ec1) == fs::weakly_canonical(output, ec2) && !ec1 &&
+         !ec2))
+      throw Error(Errc::kUsage, "--save-input and --output name the same file, " +
+                                    printable(output) + ": one would replace the other");
+    check_output_path(save_input);
+  }
 
   // Under mpirun, the options that shape the run, as every rank must have them: all but --device
   // (each rank takes its own), --kernel-dir (each host's) and what only changes rank 0's printing
@@ -602,6 +619,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     set("--segments", segments.empty() ? "none" : file_identity(segments, true));
     set("--segment-length", segment_length ? std::to_string(segment_length) : "none");
     set("--output", output.empty() ? "none" : file_identity(output, false));
+    set("--save-input", save_input.empty() ? "none" : file_identity(save_input, false));
     set("--warmup", std::to_string(warmup));
     set("--repeat", std::to_string(repeat));
     set("--local-size", local_size ? std::to_string(local_size) : "each variant's own");
@@ -763,6 +781,20 @@ int run(int argc, char** argv, const Ranks& ranks) {
       settings.push_back(
           {"--input's array", std::to_string(total_n) + " " + dtype_name(data.type) + " elements"});
     if (const int c = agree(ranks, -1, "", settings, true); c >= 0) return c;
+  }
+  // After the ranks agreed (writing under mpirun is collective).
+  if (!save_input.empty()) {
+    progress.show("writing " + printable(save_input));
+    if (ranks.many()) {
+      try {
+        write_npy_ranks(save_input, data, slice.first, total_n, ranks);
+      } catch (const Error& e) {  // every rank throws it (run/ranks.hpp)
+        throw EveryRank(e.category(), e.what());
+      }
+    } else {
+      write_npy(save_input, data);
+    }
+    progress.clear();
   }
 
   RunConfig cfg;

@@ -284,3 +284,74 @@ TEST_CASE("values and paths from the command line are escaped in messages: one l
   CHECK(lines(r.out) == 1);
   CHECK_THAT(r.out, ContainsSubstring("not '" + shown + "'"));
 }
+
+TEST_CASE(
+    "the input saved (--save-input) is the array as NumPy reads it, generated or read, checked up "
+    "front",
+    "[cli][io]") {
+  const TempDir d;
+  // Generated: the file is the header NumPy's format asks for, then the generator's elements.
+  for (const DType t : {DType::kInt32, DType::kUInt64, DType::kFloat, DType::kDouble}) {
+    CAPTURE(dtype_name(t));
+    const std::string path = d / ("gen_" + dtype_name(t) + ".npy");
+    const Result r = run_cli("--size 1000 --seed 42 --type " + dtype_name(t) +
+                                 " --op max --repeat 1 --save-input " + path,
+                             kTimeout);
+    CHECK(r.code == 0);
+    const HostArray want = generate(t, 1000, 42);
+    const HostArray got = read_npy(path);
+    CHECK(got.type == t);
+    CHECK(got.n == 1000);
+    CHECK(got.bytes == want.bytes);
+    const std::string bytes = slurp(path);
+    const std::string header = npy_header(t, 1000);
+    REQUIRE(bytes.size() == header.size() + want.bytes.size());
+    CHECK(bytes.substr(0, header.size()) == header);
+    // Version 1.0, the dict as NumPy writes it, padded with spaces to a newline at 64 bytes.
+    const char* descr = t == DType::kInt32    ? "<i4"
+                        : t == DType::kUInt64 ? "<u8"
+                        : t == DType::kFloat  ? "<f4"
+                                              : "<f8";
+    CHECK(header.substr(0, 10) == std::string("\x93NUMPY\x01\x00\x76\x00", 10));
+    CHECK(header.substr(10, 60) ==
+          std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (1000,), }");
+    CHECK(header.size() == 128);
+    CHECK(header.back() == '\n');
+    CHECK(header.find_first_not_of(' ', 70) == 127);
+  }
+  // Read: a big-endian file is saved in host order, the same values.
+  {
+    const std::vector<std::int64_t> v{5, -6, 7, 1LL << 40};
+    std::string data;
+    for (const std::int64_t x : v)
+      for (int k = 7; k >= 0; --k)
+        data += static_cast<char>((static_cast<std::uint64_t>(x) >> (8 * k)) & 0xff);
+    std::string dict = "{'descr': '>i8', 'fortran_order': False, 'shape': (4,), }";
+    dict.append(128 - 10 - dict.size() - 1, ' ');
+    dict += '\n';
+    std::ofstream(d / "big.npy", std::ios::binary)
+        << std::string("\x93NUMPY\x01\x00", 8) << static_cast<char>(dict.size()) << '\0' << dict
+        << data;
+    const Result r = run_cli(
+        "--input " + (d / "big.npy") + " --repeat 1 --save-input " + (d / "saved.npy"), kTimeout);
+    CHECK(r.code == 0);
+    const HostArray got = read_npy(d / "saved.npy");
+    CHECK(got.type == DType::kInt64);
+    REQUIRE(got.n == 4);
+    for (std::size_t i = 0; i < 4; ++i) CHECK(got.as<std::int64_t>()[i] == v[i]);
+    CHECK(slurp(d / "saved.npy").substr(0, 128) == npy_header(DType::kInt64, 4));
+  }
+  // Checked before any work (no table), never over --output, no file left behind.
+  fs::create_directory(d / "dir.npy");
+  for (const std::string& args :
+       {"--size 1000 --save-input " + (d / "missing/x.npy"),
+        "--size 1000 --save-input " + (d / "dir.npy"),
+        "--size 1000 --variant scan-fast --save-input " + (d / "same.npy") + " --output " +
+            (d.dir / "." / "same.npy").string()}) {
+    CAPTURE(args);
+    const Result r = run_cli(args, kTimeout);
+    CHECK(r.code == 2);
+    CHECK(lines(r.out) == 1);
+  }
+  CHECK_FALSE(fs::exists(d / "same.npy"));
+}
