@@ -276,7 +276,7 @@ template <class F> int in_child(F f, std::string& err) {
 
 }  // namespace
 
-TEST_CASE("a mapped input truncated while it is read ends the process with one line, exit 2",
+TEST_CASE("a mapped input truncated while it is read ends the process with one line and exit 2",
           "[files]") {
   const TempDir d;
   const std::string path = d / "shrinks\n.npy";  // the name is escaped in the message
