@@ -39,7 +39,7 @@ double unit_roundoff(DType t) {
 }
 
 std::string input_words(const ExprArgs& a, std::size_t k) {
-  return a.inputs[k] == "-" ? std::string("standard input") : "--input " + a.inputs[k];
+  return a.inputs[k] == "-" ? std::string("standard input") : "--input " + printable(a.inputs[k]);
 }
 
 }  // namespace

@@ -473,19 +473,19 @@ int run(int argc, char** argv, const Ranks& ranks) {
                     std::string("a user reduction needs --map, --reduce and --identity (") + f +
                         " is missing)");
     if (user_expr && app.count("--op") && op != "expr")
-      throw Error(Errc::kUsage, "--op " + op +
+      throw Error(Errc::kUsage, "--op " + printable(op) +
                                     " and --map exclude each other: --map, --reduce and "
                                     "--identity define the reduction");
     if (engine_row && app.count("--acc"))
       throw Error(Errc::kUsage, "--acc does not apply to --op " + op +
                                     ": its accumulator is the op's own (docs: the ops' table)");
     if (app.count("--variant") && variant != "expr")
-      throw Error(Errc::kUsage, "--variant " + variant + " and " +
+      throw Error(Errc::kUsage, "--variant " + printable(variant) + " and " +
                                     (user_expr ? std::string("--map") : "--op " + op) +
                                     " exclude each other: it runs as the engine's own variant, "
                                     "expr");
     for (const char* f : {"--peers", "--measure-copy", "--accuracy", "--exclusive", "--segments",
-                          "--segment-length", "--output"})
+                          "--segment-length", "--output", "--save-input"})
       if (app.count(f)) throw Error(Errc::kUsage, std::string(f) + " does not apply to " + what);
     if (ranks.many()) throw Error(Errc::kUsage, what + " does not run under mpirun yet");
     if (app.count("--shares"))

@@ -269,6 +269,9 @@ TEST_CASE("values and paths from the command line are escaped in messages: one l
       {"--variant scan-fast --size 10 --output '/nonexistent/" + bad + "'",
        "cannot write /nonexistent/" + shown, 2},
       {"--kernel-dir " + q, "--kernel-dir " + shown, 4},
+      {"--map x --reduce 'a+b' --identity 0 --op " + q, "--op " + shown + " and --map", 2},
+      {"--map x --reduce 'a+b' --identity 0 --variant " + q, "--variant " + shown + " and --map",
+       2},
   };
   for (const Case& c : cases) {
     CAPTURE(c.args);
