@@ -157,11 +157,13 @@ check_env=""
 # buffer), a segmented exclusive scan whose carry crosses 4 chunk edges, both used in place and
 # copied; then streamed through 2 slots of 2 KiB, each way of feeding them.
 # In place (CL_MEM_USE_HOST_PTR over the host array) Oclgrind 21.10 sees the host's bytes as
-# uninitialised, whatever they hold: those runs are checked for races and API misuse only.
+# uninitialised, whatever they hold: those runs are checked for races and API misuse only. Chunks
+# of 256 floats and 128 ints (their flags and int64 outputs too) start at multiples of 128 bytes,
+# as host memory must to be used in place (else it is copied).
 for place in off on; do
   if [ $place = on ]; then checks="--data-races --check-api"; fi
   check --variant fast --op argmax --type float --size 1003 --local-size 16 --max-chunk 1024 --tune in-place=$place
-  check --variant scan-blelloch --op sum --type int32 --size 300 --local-size 16 --max-chunk 320 \
+  check --variant scan-blelloch --op sum --type int32 --size 500 --local-size 16 --max-chunk 512 \
         --segment-length 7 --exclusive --tune in-place=$place
 done
 checks="--data-races --uninitialized --check-api"
