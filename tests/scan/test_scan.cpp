@@ -341,7 +341,7 @@ TEST_CASE("an element no kernel writes keeps the sentinel and is reported", "[sc
   } edits[] = {
       {"clr_scan.h", "  const size_t g = get_group_id(0);\n",
        "  const size_t g = get_group_id(0);\n  if (base + k == 77) return;\n"},
-      {"scan_lookback.cl", "      if (m == TILE) {\n        ((__global avec*)",
+      {"scan_lookback.cl", "      if (whole) {\n        ((__global avec*)",
        "      if (0) {\n        ((__global avec*)"},
       {"scan_lookback.cl", "if (e0 + k < m) y[base + e0 + k] = o.s[k];",
        "if (e0 + k < m && base + e0 + k != 77) y[base + e0 + k] = o.s[k];"},
