@@ -53,9 +53,6 @@ struct ElementBytes {
 // stream-bytes, stream-slots, stream-source, in-place).
 ChunkLayout choose_layout(const DeviceInfo& d, const Tuning& t, std::size_t n, ElementBytes e);
 
-// The time limit for a run that moves `bytes`: the timeout knob, else default_timeout_s().
-double run_timeout_s(const Tuning& t, double bytes);
-
 // The device side of one array under a layout: buffers, uploads, and the chunked launches of any
 // plan made for problems of layout.chunk elements (or fewer, when n is smaller). Made once per
 // array and device, reused by every plan run on it. Waits poll with a time limit (Errc::kTimeout
@@ -122,7 +119,7 @@ class ChunkedArray {
   cl::Buffer make_input(std::size_t c, const unsigned char* host, std::size_t bytes);
   // Streamed: enqueues the upload of chunk c into its slot (after the slot's last kernel).
   void stream_in(std::size_t c);
-  double timeout(double bytes) const;
+  TimeLimit timeout(double bytes) const;
 
   Context& ctx_;
   ChunkLayout layout_;

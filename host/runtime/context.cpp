@@ -55,6 +55,11 @@ std::string remap_log(const std::string& log, const std::string& file, std::size
   return out;
 }
 
+bool check_answer(const Error& e) {
+  return e.category() != Errc::kBuild && e.category() != Errc::kTimeout &&
+         e.category() != Errc::kInternal;
+}
+
 std::uint64_t fnv1a64(const std::string& s) {
   std::uint64_t h = 14695981039346656037ull;
   for (unsigned char c : s) {
@@ -202,17 +207,36 @@ const std::string& Context::probe(const std::string& key, const std::function<st
   return probes_.emplace(key, std::move(answer)).first->second;
 }
 
+TimeLimit Context::time_limit(double bytes) const {
+  return clreduce::time_limit(tuning_.timeout, bytes);
+}
+
+void Context::finish(const std::string& what, double bytes) {
+  clreduce::finish(queue_, time_limit(bytes), doing_.empty() ? what : doing_ + ": " + what);
+}
+
+void Context::read(const cl::Buffer& buf, std::size_t bytes, void* dst, const std::string& what) {
+  enqueue_read(queue_, buf, 0, bytes, dst, tuning_.transfer_piece);
+  finish(what, static_cast<double>(bytes));
+}
+
+void Context::write(const cl::Buffer& buf, std::size_t bytes, const void* src,
+                    const std::string& what) {
+  enqueue_write(queue_, buf, 0, bytes, src, tuning_.transfer_piece);
+  finish(what, static_cast<double>(bytes));
+}
+
 cl::Buffer Context::zeroed_buffer(std::size_t bytes) {
   bytes = bytes ? bytes : 1;
-  cl::Buffer b(context_, CL_MEM_READ_WRITE, bytes);
   // Zeroed, so no kernel ever reads (or atomically exchanges) uninitialised memory. Small
-  // buffers by a host write (Oclgrind does not count a fill as initialising them).
+  // buffers copied from host zeros as they are made (Oclgrind does not count a fill as
+  // initialising them), which waits on nothing queued.
   if (bytes <= (std::size_t{16} << 20)) {
-    const std::vector<unsigned char> zeros(bytes, 0);
-    queue_.enqueueWriteBuffer(b, CL_TRUE, 0, bytes, zeros.data());
-  } else {
-    enqueue_zero(queue_, b, 0, bytes, tuning_.transfer_piece);
+    std::vector<unsigned char> zeros(bytes, 0);
+    return cl::Buffer(context_, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, zeros.data());
   }
+  cl::Buffer b(context_, CL_MEM_READ_WRITE, bytes);
+  enqueue_zero(queue_, b, 0, bytes, tuning_.transfer_piece);
   return b;
 }
 

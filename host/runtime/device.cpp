@@ -239,6 +239,32 @@ Error describe_cl_error(const cl::Error& e) {
   return Error(Errc::kRuntime, call + ": " + code);
 }
 
+Error describe_cl_error(const cl::Error& e, const std::string& what) {
+  const Error plain = describe_cl_error(e);
+  std::string hint;
+  switch (e.err()) {
+    case CL_INVALID_WORK_GROUP_SIZE:
+    case CL_INVALID_WORK_ITEM_SIZE:
+    case CL_INVALID_GLOBAL_WORK_SIZE:
+      hint =
+          "the work-group size does not suit the kernel as built: change --local-size, or the "
+          "-D options of --tune build-options (CLREDUCE_BUILD_OPTIONS)";
+      break;
+    case CL_OUT_OF_RESOURCES:
+      hint = "try a smaller --local-size or --max-chunk, or another --variant";
+      break;
+    default:
+      if (plain.category() == Errc::kUnsupported) {
+        hint = "try a smaller --max-chunk (or --tune stream=on), or a smaller array";
+      } else {
+        hint =
+            "try another --variant or --local-size, or leave out --tune build-options "
+            "(--verbose shows each build's options and the launch policy)";
+      }
+  }
+  return Error(plain.category(), what + ": " + plain.what() + "; " + hint);
+}
+
 HostMemory host_memory() {
   HostMemory m;
   const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
