@@ -13,6 +13,7 @@ set -u
 export CLREDUCE_BUILD_OPTIONS="-cl-opt-disable"
 fail=0
 log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 check_env=""  # VAR=value words put in the environment of the next checks
 checks="--data-races --uninitialized --check-api"
 check() {  # check ARGS...: one clreduce run under Oclgrind
