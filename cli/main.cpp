@@ -62,7 +62,8 @@ const char* kExitCodes =
     "     (--map) whose expression is not one, does not compile or breaks a law\n"
     "  3  OpenCL runtime error, no OpenCL platform/device, or a device that did not finish in "
     "time\n"
-    "  4  a kernel failed to build, or the kernel directory was not found\n"
+    "  4  a kernel failed to build, the kernel directory was not found, or the OpenCL\n"
+    "     compiler's kernel cache cannot be used (PoCL: POCL_CACHE_DIR)\n"
     "  5  the device cannot run this (no fp64, a variant asked for by name that needs what the\n"
     "     device lacks), or out of memory (an array larger than the host's memory)\n";
 
@@ -1030,6 +1031,15 @@ int main(int argc, char** argv) {
   set_timeout_handler([](const Error& e) {
     std::cout.flush();
     std::cerr << "clreduce: " << rank_words(ranks) << flag_words(e) << "\n";
+    std::cerr.flush();
+    if (ranks.many()) abort_ranks(exit_code(e.category()));
+    std::_Exit(exit_code(e.category()));
+  });
+  // The OpenCL compiler ending the process inside a build (a full kernel cache): one line, exit 4
+  // (the compiler's own status, 1, would read as a wrong result).
+  set_compiler_exit_handler([](const Error& e) {
+    std::cout.flush();
+    std::cerr << "clreduce: " << rank_words(ranks) << e.what() << "\n";
     std::cerr.flush();
     if (ranks.many()) abort_ranks(exit_code(e.category()));
     std::_Exit(exit_code(e.category()));

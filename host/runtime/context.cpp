@@ -12,6 +12,7 @@
 #include "clreduce/error.hpp"
 #include "io/files.hpp"
 #include "runtime/build_program.hpp"
+#include "runtime/kernel_cache.hpp"
 #include "runtime/transfer.hpp"
 
 namespace clreduce {
@@ -162,6 +163,7 @@ cl::Kernel Context::kernel(const std::string& file, const std::string& name,
       } catch (const cl::Error&) {
         log = "(no build log)";
       }
+      check_cache(log, kernel_dir_ + "/" + file);
       throw Error(Errc::kBuild, "kernel build failed on " + info_.name + ": " + kernel_dir_ + "/" +
                                     file + " with options '" + options + "'\n" +
                                     remap_log(log, file, src.header_lines, src.prefix_lines));
@@ -177,14 +179,28 @@ cl::Kernel Context::kernel(const std::string& file, const std::string& name,
 }
 
 bool Context::try_build(const std::string& source, const std::string& options, cl::Program* out) {
+  cl::Program program(context_, source);
   try {
-    cl::Program program(context_, source);
-    build_program(program, info_.device, options, verbose_, "a trial build");
+    build_program(program, info_.device, options, verbose_, "a trial program");
     if (out) *out = program;
     return true;
   } catch (const cl::Error&) {
+    std::string log;
+    try {
+      log = program.getBuildInfo<CL_PROGRAM_BUILD_LOG>(info_.device);
+    } catch (const cl::Error&) {
+    }
+    check_cache(log, "a trial program");  // a cache that cannot be written is no answer
     return false;
   }
+}
+
+void Context::check_cache(const std::string& log, const std::string& what) const {
+  // A build that failed with no error from the compiler: under PoCL, its kernel cache may be the
+  // cause (a file where the folder should be, a folder it cannot write, a full disk).
+  if (log.find("error") != std::string::npos || !is_pocl_platform(info_.platform_name)) return;
+  if (const std::string cache = pocl_cache_problem(); !cache.empty())
+    throw Error(Errc::kBuild, "kernel build failed on " + info_.name + ": " + what + ": " + cache);
 }
 
 const Capabilities& Context::caps() {

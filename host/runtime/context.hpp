@@ -45,7 +45,8 @@ class Context {
   // The spliced text is kept per file and revalidated by the files' sizes and modification
   // times (no read unless one changed); the program is built once per (text, options).
   // For making plans: a plan holds its kernels, so nothing here runs inside a timed loop.
-  // Throws Error(Errc::kBuild) with the device, file, options and log on failure.
+  // Throws Error(Errc::kBuild) with the device, file, options and log on failure (or what is
+  // wrong with the compiler's kernel cache, where that stopped the build).
   cl::Kernel kernel(const std::string& file, const std::string& name, const std::string& options) {
     return kernel(file, name, options, "");
   }
@@ -60,8 +61,9 @@ class Context {
   // (revalidated the same way), to key answers that depend on a kernel's text.
   std::uint64_t source_hash(const std::string& file);
 
-  // Tries to build `source` (a complete program) with options; returns false on any failure.
-  // For start-up capability probes.
+  // Tries to build `source` (a complete program) with options; returns false when it does not
+  // build. For start-up capability probes. Throws Error(Errc::kBuild) where the build could not
+  // be done at all (the compiler's kernel cache cannot be written: kernel_cache.hpp).
   bool try_build(const std::string& source, const std::string& options, cl::Program* out);
 
   // Optional device features (warp shuffle, sub-groups, work-group collectives), probed on the
@@ -137,6 +139,9 @@ class Context {
     std::size_t prefix_lines = 0;  // lines spliced in front of the kernel file's own
     std::vector<FileStamp> files;  // clreduce.h, the file, each spliced clr_*.h
   };
+  // After a build that failed with `log`: Error(Errc::kBuild) naming `what` when the compiler's
+  // kernel cache is the likely cause (no error in the log, and the cache cannot be written).
+  void check_cache(const std::string& log, const std::string& what) const;
   // The spliced source of `file`, reread when any of its files changed size or time.
   const Source& source(const std::string& file);
   Source read_source(const std::string& file) const;

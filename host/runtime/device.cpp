@@ -16,6 +16,7 @@
 
 #include "clreduce/error.hpp"
 #include "io/text.hpp"
+#include "runtime/kernel_cache.hpp"
 
 namespace clreduce {
 namespace {
@@ -144,7 +145,15 @@ std::vector<DeviceInfo> list_devices() {
       out.push_back(i);
     }
   }
-  if (out.empty()) throw Error(Errc::kRuntime, "OpenCL platforms found, but no devices");
+  if (out.empty()) {
+    // PoCL finds no device when it cannot make its kernel cache's folder.
+    std::string cache;
+    for (const cl::Platform& p : platforms)
+      if (is_pocl_platform(p.getInfo<CL_PLATFORM_NAME>())) cache = pocl_cache_problem();
+    if (!cache.empty())
+      throw Error(Errc::kBuild, "OpenCL platforms found, but no devices: " + cache);
+    throw Error(Errc::kRuntime, "OpenCL platforms found, but no devices");
+  }
   return out;
 }
 

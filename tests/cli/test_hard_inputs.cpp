@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -221,6 +222,71 @@ TEST_CASE(
     CHECK(lines(r.out) == 1);
     std::ofstream(cl / c.file, std::ios::binary | std::ios::trunc) << good;
   }
+}
+
+namespace {
+
+bool pocl_device() {
+  return clreduce::test::device_context().info().platform_name.find(
+             "Portable Computing Language") != std::string::npos;
+}
+
+// The message of a kernel cache that cannot be used: one line naming it and the variable.
+void check_cache_message(const Result& r, const std::string& dir, const std::string& what) {
+  CHECK(r.code == 4);
+  CHECK_THAT(r.out, ContainsSubstring("PoCL's kernel cache " + dir + " " + what));
+  CHECK_THAT(r.out, ContainsSubstring("point POCL_CACHE_DIR at a writable folder"));
+  CHECK(lines(r.out) == 1);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a kernel cache that cannot be made or written says so and how to point it elsewhere "
+    "(exit 4)",
+    "[cli][hard]") {
+  if (!pocl_device()) SKIP("the kernel cache checked is PoCL's");
+  const TempDir d;
+  std::ofstream(d / "file") << "a regular file";
+  // Its folder under a regular file: PoCL cannot make it and finds no device (root included).
+  const std::string under = d / "file/cache";
+  for (const std::string args : {"--size 1000", "--list-devices"}) {
+    CAPTURE(args);
+    check_cache_message(run_cli(args, "POCL_CACHE_DIR=" + under), under,
+                        "cannot be made (Not a directory)");
+  }
+  // A regular file as the folder: every build fails, trial builds and start-up checks too.
+  const std::string file = d / "file";
+  for (const std::string v : {"fast", "scan-fast", "exact --type float", "topdown"}) {
+    CAPTURE(v);
+    const Result r = run_cli("--size 1000 --repeat 1 --variant " + v, "POCL_CACHE_DIR=" + file);
+    check_cache_message(r, file, "cannot be made");
+    CHECK_THAT(r.out, ContainsSubstring("kernel build failed"));
+  }
+}
+
+TEST_CASE("a full or read-only kernel cache says so (exit 4), never a silent exit", "[cli][hard]") {
+  if (!pocl_device()) SKIP("the kernel cache checked is PoCL's");
+  // A small tmpfs of its own, mounted in a user and mount namespace of the command's own.
+  if (std::system("unshare -rm sh -c 'mount -t tmpfs -o size=64k tmpfs /tmp' >/dev/null 2>&1") != 0)
+    SKIP("unshare cannot mount a tmpfs here");
+  const TempDir d;
+  const std::string dir = d / "cache";
+  fs::create_directory(dir);
+  const auto in_tmpfs = [&](const std::string& opts) {
+    return "unshare -rm sh -c 'mount -t tmpfs -o " + opts + " tmpfs " + dir +
+           " && POCL_CACHE_DIR=" + dir + " exec \"$@\"' sh";
+  };
+  // 64 KiB: the compiler's preprocessed source does not fit, and LLVM ends the process.
+  for (const std::string v : {"fast", "scan-fast"}) {
+    CAPTURE(v);
+    const Result r = run_cli("--size 1000 --repeat 1 --variant " + v, in_tmpfs("size=64k"));
+    check_cache_message(r, dir, "is full (No space left on device)");
+    CHECK_THAT(r.out, ContainsSubstring("the OpenCL compiler ended the process while building"));
+    CHECK_THAT(r.out, ContainsSubstring("No space left on device"));
+  }
+  const Result r = run_cli("--size 1000 --repeat 1", in_tmpfs("size=64k,ro"));
+  check_cache_message(r, dir, "cannot be written (Read-only file system)");
 }
 
 TEST_CASE("text from a .npy header is escaped: no colour codes, no forged line (exit 2)",
