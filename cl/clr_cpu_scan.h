@@ -138,8 +138,13 @@ inline acc_t clr_cpu_scan(__global const T* x, __global const uchar* flags, __gl
   (void)flags;
   ulong i = b;
 #if VSCAN == 8
-  // Scalar up to a multiple of 8 (the buffer is aligned, so the vector stores are), then vectors.
-  const ulong head = min(e, (b + 7) / 8 * 8);
+  // Scalar up to the first element whose address is a multiple of the vector's size (the
+  // vector stores, streaming ones above all, need it; a range may start anywhere in a buffer, as
+  // a chunk of an array used in place does), then vectors. Where y is not even aligned to its
+  // elements no such element comes: the whole range is scalar.
+  const ulong vbytes = 8 * sizeof(acc_t);
+  const ulong mis = (ulong)(uintptr_t)(y + b) % vbytes;
+  const ulong head = mis % sizeof(acc_t) ? e : min(e, b + (vbytes - mis) % vbytes / sizeof(acc_t));
   for (; i < head; ++i) CLR_STEP(i);
   // The carry stays in a vector, every lane alike, and advances by the splat of the vector's
   // own total: lane 7 of clr_vop(runv, v) is clr_vop(runv.s7, v.s7), and so is every lane of

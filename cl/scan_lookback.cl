@@ -231,6 +231,14 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
   const uint tile = l_tile;
   const ulong base = (ulong)tile * TILE;
   const ulong m = min((ulong)TILE, n - base);  // >= 1: there are ceil(n / TILE) groups
+  // Whole vectors where the tile is whole and x, y (and flags) start at multiples of their
+  // vectors' sizes, as a buffer of their own does; a range may start anywhere in a buffer (a
+  // chunk of an array used in place): then element by element, as a partial tile. A tile's
+  // bytes are a multiple of each vector's size, so the arrays' starts decide for every tile.
+  int whole = m == TILE && (ulong)x % sizeof(tvec) == 0 && (ulong)y % sizeof(avec) == 0;
+#if CLR_SEGMENTED
+  whole = whole && (ulong)flags % sizeof(fvec) == 0;
+#endif
 
   // 2. Load: vector lid of each row; the identity (flag 0) past the end.
   acc_t v[ROWS][VEC];
@@ -238,7 +246,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
 #pragma unroll
   for (uint j = 0; j < ROWS; ++j) {
     const uint e0 = (j * WG_SIZE + lid) * VEC;
-    if (m == TILE) {
+    if (whole) {
       tvec_u t;
       t.v = ((__global const tvec*)(x + base))[j * WG_SIZE + lid];
 #pragma unroll
@@ -398,7 +406,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
 #endif
       }
       const uint e0 = (j * WG_SIZE + lid) * VEC;
-      if (m == TILE) {
+      if (whole) {
         ((__global avec*)(y + base))[j * WG_SIZE + lid] = o.v;
       } else {
 #pragma unroll

@@ -11,7 +11,7 @@ enum ExitCode : int {
   kExitVerify = 1,       // a device result did not match the sequential reference
   kExitUsage = 2,        // bad command line, bad value or bad input file
   kExitOpenCL = 3,       // OpenCL runtime error, no OpenCL platform/device, or a device time-out
-  kExitBuild = 4,        // a kernel failed to build, or the kernel directory was not found
+  kExitBuild = 4,        // a kernel failed to build, no kernel directory, or no kernel cache
   kExitUnsupported = 5,  // the device cannot run this (no fp64, array larger than max alloc)
 };
 

@@ -148,7 +148,7 @@ int run_expr(const ExprArgs& a, Context& ctx,
               (ctx.tuning().max_chunk ? "--max-chunk" : dev.name + "'s largest allocation") + " (" +
               std::to_string(limit) + " bytes): user reductions do not run in chunks yet");
   }
-  const double timeout = run_timeout_s(ctx.tuning(), bytes);
+  const TimeLimit timeout = ctx.time_limit(bytes);
 
   // ---- Kernels built (a compile error names the expression), the arrays on the device.
   ExprReduction er(ctx, spec, n, a.local_size);
@@ -221,14 +221,17 @@ int run_expr(const ExprArgs& a, Context& ctx,
     const std::vector<unsigned char> sentinel(as, 0x5A);
     set_timings(rec, repeat_runs(static_cast<std::uint64_t>(a.warmup),
                                  static_cast<std::uint64_t>(a.repeat), [&] {
-                                   ctx.queue().enqueueWriteBuffer(out, CL_TRUE, 0, as,
-                                                                  sentinel.data());
+                                   enqueue_write(ctx.queue(), out, 0, as, sentinel.data(),
+                                                 ctx.tuning().transfer_piece);
+                                   finish(ctx.queue(), timeout, "the user reduction's sentinel");
                                    std::vector<cl::Event> events;
                                    const double t0 = now_ms();
                                    er.enqueue(in, n, out, events);
                                    ctx.queue().flush();
                                    wait(events.back(), timeout, "the user reduction");
-                                   ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, as, got.data());
+                                   enqueue_read(ctx.queue(), out, 0, as, got.data(),
+                                                ctx.tuning().transfer_piece);
+                                   finish(ctx.queue(), timeout, "the user reduction's result");
                                    const double t1 = now_ms();
                                    return Sample{events_ms(events), t1 - t0, events.size()};
                                  }));

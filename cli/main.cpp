@@ -63,7 +63,8 @@ const char* kExitCodes =
     "     (--map) whose expression is not one, does not compile or breaks a law\n"
     "  3  OpenCL runtime error, no OpenCL platform/device, or a device that did not finish in "
     "time\n"
-    "  4  a kernel failed to build, or the kernel directory was not found\n"
+    "  4  a kernel failed to build, the kernel directory was not found, or the OpenCL\n"
+    "     compiler's kernel cache cannot be used (PoCL: POCL_CACHE_DIR)\n"
     "  5  the device cannot run this (no fp64, a variant asked for by name that needs what the\n"
     "     device lacks), or out of memory (an array larger than the host's memory)\n";
 
@@ -355,8 +356,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
                  "largest chunk of the input on the device, in bytes (N, 2^K or NeK); larger "
                  "arrays run in chunks (default: the device's largest allocation)");
   app.add_option("--timeout", timeout_text,
-                 "seconds a device may take to finish a run before clreduce gives up with exit 3 "
-                 "(default: 60 plus 1 per 256 MiB moved)");
+                 "seconds any wait on the device (a run's, a start-up check's) may take before "
+                 "clreduce gives up with exit 3 (default: 60 plus 1 per 256 MiB moved)");
   std::string knobs =
       "\nTuning knobs (--tune KEY=VALUE, or the environment variable CLREDUCE_KEY with\n"
       "'_' for '-', e.g. CLREDUCE_FAST_SHAPE=cpu; --tune wins):\n";
@@ -753,21 +754,35 @@ int run(int argc, char** argv, const Ranks& ranks) {
   sp.segmented = segmented;
   const std::size_t planned = plan.reduce.size() + plan.scan.size();
   std::size_t step = 0;
-  const auto prepare = [&](const std::string& name, const std::string& reason, auto&& make_policy) {
+  // Each variant's refusal and plan (its start-up checks' messages, and an OpenCL error met,
+  // name the run they serve, as the run's own do).
+  const auto prepare = [&](const std::string& name, const std::string& words, auto&& refusal,
+                           auto&& make_policy) {
     ++step;
-    if (!reason.empty()) {
-      if (plan.named.count(name)) throw named_refusal(name, reason);
-      return;  // a group's member: skipped with the reason when its turn comes
+    const Context::Doing doing(ctx, words);
+    try {
+      const std::string reason = refusal();
+      if (!reason.empty()) {
+        if (plan.named.count(name)) throw named_refusal(name, reason);
+        return;  // a group's member: skipped with the reason when its turn comes
+      }
+      if (count == 0) return;  // nothing is launched
+      progress.show("building kernels: " + name + " (" + std::to_string(step) + "/" +
+                    std::to_string(planned) + ")");
+      make_policy();
+    } catch (const cl::Error& e) {
+      throw describe_cl_error(e, words);
     }
-    if (count == 0) return;  // nothing is launched
-    progress.show("building kernels: " + name + " (" + std::to_string(step) + "/" +
-                  std::to_string(planned) + ")");
-    make_policy();
   };
+  const std::string of = " of " + std::to_string(count) + " " + dtype_name(elem) + " elements";
   for (ReduceVariant* v : plan.reduce)
-    prepare(v->name(), v->unsupported(ctx, rp), [&] { v->plan(ctx, rp, local_size); });
+    prepare(
+        v->name(), v->name() + " " + op_name(the_op) + of, [&] { return v->unsupported(ctx, rp); },
+        [&] { v->plan(ctx, rp, local_size); });
   for (ScanVariant* v : plan.scan)
-    prepare(v->name(), v->unsupported(ctx, sp), [&] { v->plan(ctx, sp, local_size); });
+    prepare(
+        v->name(), v->name() + " " + op_name(the_op) + " scan" + of,
+        [&] { return v->unsupported(ctx, sp); }, [&] { v->plan(ctx, sp, local_size); });
 
   if (input.empty()) {
     progress.show("generating " + count_words(n) + " " + dtype_name(the_type) + " elements");
@@ -1022,6 +1037,15 @@ int main(int argc, char** argv) {
   set_timeout_handler([](const Error& e) {
     std::cout.flush();
     std::cerr << "clreduce: " << rank_words(ranks) << flag_words(e) << "\n";
+    std::cerr.flush();
+    if (ranks.many()) abort_ranks(exit_code(e.category()));
+    std::_Exit(exit_code(e.category()));
+  });
+  // The OpenCL compiler ending the process inside a build (a full kernel cache): one line, exit 4
+  // (the compiler's own status, 1, would read as a wrong result).
+  set_compiler_exit_handler([](const Error& e) {
+    std::cout.flush();
+    std::cerr << "clreduce: " << rank_words(ranks) << e.what() << "\n";
     std::cerr.flush();
     if (ranks.many()) abort_ranks(exit_code(e.category()));
     std::_Exit(exit_code(e.category()));

@@ -13,6 +13,7 @@ set -u
 export CLREDUCE_BUILD_OPTIONS="-cl-opt-disable"
 fail=0
 log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 check_env=""  # VAR=value words put in the environment of the next checks
 checks="--data-races --uninitialized --check-api"
 check() {  # check ARGS...: one clreduce run under Oclgrind
@@ -117,6 +118,18 @@ for v in $variants; do
     done
     CLREDUCE_SCAN_FAST_PATH=cpu-lookback CLREDUCE_SCAN_TILE=1024 CLREDUCE_LOOKBACK_LIMIT=0 \
       check --variant "$v" --op min --type int32 --size 3000 --segment-length 500
+    # Ranges that start between vectors: tiles of 1025, superblocks of 3 x 4 chunks of 13 (156
+    # elements), so each vector scan starts after a scalar head; and chunks of 100 elements.
+    CLREDUCE_SCAN_FAST_PATH=cpu-lookback CLREDUCE_SCAN_TILE=1025 \
+      check --variant "$v" --op sum --type int32 --size 3000
+    CLREDUCE_SCAN_FAST_PATH=cpu-lookback CLREDUCE_SCAN_TILE=1025 \
+      check --variant "$v" --op min --type double --size 3000 --exclusive
+    CLREDUCE_SCAN_FAST_PATH=cpu CLREDUCE_SCAN_GROUPS=3 CLREDUCE_SCAN_CHUNK=13 \
+      check --variant "$v" --op max --type float --size 700 --local-size 4 --exclusive
+    for path in cpu cpu-lookback; do
+      CLREDUCE_SCAN_FAST_PATH=$path CLREDUCE_SCAN_GROUPS=3 CLREDUCE_SCAN_CHUNK=13 \
+        check --variant "$v" --op sum --type int64 --size 1000 --max-chunk 800 --tune in-place=off
+    done
     ;;
   esac
 done
@@ -165,6 +178,10 @@ for place in off on; do
   check --variant fast --op argmax --type float --size 1003 --local-size 16 --max-chunk 1024 --tune in-place=$place
   check --variant scan-blelloch --op sum --type int32 --size 500 --local-size 16 --max-chunk 512 \
         --segment-length 7 --exclusive --tune in-place=$place
+  # Chunks of 100 elements, not a multiple of a vector: look-back tiles that start between
+  # vectors in place take the element-by-element path.
+  check --variant scan-lookback --op sum --type int64 --size 1000 --local-size 4 --max-chunk 800 \
+        --exclusive --tune in-place=$place
 done
 checks="--data-races --uninitialized --check-api"
 # The carry-in pass in each layout (blocked is the CPUs' default), and two shares of one device

@@ -95,9 +95,10 @@ HostArray host_copy(DType type, const void* data, std::size_t n) {
   return a;
 }
 
-// Waits for all of ctx's queue, within the time limit for work that moves `bytes`.
+// Waits for all of ctx's queue, within the time limit for work that moves `bytes` (the timeout
+// knob when set, as for every other wait).
 void wait(Context& ctx, std::size_t bytes, const std::string& what) {
-  finish(ctx.queue(), default_timeout_s(static_cast<double>(bytes)), what);
+  finish(ctx.queue(), ctx.time_limit(static_cast<double>(bytes)), what);
 }
 
 HostArray read_back(Context& ctx, DType type, const cl::Buffer& b, std::size_t n) {

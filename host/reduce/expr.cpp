@@ -152,14 +152,21 @@ std::vector<unsigned char> edge_bytes(DType t) {
 }
 
 // One work-item's launch: waits for it (time limit), so its result can be read.
-void run_one(Context& ctx, cl::Kernel& k, std::size_t items, double timeout_s,
+void run_one(Context& ctx, cl::Kernel& k, std::size_t items, TimeLimit limit,
              const std::string& what, std::vector<cl::Event>* events = nullptr) {
   cl::Event e;
   ctx.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(items), cl::NullRange, nullptr,
                                    &e);
   ctx.queue().flush();
-  wait(e, timeout_s, what);
+  wait(e, limit, what);
   if (events) events->push_back(e);
+}
+
+// Reads buf's first `bytes` bytes into dst, waiting within the limit (as every wait).
+void read_back(Context& ctx, const cl::Buffer& buf, std::size_t bytes, void* dst, TimeLimit limit,
+               const std::string& what) {
+  enqueue_read(ctx.queue(), buf, 0, bytes, dst, ctx.tuning().transfer_piece);
+  finish(ctx.queue(), limit, what);
 }
 
 void set_inputs(cl::Kernel& k, const std::vector<cl::Buffer>& in) {
@@ -315,7 +322,7 @@ void ExprReduction::enqueue(const std::vector<cl::Buffer>& in, std::size_t n, co
 }
 
 ExprLaws ExprReduction::check_laws(const std::vector<cl::Buffer>& in, std::size_t n,
-                                   double timeout_s) {
+                                   TimeLimit limit) {
   if (spec_.width != 1) throw Error(Errc::kUsage, "the law check takes one-value accumulators");
   const DType t = spec_.acc;
   const std::size_t as = acc_size(t);
@@ -329,8 +336,11 @@ ExprLaws ExprReduction::check_laws(const std::vector<cl::Buffer>& in, std::size_
   const auto m = static_cast<cl_uint>(idx.size());
   cl::Kernel sample = build("reduce_expr_sample", options_ + acc_option(t));
   cl::Buffer idx_buf = ctx_.zeroed_buffer(std::max<std::size_t>(idx.size(), 1) * sizeof(cl_ulong));
-  if (!idx.empty())
-    ctx_.queue().enqueueWriteBuffer(idx_buf, CL_TRUE, 0, idx.size() * sizeof(cl_ulong), idx.data());
+  if (!idx.empty()) {
+    enqueue_write(ctx_.queue(), idx_buf, 0, idx.size() * sizeof(cl_ulong), idx.data(),
+                  ctx_.tuning().transfer_piece);
+    finish(ctx_.queue(), limit, "the law check's sample indices");
+  }
   cl::Buffer mapped = ctx_.zeroed_buffer(std::max<std::size_t>(idx.size(), 1) * as);
   std::vector<unsigned char> pool(idx.size() * as);
   if (m > 0) {
@@ -338,8 +348,8 @@ ExprLaws ExprReduction::check_laws(const std::vector<cl::Buffer>& in, std::size_
     sample.setArg(4, idx_buf);
     sample.setArg(5, m);
     sample.setArg(6, mapped);
-    run_one(ctx_, sample, m, timeout_s, "the law check's sample of " + named("--map", spec_.map));
-    ctx_.queue().enqueueReadBuffer(mapped, CL_TRUE, 0, pool.size(), pool.data());
+    run_one(ctx_, sample, m, limit, "the law check's sample of " + named("--map", spec_.map));
+    read_back(ctx_, mapped, pool.size(), pool.data(), limit, "the law check's sample");
   }
   const std::vector<unsigned char> edges = edge_bytes(t);
   pool.insert(pool.end(), edges.begin(), edges.end());
@@ -365,9 +375,9 @@ ExprLaws ExprReduction::check_laws(const std::vector<cl::Buffer>& in, std::size_
   laws.setArg(1, tri_buf);
   laws.setArg(2, triples);
   laws.setArg(3, out);
-  run_one(ctx_, laws, triples, timeout_s, "the law check of " + named("--reduce", spec_.reduce));
+  run_one(ctx_, laws, triples, limit, "the law check of " + named("--reduce", spec_.reduce));
   std::vector<unsigned char> res(std::size_t{triples} * 8 * as);
-  ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, res.size(), res.data());
+  read_back(ctx_, out, res.size(), res.data(), limit, "the law check's results");
 
   ExprLaws r;
   r.samples = values;
@@ -404,7 +414,7 @@ ExprLaws ExprReduction::check_laws(const std::vector<cl::Buffer>& in, std::size_
   return r;
 }
 
-Value ExprReduction::reference(const std::vector<cl::Buffer>& in, std::size_t n, double timeout_s,
+Value ExprReduction::reference(const std::vector<cl::Buffer>& in, std::size_t n, TimeLimit limit,
                                double* magnitude, bool* wider, std::vector<cl::Event>& events) {
   if (spec_.width != 1)
     throw Error(Errc::kUsage, "the one-work-item reference takes one-value accumulators");
@@ -428,10 +438,10 @@ Value ExprReduction::reference(const std::vector<cl::Buffer>& in, std::size_t n,
   set_inputs(k, in);
   k.setArg(4, static_cast<cl_ulong>(n));
   k.setArg(5, out);
-  run_one(ctx_, k, 1, timeout_s, "the one-work-item reference of " + named("--map", spec_.map),
+  run_one(ctx_, k, 1, limit, "the one-work-item reference of " + named("--map", spec_.map),
           &events);
   unsigned char bytes[8] = {};
-  ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, acc_size(t), bytes);
+  read_back(ctx_, out, acc_size(t), bytes, limit, "the one-work-item reference");
   Value v = Value::from_bytes(t, bytes);
   *magnitude = 0.0;
   if (is_float(t)) {
@@ -442,15 +452,15 @@ Value ExprReduction::reference(const std::vector<cl::Buffer>& in, std::size_t n,
     set_inputs(mk, in);
     mk.setArg(4, static_cast<cl_ulong>(n));
     mk.setArg(5, out);
-    run_one(ctx_, mk, 1, timeout_s, "the one-work-item fold of |map|");
-    ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, acc_size(t), bytes);
+    run_one(ctx_, mk, 1, limit, "the one-work-item fold of |map|");
+    read_back(ctx_, out, acc_size(t), bytes, limit, "the one-work-item fold of |map|");
     *magnitude = std::fabs(Value::from_bytes(t, bytes).f);
   }
   return v;
 }
 
 std::vector<Value> ExprReduction::post(const std::vector<Value>& vs, std::size_t n,
-                                       double timeout_s) {
+                                       TimeLimit limit) {
   if (spec_.post.empty() || vs.empty()) return vs;
   const DType t = spec_.acc;
   const std::size_t as = acc_size(t);
@@ -460,11 +470,11 @@ std::vector<Value> ExprReduction::post(const std::vector<Value>& vs, std::size_t
       const auto x = value_as<decltype(zero)>(vs[k]);
       std::memcpy(bytes.data() + k * as, &x, as);
     });
-  return post_bytes(bytes, n, timeout_s);
+  return post_bytes(bytes, n, limit);
 }
 
 std::vector<Value> ExprReduction::post_bytes(const std::vector<unsigned char>& accs, std::size_t n,
-                                             double timeout_s) {
+                                             TimeLimit limit) {
   const DType t = spec_.acc;
   const std::size_t ab = acc_bytes(), vs = dtype_size(t), m = accs.size() / ab;
   std::vector<Value> r;
@@ -481,16 +491,16 @@ std::vector<Value> ExprReduction::post_bytes(const std::vector<unsigned char>& a
   k.setArg(1, static_cast<cl_uint>(m));
   k.setArg(2, static_cast<cl_ulong>(n));
   k.setArg(3, out);
-  run_one(ctx_, k, 1, timeout_s, named("--post", spec_.post));
+  run_one(ctx_, k, 1, limit, named("--post", spec_.post));
   std::vector<unsigned char> bytes(m * vs);
-  ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, bytes.size(), bytes.data());
+  read_back(ctx_, out, bytes.size(), bytes.data(), limit, named("--post", spec_.post));
   for (std::size_t j = 0; j < m; ++j) r.push_back(Value::from_bytes(t, bytes.data() + j * vs));
   return r;
 }
 
 std::vector<unsigned char> ExprReduction::map_values(const std::vector<cl::Buffer>& in,
                                                      std::size_t first, std::size_t count,
-                                                     double timeout_s) {
+                                                     TimeLimit limit) {
   std::vector<unsigned char> r(count * acc_bytes());
   if (count == 0) return r;
   std::vector<cl_ulong> idx(count);
@@ -503,8 +513,8 @@ std::vector<unsigned char> ExprReduction::map_values(const std::vector<cl::Buffe
   sample.setArg(4, idx_buf);
   sample.setArg(5, static_cast<cl_uint>(count));
   sample.setArg(6, out);
-  run_one(ctx_, sample, count, timeout_s, named("--map", spec_.map));
-  ctx_.queue().enqueueReadBuffer(out, CL_TRUE, 0, r.size(), r.data());
+  run_one(ctx_, sample, count, limit, named("--map", spec_.map));
+  read_back(ctx_, out, r.size(), r.data(), limit, named("--map", spec_.map));
   return r;
 }
 

@@ -82,7 +82,7 @@ class ExprReduction {
   // more random triples besides. Integers compare exactly; floats within 4 units of roundoff of
   // the largest magnitude involved (a triple whose operations overflow from finite values is
   // skipped).
-  ExprLaws check_laws(const std::vector<cl::Buffer>& in, std::size_t n, double timeout_s);
+  ExprLaws check_laws(const std::vector<cl::Buffer>& in, std::size_t n, TimeLimit limit);
 
   // Enqueues the reduction of in[0, n), 1 <= n <= the n planned for, leaving the accumulator at
   // out[0] (before post). Appends one event.
@@ -93,18 +93,18 @@ class ExprReduction {
   // type, or, for a float accumulator on a device with fp64 where the expressions build in
   // double, in double (*wider = true). *magnitude: for float accumulators, the same fold of
   // |map| (the scale of the float bound). events receives the launch.
-  Value reference(const std::vector<cl::Buffer>& in, std::size_t n, double timeout_s,
+  Value reference(const std::vector<cl::Buffer>& in, std::size_t n, TimeLimit limit,
                   double* magnitude, bool* wider, std::vector<cl::Event>& events);
 
   // post(v, n) for each of vs (accumulator type), on the device; vs unchanged when spec has no
   // post.
-  std::vector<Value> post(const std::vector<Value>& vs, std::size_t n, double timeout_s);
+  std::vector<Value> post(const std::vector<Value>& vs, std::size_t n, TimeLimit limit);
   // post(a, n) of each accumulator in accs (acc_bytes() each), one value of spec().acc each.
   std::vector<Value> post_bytes(const std::vector<unsigned char>& accs, std::size_t n,
-                                double timeout_s);
+                                TimeLimit limit);
   // The map's values at elements [first, first + count) of in, acc_bytes() each.
   std::vector<unsigned char> map_values(const std::vector<cl::Buffer>& in, std::size_t first,
-                                        std::size_t count, double timeout_s);
+                                        std::size_t count, TimeLimit limit);
   // Bytes of one accumulator (width values of acc).
   std::size_t acc_bytes() const { return dtype_size(spec_.acc) * spec_.width; }
 

@@ -181,16 +181,14 @@ std::unique_ptr<ReducePlan> MultiPassVariant::make_plan(Context& ctx, const Redu
   pol.wg_size = wg;
   TailPath tail = TailPath::kBarrier;
   if (shape_.tail) {
-    // The fast tail the probes allow; should its build fail here, the portable one, and say so.
+    // The fast tail the probes allow; should its build take smaller groups here, the portable
+    // one, and say so. A build that fails is the kernel file's error (exit 4), as for any plan:
+    // the probes have found the device's compiler takes the tail's code.
     tail = choose_tail(ctx.caps(), wg);
     std::string note;
     if (tail != TailPath::kBarrier) {
-      try {
-        if (kernel_max_wg(ctx, build(wg, tail)) < wg)
-          note = " (" + tail_path_name(tail) + " build takes smaller groups)";
-      } catch (const Error&) {
-        note = " (" + tail_path_name(tail) + " failed to build)";
-      }
+      if (kernel_max_wg(ctx, build(wg, tail)) < wg)
+        note = " (" + tail_path_name(tail) + " build takes smaller groups)";
       if (!note.empty()) tail = TailPath::kBarrier;
     }
     pol.path = tail_path_name(tail) + note;

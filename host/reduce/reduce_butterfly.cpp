@@ -89,7 +89,7 @@ void ButterflyPlan::launch(const cl::Buffer& in, std::size_t n, const cl::Buffer
   const cl_uint keep = keep_copies_ ? 1 : 0;
   if (keep_copies_) {  // a sentinel, so a copy no work-item wrote cannot pass for the total
     const std::vector<unsigned char> sentinel(g * wg * acc, 0xA5);
-    ctx_.queue().enqueueWriteBuffer(copies_, CL_TRUE, 0, sentinel.size(), sentinel.data());
+    ctx_.write(copies_, sentinel.size(), sentinel.data(), "butterfly's copies' sentinel");
   }
   first_.setArg(0, in);
   first_.setArg(1, static_cast<cl_ulong>(n));
@@ -115,7 +115,7 @@ void ButterflyPlan::launch(const cl::Buffer& in, std::size_t n, const cl::Buffer
 
 std::vector<unsigned char> ButterflyPlan::read_copies() {
   std::vector<unsigned char> v(copies_written_ * problem().acc_bytes());
-  if (!v.empty()) ctx_.queue().enqueueReadBuffer(copies_, CL_TRUE, 0, v.size(), v.data());
+  if (!v.empty()) ctx_.read(copies_, v.size(), v.data(), "butterfly's copies");
   return v;
 }
 

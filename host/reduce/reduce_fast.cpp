@@ -1,7 +1,8 @@
 // reduce_fast.cpp: the default variant: one launch of cl/reduce_fast.cl, GPU-shaped (16-byte
 // grid-stride loads, grid from compute units) or CPU-shaped (a run per work-item, a group per
-// core). The device type picks the shape once per context; a trial build and a numeric check
-// confirm it, else the other shape is tried, then topdown's scheme.
+// core). The device type picks the shape once per context; a numeric check confirms it, else
+// the other shape is tried, then topdown's scheme. A reduce_fast.cl that does not build is an
+// error (exit 4), never a reason to run another kernel.
 #include "reduce/variant.hpp"
 
 #include <algorithm>
@@ -160,11 +161,13 @@ class TopdownSchemePlan : public ReducePlan {
   std::unique_ptr<ReducePlan> inner_;
 };
 
-// Trial build and numeric check of shape s: an int32 sum (int64 accumulator) on three groups,
-// about 2 x unroll + 1 vectors per work-item (the unrolled loop and its remainder), dealt out
+// Numeric check of shape s: an int32 sum (int64 accumulator) on three groups, about
+// 2 x unroll + 1 vectors per work-item (the unrolled loop and its remainder), dealt out
 // unevenly, a tail, and values near INT32_MAX that a 32-bit accumulator would wrap; two
-// launches (the ticket must reset). Empty when it passes.
+// launches (the ticket must reset). Empty when it passes. A kernel file that does not build,
+// and a wait past the time limit, are errors, not answers (check_answer()).
 std::string check_shape(Context& ctx, Shape s) {
+  const std::string check = std::string("the start-up check of fast's ") + shape_name(s);
   try {
     const ShapeParams sp = shape_params(s, DType::kInt32);
     ReduceProblem p;
@@ -188,16 +191,17 @@ std::string check_shape(Context& ctx, Shape s) {
     std::vector<cl::Event> events;
     for (int run = 0; run < 2; ++run) {
       got = 0x5A5A5A5A5A5A5A5A;
-      ctx.queue().enqueueWriteBuffer(out, CL_TRUE, 0, sizeof got, &got);
+      ctx.write(out, sizeof got, &got, check);
       plan->enqueue(in, out, events);
-      ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, sizeof got, &got);
+      ctx.read(out, sizeof got, &got, check);
       if (got != want)
         return std::string(shape_name(s)) + " check gave " + std::to_string(got) + ", expected " +
                std::to_string(want);
     }
     return "";
   } catch (const Error& e) {
-    const std::string what = e.what();  // the first line: a build failure appends its whole log
+    if (!check_answer(e)) throw;
+    const std::string what = e.what();
     return std::string(shape_name(s)) + " check failed: " + what.substr(0, what.find('\n'));
   } catch (const cl::Error& e) {
     return std::string(shape_name(s)) + " check failed: " + e.what() + " " + cl_error_name(e.err());

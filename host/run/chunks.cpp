@@ -112,10 +112,6 @@ ChunkLayout choose_layout(const DeviceInfo& d, const Tuning& t, std::size_t n, E
   return L;
 }
 
-double run_timeout_s(const Tuning& t, double bytes) {
-  return t.timeout > 0 ? t.timeout : default_timeout_s(bytes);
-}
-
 ChunkedArray::ChunkedArray(Context& ctx, const ChunkLayout& layout, const HostArray& data,
                            const std::uint8_t* flags, unsigned char* out, ElementBytes e)
     : ctx_(ctx),
@@ -144,8 +140,12 @@ ChunkedArray::ChunkedArray(Context& ctx, const ChunkLayout& layout, const HostAr
         if (e_.out) s.out = cl::Buffer(cc, CL_MEM_READ_WRITE, layout_.chunk * e_.out);
         if (layout_.source == "stage") {
           s.stage = cl::Buffer(cc, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, layout_.chunk * e_.in);
+          cl::Event mapped;
           s.stage_ptr = static_cast<unsigned char*>(ctx.queue().enqueueMapBuffer(
-              s.stage, CL_TRUE, CL_MAP_WRITE, 0, layout_.chunk * e_.in));
+              s.stage, CL_FALSE, CL_MAP_WRITE, 0, layout_.chunk * e_.in, nullptr, &mapped));
+          ctx.queue().flush();
+          wait(mapped, timeout(static_cast<double>(layout_.chunk * e_.in)),
+               "mapping a staging buffer");
         }
       }
       return;
@@ -180,12 +180,13 @@ ChunkedArray::~ChunkedArray() {
   try {
     for (Slot& s : slots_)
       if (s.stage_ptr) ctx_.queue().enqueueUnmapMemObject(s.stage, s.stage_ptr);
-    if (!slots_.empty() && slots_.front().stage_ptr) ctx_.queue().finish();
+    if (!slots_.empty() && slots_.front().stage_ptr)
+      finish(ctx_.queue(), timeout(0), "unmapping the staging buffers");
   } catch (...) {  // a device that failed: nothing more to release here
   }
 }
 
-double ChunkedArray::timeout(double bytes) const { return run_timeout_s(ctx_.tuning(), bytes); }
+TimeLimit ChunkedArray::timeout(double bytes) const { return ctx_.time_limit(bytes); }
 
 double ChunkedArray::upload(const std::string& what) {
   if (layout_.streamed() || layout_.in_place || layout_.chunks == 0) return 0.0;

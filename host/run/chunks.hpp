@@ -76,9 +76,6 @@ bool in_place_aligned(const DeviceInfo& d, const ChunkLayout& layout, ElementByt
 ChunkLayout choose_layout(const DeviceInfo& d, const Tuning& t, std::size_t n, ElementBytes e,
                           const HostArrays& host = {});
 
-// The time limit for a run that moves `bytes`: the timeout knob, else default_timeout_s().
-double run_timeout_s(const Tuning& t, double bytes);
-
 // The device side of one array under a layout: buffers, uploads, and the chunked launches of any
 // plan made for problems of layout.chunk elements (or fewer, when n is smaller). Made once per
 // array and device, reused by every plan run on it. Waits poll with a time limit (Errc::kTimeout
@@ -146,7 +143,7 @@ class ChunkedArray {
   cl::Buffer make_input(std::size_t c, const unsigned char* host, std::size_t bytes);
   // Streamed: enqueues the upload of chunk c into its slot (after the slot's last kernel).
   void stream_in(std::size_t c);
-  double timeout(double bytes) const;
+  TimeLimit timeout(double bytes) const;
 
   Context& ctx_;
   ChunkLayout layout_;

@@ -78,7 +78,7 @@ void Session::time_sequential(const std::function<void()>& fn) {
   seq_ms_max_ = t.max;
 }
 
-double Session::timeout_s(double bytes) const { return run_timeout_s(ctx_.tuning(), bytes); }
+TimeLimit Session::timeout_s(double bytes) const { return ctx_.time_limit(bytes); }
 
 void Session::set_layout(RunRecord& rec, const ChunkLayout& layout, double upload_ms) const {
   rec.chunks = layout.chunks;
@@ -417,7 +417,29 @@ ChunkedArray& ReduceSession::device_array() {
   return *array_;
 }
 
+RunRecord Session::guarded(const std::string& what, const std::vector<Context*>& others,
+                           const std::function<RunRecord()>& f) {
+  std::vector<Context*> ctxs{&ctx_};
+  for (Context* c : others)
+    if (std::find(ctxs.begin(), ctxs.end(), c) == ctxs.end()) ctxs.push_back(c);
+  std::vector<std::unique_ptr<Context::Doing>> doing;  // each context once
+  for (Context* c : ctxs) doing.push_back(std::make_unique<Context::Doing>(*c, what));
+  try {
+    return f();
+  } catch (const cl::Error& e) {
+    throw describe_cl_error(e, what);
+  }
+}
+
 RunRecord ReduceSession::run(const ReduceVariant& v) {
+  std::vector<Context*> others;
+  for (const Part& part : parts_) others.push_back(part.ctx);
+  return guarded(v.name() + " " + op_name(problem_.op) + " of " + std::to_string(problem_.n) + " " +
+                     dtype_name(problem_.type) + " elements",
+                 others, [&] { return run_one(v); });
+}
+
+RunRecord ReduceSession::run_one(const ReduceVariant& v) {
   RunRecord rec = record(v.name(), problem_.op, problem_.acc_type);
   rec.expected = expected_;
   if (!parts_.empty()) return run_parts(v, rec);
@@ -615,7 +637,10 @@ RunRecord ReduceSession::run_host_copy() {
     cl::CommandQueue& q = ctx_.queue();
     cl::Buffer pinned(ctx_.context(), CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, bytes);
     cl::Buffer dst = ctx_.scratch("copy", bytes);
-    void* host = q.enqueueMapBuffer(pinned, CL_TRUE, CL_MAP_WRITE, 0, bytes);
+    cl::Event mapped;
+    void* host = q.enqueueMapBuffer(pinned, CL_FALSE, CL_MAP_WRITE, 0, bytes, nullptr, &mapped);
+    q.flush();
+    wait(mapped, timeout_s(static_cast<double>(bytes)), "mapping the pinned copy's buffer");
     std::memcpy(host, data_.bytes.data(), bytes);
     const std::size_t piece = ctx_.tuning().transfer_piece;
     time_device(

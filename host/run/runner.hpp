@@ -152,8 +152,8 @@ class Session {
   // untimed, then config().repeat times (once, with no warm-up, when the array is larger than
   // kSeqOnceBytes); sets seq_ms (the median), its spread and seq_runs.
   void time_sequential(const std::function<void()>& fn);
-  // The timeout for a run moving `bytes` (the timeout knob, else scaled by bytes).
-  double timeout_s(double bytes) const;
+  // The time limit for a run moving `bytes` (Context::time_limit()).
+  TimeLimit timeout_s(double bytes) const;
   // Sets rec's chunk fields from the layout, and its end-to-end rate.
   void set_layout(RunRecord& rec, const ChunkLayout& layout, double upload_ms) const;
   // Several devices: a share's figures (device, range, medians of its timed samples, GB/s at
@@ -183,6 +183,12 @@ class Session {
   // sets rec's kernel and wall times, their spread and its launches.
   void time_device(RunRecord& rec, const std::function<void()>& prepare,
                    const std::function<void(std::vector<cl::Event>&)>& body) const;
+  // Runs one variant's run f() with `what` (the variant, op, type and size) as doing() of ctx_
+  // and of each of `others` (the messages of start-up checks made for its plans name it), and
+  // rethrows an OpenCL error met inside as an Error headed by `what`, saying what the user can
+  // change (describe_cl_error()).
+  RunRecord guarded(const std::string& what, const std::vector<Context*>& others,
+                    const std::function<RunRecord()>& f);
   // The verify-and-rate step: the verdict (ok, why, the float bound used), then gbps from the
   // bytes moved per run and, for variants and peers, the speedup over the sequential loop.
   static void finish(RunRecord& rec, bool ok, const std::string& why, double bound,
@@ -265,6 +271,7 @@ class ReduceSession : public Session {
   std::unique_ptr<ChunkedArray> array_;
   double upload_ms_ = 0.0;
   std::vector<Part> parts_;  // several devices; empty for one
+  RunRecord run_one(const ReduceVariant& v);
 };
 
 // Throws Error(Errc::kUnsupported) when n elements of t exceed the device's largest allocation

@@ -395,6 +395,14 @@ HostArray ScanSession::last_output() const {
 }
 
 RunRecord ScanSession::run(const ScanVariant& v, HostArray* output) {
+  std::vector<Context*> others;
+  for (const Part& part : parts_) others.push_back(part.ctx);
+  return guarded(v.name() + " " + op_name(problem_.op) + " scan of " + std::to_string(problem_.n) +
+                     " " + dtype_name(problem_.type) + " elements",
+                 others, [&] { return run_one(v, output); });
+}
+
+RunRecord ScanSession::run_one(const ScanVariant& v, HostArray* output) {
   RunRecord rec = record(v.name(), problem_.op, problem_.acc_type);
   rec.expected = expected_;
   rec.scan = ScanRunInfo{problem_.exclusive, problem_.segmented, -1, 0};

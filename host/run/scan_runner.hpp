@@ -78,6 +78,7 @@ class ScanSession : public Session {
     double upload_ms = 0.0;
   };
   std::vector<Part> parts_;
+  RunRecord run_one(const ScanVariant& v, HostArray* output);
   RunRecord run_parts(const ScanVariant& v, RunRecord rec);
   // The reduction that gives a piece's total before the piece is scanned with its carry-in
   // (several devices, ranks): fast's, with the scan's operator and accumulator, for pieces of

@@ -44,25 +44,38 @@ bool build(Context& ctx, const std::string& name, const std::string& options, cl
   return false;
 }
 
-// Runs k on kGroups groups of wg work-items; false (with why) on any runtime error.
+// Runs k on kGroups groups of wg work-items; false (with why) on any runtime error. The wait is
+// bounded by the run's time limit (Context::finish()), as every wait on the device.
 bool launch(Context& ctx, cl::Kernel& k, std::size_t wg, std::string* why) {
   try {
     ctx.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(kGroups * wg), cl::NDRange(wg));
-    ctx.queue().finish();
+    ctx.finish("a capability probe");
     return true;
   } catch (const cl::Error& e) {
     *why = std::string("run failed: ") + e.what() + " " + cl_error_name(e.err());
+  } catch (const Error& e) {
+    if (!check_answer(e)) throw;
+    *why = std::string("run failed: ") + e.what();
   }
   return false;
 }
 
 template <class T> std::vector<T> read(Context& ctx, const cl::Buffer& b, std::size_t count) {
   std::vector<T> v(count);
-  ctx.queue().enqueueReadBuffer(b, CL_TRUE, 0, count * sizeof(T), v.data());
+  ctx.read(b, count * sizeof(T), v.data(), "a capability probe's read-back");
   return v;
 }
 
 }  // namespace
+
+bool has_int64_atomics(Context& ctx) {
+  return ctx.probe("trial build: int64 base atomics", [&] {
+    const std::string src =
+        "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n"
+        "__kernel void probe(__global ulong* p) { atom_add((volatile __global ulong*)p, 1ul); }\n";
+    return std::string(ctx.try_build(src, "", nullptr) ? "yes" : "no");
+  }) == "yes";
+}
 
 namespace probe_detail {
 
@@ -245,12 +258,14 @@ bool check_wg_collectives(Context& ctx, const std::string& std_opt, std::string*
 }
 
 // Runs one check, turning any exception (a read-back after a failed kernel, say) into "no".
+// A wait past the time limit ends the run (the probe's own build failing is an answer).
 bool safely(const std::function<bool()>& check, std::string* why) {
   try {
     return check();
   } catch (const cl::Error& e) {
     *why = std::string("failed: ") + e.what() + " " + cl_error_name(e.err());
   } catch (const Error& e) {
+    if (e.category() == Errc::kTimeout || e.category() == Errc::kInternal) throw;
     const std::string msg = e.what();
     *why = "failed: " + msg.substr(0, msg.find('\n'));
   }

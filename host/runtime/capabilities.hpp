@@ -32,6 +32,10 @@ struct Capabilities {
   std::string str() const;
 };
 
+// Whether the device builds 64-bit global atomics (cl_khr_int64_base_atomics), by a trial build
+// whose answer is kept in ctx's probes: what exact and the look-back scans need.
+bool has_int64_atomics(Context& ctx);
+
 // Runs every probe on ctx's device. Prefer ctx.caps(), which probes once and caches the answer.
 // The disable-caps knob (Context::tuning(): names from str(), or "all") turns features off
 // without probing, e.g. to time or test the portable paths on a device that has the fast ones.

@@ -13,6 +13,7 @@
 #include "io/files.hpp"
 #include "io/text.hpp"
 #include "runtime/build_program.hpp"
+#include "runtime/kernel_cache.hpp"
 #include "runtime/transfer.hpp"
 
 namespace clreduce {
@@ -54,6 +55,11 @@ std::string remap_log(const std::string& log, const std::string& file, std::size
   }
   out.append(begin, log.cend());
   return out;
+}
+
+bool check_answer(const Error& e) {
+  return e.category() != Errc::kBuild && e.category() != Errc::kTimeout &&
+         e.category() != Errc::kInternal;
 }
 
 std::uint64_t fnv1a64(const std::string& s) {
@@ -158,6 +164,7 @@ cl::Kernel Context::kernel(const std::string& file, const std::string& name,
       } catch (const cl::Error&) {
         log = "(no build log)";
       }
+      check_cache(log, kernel_dir_ + "/" + file);
       throw Error(Errc::kBuild, "kernel build failed on " + info_.name + ": " +
                                     printable(kernel_dir_ + "/" + file) + " with options '" +
                                     printable(options) + "'\n" +
@@ -175,14 +182,28 @@ cl::Kernel Context::kernel(const std::string& file, const std::string& name,
 }
 
 bool Context::try_build(const std::string& source, const std::string& options, cl::Program* out) {
+  cl::Program program(context_, source);
   try {
-    cl::Program program(context_, source);
-    build_program(program, info_.device, options, verbose_, "a trial build");
+    build_program(program, info_.device, options, verbose_, "a trial program");
     if (out) *out = program;
     return true;
   } catch (const cl::Error&) {
+    std::string log;
+    try {
+      log = program.getBuildInfo<CL_PROGRAM_BUILD_LOG>(info_.device);
+    } catch (const cl::Error&) {
+    }
+    check_cache(log, "a trial program");  // a cache that cannot be written is no answer
     return false;
   }
+}
+
+void Context::check_cache(const std::string& log, const std::string& what) const {
+  // A build that failed with no error from the compiler: under PoCL, its kernel cache may be the
+  // cause (a file where the folder should be, a folder it cannot write, a full disk).
+  if (log.find("error") != std::string::npos || !is_pocl_platform(info_.platform_name)) return;
+  if (const std::string cache = pocl_cache_problem(); !cache.empty())
+    throw Error(Errc::kBuild, "kernel build failed on " + info_.name + ": " + what + ": " + cache);
 }
 
 const Capabilities& Context::caps() {
@@ -205,17 +226,36 @@ const std::string& Context::probe(const std::string& key, const std::function<st
   return probes_.emplace(key, std::move(answer)).first->second;
 }
 
+TimeLimit Context::time_limit(double bytes) const {
+  return clreduce::time_limit(tuning_.timeout, bytes);
+}
+
+void Context::finish(const std::string& what, double bytes) {
+  clreduce::finish(queue_, time_limit(bytes), doing_.empty() ? what : doing_ + ": " + what);
+}
+
+void Context::read(const cl::Buffer& buf, std::size_t bytes, void* dst, const std::string& what) {
+  enqueue_read(queue_, buf, 0, bytes, dst, tuning_.transfer_piece);
+  finish(what, static_cast<double>(bytes));
+}
+
+void Context::write(const cl::Buffer& buf, std::size_t bytes, const void* src,
+                    const std::string& what) {
+  enqueue_write(queue_, buf, 0, bytes, src, tuning_.transfer_piece);
+  finish(what, static_cast<double>(bytes));
+}
+
 cl::Buffer Context::zeroed_buffer(std::size_t bytes) {
   bytes = bytes ? bytes : 1;
-  cl::Buffer b(context_, CL_MEM_READ_WRITE, bytes);
   // Zeroed, so no kernel ever reads (or atomically exchanges) uninitialised memory. Small
-  // buffers by a host write (Oclgrind does not count a fill as initialising them).
+  // buffers copied from host zeros as they are made (Oclgrind does not count a fill as
+  // initialising them), which waits on nothing queued.
   if (bytes <= (std::size_t{16} << 20)) {
-    const std::vector<unsigned char> zeros(bytes, 0);
-    queue_.enqueueWriteBuffer(b, CL_TRUE, 0, bytes, zeros.data());
-  } else {
-    enqueue_zero(queue_, b, 0, bytes, tuning_.transfer_piece);
+    std::vector<unsigned char> zeros(bytes, 0);
+    return cl::Buffer(context_, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, zeros.data());
   }
+  cl::Buffer b(context_, CL_MEM_READ_WRITE, bytes);
+  enqueue_zero(queue_, b, 0, bytes, tuning_.transfer_piece);
   return b;
 }
 

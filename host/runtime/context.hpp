@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "clreduce/cl.hpp"
+#include "clreduce/error.hpp"
 #include "clreduce/options.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/device.hpp"
+#include "runtime/transfer.hpp"
 
 namespace clreduce {
 
@@ -43,7 +45,8 @@ class Context {
   // The spliced text is kept per file and revalidated by the files' sizes and modification
   // times (no read unless one changed); the program is built once per (text, options).
   // For making plans: a plan holds its kernels, so nothing here runs inside a timed loop.
-  // Throws Error(Errc::kBuild) with the device, file, options and log on failure.
+  // Throws Error(Errc::kBuild) with the device, file, options and log on failure (or what is
+  // wrong with the compiler's kernel cache, where that stopped the build).
   cl::Kernel kernel(const std::string& file, const std::string& name, const std::string& options) {
     return kernel(file, name, options, "");
   }
@@ -58,8 +61,9 @@ class Context {
   // (revalidated the same way), to key answers that depend on a kernel's text.
   std::uint64_t source_hash(const std::string& file);
 
-  // Tries to build `source` (a complete program) with options; returns false on any failure.
-  // For start-up capability probes.
+  // Tries to build `source` (a complete program) with options; returns false when it does not
+  // build. For start-up capability probes. Throws Error(Errc::kBuild) where the build could not
+  // be done at all (the compiler's kernel cache cannot be written: kernel_cache.hpp).
   bool try_build(const std::string& source, const std::string& options, cl::Program* out);
 
   // Optional device features (warp shuffle, sub-groups, work-group collectives), probed on the
@@ -75,8 +79,39 @@ class Context {
   // Every probe answer so far, by key.
   const std::map<std::string, std::string>& probes() const { return probes_; }
 
+  // The time limit of a wait on work that moves `bytes`: the timeout knob (--timeout) when set,
+  // else the default for those bytes (transfer.hpp's time_limit()). Every wait on the device
+  // takes it, start-up checks and capability probes included.
+  TimeLimit time_limit(double bytes = 0) const;
+  // Flushes queue() and waits for everything on it within time_limit(bytes); a time-out names
+  // doing() (when set) and `what`. For start-up checks and probes: the waits of a run are its own.
+  void finish(const std::string& what, double bytes = 0);
+  // Reads buf's first `bytes` bytes into dst, waiting as finish() does.
+  void read(const cl::Buffer& buf, std::size_t bytes, void* dst, const std::string& what);
+  // Writes src to buf's first `bytes` bytes, waiting as finish() does.
+  void write(const cl::Buffer& buf, std::size_t bytes, const void* src, const std::string& what);
+
+  // What the device is doing for the caller ("fast sum of 1000 int32 elements"), or "": the
+  // messages of waits that are not the run's own (a start-up check made for its plan) name it.
+  const std::string& doing() const { return doing_; }
+  // Sets doing() for a scope.
+  class Doing {
+   public:
+    Doing(Context& ctx, std::string what) : ctx_(ctx), saved_(std::move(ctx.doing_)) {
+      ctx.doing_ = std::move(what);
+    }
+    ~Doing() { ctx_.doing_ = std::move(saved_); }
+    Doing(const Doing&) = delete;
+    Doing& operator=(const Doing&) = delete;
+
+   private:
+    Context& ctx_;
+    std::string saved_;
+  };
+
   // A new device buffer of `bytes` (at least 1), zero-filled before it is returned: small ones
-  // by a host write (Oclgrind does not count a fill as initialising memory), large ones by a fill.
+  // copied from host zeros at creation (Oclgrind does not count a fill as initialising memory;
+  // no wait on the queue), large ones by a fill.
   cl::Buffer zeroed_buffer(std::size_t bytes);
 
   // A device buffer cached by key, at least `bytes` large, zero-filled when (re)allocated;
@@ -104,6 +139,9 @@ class Context {
     std::size_t prefix_lines = 0;  // lines spliced in front of the kernel file's own
     std::vector<FileStamp> files;  // clreduce.h, the file, each spliced clr_*.h
   };
+  // After a build that failed with `log`: Error(Errc::kBuild) naming `what` when the compiler's
+  // kernel cache is the likely cause (no error in the log, and the cache cannot be written).
+  void check_cache(const std::string& log, const std::string& what) const;
   // The spliced source of `file`, reread when any of its files changed size or time.
   const Source& source(const std::string& file);
   Source read_source(const std::string& file) const;
@@ -121,7 +159,15 @@ class Context {
   std::optional<Capabilities> caps_;
   std::map<std::string, std::string> probes_;
   std::set<std::string> probing_;  // keys whose probe is running
+  std::string doing_;
 };
+
+// Whether an Error met by a start-up check (a variant's numeric check of a shape or path, which
+// picks another when it fails) is the check's answer: the device cannot run that shape (a
+// launch or size it refuses, a capability it lacks). A kernel file that does not build
+// (Errc::kBuild), a wait past the time limit and clreduce's own bugs are not: they end the run,
+// as in any other plan.
+bool check_answer(const Error& e);
 
 // Rewrites "<kernel>:L:" / "<source>:L:" positions (compilers that ignore #line) in a build log
 // into clreduce.h or `file` positions, given the header's line count and the number of lines

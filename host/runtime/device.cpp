@@ -16,6 +16,7 @@
 
 #include "clreduce/error.hpp"
 #include "io/text.hpp"
+#include "runtime/kernel_cache.hpp"
 
 namespace clreduce {
 namespace {
@@ -145,7 +146,15 @@ std::vector<DeviceInfo> list_devices() {
       out.push_back(i);
     }
   }
-  if (out.empty()) throw Error(Errc::kRuntime, "OpenCL platforms found, but no devices");
+  if (out.empty()) {
+    // PoCL finds no device when it cannot make its kernel cache's folder.
+    std::string cache;
+    for (const cl::Platform& p : platforms)
+      if (is_pocl_platform(p.getInfo<CL_PLATFORM_NAME>())) cache = pocl_cache_problem();
+    if (!cache.empty())
+      throw Error(Errc::kBuild, "OpenCL platforms found, but no devices: " + cache);
+    throw Error(Errc::kRuntime, "OpenCL platforms found, but no devices");
+  }
   return out;
 }
 
@@ -240,6 +249,32 @@ Error describe_cl_error(const cl::Error& e) {
         Errc::kRuntime,
         call + ": " + code + " (the device ran out of resources: memory, or a kernel fault)");
   return Error(Errc::kRuntime, call + ": " + code);
+}
+
+Error describe_cl_error(const cl::Error& e, const std::string& what) {
+  const Error plain = describe_cl_error(e);
+  std::string hint;
+  switch (e.err()) {
+    case CL_INVALID_WORK_GROUP_SIZE:
+    case CL_INVALID_WORK_ITEM_SIZE:
+    case CL_INVALID_GLOBAL_WORK_SIZE:
+      hint =
+          "the work-group size does not suit the kernel as built: change --local-size, or the "
+          "-D options of --tune build-options (CLREDUCE_BUILD_OPTIONS)";
+      break;
+    case CL_OUT_OF_RESOURCES:
+      hint = "try a smaller --local-size or --max-chunk, or another --variant";
+      break;
+    default:
+      if (plain.category() == Errc::kUnsupported) {
+        hint = "try a smaller --max-chunk (or --tune stream=on), or a smaller array";
+      } else {
+        hint =
+            "try another --variant or --local-size, or leave out --tune build-options "
+            "(--verbose shows each build's options and the launch policy)";
+      }
+  }
+  return Error(plain.category(), what + ": " + plain.what() + "; " + hint);
 }
 
 HostMemory host_memory() {

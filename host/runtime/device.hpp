@@ -59,6 +59,10 @@ std::string format_device_list(const std::vector<DeviceInfo>& devices);
 // (CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_HOST_MEMORY, CL_INVALID_BUFFER_SIZE) is
 // Errc::kUnsupported and says memory ran out; anything else Errc::kRuntime, with the call and code.
 Error describe_cl_error(const cl::Error& e);
+// The same for an OpenCL error met by a run: headed by `what` (the variant, op, type and size)
+// and followed by what the user can change (--local-size, --tune build-options, --max-chunk,
+// another --variant), by the error's code.
+Error describe_cl_error(const cl::Error& e, const std::string& what);
 
 // What this process can still allocate on the host, as far as can be told.
 struct HostMemory {

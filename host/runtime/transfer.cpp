@@ -136,14 +136,33 @@ std::shared_ptr<Completion> completion(const cl::Event& e) {
 
 void set_timeout_handler(TimeoutHandler handler) { timeout_handler.store(handler); }
 
-void wait(const cl::Event& e, double timeout_s, const std::string& what, const cl::Event* since) {
+TimeLimit time_limit(double timeout_s, double bytes) {
+  TimeLimit t(default_timeout_s(bytes));
+  if (timeout_s > 0) {
+    t.user_default_s = t.s;
+    t.s = timeout_s;
+  }
+  return t;
+}
+
+void wait(const cl::Event& e, TimeLimit limit, const std::string& what, const cl::Event* since) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
+  const double timeout_s = limit.s;
   auto timed_out = [&] {
-    char limit[32];
-    std::snprintf(limit, sizeof limit, "%g", timeout_s);
-    const Error error(Errc::kTimeout, what + " did not finish within " + limit +
-                                          " s (--timeout); the device may have stopped responding");
+    char secs[32], dflt[32];
+    std::snprintf(secs, sizeof secs, "%g", timeout_s);
+    std::snprintf(dflt, sizeof dflt, "%.0f", limit.user_default_s);
+    // A limit the user set below the default one is the likelier cause than a hung device.
+    const std::string why =
+        !limit.users() ? std::string(
+                             " s (the default limit; --timeout sets another); the device "
+                             "may have stopped responding")
+        : timeout_s < limit.user_default_s
+            ? std::string(" s; raise --timeout (the default limit here is ") + dflt + " s)"
+            : std::string(" s; the device may have stopped responding");
+    const Error error(Errc::kTimeout, what + " did not finish within " +
+                                          (limit.users() ? "--timeout " : "") + secs + why);
     if (const TimeoutHandler handler = timeout_handler.load()) handler(error);
     throw error;
   };
@@ -187,12 +206,11 @@ void wait(const cl::Event& e, double timeout_s, const std::string& what, const c
   }
 }
 
-void finish(cl::CommandQueue& q, double timeout_s, const std::string& what,
-            const cl::Event* since) {
+void finish(cl::CommandQueue& q, TimeLimit limit, const std::string& what, const cl::Event* since) {
   cl::Event marker;
   q.enqueueMarkerWithWaitList(nullptr, &marker);
   q.flush();
-  wait(marker, timeout_s, what, since);
+  wait(marker, limit, what, since);
 }
 
 double default_timeout_s(double bytes) { return 60.0 + bytes / double(std::size_t{1} << 28); }

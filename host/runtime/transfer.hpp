@@ -49,19 +49,34 @@ void enqueue_copy(cl::CommandQueue& q, const cl::Buffer& src, const cl::Buffer& 
                   std::size_t src_offset, std::size_t dst_offset, std::size_t bytes,
                   std::size_t piece, std::vector<cl::Event>* events = nullptr);
 
-// Waits until event e has completed, polling its status; past `timeout_s` seconds (0: no limit)
-// throws Error(Errc::kTimeout) saying `what` did not finish. On a CPU device (its threads share
-// the host's cores with this one) so does a command seen complete whose device clock says it
-// took longer, from the enqueue of `since` (a command earlier on the same queue: the run's
-// first) or else of e itself to e's end, whenever the poll saw it (on queues that profile). A
-// command that ended in an error throws Error(Errc::kRuntime). The event's queue must have been
-// flushed.
-void wait(const cl::Event& e, double timeout_s, const std::string& what,
+// A wait's time limit: seconds (0: none) and, when the user set it (--timeout, the timeout
+// knob), the default limit of the same work (default_timeout_s()), so the message of a wait past
+// it can tell a limit the user set short (raise --timeout) from a device that may have stopped
+// responding. From a plain number: a limit the user did not set.
+struct TimeLimit {
+  double s = 0;
+  double user_default_s = 0;  // > 0: s is the user's; the default limit it replaced
+  TimeLimit(double seconds = 0) : s(seconds) {}  // NOLINT: a number is a limit of clreduce's own
+  bool users() const { return user_default_s > 0; }
+};
+
+// The limit for work that moves `bytes`: the timeout knob's `timeout_s` when set (> 0), else
+// default_timeout_s(bytes).
+TimeLimit time_limit(double timeout_s, double bytes);
+
+// Waits until event e has completed, polling its status; past the limit (0: no limit) throws
+// Error(Errc::kTimeout) saying `what` did not finish, and what to do about it. On a CPU device
+// (its threads share the host's cores with this one) so does a command seen complete whose
+// device clock says it took longer, from the enqueue of `since` (a command earlier on the same
+// queue: the run's first) or else of e itself to e's end, whenever the poll saw it (on queues
+// that profile). A command that ended in an error throws Error(Errc::kRuntime). The event's
+// queue must have been flushed.
+void wait(const cl::Event& e, TimeLimit limit, const std::string& what,
           const cl::Event* since = nullptr);
 
 // Flushes q and waits until everything enqueued on it has completed, as wait() on a marker
 // enqueued last (`since`: the first command of the work waited for, on q).
-void finish(cl::CommandQueue& q, double timeout_s, const std::string& what,
+void finish(cl::CommandQueue& q, TimeLimit limit, const std::string& what,
             const cl::Event* since = nullptr);
 
 // A generous time limit for work that moves `bytes` bytes: 60 s plus 1 s per 256 MiB (a host

@@ -2,8 +2,9 @@
 // check: NVIDIA GPUs scan-lookback (one pass, 16-byte loads); CPUs the CPU-shaped single pass of
 // cl/scan_cpu_lookback.cl (cache-sized tiles, one work-item each, folded, looked back and scanned
 // again from cache: 2n moves), else the two-pass scan of cl/scan_cpu_two_pass.cl (OpenMP's
-// scheme, 3n moves); anything else, or a path that fails its check, scan-hierarchical. The choice is kept in the Context, typed in the
-// plan and recorded in LaunchPolicy::path.
+// scheme, 3n moves); anything else, or a path that fails its check, scan-hierarchical. The choice
+// is kept in the Context, typed in the plan and recorded in LaunchPolicy::path. A path's kernel
+// file that does not build is an error (exit 4), never a reason to take another path.
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
@@ -156,9 +157,9 @@ std::unique_ptr<ScanPlan> make_scan_cpu_lookback_plan(Context& ctx, const ScanPr
              (has_nt_stores(ctx) ? "streaming stores, " : "") + "1 launch";
   ScanProblem q = p;
   q.carry_in = false;
-  std::unique_ptr<ScanPlan> fallback = scan_cpu_path_checks_out(ctx)
-                                           ? make_scan_cpu_plan(ctx, q, 0)
-                                           : find_scan_variant("scan-hierarchical")->plan(ctx, q, 0);
+  std::unique_ptr<ScanPlan> fallback =
+      scan_cpu_path_checks_out(ctx) ? make_scan_cpu_plan(ctx, q, 0)
+                                    : find_scan_variant("scan-hierarchical")->plan(ctx, q, 0);
   // A tile's elements pass through the chain of tile prefixes before it and its own run.
   const std::uint64_t depth = std::max<std::uint64_t>(tiles + tile + 8, fallback->depth());
   return std::make_unique<CpuLookbackPlan>(ctx, p, pol, depth, kernel, std::move(fallback));
@@ -196,9 +197,11 @@ class FastPlan : public ScanPlan {
 
 // Runs small inclusive int32 sums, into int64 and into int32 (the two accumulator sizes, which
 // may run different shapes), of n elements on the plan `make` gives, and compares every element
-// exactly with the host's; any exception is a failed check, and so is a run note (a look-back
-// that had to be redone).
-bool checks_out(Context& ctx, std::size_t n,
+// exactly with the host's; a wrong element is a failed check, and so are a run note (a
+// look-back that had to be redone) and an error that is the check's answer (check_answer():
+// the device cannot run the path). A kernel file that does not build, and a wait past the time
+// limit, are errors. `check` names the check in a time-out's message.
+bool checks_out(Context& ctx, std::size_t n, const std::string& check,
                 const std::function<std::unique_ptr<ScanPlan>(const ScanProblem&)>& make) {
   try {
     for (const DType acc : {DType::kInt64, DType::kInt32}) {
@@ -212,28 +215,32 @@ bool checks_out(Context& ctx, std::size_t n,
       const auto* x = reinterpret_cast<const cl_int*>(a.bytes.data());
       for (std::size_t i = 0; i < p.n; ++i) want[i] = sum += x[i];  // |sum| <= 1000 n: no wrap
       const std::unique_ptr<ScanPlan> plan = make(p);
-      plan->use_default_time_limit();
-      cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY, a.bytes.size());
-      cl::Buffer flags(ctx.context(), CL_MEM_READ_ONLY, 1);
+      plan->in_check(check);
+      // Inputs copied as the buffers are made: nothing to wait for before the launch.
+      cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, a.bytes.size(),
+                    const_cast<unsigned char*>(a.bytes.data()));
+      cl_uchar zero = 0;
+      cl::Buffer flags(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, std::size_t{1},
+                       static_cast<void*>(&zero));
       cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, p.n * p.acc_bytes());
-      ctx.queue().enqueueWriteBuffer(in, CL_TRUE, 0, a.bytes.size(), a.bytes.data());
-      const cl_uchar zero = 0;
-      ctx.queue().enqueueWriteBuffer(flags, CL_TRUE, 0, 1, &zero);
       std::vector<cl::Event> events;
       plan->enqueue(in, flags, out, events);
       if (!plan->run_note().empty()) return false;  // the bound must not be hit
       std::vector<cl_long> got(p.n, 0);
       if (acc == DType::kInt64) {
-        ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, p.n * sizeof(cl_long), got.data());
+        ctx.read(out, p.n * sizeof(cl_long), got.data(), check);
       } else {
         std::vector<cl_int> narrow(p.n, 0);
-        ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, p.n * sizeof(cl_int), narrow.data());
+        ctx.read(out, p.n * sizeof(cl_int), narrow.data(), check);
         std::copy(narrow.begin(), narrow.end(), got.begin());
       }
       if (got != want) return false;
     }
     return true;
-  } catch (const std::exception&) {
+  } catch (const Error& e) {
+    if (!check_answer(e)) throw;
+    return false;
+  } catch (const cl::Error&) {
     return false;
   }
 }
@@ -242,20 +249,22 @@ bool checks_out(Context& ctx, std::size_t n,
 // and the knobs that shape it).
 bool lookback_checks_out(Context& ctx) {
   const Tuning& t = ctx.tuning();
-  const std::string key = "scan-fast check: lookback " +
-                          std::to_string(ctx.source_hash("scan_lookback.cl")) +
-                          " limit=" + std::to_string(t.lookback_limit) +
-                          " rows=" + std::to_string(t.lookback_rows) +
-                          " vec=" + std::to_string(t.lookback_vec) + " " + t.build_options;
+  const std::string key =
+      "scan-fast check: lookback " + std::to_string(ctx.source_hash("scan_lookback.cl")) +
+      " limit=" + std::to_string(t.lookback_limit) + " rows=" + std::to_string(t.lookback_rows) +
+      " vec=" + std::to_string(t.lookback_vec) + " " + t.build_options;
   return ctx.probe(key, [&] {
     const ScanVariant* lb = find_scan_variant("scan-lookback");
     // Enough tiles of the largest shape (8192 elements) that the plan takes it, as at large
     // sizes: one per compute unit (rows_of in scan_lookback.cpp) and more, a partial last one.
-    const std::size_t n = (2 * std::max<std::size_t>(ctx.info().compute_units, 1) + 7) * 8192 + 1234;
-    const bool ok = checks_out(ctx, n, [&](const ScanProblem& p) -> std::unique_ptr<ScanPlan> {
-      if (!lb->unsupported(ctx, p).empty()) throw Error(Errc::kUnsupported, "unsupported");
-      return lb->plan(ctx, p, 0);
-    });
+    const std::size_t n =
+        (2 * std::max<std::size_t>(ctx.info().compute_units, 1) + 7) * 8192 + 1234;
+    const bool ok = checks_out(ctx, n, "the start-up check of scan-fast's look-back path",
+                               [&](const ScanProblem& p) -> std::unique_ptr<ScanPlan> {
+                                 if (!lb->unsupported(ctx, p).empty())
+                                   throw Error(Errc::kUnsupported, "unsupported");
+                                 return lb->plan(ctx, p, 0);
+                               });
     return std::string(ok ? "yes" : "no");
   }) == "yes";
 }
@@ -270,11 +279,13 @@ bool cpu_lookback_checks_out(Context& ctx) {
                           " limit=" + std::to_string(t.lookback_limit) + " " + t.build_options;
   return ctx.probe(key, [&] {
     const std::size_t n = std::min<std::size_t>(5 * t.scan_tile + 1234, std::size_t{1} << 22);
-    const bool ok = checks_out(ctx, n, [&](const ScanProblem& p) -> std::unique_ptr<ScanPlan> {
-      if (!find_scan_variant("scan-lookback")->unsupported(ctx, p).empty())  // 64-bit atomics
-        throw Error(Errc::kUnsupported, "unsupported");
-      return make_scan_cpu_lookback_plan(ctx, p);
-    });
+    const bool ok = checks_out(
+        ctx, n, "the start-up check of scan-fast's cpu look-back path",
+        [&](const ScanProblem& p) -> std::unique_ptr<ScanPlan> {
+          if (!find_scan_variant("scan-lookback")->unsupported(ctx, p).empty())  // 64-bit atomics
+            throw Error(Errc::kUnsupported, "unsupported");
+          return make_scan_cpu_lookback_plan(ctx, p);
+        });
     return std::string(ok ? "yes" : "no");
   }) == "yes";
 }
@@ -385,7 +396,7 @@ bool scan_cpu_path_checks_out(Context& ctx) {
                           " groups=" + std::to_string(t.scan_groups) + " " + t.build_options;
   return ctx.probe(key, [&] {
     const bool ok =
-        checks_out(ctx, 3 * 4096 + 1234,
+        checks_out(ctx, 3 * 4096 + 1234, "the start-up check of scan-fast's cpu two-pass path",
                    [&](const ScanProblem& p) { return make_scan_cpu_plan(ctx, p, 0); });
     return std::string(ok ? "yes" : "no");
   }) == "yes";

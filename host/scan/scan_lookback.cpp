@@ -1,12 +1,14 @@
 // scan_lookback.cpp: the single-pass decoupled look-back scan: one launch, 16-byte loads, a tile
 // of wg * vec * rows elements per group; on NVIDIA GPUs whose shfl.sync passed its start-up
-// check, warps scan and look back in registers (LB_SHFL), with rows chosen per element size. Waits are bounded in the kernel; when a run reports that
-// a group gave up (err = the run's epoch), the scan is redone by a multi-pass variant.
+// check, warps scan and look back in registers (LB_SHFL), with rows chosen per element size. Waits
+// are bounded in the kernel; when a run reports that a group gave up (err = the run's epoch), the
+// scan is redone by a multi-pass variant.
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
 
 #include "clreduce/error.hpp"
+#include "runtime/capabilities.hpp"
 #include "scan/scan_variant.hpp"
 
 namespace clreduce {
@@ -23,17 +25,6 @@ unsigned lookback_limit_default(const Context& ctx) {
 unsigned lookback_limit(const Context& ctx) {
   if (ctx.tuning().lookback_limit >= 0) return static_cast<unsigned>(ctx.tuning().lookback_limit);
   return lookback_limit_default(ctx);
-}
-
-// Whether the device builds 64-bit global atomics (cl_khr_int64_base_atomics), by a trial build
-// kept in the context.
-bool has_int64_atomics(Context& ctx) {
-  return ctx.probe("trial build: int64 base atomics", [&] {
-    const std::string src =
-        "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n"
-        "__kernel void probe(__global ulong* p) { atom_add((volatile __global ulong*)p, 1ul); }\n";
-    return std::string(ctx.try_build(src, "", nullptr) ? "yes" : "no");
-  }) == "yes";
 }
 
 // Elements per load and store: the lookback-vec knob, else 16 bytes of the wider of the element
@@ -148,9 +139,9 @@ class Lookback : public ScanVariant {
       return totals * p.acc_bytes() + (p.segmented ? totals : 0) + 16;
     };
     LaunchPolicy pol;
-    pol.wg_size = choose_scan_wg(
-        ctx, local_size, preferred, bytes,
-        [&](std::size_t wg) { return lookback_kernel(ctx, p, wg, vec, rows, limit); });
+    pol.wg_size = choose_scan_wg(ctx, local_size, preferred, bytes, [&](std::size_t wg) {
+      return lookback_kernel(ctx, p, wg, vec, rows, limit);
+    });
     const bool shfl = use_shfl(ctx, pol.wg_size);
     pol.items_per_thread = vec * rows;
     pol.vec_width = vec;
@@ -163,8 +154,8 @@ class Lookback : public ScanVariant {
     // its scan over lanes, a few combinations more; the prefix of tile t passes through up to t
     // tiles' combinations (a chain of inclusive prefixes). A fallback's depth is covered too.
     const std::size_t lanes = shfl ? 32 : 1, totals = rows * pol.wg_size / lanes;
-    const std::uint64_t d = (p.n + tile - 1) / tile + vec + 2 * lanes +
-                            (totals + lanes - 1) / lanes + 8;
+    const std::uint64_t d =
+        (p.n + tile - 1) / tile + vec + 2 * lanes + (totals + lanes - 1) / lanes + 8;
     std::unique_ptr<ScanPlan> fallback = fallback_plan(ctx, p);
     const std::uint64_t depth = std::max(d, fallback->depth());
     return std::make_unique<LookbackPlan>(ctx, p, pol, depth,

@@ -108,8 +108,8 @@ LookbackRunPlan::LookbackRunPlan(Context& ctx, std::string variant, const ScanPr
       fallback_(std::move(fallback)) {
   // Descriptors carry the run's epoch, so they are zeroed once, here; the tile counter is reset
   // by each launch's last group.
-  desc_ = ctx.zeroed_buffer(std::max<std::size_t>(tiles, 1) * (p.acc_bytes() / 4) *
-                            sizeof(cl_ulong));
+  desc_ =
+      ctx.zeroed_buffer(std::max<std::size_t>(tiles, 1) * (p.acc_bytes() / 4) * sizeof(cl_ulong));
   counters_ = ctx.zeroed_buffer(2 * sizeof(cl_uint));
   err_ = ctx.zeroed_buffer(sizeof(cl_uint));
 }
@@ -131,11 +131,10 @@ bool LookbackRunPlan::run(const cl::Buffer& in, const cl::Buffer& flags, const c
   kernel_.setArg(first_arg + 2, err_);
   kernel_.setArg(first_arg + 3, static_cast<cl_uint>(epoch_));
   events.emplace_back();
-  ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(global),
-                                    cl::NDRange(local), nullptr, &events.back());
-  wait_launch(events.back(), n);  // within the time limit, before the blocking read
+  ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(global), cl::NDRange(local),
+                                    nullptr, &events.back());
   cl_uint seen = 0;
-  ctx_.queue().enqueueReadBuffer(err_, CL_TRUE, 0, sizeof seen, &seen);
+  read_after(err_, sizeof seen, &seen, n);
   ++runs_;
   if (seen == epoch_) {
     // A group waited past the limit (no forward progress, or the test knob): some tiles were
@@ -154,14 +153,24 @@ bool ScanPlan::launch_carry(const cl::Buffer& in, const cl::Buffer& flags, const
   return false;
 }
 
+std::string ScanPlan::wait_words(std::size_t n) const {
+  if (check_.empty())
+    return variant_ + " scan of " + std::to_string(n) + " " + dtype_name(problem_.type) +
+           " elements";
+  return ctx_.doing().empty() ? check_ : ctx_.doing() + ": " + check_;
+}
+
 void ScanPlan::wait_launch(const cl::Event& e, std::size_t n) {
   const double bytes = static_cast<double>(n) *
                        static_cast<double>(dtype_size(problem_.type) + problem_.acc_bytes());
-  const double limit = ctx_.tuning().timeout > 0 && !default_limit_ ? ctx_.tuning().timeout
-                                                                    : default_timeout_s(bytes);
   ctx_.queue().flush();
-  wait(e, limit, variant_ + " scan of " + std::to_string(n) + " " + dtype_name(problem_.type) +
-                     " elements");
+  wait(e, ctx_.time_limit(bytes), wait_words(n));
+}
+
+void ScanPlan::read_after(const cl::Buffer& buf, std::size_t bytes, void* dst, std::size_t n) {
+  cl::Event read;
+  ctx_.queue().enqueueReadBuffer(buf, CL_FALSE, 0, bytes, dst, nullptr, &read);
+  wait_launch(read, n);  // the launch before it, on the in-order queue, then the read
 }
 
 void ScanPlan::enqueue(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,

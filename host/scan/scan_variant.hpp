@@ -48,9 +48,9 @@ class ScanPlan {
   // The variant that made the plan (for a path delegated to, the variant whose path it is).
   const std::string& variant() const { return variant_; }
   const ScanProblem& problem() const { return problem_; }
-  // Start-up checks: waits inside launches use the default time limit, not the timeout knob
-  // (a check is not the user's run, and a cold kernel cache makes its first run slow).
-  void use_default_time_limit() { default_limit_ = true; }
+  // A start-up check's plan: the time-outs of waits inside its launches name `label` (after the
+  // context's doing(): the run the check serves) instead of the plan's own variant and size.
+  void in_check(std::string label) { check_ = std::move(label); }
   // The launch as printable data (--verbose, JSON "policy").
   const LaunchPolicy& policy() const { return policy_; }
   // The longest chain of operations any output element passes through in a launch on up to
@@ -103,8 +103,11 @@ class ScanPlan {
   // Waits for a launch's event e on n elements within the run's time limit (the timeout knob, or
   // the default for the bytes it moves), so a plan that reads back a flag after its kernel
   // (the look-back scans) stops at the limit like every other wait: Error(Errc::kTimeout) naming
-  // the variant and size.
+  // the variant and size (or the check, in_check()).
   void wait_launch(const cl::Event& e, std::size_t n);
+  // Reads buf's first `bytes` bytes into dst after a launch on n elements, waiting as
+  // wait_launch() does.
+  void read_after(const cl::Buffer& buf, std::size_t bytes, void* dst, std::size_t n);
 
   Context& ctx_;
 
@@ -113,8 +116,11 @@ class ScanPlan {
   void apply_carry(const cl::Buffer& f, const cl::Buffer& y, std::size_t length, const Value& carry,
                    std::vector<cl::Event>& events);
 
+  // What the waits' time-outs name: `n` elements of the plan's own run, or the check's label.
+  std::string wait_words(std::size_t n) const;
+
   std::string variant_;
-  bool default_limit_ = false;
+  std::string check_;  // in_check()'s label; "" for a run's plan
   ScanProblem problem_;
   LaunchPolicy policy_;
   std::uint64_t depth_;

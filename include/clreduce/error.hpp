@@ -38,6 +38,15 @@ class Error : public std::runtime_error {
 using TimeoutHandler = void (*)(const Error&);
 void set_timeout_handler(TimeoutHandler handler);
 
+// The OpenCL compiler can end the process from inside a kernel build (LLVM's fatal errors call
+// exit(): PoCL's kernel cache on a full disk does it). The library then calls this handler, when
+// set, with an Error(Errc::kBuild) naming what was being built, what the compiler said and
+// what is wrong with the kernel cache; a program usually reports it and ends with its own code
+// (std::_Exit). Without a handler the library writes the message to stderr, and the process
+// ends with the compiler's status.
+using CompilerExitHandler = void (*)(const Error&);
+void set_compiler_exit_handler(CompilerExitHandler handler);
+
 // Name of an OpenCL error code ("CL_INVALID_WORK_GROUP_SIZE"), or "CL_ERROR" when unknown.
 const char* cl_error_name(int err);
 

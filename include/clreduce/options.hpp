@@ -38,7 +38,7 @@ struct Tuning {
   unsigned stream_slots = 3;           // stream-slots: chunks in flight when streaming, 2-8
   std::string stream_source = "auto";  // stream-source: auto | write | stage | host-ptr
   std::string in_place = "auto";       // in-place: auto | on | off (CPU devices)
-  double timeout = 0;  // timeout: seconds a device may take to finish; 0 = scaled by bytes moved
+  double timeout = 0;  // timeout: seconds any wait on the device may take; 0 = by bytes moved
 };
 
 // One knob as documented: its key, accepted values and default, and what it does.

@@ -110,13 +110,12 @@ TEST_CASE("an array larger than host memory is exit code 5, saying what it needs
 }
 
 TEST_CASE("a malformed .npy file is refused with what is wrong", "[cli]") {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("clreduce_bad_" + std::to_string(std::random_device{}()) + ".npy");
+  const clreduce::test::TempDir d;
+  const std::string path = d / "bad.npy";
   std::ofstream(path, std::ios::binary) << "this is not numpy";
-  const Result r = run_cli("--input " + path.string());
+  const Result r = run_cli("--input " + path);
   CHECK(r.code == 2);
   CHECK_THAT(r.out, ContainsSubstring("bad magic"));
-  std::filesystem::remove(path);
 }
 
 TEST_CASE("a missing kernel directory names every place tried (exit 4)", "[cli]") {
@@ -129,9 +128,8 @@ TEST_CASE("a missing kernel directory names every place tried (exit 4)", "[cli]"
 }
 
 TEST_CASE("no OpenCL platform is exit code 3 with a hint", "[cli]") {
-  const auto empty = std::filesystem::temp_directory_path() / "clreduce_no_icd";
-  std::filesystem::create_directories(empty);
-  const std::string env = "OCL_ICD_VENDORS=" + empty.string();
+  const clreduce::test::TempDir empty;  // no vendor files: removed at the end, pass or skip
+  const std::string env = "OCL_ICD_VENDORS=" + empty.dir.string();
   if (run_cli("--list-devices", env).code != 3) SKIP("this ICD loader ignores OCL_ICD_VENDORS");
   const Result r = run_cli("--size 10", env);
   CHECK(r.code == 3);
@@ -224,8 +222,8 @@ TEST_CASE("a bad CLREDUCE_FAST_SHAPE or CLREDUCE_FAST_GROUPS is a usage error", 
 
 TEST_CASE("a wrong result exits 1", "[cli]") {
   namespace fs = std::filesystem;
-  const fs::path dir =
-      fs::temp_directory_path() / ("clreduce_wrong_" + std::to_string(std::random_device{}()));
+  const clreduce::test::TempDir d;
+  const fs::path dir = d.dir / "cl";
   fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir, fs::copy_options::recursive);
   {
     std::ifstream in(dir / "clr_ticket.h");  // the epilogue that writes topdown's result
@@ -236,5 +234,4 @@ TEST_CASE("a wrong result exits 1", "[cli]") {
   const Result r = run_cli("--kernel-dir " + dir.string() + " --variant topdown --size 1000");
   CHECK(r.code == 1);
   CHECK_THAT(r.out, ContainsSubstring("NO"));
-  fs::remove_all(dir);
 }

@@ -20,9 +20,10 @@ namespace {
 
 std::size_t lines(const std::string& s) { return clreduce::test::count_lines(s); }
 
-std::filesystem::path temp_npy(const std::string& tag, std::size_t n) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("clreduce_" + tag + "_" + std::to_string(std::random_device{}()) + ".npy");
+// An int32 .npy file of n elements, `tag`.npy in d (removed with d at the end of the test).
+std::filesystem::path temp_npy(const clreduce::test::TempDir& d, const std::string& tag,
+                               std::size_t n) {
+  const std::filesystem::path path = d.dir / (tag + ".npy");
   clreduce::HostArray a;
   a.type = clreduce::DType::kInt32;
   a.n = n;
@@ -35,7 +36,8 @@ std::filesystem::path temp_npy(const std::string& tag, std::size_t n) {
 }  // namespace
 
 TEST_CASE("every value is checked up front: one line in words, exit 2", "[cli][checks]") {
-  const auto npy = temp_npy("checks", 10);
+  const clreduce::test::TempDir d;
+  const auto npy = temp_npy(d, "checks", 10);
   const std::string f = npy.string();
   struct Case {
     std::string args;
@@ -89,7 +91,6 @@ TEST_CASE("every value is checked up front: one line in words, exit 2", "[cli][c
   CHECK_THAT(help.out, ContainsSubstring("timed runs, 1 to 1000000"));
   CHECK_THAT(help.out, ContainsSubstring("0 to 1000000"));
   CHECK_THAT(help.out, ContainsSubstring("left out, each variant picks its own"));
-  std::filesystem::remove(npy);
 }
 
 TEST_CASE("values at the edges of their ranges are taken as given", "[cli][checks]") {
@@ -129,6 +130,7 @@ TEST_CASE("a variant asked for by name that cannot run is an error; under all it
 }
 
 TEST_CASE("mistakes are found before the first kernel runs", "[cli][checks]") {
+  const clreduce::test::TempDir d;
   // butterfly refuses a group of 48 when its launch policy is made: before fast has run.
   Result r = run_cli("--variant fast,butterfly --local-size 48 --size 1000 --repeat 1");
   CHECK(r.code == 2);
@@ -140,18 +142,16 @@ TEST_CASE("mistakes are found before the first kernel runs", "[cli][checks]") {
   CHECK_THAT(r.out, ContainsSubstring("--local-size 1048576 is larger than device"));
   CHECK(lines(r.out) == 1);
   // A flag file of the wrong length, found before the reductions run.
-  const auto flags = temp_npy("flags", 5);
+  const auto flags = temp_npy(d, "flags", 5);
   r = run_cli("--variant fast,scan-blelloch --size 100 --repeat 1 --segments " + flags.string());
   CHECK(r.code == 2);
   CHECK_THAT(r.out, ContainsSubstring("5 segment flags for an array of 100 elements"));
   CHECK(lines(r.out) == 1);
-  std::filesystem::remove(flags);
   // --input with a --type that is not the file's.
-  const auto npy = temp_npy("type", 10);
+  const auto npy = temp_npy(d, "type", 10);
   r = run_cli("--input " + npy.string() + " --type float");
   CHECK(r.code == 2);
   CHECK_THAT(r.out, ContainsSubstring("holds int32, not --type float"));
-  std::filesystem::remove(npy);
 }
 
 TEST_CASE("the short flag -v is --verbose; --variant has no short form", "[cli][checks]") {

@@ -87,13 +87,6 @@ std::string row_of(const std::string& out, const std::string& name, const std::s
   return "";
 }
 
-fs::path temp_dir(const std::string& tag) {
-  const fs::path d = fs::temp_directory_path() /
-                     ("clreduce_" + tag + "_" + std::to_string(std::random_device{}()));
-  fs::create_directories(d);
-  return d;
-}
-
 }  // namespace
 
 TEST_CASE("CSV output: a header, one line per row, a column for every JSON key", "[cli][output]") {
@@ -154,7 +147,8 @@ TEST_CASE("JSON rows say how to reproduce them: seed, input, warmup, repeat", "[
   CHECK(r.code == 0);
   CHECK_THAT(r.out, ContainsSubstring("\"seed\":42,\"input\":null,\"warmup\":2,\"repeat\":3"));
   // Standard input as --input -.
-  const fs::path dir = temp_dir("stdin");
+  const clreduce::test::TempDir d;  // removed at the end, pass or fail
+  const fs::path dir = d.dir;
   clreduce::HostArray a;
   a.type = clreduce::DType::kInt64;
   a.n = 3;
@@ -173,7 +167,6 @@ TEST_CASE("JSON rows say how to reproduce them: seed, input, warmup, repeat", "[
   CHECK(r.code == 2);
   CHECK_THAT(r.out, ContainsSubstring("standard input: not a .npy file"));
   CHECK(lines(r.out) == 1);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("the copy row has no sequential time or speedup", "[cli][output]") {
@@ -297,7 +290,8 @@ TEST_CASE("a cold compiler cache prints nothing but the table; --verbose shows t
           "[cli][output]") {
   // A kernel that compiles with a warning, built with PoCL's cache empty: its compiler then
   // writes "1 warning generated." to stderr by itself.
-  const fs::path kernels = temp_dir("warnkernels");
+  const clreduce::test::TempDir d;  // removed at the end, pass or fail
+  const fs::path kernels = d.dir / "cl";
   fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, kernels, fs::copy_options::recursive);
   {
     std::ifstream in(kernels / "reduce_sequential_device.cl");
@@ -307,7 +301,8 @@ TEST_CASE("a cold compiler cache prints nothing but the table; --verbose shows t
     s.replace(s.find(at), at.size(), "  int truncated = 1.5;\n  out[0] = a;");
     std::ofstream(kernels / "reduce_sequential_device.cl", std::ios::trunc) << s;
   }
-  const fs::path cache = temp_dir("pocl_cache");
+  const fs::path cache = d.dir / "pocl_cache";
+  fs::create_directories(cache);
   const std::string env = "POCL_CACHE_DIR=" + cache.string();
   const std::string args =
       "--kernel-dir " + kernels.string() + " --variant sequential-device --size 1000 --repeat 1";
@@ -322,8 +317,6 @@ TEST_CASE("a cold compiler cache prints nothing but the table; --verbose shows t
   CHECK_THAT(r.out, !ContainsSubstring("generated."));
   if (r.out.find("build log of reduce_sequential_device.cl") == std::string::npos)
     WARN("this compiler leaves no warning in the build log");
-  fs::remove_all(cache);
-  fs::remove_all(kernels);
 }
 
 namespace {
@@ -410,7 +403,8 @@ std::string table_cell(const std::string& header, const std::string& row, const 
 
 TEST_CASE("the table's columns line up for every result: the widest doubles with their index",
           "[cli][output]") {
-  const fs::path dir = temp_dir("align");
+  const clreduce::test::TempDir d;  // removed at the end, pass or fail
+  const fs::path dir = d.dir;
   // 1000 doubles with the extreme at index 999: "-1.7976931348623157e+308 @999" (29 characters)
   // and "-2.2250738585072014e-308 @999".
   for (const auto& [name, fill, extreme] :
@@ -448,7 +442,6 @@ TEST_CASE("the table's columns line up for every result: the widest doubles with
   const Result r = run_cli("--input " + (dir / "lowest.npy").string() +
                            " --op argmin --repeat 1 --variant fast");
   CHECK_THAT(r.out, ContainsSubstring("-1.7976931348623157e+308 @999 yes "));
-  fs::remove_all(dir);
 }
 
 TEST_CASE("n = 0: no rate or ratio: '-' in the table, null in JSON, empty in CSV",

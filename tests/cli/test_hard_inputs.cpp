@@ -4,11 +4,14 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -94,6 +97,196 @@ TEST_CASE("a kernel file that is a FIFO or a directory is a build error naming i
   CHECK(r.code == 4);
   CHECK_THAT(r.out, ContainsSubstring("its clreduce.h is not a regular file"));
   CHECK(lines(r.out) == 1);
+}
+
+namespace {
+
+std::string text_of(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Puts `code` at the start of the body of every kernel function in `file`.
+void inject_into_kernels(const fs::path& file, const std::string& code) {
+  std::string s = text_of(file);
+  std::size_t at = 0, kernels = 0;
+  while ((at = s.find("__kernel ", at)) != std::string::npos) {
+    const std::size_t body = s.find('{', at);
+    REQUIRE(body != std::string::npos);
+    s.insert(body + 1, code);
+    at = body + 1 + code.size();
+    ++kernels;
+  }
+  REQUIRE(kernels > 0);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << s;
+}
+
+bool cpu_device() { return !clreduce::test::device_context().info().is_gpu; }
+
+}  // namespace
+
+TEST_CASE(
+    "a kernel file that does not build is exit 4 with the compiler's line for every variant, "
+    "never a fallback to another kernel",
+    "[cli][hard]") {
+  const TempDir d;
+  const fs::path src = CLREDUCE_SOURCE_KERNEL_DIR, cl = d.dir / "cl";
+  fs::copy(src, cl, fs::copy_options::recursive);
+  struct Case {
+    std::string variant, file;
+  };
+  std::vector<Case> cases = {{"fast", "reduce_fast.cl"},
+                             {"exact --type float", "reduce_exact.cl"},
+                             {"exact --type double", "reduce_exact.cl"},
+                             {"interleaved-divergent", "reduce_interleaved_divergent.cl"},
+                             {"unroll-last-warp", "reduce_unroll_last_warp.cl"},
+                             {"scan-lookback", "scan_lookback.cl"},
+                             {"scan-hierarchical", "scan_hierarchical.cl"}};
+  // scan-fast's paths on a CPU: the look-back over tiles, redone by the two-pass scan.
+  if (cpu_device()) {
+    cases.push_back({"scan-fast", "scan_cpu_lookback.cl"});
+    cases.push_back({"scan-fast", "scan_cpu_two_pass.cl"});
+    cases.push_back({"scan-fast --local-size 4", "scan_cpu_two_pass.cl"});
+  }
+  for (const Case& c : cases) {
+    CAPTURE(c.variant, c.file);
+    const std::string good = text_of(src / c.file);
+    REQUIRE(!good.empty());
+    REQUIRE(good.back() == '\n');
+    // The appended line's number, as the compiler reports it: file:LINE:COLUMN.
+    const std::size_t line =
+        static_cast<std::size_t>(std::count(good.begin(), good.end(), '\n')) + 1;
+    std::ofstream(cl / c.file, std::ios::binary | std::ios::trunc)
+        << good << "kernel void broken(\n";
+    const Result r = run_cli("--kernel-dir " + cl.string() + " --variant " + c.variant +
+                                 " --size 1000 --repeat 1 --warmup 0",
+                             kTimeout);
+    CHECK(r.code == 4);
+    CHECK_THAT(r.out, ContainsSubstring("kernel build failed"));
+    CHECK_THAT(r.out, ContainsSubstring(c.file + ":" + std::to_string(line) + ":"));
+    CHECK_THAT(r.out, !ContainsSubstring("verified"));
+    std::ofstream(cl / c.file, std::ios::binary | std::ios::trunc) << good;
+  }
+  // A kernel file that is a FIFO: exit 4 naming it, fast and scan-fast alike.
+  fs::remove(cl / "reduce_fast.cl");
+  REQUIRE(::mkfifo((cl / "reduce_fast.cl").c_str(), 0600) == 0);
+  Result r =
+      run_cli("--kernel-dir " + cl.string() + " --variant fast --size 1000 --repeat 1", kTimeout);
+  CHECK(r.code == 4);
+  CHECK_THAT(r.out, ContainsSubstring("kernel source " + (cl / "reduce_fast.cl").string() +
+                                      ": not a regular file (a FIFO)"));
+  if (cpu_device()) {
+    fs::remove(cl / "scan_cpu_lookback.cl");
+    REQUIRE(::mkfifo((cl / "scan_cpu_lookback.cl").c_str(), 0600) == 0);
+    r = run_cli("--kernel-dir " + cl.string() + " --variant scan-fast --size 1000 --repeat 1",
+                kTimeout);
+    CHECK(r.code == 4);
+    CHECK_THAT(r.out, ContainsSubstring("kernel source " + (cl / "scan_cpu_lookback.cl").string() +
+                                        ": not a regular file (a FIFO)"));
+  }
+}
+
+TEST_CASE(
+    "a kernel that never ends is stopped by --timeout, in a start-up check as in a run (exit 3)",
+    "[cli][hard]") {
+  // A hung kernel can take a GPU's driver down with it: on CPU devices only.
+  if (!cpu_device()) SKIP("a kernel that never ends is run on CPU devices only");
+  const TempDir d;
+  const fs::path src = CLREDUCE_SOURCE_KERNEL_DIR, cl = d.dir / "cl";
+  fs::copy(src, cl, fs::copy_options::recursive);
+  struct Case {
+    std::string variant, file, says;
+  };
+  // fast, scan-fast and exact meet their loop in their start-up checks (capability answers are
+  // waited for too), topdown in its run.
+  const Case cases[] = {
+      {"fast", "reduce_fast.cl", "the start-up check of fast's"},
+      {"scan-fast", "scan_cpu_lookback.cl", "the start-up check of scan-fast's"},
+      {"exact --type float", "reduce_exact.cl", "the start-up check of exact's"},
+      {"topdown", "reduce_topdown.cl", "topdown sum of 1000 int32 elements did not finish"}};
+  for (const Case& c : cases) {
+    CAPTURE(c.variant, c.file);
+    const std::string good = text_of(src / c.file);
+    inject_into_kernels(cl / c.file, "\n  for (volatile int spin = 1; spin;) {}\n");
+    const auto t0 = std::chrono::steady_clock::now();
+    // The default limit is 60 s: a wait that ignored --timeout would be cut by `timeout` (124).
+    const Result r = run_cli("--kernel-dir " + cl.string() + " --variant " + c.variant +
+                                 " --size 1000 --repeat 1 --warmup 0 --timeout 2",
+                             "timeout 50");
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(r.code == 3);
+    CHECK(s < 45);
+    CHECK_THAT(r.out, ContainsSubstring(c.says));
+    CHECK_THAT(r.out, ContainsSubstring(c.variant.substr(0, c.variant.find(' ')) + " sum"));
+    CHECK_THAT(r.out, ContainsSubstring("did not finish within --timeout 2 s; raise --timeout"));
+    CHECK(lines(r.out) == 1);
+    std::ofstream(cl / c.file, std::ios::binary | std::ios::trunc) << good;
+  }
+}
+
+namespace {
+
+bool pocl_device() {
+  return clreduce::test::device_context().info().platform_name.find(
+             "Portable Computing Language") != std::string::npos;
+}
+
+// The message of a kernel cache that cannot be used: one line naming it and the variable.
+void check_cache_message(const Result& r, const std::string& dir, const std::string& what) {
+  CHECK(r.code == 4);
+  CHECK_THAT(r.out, ContainsSubstring("PoCL's kernel cache " + dir + " " + what));
+  CHECK_THAT(r.out, ContainsSubstring("point POCL_CACHE_DIR at a writable folder"));
+  CHECK(lines(r.out) == 1);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a kernel cache that cannot be made or written says so and how to point it elsewhere "
+    "(exit 4)",
+    "[cli][hard]") {
+  if (!pocl_device()) SKIP("the kernel cache checked is PoCL's");
+  const TempDir d;
+  std::ofstream(d / "file") << "a regular file";
+  // Its folder under a regular file: PoCL cannot make it and finds no device (root included).
+  const std::string under = d / "file/cache";
+  for (const std::string args : {"--size 1000", "--list-devices"}) {
+    CAPTURE(args);
+    check_cache_message(run_cli(args, "POCL_CACHE_DIR=" + under), under,
+                        "cannot be made (Not a directory)");
+  }
+  // A regular file as the folder: every build fails, trial builds and start-up checks too.
+  const std::string file = d / "file";
+  for (const std::string v : {"fast", "scan-fast", "exact --type float", "topdown"}) {
+    CAPTURE(v);
+    const Result r = run_cli("--size 1000 --repeat 1 --variant " + v, "POCL_CACHE_DIR=" + file);
+    check_cache_message(r, file, "cannot be made");
+    CHECK_THAT(r.out, ContainsSubstring("kernel build failed"));
+  }
+}
+
+TEST_CASE("a full or read-only kernel cache says so (exit 4), never a silent exit", "[cli][hard]") {
+  if (!pocl_device()) SKIP("the kernel cache checked is PoCL's");
+  // A small tmpfs of its own, mounted in a user and mount namespace of the command's own.
+  if (std::system("unshare -rm sh -c 'mount -t tmpfs -o size=64k tmpfs /tmp' >/dev/null 2>&1") != 0)
+    SKIP("unshare cannot mount a tmpfs here");
+  const TempDir d;
+  const std::string dir = d / "cache";
+  fs::create_directory(dir);
+  const auto in_tmpfs = [&](const std::string& opts) {
+    return "unshare -rm sh -c 'mount -t tmpfs -o " + opts + " tmpfs " + dir +
+           " && POCL_CACHE_DIR=" + dir + " exec \"$@\"' sh";
+  };
+  // 64 KiB: the compiler's preprocessed source does not fit, and LLVM ends the process.
+  for (const std::string v : {"fast", "scan-fast"}) {
+    CAPTURE(v);
+    const Result r = run_cli("--size 1000 --repeat 1 --variant " + v, in_tmpfs("size=64k"));
+    check_cache_message(r, dir, "is full (No space left on device)");
+    CHECK_THAT(r.out, ContainsSubstring("the OpenCL compiler ended the process while building"));
+    CHECK_THAT(r.out, ContainsSubstring("No space left on device"));
+  }
+  const Result r = run_cli("--size 1000 --repeat 1", in_tmpfs("size=64k,ro"));
+  check_cache_message(r, dir, "cannot be written (Read-only file system)");
 }
 
 TEST_CASE("text from a .npy header is escaped: no colour codes, no forged line (exit 2)",

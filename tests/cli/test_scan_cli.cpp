@@ -28,9 +28,9 @@ using Result = clreduce::test::CliResult;
 using clreduce::test::run_cli;
 std::size_t lines(const std::string& s) { return clreduce::test::count_lines(s); }
 
-std::filesystem::path temp_path(const std::string& tag) {
-  return std::filesystem::temp_directory_path() /
-         ("clreduce_" + tag + "_" + std::to_string(std::random_device{}()) + ".npy");
+// A file `tag`.npy in d (removed with d at the end of the test, pass or fail).
+std::filesystem::path temp_path(const clreduce::test::TempDir& d, const std::string& tag) {
+  return d.dir / (tag + ".npy");
 }
 
 }  // namespace
@@ -57,7 +57,8 @@ TEST_CASE("the variant list names the scans, and --variant all runs reductions t
 
 TEST_CASE("scan JSON has the foundation keys, the scan keys, and the last element as result",
           "[cli][scan]") {
-  const auto path = temp_path("out");
+  const clreduce::test::TempDir d;
+  const auto path = temp_path(d, "out");
   const Result r = run_cli(
       "--variant scan-blelloch,scan-hierarchical --size 5000 --seed 7 --segment-length 300 "
       "--exclusive --format json --repeat 1 --output " +
@@ -89,12 +90,12 @@ TEST_CASE("scan JSON has the foundation keys, the scan keys, and the last elemen
   std::int64_t last;
   std::memcpy(&last, y.bytes.data() + 4999 * 8, 8);
   CHECK_THAT(r.out, ContainsSubstring("\"result\":" + std::to_string(last) + ","));
-  std::filesystem::remove(path);
 }
 
 TEST_CASE("a --segments flag file and --acc int32 give an int32 result file", "[cli][scan]") {
-  const auto flags_path = temp_path("flags");
-  const auto out_path = temp_path("out");
+  const clreduce::test::TempDir d;
+  const auto flags_path = temp_path(d, "flags");
+  const auto out_path = temp_path(d, "out");
   HostArray f;
   f.type = DType::kUInt32;
   f.n = 4000;
@@ -115,8 +116,6 @@ TEST_CASE("a --segments flag file and --acc int32 give an int32 result file", "[
   sequential_scan(generate(DType::kInt32, 4000, 3), ScanMode{Op::kSum, DType::kInt32, false}, flags,
                   want.data());
   CHECK(std::memcmp(want.data(), y.bytes.data(), want.size()) == 0);
-  std::filesystem::remove(flags_path);
-  std::filesystem::remove(out_path);
 }
 
 TEST_CASE("a scan-only flag without --variant runs the default scan, scan-fast", "[cli][scan]") {
@@ -136,15 +135,16 @@ TEST_CASE("an empty scan verifies with a null result", "[cli][scan]") {
 }
 
 TEST_CASE("bad scan arguments get one line and exit code 2", "[cli][scan]") {
-  const auto bad = temp_path("bad");
+  const clreduce::test::TempDir d;
+  const auto bad = temp_path(d, "bad");
   std::ofstream(bad, std::ios::binary) << "not numpy";
-  const auto short_flags = temp_path("short");
+  const auto short_flags = temp_path(d, "short");
   HostArray f;
   f.type = DType::kInt64;
   f.n = 10;
   f.bytes.assign(80, 0);
   write_npy(short_flags.string(), f);
-  const auto float_flags = temp_path("float");
+  const auto float_flags = temp_path(d, "float");
   f.type = DType::kFloat;
   f.bytes.assign(40, 0);
   write_npy(float_flags.string(), f);
@@ -174,7 +174,6 @@ TEST_CASE("bad scan arguments get one line and exit code 2", "[cli][scan]") {
     CHECK_THAT(r.out, ContainsSubstring(c.says));
     CHECK(lines(r.out) == 1);
   }
-  for (const auto& p : {bad, short_flags, float_flags}) std::filesystem::remove(p);
   // Found at run time, after the table header: the message is still one line on stderr.
   const Result r = run_cli("--variant scan-hillis-steele --local-size 1 --size 100 --repeat 1");
   CHECK(r.code == 2);
@@ -183,8 +182,8 @@ TEST_CASE("bad scan arguments get one line and exit code 2", "[cli][scan]") {
 
 TEST_CASE("a wrong scan exits 1 and names the first wrong element and the count", "[cli][scan]") {
   namespace fs = std::filesystem;
-  const fs::path dir =
-      fs::temp_directory_path() / ("clreduce_wrongscan_" + std::to_string(std::random_device{}()));
+  const clreduce::test::TempDir d;  // removed at the end, pass or fail
+  const fs::path dir = d.dir / "cl";
   fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir, fs::copy_options::recursive);
   {
     std::ifstream in(dir / "scan_add.cl");
@@ -205,7 +204,6 @@ TEST_CASE("a wrong scan exits 1 and names the first wrong element and the count"
   CHECK(r.code == 1);
   CHECK_THAT(r.out, ContainsSubstring("\"first_wrong\":69"));
   CHECK_THAT(r.out, ContainsSubstring("\"wrong_count\":15"));
-  fs::remove_all(dir);
 }
 
 TEST_CASE("scan-fast forced onto the look-back path runs, and so does its redo", "[cli][scan]") {

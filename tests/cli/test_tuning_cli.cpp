@@ -44,7 +44,8 @@ TEST_CASE("bad knob values are refused up front with one line and exit 2", "[cli
         Case{"CLREDUCE_EXACT_GROUPS=0", "CLREDUCE_EXACT_GROUPS must be a count from 1 to 2^20"},
         Case{"CLREDUCE_EXACT_TERMS=5", "CLREDUCE_EXACT_TERMS must be a count from 2 to 4, not '5'"},
         Case{"CLREDUCE_SCAN_FAST_PATH=bogus",
-             "CLREDUCE_SCAN_FAST_PATH must be one of auto, lookback, cpu, cpu-lookback, hierarchical"}}) {
+             "CLREDUCE_SCAN_FAST_PATH must be one of auto, lookback, cpu, cpu-lookback, "
+             "hierarchical"}}) {
     CAPTURE(c.env);
     // With a reduction before scan-fast in the list: the refusal comes before any variant runs.
     const auto r = run_cli("--variant fast,scan-fast --size 1000", c.env);
@@ -58,8 +59,8 @@ TEST_CASE("tuning from the command line: set, checked, applied after the environ
           "[cli][tuning]") {
   auto r = run_cli("--size 1000 --tune lookback-rows=17");
   CHECK(r.code == 2);
-  CHECK_THAT(r.out,
-             ContainsSubstring("--tune lookback-rows must be auto or a count from 1 to 16, not '17'"));
+  CHECK_THAT(r.out, ContainsSubstring(
+                        "--tune lookback-rows must be auto or a count from 1 to 16, not '17'"));
   r = run_cli("--size 1000 --tune no-such-knob=1");
   CHECK(r.code == 2);
   CHECK_THAT(r.out, ContainsSubstring("unknown tuning key 'no-such-knob'"));
@@ -74,6 +75,28 @@ TEST_CASE("tuning from the command line: set, checked, applied after the environ
               "CLREDUCE_FAST_SHAPE=gpu");
   CHECK(r.code == 0);
   CHECK_THAT(r.out, ContainsSubstring("topdown-scheme"));
+}
+
+TEST_CASE(
+    "an OpenCL error in a run names the variant, op, type and size and what to change (exit 3)",
+    "[cli][tuning]") {
+  // -DWG_SIZE=3 after the host's own -DWG_SIZE: the kernels' required group size no longer
+  // matches the launch's.
+  for (const std::string v : {"fast", "topdown", "scan-blelloch"}) {
+    CAPTURE(v);
+    const auto r = run_cli(
+        "--size 1000 --repeat 1 --warmup 0 --tune build-options=-DWG_SIZE=3 "
+        "--variant " +
+        v);
+    CHECK(r.code == 3);
+    CHECK_THAT(r.out, ContainsSubstring("clreduce: " + v +
+                                        (v == "scan-blelloch" ? " sum scan of" : " sum of") +
+                                        " 1000 int32 elements: "));
+    CHECK_THAT(r.out, ContainsSubstring("CL_INVALID_WORK_GROUP_SIZE"));
+    CHECK_THAT(r.out, ContainsSubstring("change --local-size, or the -D options of --tune "
+                                        "build-options"));
+    CHECK(lines(r.out) == 1);
+  }
 }
 
 TEST_CASE("the help lists every tuning knob", "[cli][tuning]") {

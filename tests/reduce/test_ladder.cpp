@@ -441,9 +441,8 @@ TEST_CASE("the variant list names the path each device-dependent variant takes",
     CHECK_THAT(r.out.substr(at, r.out.find('\n', at) - at), ContainsSubstring(": " + path + "]"));
   }
   // No OpenCL platform: the plain list still answers.
-  const auto empty = std::filesystem::temp_directory_path() / "clreduce_no_icd_ladder";
-  std::filesystem::create_directories(empty);
-  const std::string env = "OCL_ICD_VENDORS=" + empty.string();
+  const test::TempDir empty;  // no vendor files: removed at the end, pass or skip
+  const std::string env = "OCL_ICD_VENDORS=" + empty.dir.string();
   if (run_cli("--list-devices", env).code != 3) SKIP("this ICD loader ignores OCL_ICD_VENDORS");
   r = run_cli("--list-variants", env);
   CHECK(r.code == 0);

@@ -324,13 +324,11 @@ TEST_CASE("fast gives the same bits run after run on one device", "[reduce][fast
 
 namespace {
 
-std::filesystem::path copy_kernels(const std::string& tag) {
+// A copy of the source tree's kernels in d (removed with d at the end of the test, pass or fail).
+std::filesystem::path copy_kernels(const test::TempDir& d) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() /
-                       ("clreduce_" + tag + "_" + std::to_string(std::random_device{}()));
-  fs::create_directories(dir);
-  fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir,
-           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  const fs::path dir = d.dir / "cl";
+  fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir, fs::copy_options::recursive);
   return dir;
 }
 
@@ -347,7 +345,8 @@ void replace_in_file(const std::filesystem::path& p, const std::string& from,
 
 TEST_CASE("an edited kernel takes effect at the next run, with no rebuild and no stale cache",
           "[kernels]") {
-  const auto dir = copy_kernels("edit");
+  const test::TempDir d;
+  const auto dir = copy_kernels(d);
   Context ctx(device_context().info(), dir.string());
   const HostArray a = generate(DType::kInt32, 5000, 9);
   RunConfig cfg;
@@ -361,12 +360,14 @@ TEST_CASE("an edited kernel takes effect at the next run, with no rebuild and no
   RunRecord after = s.run(*find_reduce_variant("topdown"));
   CHECK_FALSE(after.verified);
   CHECK(after.result.i == before.result.i + 1000);
-  std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("fast falls back to the other shape, then to topdown's scheme, when a check fails",
-          "[kernels][fast]") {
-  const auto dir = copy_kernels("fallback");
+TEST_CASE(
+    "fast falls back to the other shape, then to topdown's scheme, when a check's numbers are "
+    "wrong; a reduce_fast.cl that does not build is a build error",
+    "[kernels][fast]") {
+  const test::TempDir d;
+  const auto dir = copy_kernels(d);
   const test::TuningGuard no_force(device_context(), "fast-shape", "auto");
   const HostArray a = generate(DType::kInt32, 100003, 4);
   RunConfig cfg;
@@ -386,25 +387,39 @@ TEST_CASE("fast falls back to the other shape, then to topdown's scheme, when a 
                                                                      : "cpu-shape check gave"));
     CHECK(r.verified);
   }
-  // Break the file for both: topdown's scheme, still correct.
-  replace_in_file(dir / "reduce_fast.cl", "acc_t a = clr_identity();",
-                  "acc_t a = clr_identity() +;");
+  // Break the other shape too: topdown's scheme, still correct.
+  replace_in_file(dir / "reduce_fast.cl", gpu ? "vidx_t v = gid * per;" : "vidx_t v = gid;",
+                  gpu ? "vidx_t v = gid * per + 1;" : "vidx_t v = gid + 1;");
   {
     Context ctx(device_context().info(), dir.string());
     ReduceSession s(ctx, a, Op::kSum, cfg);
     const RunRecord r = s.run(*find_reduce_variant("fast"));
     CAPTURE(r.policy.str());
     CHECK(r.policy.path.rfind("topdown-scheme", 0) == 0);
-    CHECK_THAT(r.policy.path,
-               Catch::Matchers::ContainsSubstring("check failed: kernel build failed"));
+    CHECK_THAT(r.policy.path, Catch::Matchers::ContainsSubstring("gpu-shape check gave"));
+    CHECK_THAT(r.policy.path, Catch::Matchers::ContainsSubstring("cpu-shape check gave"));
     CHECK(r.verified);
     CHECK(r.result.i == reference_reduce(a, Op::kSum).i);
   }
-  std::filesystem::remove_all(dir);
+  // A file that does not build is the user's to fix, never a reason to run another kernel.
+  replace_in_file(dir / "reduce_fast.cl", "acc_t a = clr_identity();",
+                  "acc_t a = clr_identity() +;");
+  {
+    Context ctx(device_context().info(), dir.string());
+    ReduceSession s(ctx, a, Op::kSum, cfg);
+    try {
+      s.run(*find_reduce_variant("fast"));
+      FAIL("no build error");
+    } catch (const Error& e) {
+      CHECK(e.category() == Errc::kBuild);
+      CHECK_THAT(e.what(), Catch::Matchers::ContainsSubstring("reduce_fast.cl"));
+    }
+  }
 }
 
 TEST_CASE("a kernel that fails to build names the device, file, options and line", "[kernels]") {
-  const auto dir = copy_kernels("broken");
+  const test::TempDir d;
+  const auto dir = copy_kernels(d);
   replace_in_file(dir / "reduce_topdown.cl", "acc_t a = clr_identity();",
                   "acc_t a = clr_identity() +;");
   Context ctx(device_context().info(), dir.string());
@@ -421,7 +436,6 @@ TEST_CASE("a kernel that fails to build names the device, file, options and line
     CHECK_THAT(msg, Catch::Matchers::ContainsSubstring(device_context().info().name));
     CHECK_THAT(msg, Catch::Matchers::ContainsSubstring("reduce_topdown.cl:22"));  // the edited line
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("build logs without #line support are mapped back to the user's file", "[kernels]") {

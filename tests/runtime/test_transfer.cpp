@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -84,6 +85,45 @@ TEST_CASE("a wait past its limit is a time-out error, a finished queue is not", 
   }
   gate.setStatus(CL_COMPLETE);
   finish(ctx.queue(), 60, "released");
+}
+
+TEST_CASE(
+    "a time-out says what to change: a short --timeout is to be raised, past the default limit "
+    "the device may have stopped responding",
+    "[transfer]") {
+  Context& ctx = device_context();
+  struct Case {
+    TimeLimit limit;
+    std::string says;
+  };
+  TimeLimit longer(0.2);  // a limit the user set above the default one
+  longer.user_default_s = 0.1;
+  const Case cases[] = {{time_limit(0.2, 1000),
+                         "held did not finish within --timeout 0.2 s; raise --timeout (the "
+                         "default limit here is 60 s)"},
+                        {TimeLimit(0.2),
+                         "held did not finish within 0.2 s (the default limit; --timeout sets "
+                         "another); the device may have stopped responding"},
+                        {longer,
+                         "held did not finish within --timeout 0.2 s; the device may have stopped "
+                         "responding"}};
+  CHECK(time_limit(0, 1000).s == default_timeout_s(1000));
+  CHECK_FALSE(time_limit(0, 1000).users());
+  for (const Case& c : cases) {
+    cl::UserEvent gate(ctx.context());
+    std::vector<cl::Event> wait{gate};
+    cl::Event marker;
+    ctx.queue().enqueueMarkerWithWaitList(&wait, &marker);
+    try {
+      finish(ctx.queue(), c.limit, "held");
+      FAIL("no time-out");
+    } catch (const Error& e) {
+      CHECK(e.category() == Errc::kTimeout);
+      CHECK(std::string(e.what()) == c.says);
+    }
+    gate.setStatus(CL_COMPLETE);
+    finish(ctx.queue(), 60, "released");
+  }
 }
 
 TEST_CASE("a finished command is judged by the device's clock, from the run's first command",

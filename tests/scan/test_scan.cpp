@@ -325,11 +325,9 @@ TEST_CASE("scans take odd group sizes; n = 0; arg ops are refused", "[scan]") {
 
 TEST_CASE("an element no kernel writes keeps the sentinel and is reported", "[scan][kernels]") {
   namespace fs = std::filesystem;
-  const fs::path dir =
-      fs::temp_directory_path() / ("clreduce_skip_" + std::to_string(std::random_device{}()));
-  fs::create_directories(dir);
-  fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir,
-           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  const test::TempDir tmp;  // removed at the end, pass or fail
+  const fs::path dir = tmp.dir / "cl";
+  fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir, fs::copy_options::recursive);
   // Each edit makes a kernel skip its store of element 77 (level 0 only: n = 1000 leaves fewer
   // than 77 tile totals). The tiled variants store through clr_scan_store; scan-lookback stores
   // whole vectors (the edit sends every tile down its scalar path); scan-fast through CLR_PUT
@@ -341,7 +339,7 @@ TEST_CASE("an element no kernel writes keeps the sentinel and is reported", "[sc
   } edits[] = {
       {"clr_scan.h", "  const size_t g = get_group_id(0);\n",
        "  const size_t g = get_group_id(0);\n  if (base + k == 77) return;\n"},
-      {"scan_lookback.cl", "      if (m == TILE) {\n        ((__global avec*)",
+      {"scan_lookback.cl", "      if (whole) {\n        ((__global avec*)",
        "      if (0) {\n        ((__global avec*)"},
       {"scan_lookback.cl", "if (e0 + k < m) y[base + e0 + k] = o.s[k];",
        "if (e0 + k < m && base + e0 + k != 77) y[base + e0 + k] = o.s[k];"},
@@ -377,7 +375,6 @@ TEST_CASE("an element no kernel writes keeps the sentinel and is reported", "[sc
     CHECK_THAT(r.rec.verify_note, Catch::Matchers::ContainsSubstring("y[77]"));
     CHECK_THAT(r.rec.verify_note, Catch::Matchers::ContainsSubstring("1 of 1000 elements wrong"));
   }
-  fs::remove_all(dir);
 }
 
 TEST_CASE("the scan check catches an error just past the float bound", "[scan]") {
@@ -450,8 +447,7 @@ TEST_CASE("scan-lookback runs in one pass with the default bound, many tiles, an
   const HostArray a = generate(DType::kInt32, n, seed);
   const auto flags = random_flags(n, 0.001, seed);
   for (const bool seg : {false, true}) {
-    const ScanRun r =
-        run_scan("scan-lookback", a, Op::kSum, seg, seg ? &flags : nullptr, 16);
+    const ScanRun r = run_scan("scan-lookback", a, Op::kSum, seg, seg ? &flags : nullptr, 16);
     require_verified(r);
     CHECK(r.rec.launches == 1);
     CHECK(r.rec.policy.path.find("redone") == std::string::npos);
