@@ -139,9 +139,9 @@ inline acc_t clr_cpu_scan(__global const T* x, __global const uchar* flags, __gl
   ulong i = b;
 #if VSCAN == 8
   // Scalar up to the first element whose address is a multiple of the vector's size (the
-  // vector stores, streaming ones above all, need it; a range may start anywhere in a buffer, as
-  // a chunk of an array used in place does), then vectors. Where y is not even aligned to its
-  // elements no such element comes: the whole range is scalar.
+  // vector stores, streaming ones above all, need it; a range may start anywhere in a buffer,
+  // and a caller's buffer over its own memory anywhere past its elements' alignment), then
+  // vectors. Where y is not even aligned to its elements no such element comes: all scalar.
   const ulong vbytes = 8 * sizeof(acc_t);
   const ulong mis = (ulong)(uintptr_t)(y + b) % vbytes;
   const ulong head = mis % sizeof(acc_t) ? e : min(e, b + (vbytes - mis) % vbytes / sizeof(acc_t));

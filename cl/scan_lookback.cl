@@ -232,9 +232,9 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
   const ulong base = (ulong)tile * TILE;
   const ulong m = min((ulong)TILE, n - base);  // >= 1: there are ceil(n / TILE) groups
   // Whole vectors where the tile is whole and x, y (and flags) start at multiples of their
-  // vectors' sizes, as a buffer of their own does; a range may start anywhere in a buffer (a
-  // chunk of an array used in place): then element by element, as a partial tile. A tile's
-  // bytes are a multiple of each vector's size, so the arrays' starts decide for every tile.
+  // vectors' sizes, as a buffer of their own does; a caller's buffer over its own memory may
+  // start anywhere past its elements' alignment: then element by element, as a partial tile. A
+  // tile's bytes are a multiple of each vector's size, so the arrays' starts decide every tile.
   int whole = m == TILE && (ulong)x % sizeof(tvec) == 0 && (ulong)y % sizeof(avec) == 0;
 #if CLR_SEGMENTED
   whole = whole && (ulong)flags % sizeof(fvec) == 0;

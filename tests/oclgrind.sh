@@ -178,8 +178,7 @@ for place in off on; do
   check --variant fast --op argmax --type float --size 1003 --local-size 16 --max-chunk 1024 --tune in-place=$place
   check --variant scan-blelloch --op sum --type int32 --size 500 --local-size 16 --max-chunk 512 \
         --segment-length 7 --exclusive --tune in-place=$place
-  # Chunks of 100 elements, not a multiple of a vector: look-back tiles that start between
-  # vectors in place take the element-by-element path.
+  # Chunks of 100 elements, not a multiple of a vector: partial look-back tiles in each chunk.
   check --variant scan-lookback --op sum --type int64 --size 1000 --local-size 4 --max-chunk 800 \
         --exclusive --tune in-place=$place
 done

@@ -104,8 +104,8 @@ TEST_CASE(
   };
   // Element sizes: int32/float 4, double/int64/uint64 8. Chunks of 1 element, 7 (a prime),
   // 4096 (a multiple of every group size, where the rounding of chunk sizes starts), and lengths
-  // past a vector that are not multiples of 8 (13, 100, 1001): a chunk used in place then starts
-  // at an address that is not a multiple of a vector's size, in the output as in the input.
+  // past a vector that are not multiples of 8 (13, 100, 1001): chunks whose vector loops end in a
+  // remainder (and whose host arrays, starting off the device's alignment, are copied).
   const Case cases[] = {
       {"--op sum --type int32 --max-chunk 4", 37, 1, true},
       {"--op argmin --type float --max-chunk 4", 23, 1, true},
@@ -222,8 +222,9 @@ TEST_CASE(
     "whose lengths are not multiples of 8",
     "[chunks]") {
   // Each path's vector scan stores whole vectors: a range that starts at an element whose
-  // address is not a multiple of the vector's size takes a scalar head first (in place, a chunk
-  // of 100 int32 sums into int64 starts 800 bytes into the host's output).
+  // address is not a multiple of the vector's size (a tile of 1025 int64 outputs after the
+  // first, a superblock of 156) takes a scalar head first. Memory a caller hands a plan that
+  // starts between vectors is test_scan_plan.cpp's.
   const std::pair<const char*, const char*> shapes[] = {
       {"cpu", "--max-chunk 400"},
       {"cpu", "--max-chunk 4004"},

@@ -9,7 +9,9 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <random>
 
@@ -271,6 +273,66 @@ TEST_CASE("a scan plan refuses carries and ranges it cannot take", "[scan][plan]
   } catch (const Error& e) {
     CHECK(e.category() == Errc::kUsage);
   }
+}
+
+TEST_CASE("scan plans run on a caller's buffers over host memory that starts between vectors",
+          "[scan][plan]") {
+  // A library caller may hand a plan buffers over its own memory (CL_MEM_USE_HOST_PTR), aligned
+  // to the elements but not to the kernels' vectors: the kernels must not assume more. Input,
+  // flags and output start 4, 1 and 8 bytes past a page; scan-fast on both of its CPU paths.
+  Context& ctx = device_context();
+  const Case c{Op::kSum, DType::kInt32};
+  const std::size_t n = 20011;
+  const HostArray x = generate(c.type, n, 77);
+  struct Run {
+    std::string variant, path;
+  };
+  std::vector<Run> runs;
+  for (const std::string& v : scan_names()) runs.push_back({v, ""});
+  if (!ctx.info().is_gpu) {
+    runs.push_back({"scan-fast", "cpu"});
+    runs.push_back({"scan-fast", "cpu-lookback"});
+  }
+  const auto page_memory = [](std::size_t bytes) {
+    return std::unique_ptr<unsigned char, void (*)(void*)>(
+        static_cast<unsigned char*>(std::aligned_alloc(4096, (bytes + 4096) / 4096 * 4096)),
+        std::free);
+  };
+  for (const Run& r : runs)
+    for (const bool segmented : {false, true}) {
+      CAPTURE(r.variant, r.path, segmented);
+      const test::TuningGuard force(ctx, "scan-fast-path", r.path);
+      const ScanProblem p = problem_of(c, n, false, segmented, false);
+      const auto plan = find_scan_variant(r.variant)->plan(ctx, p, 0);
+      std::vector<std::uint8_t> flags(n, 0);
+      for (std::size_t i = 0; i < n; i += 997) flags[i] = 1;
+      const auto in_mem = page_memory(4 + x.bytes.size());
+      const auto flag_mem = page_memory(1 + n);
+      const auto out_mem = page_memory(8 + n * 8);
+      REQUIRE((in_mem && flag_mem && out_mem));
+      unsigned char* in_at = in_mem.get() + 4;
+      unsigned char* flags_at = flag_mem.get() + 1;
+      unsigned char* out_at = out_mem.get() + 8;
+      std::memcpy(in_at, x.bytes.data(), x.bytes.size());
+      std::memcpy(flags_at, flags.data(), n);
+      std::memset(out_at, 0xA5, n * 8);
+      const cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, x.bytes.size(),
+                          in_at);
+      const cl::Buffer f(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, n, flags_at);
+      const cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, n * 8, out_at);
+      std::vector<cl::Event> events;
+      plan->enqueue(in, f, out, events);
+      std::vector<std::uint64_t> y(n);
+      ctx.read(out, n * 8, y.data(), "the scan's output");
+      const auto want = host_scan(x, segmented ? flags : std::vector<std::uint8_t>{}, c, false, 0,
+                                  n, std::nullopt);
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < n; ++i)
+        if (y[i] != want[i] && wrong++ == 0)
+          UNSCOPED_INFO("first wrong: y[" << i << "] = " << y[i] << ", expected " << want[i]);
+      INFO(plan->policy().str());
+      CHECK(wrong == 0);
+    }
 }
 
 // Small enough for Oclgrind: tests/oclgrind.sh runs this under it, so the carry-in pass
