@@ -101,7 +101,13 @@ std::string no_platform_message(cl_int err) {
 
 }  // namespace
 
+std::unique_lock<std::mutex> lock_opencl_setup() {
+  static std::mutex m;
+  return std::unique_lock<std::mutex>(m);
+}
+
 std::vector<DeviceInfo> list_devices() {
+  const std::unique_lock<std::mutex> lock = lock_opencl_setup();
   std::vector<cl::Platform> platforms;
   cl_int err = CL_SUCCESS;
   try {
@@ -285,7 +291,7 @@ HostMemory host_memory() {
     std::ifstream statm("/proc/self/statm");
     std::uint64_t pages = 0;
     if (statm >> pages) m.mapped = pages * page;
-    // Threads not started yet (OpenMP's, one per core) each map a stack: the stack limit, or
+    // Threads not started yet (the host loops', one per core) each map a stack: the stack limit, or
     // 8 MiB when it is unlimited; and a margin for the OpenCL runtime's own work (kernel builds).
     struct rlimit st {};
     std::uint64_t stack = std::uint64_t{8} << 20;
