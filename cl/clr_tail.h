@@ -79,7 +79,7 @@ inline void clr_tail_fold(__local acc_t* s, uint w, __local const uint* sg, __gl
       sub_group_barrier(CLK_LOCAL_MEM_FENCE);
       k = h;
     }
-    if (sl == 0) *out = s[0];
+    if (sl == 0) *out = clr_result(s[0]);
   }
 #elif CLR_TAIL == 2
   (void)sg;
@@ -91,12 +91,12 @@ inline void clr_tail_fold(__local acc_t* s, uint w, __local const uint* sg, __gl
     CLR_SHFL_BFLY(v, 4);
     CLR_SHFL_BFLY(v, 2);
     CLR_SHFL_BFLY(v, 1);
-    if (lid == 0) *out = v;
+    if (lid == 0) *out = clr_result(v);
   }
 #else
   (void)w;
   (void)sg;
-  if (lid == 0) *out = s[0];
+  if (lid == 0) *out = clr_result(s[0]);
 #endif
 }
 

@@ -225,6 +225,18 @@ inline acc_t clr_op(acc_t a, acc_t b) {
 #endif
 }
 
+// A group's result as it leaves the group: a float sum + 0, which turns -0 into +0 and leaves every
+// other value as it is. A float sum is -0 only where every element is -0 and the elements were
+// added without the identity (pairs, a group's tree): NumPy's sum, which adds from +0, says +0,
+// and so does every variant. Other operators: the value itself.
+inline acc_t clr_result(acc_t a) {
+#if CLR_OP == CLR_SUM && defined(A_IS_FLOAT)
+  return a + (acc_t)0;
+#else
+  return a;
+#endif
+}
+
 // An accumulator as 32-bit words: how it crosses work-groups through atomics (clr_ticket.h,
 // scan_lookback.cl) and warps through shuffles (clr_tail.h).
 typedef union {

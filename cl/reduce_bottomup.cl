@@ -14,7 +14,7 @@ __kernel void reduce_bottomup_first(__global const T* x, ulong m, __global acc_t
   const ulong j = 2 * i;
   acc_t a = clr_load(x, j);
   if (j + 1 < m) a = clr_op(a, clr_load(x, j + 1));
-  out[i] = a;
+  out[i] = clr_result(a);
 }
 
 __kernel void reduce_bottomup(__global const acc_t* in, ulong m, __global acc_t* out) {
@@ -24,5 +24,5 @@ __kernel void reduce_bottomup(__global const acc_t* in, ulong m, __global acc_t*
   const ulong j = 2 * i;
   acc_t a = in[j];
   if (j + 1 < m) a = clr_op(a, in[j + 1]);
-  out[i] = a;
+  out[i] = clr_result(a);
 }

@@ -28,8 +28,8 @@
 // careful path when they may not have been exact: doubles through the TwoSum cascade, checked
 // once per block; floats added in plain double arithmetic, kept when the block's exponents lie
 // in a window where that is exact (Demmel and Hida 2003), then added to the expansions.
-// A NaN, or +inf with -inf, gives NaN; an infinity gives itself; an exact zero is +0 unless every
-// element is -0. Exactness rests on TwoSum being exact when nothing overflows (an overflow leaves
+// A NaN, or +inf with -inf, gives NaN; an infinity gives itself; an exact zero is +0 (as NumPy's
+// sum, which adds from +0, gives it, even for elements that are all -0). Exactness rests on TwoSum being exact when nothing overflows (an overflow leaves
 // an inf or NaN, which is seen) and on IEEE subnormals: the device must not flush them (in float
 // to double conversions, or double additions). The host checks the whole kernel at start-up on
 // inputs with subnormals against its own exact sum, bit for bit, and skips `exact` if it fails.
@@ -137,7 +137,6 @@ typedef union {
 #define EX_NAN 1u
 #define EX_PINF 2u
 #define EX_NINF 4u
-#define EX_NOT_NEG_ZERO 8u  // some element is not -0 (an exact zero sum is then +0)
 
 #if WG_SIZE == 1  // one work-item per group: nothing to race with
 #define SA_ADD(p, v) (*(p) += (v))
@@ -198,7 +197,6 @@ inline void sa_add_elem(__local long* sa, TB b, uint* flags) {
     *flags |= m ? EX_NAN : neg ? EX_NINF : EX_PINF;
     return;
   }
-  if (b != (TB)1 << (8 * sizeof(TB) - 1)) *flags |= EX_NOT_NEG_ZERO;
   if (e) m |= (TB)1 << (T_PREC - 1);
   sa_add(sa, (ulong)m, max(e, 1u) - 1, neg);
 }
@@ -334,7 +332,7 @@ inline void ex_add_scalar(double* f, double r, __local long* sa) {
 #define BIN_FLUSH 8192u                // elements per set between flushes: below 2^52 units
 #define BIN_CHUNK 64u                  // sets summed by one work-item at the end: below 2^58
 #define BIN_PARTS ((BIN_SETS + BIN_CHUNK - 1) / BIN_CHUNK)
-#define BIN_EMPTY ((long)0x8000000000000000ul)  // -0.0: nothing (or only -0) added yet
+#define BIN_EMPTY 0l  // +0.0: nothing added yet
 
 // Bin k's unit is 2^bin_shift(k) superaccumulator units; bin_scale(k) = 2^(149 - bin_shift(k))
 // turns a bin's sum into its integer count of units, exactly.
@@ -354,15 +352,13 @@ inline void bin_add_vec(__local long* my, VT t) {
   }
 }
 
-// A bin's sum as its integer count of units; inf and NaN, and whether it saw an element other
-// than -0, go to *flags.
+// A bin's sum as its integer count of units; inf and NaN go to *flags.
 inline long bin_units(long bits, uint k, uint* flags) {
   const ulong b = (ulong)bits;
   if (((b >> 52) & 0x7FFul) == 0x7FFul) {
     *flags |= (b << 12) ? EX_NAN : (b >> 63) ? EX_NINF : EX_PINF;
     return 0;
   }
-  if (bits != BIN_EMPTY) *flags |= EX_NOT_NEG_ZERO;
   return convert_long(as_double(b) * bin_scale(k));
 }
 
@@ -415,32 +411,30 @@ inline void lane_add(__local long* my, ulong m, uint s, uint neg) {
   p[2 * WG_SIZE] += (hi ^ mask) - mask;
 }
 
-// Adds one element, by its bits, to the limbs at my; inf and NaN to *flags, and to *nz its bits
-// other than the sign (non-zero once an element other than -0 was seen).
-inline void lane_add_elem(__local long* my, ulong b, uint* flags, ulong* nz) {
+// Adds one element, by its bits, to the limbs at my; inf and NaN to *flags.
+inline void lane_add_elem(__local long* my, ulong b, uint* flags) {
   const uint e = (uint)(b >> 52) & 0x7FFu;
   ulong m = b & 0xFFFFFFFFFFFFFul;
   if (e == 0x7FFu) *flags |= m ? EX_NAN : (b >> 63) ? EX_NINF : EX_PINF;
   m = e == 0x7FFu ? 0ul : e ? m | (1ul << 52) : m;
-  *nz |= b ^ 0x8000000000000000ul;
   lane_add(my, m, max(e, 1u) - 1u, (uint)(b >> 63));
 }
 
 // Adds the VEC elements of t to the limbs at my.
-inline void lane_add_vec(__local long* my, VT t, uint* flags, ulong* nz) {
+inline void lane_add_vec(__local long* my, VT t, uint* flags) {
   ex_bits b;
   b.v = AS_VB(t);
 #pragma unroll
-  for (uint j = 0; j < VEC; ++j) lane_add_elem(my, b.s[j], flags, nz);
+  for (uint j = 0; j < VEC; ++j) lane_add_elem(my, b.s[j], flags);
 }
 
 #if !EX_DIRECT
 // ex_add_vec with the work-item's limbs in place of the group's superaccumulator: the elements
 // the expansions must not take and what is left after the last term go to my. Returns whether
 // anything did.
-inline int ex_add_vec_lane(DV* e, VT t, __local long* my, uint* flags, ulong* nz) {
+inline int ex_add_vec_lane(DV* e, VT t, __local long* my, uint* flags) {
   if (EX_ANY(!ex_fits(t))) {
-    lane_add_vec(my, t, flags, nz);
+    lane_add_vec(my, t, flags);
     return 1;
   }
   DV r = CONVERT_DV(t);
@@ -505,7 +499,7 @@ inline ulong ex_round(__local long* sa, uint flags) {
   }
   int t = SA_LIMBS - 1;
   while (t >= 0 && sa[t] == 0) --t;
-  if (t < 0) return (flags & EX_NOT_NEG_ZERO) ? 0ul : sign_bit;  // an exact zero
+  if (t < 0) return 0ul;  // an exact zero: +0, as NumPy's sum (which adds from +0) gives
   uint top = 32u * (uint)t + 31u - clz((uint)sa[t]);             // the leading bit
   if (top < T_PREC) {  // below 2^T_PREC units: subnormal or the first binade, exact; bits = value
     return sign | (ulong)sa[0] | (t > 0 ? (ulong)sa[1] << 32 : 0ul);
@@ -561,16 +555,15 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
 #ifdef EX_LIMBS
   __local long* const my_limbs = limbs + lid;
   for (uint j = 0; j < SA_LIMBS; ++j) my_limbs[j * WG_SIZE] = 0;
-  ulong nz = 0;  // non-zero once an element other than -0 went to my_limbs
 #endif
   barrier(CLK_LOCAL_MEM_FENCE);
 
   uint flags = 0u;
-  DV e[STREAMS][FPE_TERMS];  // -0: an expansion that only saw -0 stays -0
+  DV e[STREAMS][FPE_TERMS];
 #pragma unroll
   for (uint s = 0; s < STREAMS; ++s)
 #pragma unroll
-    for (uint k = 0; k < FPE_TERMS; ++k) e[s][k] = (DV)(-0.0);
+    for (uint k = 0; k < FPE_TERMS; ++k) e[s][k] = (DV)(0.0);
 
   // Head: the elements before the first VEC-aligned address (none when x starts a buffer);
   // body: nv whole vectors; tail: the < VEC elements after them.
@@ -606,7 +599,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
         DV p[STREAMS];
         VB hi = (VB)0u, lo = (VB)0xFFFFFFFFu;  // of (bits << 1): the exponent in the top byte
 #pragma unroll
-        for (uint s = 0; s < STREAMS; ++s) p[s] = (DV)(-0.0);
+        for (uint s = 0; s < STREAMS; ++s) p[s] = (DV)(0.0);
         for (ulong i = b0; i < b1; ++i) {
           VT t[STREAMS];
 #pragma unroll
@@ -681,14 +674,14 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
 #if defined(EX_BINS)
 #define EX_GPU_ADD(t) bin_add_vec(my_bins, (t))
 #elif EX_DIRECT
-#define EX_GPU_ADD(t) lane_add_vec(my_limbs, (t), &flags, &nz)
+#define EX_GPU_ADD(t) lane_add_vec(my_limbs, (t), &flags)
 #elif defined(EX_LIMBS)  // after a vector the expansions did not hold, EX_SKIP_GPU go straight
 #define EX_GPU_ADD(t)                                               \
   do {                                                              \
     if (skip) {                                                     \
       --skip;                                                       \
-      lane_add_vec(my_limbs, (t), &flags, &nz);                     \
-    } else if (ex_add_vec_lane(e[0], (t), my_limbs, &flags, &nz)) { \
+      lane_add_vec(my_limbs, (t), &flags);                          \
+    } else if (ex_add_vec_lane(e[0], (t), my_limbs, &flags)) {      \
       skip = EX_SKIP_GPU;                                           \
     }                                                               \
   } while (0)
@@ -722,10 +715,6 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
 #pragma unroll
   for (uint s = 0; s < STREAMS; ++s) {
     ex_lanes l;
-    l.v = e[s][0];
-#pragma unroll
-    for (uint j = 0; j < VEC; ++j)
-      if (as_ulong(l.s[j]) != 0x8000000000000000ul) flags |= EX_NOT_NEG_ZERO;
 #pragma unroll
     for (uint k = 0; k < FPE_TERMS; ++k) {
       l.v = e[s][k];
@@ -761,7 +750,6 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
   bin_merge(sa, bins, lid, &flags);
 #endif
 #ifdef EX_LIMBS
-  if (nz) flags |= EX_NOT_NEG_ZERO;
   limb_merge(sa, limbs, lid);
 #endif
   if (lid == 0) {
@@ -798,7 +786,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
     state[j] = sa[j];
   }
   if (lid == 0) {
-    lflags = atomic_xchg(gstate, 0u) | (n == 0 ? EX_NOT_NEG_ZERO : 0u);  // n = 0: +0
+    lflags = atomic_xchg(gstate, 0u);
     state[SA_LIMBS] = (long)lflags;
   }
   barrier(CLK_LOCAL_MEM_FENCE);

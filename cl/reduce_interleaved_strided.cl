@@ -20,7 +20,7 @@ inline void interleaved_strided(__global const T* x, __global const acc_t* y, ul
     if (index + st < wg) s[index] = clr_op(s[index], s[index + st]);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (lid == 0) out[get_group_id(0)] = s[0];
+  if (lid == 0) out[get_group_id(0)] = clr_result(s[0]);
 }
 
 // First pass: reads the array.

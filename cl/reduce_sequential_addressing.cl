@@ -21,7 +21,7 @@ inline void sequential_addressing(__global const T* x, __global const acc_t* y, 
     barrier(CLK_LOCAL_MEM_FENCE);
     w = h;
   }
-  if (lid == 0) out[get_group_id(0)] = s[0];
+  if (lid == 0) out[get_group_id(0)] = clr_result(s[0]);
 }
 
 // First pass: reads the array.

@@ -166,6 +166,7 @@ const std::vector<std::string>& run_csv_columns() {
                                              "vs_omp",
                                              "err_ulp",
                                              "err_rel",
+                                             "bound",
                                              "devices",
                                              "ranks",
                                              "combine_ms",

@@ -211,11 +211,14 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
     const HostArray a = host ? host_copy(type, host, n) : read_back(ctx, type, *user_in, n);
     r.expected = reference_reduce(a, op, p.acc_type);
     // A float product's error grows with each of its n - 1 multiplications whatever the order;
-    // a sum's with the variant's longest chain of additions.
-    const std::uint64_t depth = n == 0 ? 0 : op == Op::kProd ? n : plan->depth();
+    // a sum's with the variant's tree (its chains' partial sums, or its depth).
+    const ErrorBudget budget =
+        n == 0            ? ErrorBudget{}
+        : op == Op::kProd ? ErrorBudget{n, 0.0L}
+                          : sum_budget(plan->sum_model(n), a.type, a.bytes.data(), n).budget;
     const Verdict verdict = plan && plan->policy().correctly_rounded
                                 ? verify_bitwise(r.value, r.expected)
-                                : verify(r.value, r.expected, op, depth, float_stats(a, op));
+                                : verify(r.value, r.expected, op, budget, float_stats(a, op));
     set_verdict(r, verdict.ok, verdict.why);
   }
   return r;

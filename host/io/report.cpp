@@ -115,7 +115,8 @@ std::string to_json(const RunRecord& r) {
   for (const auto& [key, value] : r.ratios)
     s += ",\"" + json_escape(key) + "\":" + rate(value, r.n);
   if (r.has_error)
-    s += ",\"err_ulp\":" + json_error(r.err_ulp) + ",\"err_rel\":" + json_error(r.err_rel);
+    s += ",\"err_ulp\":" + json_error(r.err_ulp) + ",\"err_rel\":" + json_error(r.err_rel) +
+         ",\"bound\":" + json_error(r.bound);
   if (!r.parts.empty()) {
     s += std::string(",\"") + (r.ranks > 1 ? "ranks" : "devices") +
          "\":" + std::to_string(r.ranks > 1 ? r.ranks : static_cast<int>(r.parts.size())) +

@@ -94,17 +94,43 @@ class MultiPassPlan : public ReducePlan {
   TailPath tail() const { return tail_; }
 
  private:
-  // Sum over passes of the per-work-item chain plus the tree depth.
+  // The most elements one work-item folds in a pass over m inputs with g groups: `loads`, or for
+  // kernel 7 work-item 0's, elements 0 and wg of each block of 2 wg (the grid) below m.
+  static std::uint64_t chain_of(const LadderShape& shape, std::size_t m, std::size_t g,
+                                std::size_t wg) {
+    if (shape.loads > 0) return div_up(std::max<std::size_t>(m, 1), g * wg);
+    const std::size_t grid = 2 * g * wg;
+    return div_up(m, grid) + div_up(m > wg ? m - wg : 0, grid);
+  }
+
+  // Sum over passes of the per-work-item chain plus the tree depth; from pass `from` on.
   static std::uint64_t depth_of(const LadderShape& shape, std::size_t n, std::size_t wg,
-                                std::size_t cap) {
+                                std::size_t cap, int from = 0) {
     std::uint64_t d = 0;
-    for (std::size_t m = n;;) {
+    int pass = 0;
+    for (std::size_t m = n;; ++pass) {
       const std::size_t g = groups_for(shape, m, wg, cap);
-      d += div_up(std::max<std::size_t>(m, 1), g * wg) + ceil_log2(wg);
+      if (pass >= from) d += chain_of(shape, m, g, wg) + ceil_log2(wg);
       if (g == 1) break;
       m = g;
     }
     return d;
+  }
+
+  // Kernel 7's first pass: work-item lid of group g folds elements g·2wg + lid and that + wg of
+  // each grid-sized block, in order from the identity (SumModel::kStrided with fold 2), then its
+  // group's tree and the later passes. Kernels 1-6 load one or two elements: their depth.
+  SumModel model(std::size_t n) const override {
+    if (shape_.loads > 0) return ReducePlan::model(n);
+    const std::size_t wg = policy().wg_size, g = groups_for(shape_, n, wg, cap_);
+    SumModel m;
+    m.kind = SumModel::Kind::kStrided;
+    m.period = 2 * g * wg;
+    m.width = wg;
+    m.fold = 2;
+    m.above = ceil_log2(wg) + depth_of(shape_, n, wg, cap_, 1);
+    m.depth = depth_of(shape_, n, wg, cap_);
+    return m;
   }
 
   void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,

@@ -11,6 +11,12 @@ namespace {
 
 bool is_pow2(std::size_t x) { return x && (x & (x - 1)) == 0; }
 
+// Additions above a work-item's grid-stride chain: launch 1's butterfly, then (several groups)
+// launch 2's loop over the partials and its butterfly.
+std::uint64_t above_chains(const LaunchPolicy& pol) {
+  return 2 * ceil_log2(pol.wg_size) + (pol.groups + pol.wg_size - 1) / pol.wg_size;
+}
+
 cl::Kernel kernel(Context& ctx, const ReduceProblem& p, std::size_t wg, const char* name) {
   return ctx.kernel("reduce_butterfly.cl", name,
                     p.cl_options() + " -DWG_SIZE=" + std::to_string(wg));
@@ -72,9 +78,7 @@ std::unique_ptr<ButterflyPlan> ButterflyVariant::plan_keeping_copies(Context& ct
 
 ButterflyPlan::ButterflyPlan(Context& ctx, const ReduceProblem& p, LaunchPolicy pol,
                              bool keep_copies)
-    : ReducePlan(ctx, "butterfly", p, pol,
-                 pol.items_per_thread + 2 * ceil_log2(pol.wg_size) +
-                     (pol.groups + pol.wg_size - 1) / pol.wg_size),
+    : ReducePlan(ctx, "butterfly", p, pol, pol.items_per_thread + above_chains(pol)),
       keep_copies_(keep_copies) {
   const std::size_t wg = policy().wg_size, g = policy().groups;
   first_ = kernel(ctx, p, wg, "reduce_butterfly");
@@ -111,6 +115,10 @@ void ButterflyPlan::launch(const cl::Buffer& in, std::size_t n, const cl::Buffer
                                       nullptr, &events.back());
   }
   copies_written_ = keep_copies_ ? g * wg : 0;
+}
+
+SumModel ButterflyPlan::model(std::size_t n) const {
+  return strided_model(n, policy().groups * policy().wg_size, above_chains(policy()));
 }
 
 std::vector<unsigned char> ButterflyPlan::read_copies() {

@@ -22,6 +22,7 @@ class ButterflyPlan : public ReducePlan {
  private:
   void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
               std::vector<cl::Event>& events) override;
+  SumModel model(std::size_t n) const override;
 
   cl::Kernel first_, all_;
   cl::Buffer partials_, copies_;

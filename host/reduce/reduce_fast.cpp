@@ -117,12 +117,44 @@ LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::si
 // work-item)), the unrolled accumulators (unroll), the lanes (vec), its head and tail
 // elements (2 vec), the group's tree (log2 wg), the last group's loop over partials
 // (groups / wg) and its tree (log2 wg).
+std::uint64_t above_chains(const ShapeParams& sp, const LaunchPolicy& pol) {
+  return sp.unroll + 3 * sp.vec + 2 * ceil_log2(pol.wg_size) +
+         (pol.groups + pol.wg_size - 1) / pol.wg_size;
+}
+
 std::uint64_t shape_depth(const ReduceProblem& p, const LaunchPolicy& pol, Shape s) {
   const ShapeParams sp = shape_params(s, p.type);
   const std::uint64_t items = pol.groups * pol.wg_size;
   const std::uint64_t per_item = (p.n / sp.vec + items - 1) / items;
-  return per_item + sp.unroll + 3 * sp.vec + 2 * ceil_log2(pol.wg_size) +
-         (pol.groups + pol.wg_size - 1) / pol.wg_size;
+  return per_item + above_chains(sp, pol);
+}
+
+// A float sum's chains. GPU: lane j of work-item w folds the body's elements w·vec + j, then
+// every items·vec further: the residues mod items·vec (the head, fewer than vec elements, only
+// shifts which residue a lane takes, and leaves the first ones out: edge vec - 1). CPU: each
+// work-item's run of vectors, its streams' lanes (SumModel::kRuns). Above them, the limit the
+// depth counts.
+SumModel shape_model(const ReduceProblem& p, const LaunchPolicy& pol, Shape s, std::size_t n) {
+  const ShapeParams sp = shape_params(s, p.type);
+  ReduceProblem q = p;
+  q.n = n;
+  const std::uint64_t items = pol.groups * pol.wg_size;
+  if (!sp.cpu) {
+    SumModel m = strided_model(n, items * sp.vec, above_chains(sp, pol));
+    m.edge = sp.vec - 1;
+    m.depth = std::max(m.depth, shape_depth(q, pol, s));
+    return m;
+  }
+  if (!sp.streams) return SumModel::depth_only(shape_depth(q, pol, s));
+  SumModel m;
+  m.kind = SumModel::Kind::kRuns;
+  m.vec = sp.vec;
+  m.items = items;
+  m.streams = sp.unroll;
+  m.edge = sp.vec;
+  m.above = above_chains(sp, pol);
+  m.depth = shape_depth(q, pol, s);
+  return m;
 }
 
 // One launch of cl/reduce_fast.cl in the GPU or the CPU shape.
@@ -135,6 +167,10 @@ class ShapePlan : public TicketPlan {
   Shape shape() const { return shape_; }
 
  private:
+  SumModel model(std::size_t n) const override {
+    return shape_model(problem(), policy(), shape_, n);
+  }
+
   Shape shape_;
 };
 
@@ -157,6 +193,7 @@ class TopdownSchemePlan : public ReducePlan {
               std::vector<cl::Event>& events) override {
     inner_->enqueue(in, 0, n, out, events);
   }
+  SumModel model(std::size_t n) const override { return inner_->sum_model(n); }
 
   std::unique_ptr<ReducePlan> inner_;
 };

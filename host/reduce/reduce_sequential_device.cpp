@@ -24,6 +24,8 @@ class SequentialDevicePlan : public ReducePlan {
     ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(1), cl::NDRange(1),
                                       nullptr, &events.back());
   }
+  // One chain of all n elements, in order from the identity.
+  SumModel model(std::size_t n) const override { return strided_model(n, 1, 0); }
 
   cl::Kernel kernel_;
 };

@@ -11,10 +11,23 @@ cl::Kernel topdown_kernel(Context& ctx, const ReduceProblem& p, std::size_t wg) 
                     p.cl_options() + " -DWG_SIZE=" + std::to_string(wg));
 }
 
+// Additions above a work-item's chain: its group's tree (clr_local_fold), the last group's loop
+// over the partials and its tree (clr_ticket.h).
+std::uint64_t above_chains(const LaunchPolicy& pol) {
+  return 2 * ceil_log2(pol.wg_size) + (pol.groups + pol.wg_size - 1) / pol.wg_size;
+}
+
 class TopDownPlan : public TicketPlan {
  public:
-  TopDownPlan(Context& ctx, const ReduceProblem& p, LaunchPolicy pol, std::uint64_t depth)
-      : TicketPlan(ctx, "topdown", p, pol, depth, topdown_kernel(ctx, p, pol.wg_size)) {}
+  TopDownPlan(Context& ctx, const ReduceProblem& p, LaunchPolicy pol)
+      : TicketPlan(ctx, "topdown", p, pol, pol.items_per_thread + above_chains(pol),
+                   topdown_kernel(ctx, p, pol.wg_size)) {}
+
+ private:
+  // Work-item g folds x[g], x[g + stride], ... in order from the identity (stride: the grid).
+  SumModel model(std::size_t n) const override {
+    return strided_model(n, policy().groups * policy().wg_size, above_chains(policy()));
+  }
 };
 
 class TopDown : public ReduceVariant {
@@ -40,9 +53,7 @@ class TopDown : public ReduceVariant {
     pol.items_per_thread =
         static_cast<unsigned>((p.n + pol.groups * pol.wg_size - 1) / (pol.groups * pol.wg_size));
     pol.path = "atomic ticket";
-    const std::uint64_t depth = pol.items_per_thread + ceil_log2(pol.wg_size) * 2 +
-                                (pol.groups + pol.wg_size - 1) / pol.wg_size;
-    return std::make_unique<TopDownPlan>(ctx, p, pol, depth);
+    return std::make_unique<TopDownPlan>(ctx, p, pol);
   }
 };
 

@@ -32,6 +32,13 @@ ReducePlan::ReducePlan(Context& ctx, std::string variant, const ReduceProblem& p
       policy_(std::move(policy)),
       depth_(depth) {}
 
+SumModel ReducePlan::sum_model(std::size_t n) const {
+  if (options_may_reorder(ctx_.tuning().build_options)) return SumModel::depth_only(n);
+  return model(n);
+}
+
+SumModel ReducePlan::model(std::size_t) const { return SumModel::depth_only(depth_); }
+
 void ReducePlan::enqueue(const cl::Buffer& in, std::size_t offset, std::size_t length,
                          const cl::Buffer& out, std::vector<cl::Event>& events) {
   if (length == 0 || length > problem_.n)
@@ -97,6 +104,21 @@ std::uint64_t ceil_log2(std::uint64_t x) {
   std::uint64_t k = 0;
   while ((std::uint64_t{1} << k) < x) ++k;
   return k;
+}
+
+SumModel strided_model(std::size_t n, std::uint64_t period, std::uint64_t above) {
+  SumModel m;
+  m.kind = SumModel::Kind::kStrided;
+  m.period = m.width = std::max<std::uint64_t>(period, 1);
+  m.above = above;
+  m.depth = (n + m.period - 1) / m.period + above;
+  return m;
+}
+
+bool options_may_reorder(const std::string& o) {
+  for (const char* flag : {"-cl-fast-relaxed-math", "-cl-unsafe-math-optimizations", "-D"})
+    if (o.find(flag) != std::string::npos) return true;
+  return false;
 }
 
 std::size_t kernel_max_wg(Context& ctx, const cl::Kernel& k) {

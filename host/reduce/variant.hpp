@@ -11,6 +11,7 @@
 #include "clreduce/cl.hpp"
 #include "clreduce/types.hpp"
 #include "runtime/context.hpp"
+#include "verify/sum_model.hpp"
 
 namespace clreduce {
 
@@ -57,6 +58,12 @@ class ReducePlan {
   // The longest chain of operations any element passes through in a launch on up to
   // problem().n elements (sets the float error bound).
   std::uint64_t depth() const { return depth_; }
+  // The tree of additions a float sum of a launch on n elements (1 <= n <= problem().n) follows,
+  // for its error bound (verify/sum_model.hpp): the variant's chains where it knows them, else its
+  // depth. Build options that may reorder float additions (-cl-fast-relaxed-math,
+  // -cl-unsafe-math-optimizations) or redefine the kernels' macros (-D) leave only the depth of
+  // a chain of all n elements.
+  SumModel sum_model(std::size_t n) const;
   // Bytes a launch leaves at out: the accumulator (problem().acc_bytes()), followed, for plans
   // whose partial results fold exactly only with more than the rounded value (exact), by that.
   // Chunks, devices and ranks fold these bytes (run/fold.hpp).
@@ -81,6 +88,8 @@ class ReducePlan {
   // Launches on in[0, n), 1 <= n <= problem().n: sets arguments and enqueues, nothing else.
   virtual void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
                       std::vector<cl::Event>& events) = 0;
+  // sum_model() for the kernels as built: the depth alone unless overridden.
+  virtual SumModel model(std::size_t n) const;
 
   Context& ctx_;
 
@@ -141,6 +150,12 @@ std::string format_reduce_variant_list(Context* ctx);
 // Helpers for variant files.
 // ceil(log2(x)) for x >= 1.
 std::uint64_t ceil_log2(std::uint64_t x);
+// A grid-stride loop's chains (SumModel::kStrided, one chain per residue mod period) of a
+// launch on n elements, then `above` more additions: a depth of ceil(n / period) + above.
+SumModel strided_model(std::size_t n, std::uint64_t period, std::uint64_t above);
+// True when build options may change the order of a kernel's float additions: options that
+// allow reassociation, or -D definitions (which may redefine a kernel's shape).
+bool options_may_reorder(const std::string& build_options);
 inline std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
 // Picks the group size: `wanted` (user override) or `preferred`, clamped to the device and kernel
 // limits. An override the device cannot take throws Error(Errc::kUsage).

@@ -283,7 +283,6 @@ RunRecord ReduceSession::run_parts(const ReduceVariant& v, RunRecord rec) {
   const std::string what_all = v.name() + " " + op_name(problem_.op) + " of " +
                                std::to_string(problem_.n) + " " + dtype_name(problem_.type) +
                                " elements";
-  std::uint64_t chain = 0, pieces = 0;
   for (std::size_t d = 0; d < k; ++d) {
     Part& part = parts_[d];
     if (part.view.n == 0) continue;
@@ -300,8 +299,6 @@ RunRecord ReduceSession::run_parts(const ReduceVariant& v, RunRecord rec) {
       return rec;
     }
     if (rec.policy.path.empty()) rec.policy = plans[d]->policy();
-    chain = std::max<std::uint64_t>(chain, plans[d]->depth());
-    pieces += part.layout.chunks;
     if (!part.array) {
       part.array = std::make_unique<ChunkedArray>(*part.ctx, part.layout, part.view, nullptr,
                                                   nullptr, ElementBytes{dtype_size(data_.type)});
@@ -370,6 +367,7 @@ RunRecord ReduceSession::run_parts(const ReduceVariant& v, RunRecord rec) {
   rec.combine_ms = median(combine);
   std::vector<PartInfo> infos;
   std::vector<Share> shares;
+  std::vector<SumPiece> budgets;  // the shares' float budgets, folded in share order
   for (std::size_t d = 0; d < k; ++d) {
     const Part& part = parts_[d];
     PartInfo info = share_info(*part.ctx, part.first, part.view.n, part_samples[d],
@@ -381,20 +379,16 @@ RunRecord ReduceSession::run_parts(const ReduceVariant& v, RunRecord rec) {
       info.result = piece;
       Value want = part.expected;
       if (is_arg_op(problem_.op)) want.index += static_cast<std::int64_t>(part.first);
-      info.verified =
-          plans[d]->policy().correctly_rounded
-              ? verify_bitwise(piece, want).ok
-              : verify(
-                    piece, want, problem_.op,
-                    problem_.op == Op::kProd ? part.view.n : plans[d]->depth() + part.layout.chunks,
-                    part.stats)
-                    .ok;
+      budgets.push_back(budget_of(*plans[d], part.view, part.layout));
+      info.verified = plans[d]->policy().correctly_rounded
+                          ? verify_bitwise(piece, want).ok
+                          : verify(piece, want, problem_.op, budgets.back().budget, part.stats).ok;
     }
     infos.push_back(info);
     shares.push_back(Share{&part.layout, part.upload_ms});
   }
   set_shares(rec, std::move(infos), shares);
-  finish_reduce(rec, chain + pieces);
+  finish_reduce(rec, fold_budgets(budgets).budget);
   return rec;
 }
 
@@ -487,15 +481,32 @@ RunRecord ReduceSession::run_one(const ReduceVariant& v) {
         });
     set_layout(rec, layout_, upload_ms_);
   }
-  // The chunks' results are folded one after another: one more operation per chunk.
-  const std::uint64_t chain = plan ? plan->depth() + (layout_.chunks > 1 ? layout_.chunks : 0) : 0;
-  if (problem_.n > 0 || !ranked) finish_reduce(rec, chain);
-  if (ranked) join_ranks(rec, chain, slice_fold ? &*slice_fold : nullptr);
+  // The chunks' results are folded one after another: their budgets with the fold's.
+  const SumPiece slice = plan ? budget_of(*plan, data_, layout_) : SumPiece{};
+  if (problem_.n > 0 || !ranked) finish_reduce(rec, slice.budget);
+  if (ranked) join_ranks(rec, slice, slice_fold ? &*slice_fold : nullptr);
   return rec;
 }
 
-void ReduceSession::join_ranks(RunRecord& rec, std::uint64_t chain, const ReduceFold* state) {
-  const Ranks& R = *cfg_.ranks;
+SumPiece ReduceSession::budget_of(const ReducePlan& plan, const HostArray& data,
+                                  const ChunkLayout& layout) const {
+  SumPiece whole;
+  if (problem_.op == Op::kProd) {  // every multiplication rounds, whatever the order
+    whole.budget.depth = data.n;
+    return whole;
+  }
+  if (problem_.op != Op::kSum || !is_float(problem_.acc())) return whole;
+  std::vector<SumPiece> pieces;
+  const std::size_t size = dtype_size(data.type);
+  for (std::size_t c = 0; c < layout.chunks; ++c) {
+    const std::size_t len = layout.length(c);
+    pieces.push_back(sum_budget(plan.sum_model(len), data.type,
+                                data.bytes.data() + layout.begin(c) * size, len));
+  }
+  return fold_budgets(pieces);
+}
+
+void ReduceSession::join_ranks(RunRecord& rec, const SumPiece& slice, const ReduceFold* state) {
   const bool empty = problem_.n == 0;
   // Indices become global; the slice's own verdict stands beside the whole's.
   Value mine = rec.result, want = expected_;
@@ -519,18 +530,43 @@ void ReduceSession::join_ranks(RunRecord& rec, std::uint64_t chain, const Reduce
     got = allreduce_value(problem_.op, mine, empty);
     ref = allreduce_value(problem_.op, want, empty);
   }
-  const std::vector<double> sum_abs = gather_ranks(static_cast<double>(stats_.m.abs_sum));
+  // A float sum's budget: the slices' (gathered), combined by the MPI reduction in rank order
+  // but in any grouping; the whole's magnitudes for its overflow rule.
+  const Magnitudes& m = stats_.m;
+  const std::vector<double> terms = gather_ranks(static_cast<double>(slice.budget.terms));
+  const std::vector<double> depth = gather_ranks(static_cast<double>(slice.budget.depth));
+  const std::vector<double> sums = gather_ranks(static_cast<double>(slice.sum));
+  const std::vector<double> abs = gather_ranks(static_cast<double>(m.abs_sum));
+  const std::vector<double> pos = gather_ranks(static_cast<double>(m.pos_sum));
+  const std::vector<double> neg = gather_ranks(static_cast<double>(m.neg_sum));
+  const std::vector<double> specials =
+      gather_ranks((m.nan ? 1.0 : 0.0) + (m.pos_inf ? 2.0 : 0.0) + (m.neg_inf ? 4.0 : 0.0));
   bool whole_ok = got.has == ref.has;
   Verdict v;
   if (got.has && ref.has) {
     if (is_float(problem_.acc()) && (problem_.op == Op::kSum || problem_.op == Op::kProd) &&
         !exact) {
-      long double s = 0.0L;
-      for (double x : sum_abs) s += x;
-      // Floats: the slices' checks hold each slice; the whole adds R - 1 operations. A product's
-      // combine is checked slice by slice only (its bound needs every factor's magnitude).
-      v = problem_.op == Op::kSum ? verify(got.value, ref.value, problem_.op, chain + R.size, s)
-                                  : Verdict{true, false, 0.0, ""};
+      std::vector<SumPiece> slices(terms.size());
+      FloatStats whole;
+      whole.exact = ref.value.f;
+      for (std::size_t r = 0; r < slices.size(); ++r) {
+        slices[r].budget = {static_cast<std::uint64_t>(depth[r]),
+                            static_cast<long double>(terms[r])};
+        slices[r].sum = sums[r];
+        slices[r].abs_sum = abs[r];
+        whole.m.abs_sum += abs[r];
+        whole.m.pos_sum += pos[r];
+        whole.m.neg_sum += neg[r];
+        const auto f = static_cast<int>(specials[r]);
+        whole.m.nan = whole.m.nan || (f & 1);
+        whole.m.pos_inf = whole.m.pos_inf || (f & 2);
+        whole.m.neg_inf = whole.m.neg_inf || (f & 4);
+      }
+      // Floats: the slices' checks hold each slice. A product's combine is checked slice by
+      // slice only (its bound needs every factor's magnitude).
+      v = problem_.op == Op::kSum
+              ? verify(got.value, ref.value, problem_.op, fold_budgets(slices, true).budget, whole)
+              : Verdict{true, false, 0.0, ""};
     } else {
       v = verify_bitwise(got.value, ref.value);
       if (!is_float(got.value.type))
@@ -559,19 +595,20 @@ RunRecord ReduceSession::run_omp() {
   rec.kernel_ms_min = r.timing.ms_min;
   rec.kernel_ms_max = r.timing.ms_max;
   rec.policy.path = "openmp threads=" + std::to_string(r.timing.threads);
-  finish_reduce(rec, r.depth);
+  // Its threads' SIMD loops reassociate as the compiler likes: only the depth is known.
+  finish_reduce(rec, ErrorBudget::classical(r.depth, stats_.m.abs_sum));
   return rec;
 }
 
-// The depth verify() needs: a sum's error follows the longest chain of additions (`chain`), but
-// a product's relative error grows with every one of its n - 1 multiplications, whatever the
-// order, so a tree is no tighter than the loop. A correctly rounded plan (`exact`) is held to the
-// bits of the reference, and every float sum's distance from it is recorded.
-void ReduceSession::finish_reduce(RunRecord& rec, std::uint64_t chain) const {
-  const std::uint64_t depth = problem_.n ? (problem_.op == Op::kProd ? problem_.n : chain) : 0;
+// The budget verify() needs: a sum's error follows its tree (`budget`), but a product's relative
+// error grows with every one of its n - 1 multiplications, whatever the order, so a tree is no
+// tighter than the loop. A correctly rounded plan (`exact`) is held to the bits of the reference,
+// and every float sum's distance from it is recorded.
+void ReduceSession::finish_reduce(RunRecord& rec, const ErrorBudget& budget) const {
+  const ErrorBudget b = problem_.op == Op::kProd ? ErrorBudget{problem_.n, 0.0L} : budget;
   const Verdict verdict = rec.policy.correctly_rounded
                               ? verify_bitwise(rec.result, expected_)
-                              : verify(rec.result, expected_, problem_.op, depth, stats_);
+                              : verify(rec.result, expected_, problem_.op, b, stats_);
   if (problem_.op == Op::kSum && is_float(expected_.type)) {  // expected_ is the exact sum
     const FloatError err = float_error(rec.result, expected_);
     rec.has_error = true;

@@ -242,9 +242,13 @@ class ReduceSession : public Session {
  private:
   // The device side of the array, made and uploaded on first use.
   ChunkedArray& device_array();
-  // Verifies rec.result against the reference (chain: the run's longest chain of operations,
-  // the float bound's depth) and rates it.
-  void finish_reduce(RunRecord& rec, std::uint64_t chain) const;
+  // The float bound's budget of plan's run over `data` laid out as `layout`: a float sum's from
+  // each chunk's tree (ReducePlan::sum_model()) and the chunks' fold; a product's n factors.
+  SumPiece budget_of(const ReducePlan& plan, const HostArray& data,
+                     const ChunkLayout& layout) const;
+  // Verifies rec.result against the reference (budget: the run's float error budget) and rates
+  // it.
+  void finish_reduce(RunRecord& rec, const ErrorBudget& budget) const;
 
   // One device's share of the array (several devices).
   struct Part {
@@ -261,7 +265,7 @@ class ReduceSession : public Session {
   // MPI: joins this rank's result with the other ranks' (rank order), checks the whole.
   // state: a correctly rounded plan's (exact) pieces folded, whose exact states the ranks add
   // (null for other plans, and on a rank whose slice is empty).
-  void join_ranks(RunRecord& rec, std::uint64_t chain, const ReduceFold* state);
+  void join_ranks(RunRecord& rec, const SumPiece& slice, const ReduceFold* state);
 
   ReduceProblem problem_;
   Value expected_;

@@ -115,7 +115,7 @@ std::size_t big_top(const Big& a) {
 // apart, in units of the smallest subnormal, and the specials.
 struct Parts {
   Big p, q;
-  bool nan = false, pinf = false, ninf = false, all_neg_zero = false;
+  bool nan = false, pinf = false, ninf = false;
 };
 
 template <class T> Parts exact_parts(const T* x, std::size_t n) {
@@ -125,14 +125,12 @@ template <class T> Parts exact_parts(const T* x, std::size_t n) {
   // sum for positives, one for negatives; 128 bits take 2^74 double significands.
   std::vector<unsigned __int128> pos(L::kExpMax), neg(L::kExpMax);
   Parts r;
-  r.all_neg_zero = n > 0;
   const Bits sign = Bits{1} << (8 * sizeof(Bits) - 1);
   for (std::size_t i = 0; i < n; ++i) {
     Bits b;
     std::memcpy(&b, &x[i], sizeof b);
     const int e = static_cast<int>((b >> L::kMantBits) & static_cast<Bits>(L::kExpMax));
     const Bits m = b & ((Bits{1} << L::kMantBits) - 1);
-    if (b != sign) r.all_neg_zero = false;
     if (e == L::kExpMax) {
       if (m)
         r.nan = true;
@@ -161,7 +159,7 @@ template <class T> T round_parts(const Parts& a) {
   if (a.pinf) return std::numeric_limits<T>::infinity();
   if (a.ninf) return -std::numeric_limits<T>::infinity();
   const int c = big_cmp(a.p, a.q);
-  if (c == 0) return a.all_neg_zero ? -T(0) : T(0);
+  if (c == 0) return T(0);  // +0, as NumPy's sum (which adds from +0) gives
   const Big mag = c > 0 ? big_sub(a.p, a.q) : big_sub(a.q, a.p);
   constexpr std::size_t prec = L::kMantBits + 1;
   const std::size_t top = big_top(mag);
@@ -200,8 +198,7 @@ void normalise(ExactState& s) {
   s.limb[ExactState::kLimbs - 1] = static_cast<std::int64_t>(top);
 }
 
-constexpr std::uint32_t kAllFlags =
-    ExactState::kNaN | ExactState::kPosInf | ExactState::kNegInf | ExactState::kNotNegZero;
+constexpr std::uint32_t kAllFlags = ExactState::kNaN | ExactState::kPosInf | ExactState::kNegInf;
 
 template <class T> typename Layout<T>::Bits bits_of(double v) {
   const T t = static_cast<T>(v);
@@ -246,8 +243,7 @@ ExactState exact_state(const HostArray& a) {
   if (a.n == 0) return s;
   s.empty = 0;
   s.flags = (parts.nan ? ExactState::kNaN : 0) | (parts.pinf ? ExactState::kPosInf : 0) |
-            (parts.ninf ? ExactState::kNegInf : 0) |
-            (parts.all_neg_zero ? 0 : ExactState::kNotNegZero);
+            (parts.ninf ? ExactState::kNegInf : 0);
   // p - q, digit by digit (each in (-2^32, 2^32)), then carried.
   auto digit = [](const Big& b, std::size_t j) -> std::int64_t {
     return j / 2 < b.size() ? static_cast<std::int64_t>((b[j / 2] >> (32 * (j % 2))) & 0xFFFFFFFF)
@@ -280,10 +276,7 @@ bool same_state(const ExactState& a, const ExactState& b) {
   constexpr std::uint32_t specials = ExactState::kNaN | ExactState::kPosInf | ExactState::kNegInf;
   if ((a.flags & specials) != (b.flags & specials)) return false;
   if (a.flags & specials) return true;
-  auto zero_sign = [](const ExactState& s) {
-    return s.empty || (s.flags & ExactState::kNotNegZero);
-  };
-  return zero_sign(a) == zero_sign(b) && std::equal(a.limb, a.limb + ExactState::kLimbs, b.limb);
+  return std::equal(a.limb, a.limb + ExactState::kLimbs, b.limb);
 }
 
 Value exact_round(DType t, const ExactState& s) {
@@ -307,7 +300,6 @@ Value exact_round(DType t, const ExactState& s) {
   parts.nan = (s.flags & ExactState::kNaN) != 0;
   parts.pinf = (s.flags & ExactState::kPosInf) != 0;
   parts.ninf = (s.flags & ExactState::kNegInf) != 0;
-  parts.all_neg_zero = !s.empty && !(s.flags & ExactState::kNotNegZero);
   Value v;
   v.type = t;
   v.f = t == DType::kFloat ? static_cast<double>(round_parts<float>(parts))

@@ -15,7 +15,7 @@ namespace clreduce {
 
 // The correctly rounded sum of x[0..n): IEEE's specials (a NaN, or +inf with -inf: NaN; else an
 // infinity: itself), a finite sum beyond the largest finite value: infinity of its sign; an exact
-// zero: +0, or -0 when n >= 1 and every element is -0 (what any order of IEEE additions gives).
+// zero: +0, even where every element is -0 (NumPy's sum adds from +0, and so does every variant).
 float exact_sum(const float* x, std::size_t n);
 double exact_sum(const double* x, std::size_t n);
 // The same for a float or double array, as a Value of its type; throws Error(kInternal) otherwise.
@@ -31,7 +31,6 @@ Value exact_sum(const HostArray& a);
 struct ExactState {
   static constexpr std::size_t kLimbs = 68;
   static constexpr std::uint32_t kNaN = 1, kPosInf = 2, kNegInf = 4;
-  static constexpr std::uint32_t kNotNegZero = 8;  // some element is not -0
   std::int64_t limb[kLimbs] = {};
   std::uint32_t flags = 0;  // the kernel's flags: the k* above
   std::uint32_t empty = 1;  // no element was added: the sum is +0
@@ -45,11 +44,11 @@ ExactState exact_state(const HostArray& a);
 // into += from, exactly (integer limbs with carries, flags OR-ed); an empty side adds nothing.
 void exact_add(ExactState& into, const ExactState& from);
 // Whether a and b (normalised) are the same sum: the same specials (NaN, +inf, -inf) and, where
-// there are none, the same limbs and the same zero sign (the kernel drops the limbs of a piece
-// where a special is seen, which no later piece can undo).
+// there are none, the same limbs (the kernel drops the limbs of a piece where a special is seen,
+// which no later piece can undo).
 bool same_state(const ExactState& a, const ExactState& b);
 // The state rounded once to t (kFloat or kDouble) as exact_sum rounds: to nearest, ties to even,
-// IEEE's specials, overflow to infinity, an exact zero +0 unless every element was -0.
+// IEEE's specials, overflow to infinity, an exact zero +0 (as NumPy's sum gives it).
 Value exact_round(DType t, const ExactState& s);
 
 // Whether got and ref, both of float type t (kFloat or kDouble), have the same bits once rounded

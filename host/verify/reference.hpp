@@ -47,11 +47,16 @@ struct Verdict {
 
 // Compares a device result with the reference. Ints, min, max and arg ops must match exactly
 // (NaN matches NaN; arg ops compare the index too). Float sums and products follow check_float()
-// (float_check.hpp): |got - ref| <= (depth + 2) * u * sum|x| for sums, (depth + 2) * u * |ref|
-// plus an underflow term for products, with u the unit roundoff of the accumulator type and depth
-// the longest chain of additions the variant applies to any element (for products, n: every
-// multiplication rounds, whatever the order); where an order of the operations may overflow,
-// ±inf or NaN is accepted with overflow set.
+// (float_check.hpp) with the variant's error budget: for sums |got - ref| <= min(γ_d·Σ|x|,
+// u·T / (1 - d·u)) + u·|ref|, T from the variant's tree (verify/sum_model.hpp) or d·Σ|x|, d the
+// most additions on any element's path; for products (d + 2)·u·|ref| plus an underflow term, d
+// the number of factors (every multiplication rounds, whatever the order). A sum is never -0
+// (every order that adds from +0, as NumPy's does, gives +0 where the sum is zero), a product has
+// the sign of its factors; where an order of the operations may overflow, ±inf or NaN of the
+// sign it can reach is accepted with overflow set.
+Verdict verify(const Value& got, const Value& ref, Op op, const ErrorBudget& budget,
+               const FloatStats& stats);
+// The same with the classical budget of depth d (d·Σ|x|).
 Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth,
                const FloatStats& stats);
 // The same with only the sum of |x| known (exact = ref, no product magnitudes).

@@ -174,8 +174,10 @@ ScanVerdict verify_typed(const HostArray& a, const ScanMode& m, const std::uint8
         }
         const A ref = static_cast<A>(run);
         const A g = got_at(i);
+        const ErrorBudget e =
+            sum ? ErrorBudget::classical(depth, mag.abs_sum) : ErrorBudget{count, 0.0L};
         const FloatCheck c = check_float(static_cast<long double>(g), static_cast<long double>(ref),
-                                         run, sum, single, sum ? depth : count, mag);
+                                         run, sum, single, e, mag);
         if (static_cast<double>(c.bound) > v.bound) v.bound = static_cast<double>(c.bound);
         if (!c.ok) mark_wrong(v, i, g, ref, static_cast<A>(c.bound));
         if (c.overflow && v.overflowed++ == 0) {
@@ -200,7 +202,8 @@ ScanVerdict verify_typed(const HostArray& a, const ScanMode& m, const std::uint8
                                         std::to_string(n) + " elements)"
                                   : std::string()) +
                 ": " +
-                overflow_note(sum, single, first_overflow_mag, "of the elements it combines");
+                overflow_note(static_cast<long double>(got_at(at)), sum, single, first_overflow_mag,
+                              "of the elements it combines");
       }
       v.expected_last = value_of(last);
       return v;

@@ -166,7 +166,7 @@ TEST_CASE(
   r = run_cli("--variant fast,exact --type double --size 100003 --format json --repeat 1");
   CHECK(r.code == 0);
   CHECK(lines(r.out) == 2);
-  CHECK_THAT(r.out, ContainsSubstring("\"err_ulp\":0,\"err_rel\":0}"));  // exact's
+  CHECK_THAT(r.out, ContainsSubstring("\"err_ulp\":0,\"err_rel\":0,\"bound\":0}"));  // exact's
   CHECK_THAT(r.out, ContainsSubstring(" fpe2 ticket"));
   r = run_cli("--variant fast,exact --type float --size 100003 --repeat 1 --accuracy");
   CHECK(r.code == 0);

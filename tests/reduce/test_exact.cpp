@@ -175,7 +175,7 @@ template <class T> void hard_cases() {
   check_case<T>({T(1), -inf, mx, mx}, -inf, "-inf beats a finite overflow");
   check_case<T>({inf, T(2), -inf}, nan, "+inf and -inf");
   check_case<T>({T(2), nan, T(3)}, nan, "NaN");
-  check_case<T>({-T(0), -T(0), -T(0)}, -T(0), "all -0");
+  check_case<T>({-T(0), -T(0), -T(0)}, T(0), "all -0: +0, as NumPy's sum");
   check_case<T>({-T(0), T(0), -T(0)}, T(0), "-0 and +0");
   check_case<T>({T(1), -T(1)}, T(0), "an exact zero is +0");
 }
@@ -309,7 +309,7 @@ TEST_CASE(
         if (k == 2) put(n / 2, std::numeric_limits<double>::quiet_NaN());
         require_exact(run_exact(s, c.local, "gpu", c.groups), s);
       }
-      // All -0 (the sum is -0), then one +0 among them (+0).
+      // All -0, then one +0 among them: +0 both (NumPy's sum adds from +0).
       HostArray z = f ? arr(std::vector<float>(n, -0.0f)) : arr(std::vector<double>(n, -0.0));
       require_exact(run_exact(z, c.local, "gpu", c.groups), z);
       std::memset(z.bytes.data() + (n / 2) * (f ? 4 : 8), 0, f ? 4 : 8);
