@@ -491,6 +491,7 @@ RunRecord ReduceSession::run_one(const ReduceVariant& v) {
 SumPiece ReduceSession::budget_of(const ReducePlan& plan, const HostArray& data,
                                   const ChunkLayout& layout) const {
   SumPiece whole;
+  whole.count = data.n;
   if (problem_.op == Op::kProd) {  // every multiplication rounds, whatever the order
     whole.budget.depth = data.n;
     return whole;
@@ -536,6 +537,7 @@ void ReduceSession::join_ranks(RunRecord& rec, const SumPiece& slice, const Redu
   const std::vector<double> terms = gather_ranks(static_cast<double>(slice.budget.terms));
   const std::vector<double> depth = gather_ranks(static_cast<double>(slice.budget.depth));
   const std::vector<double> sums = gather_ranks(static_cast<double>(slice.sum));
+  const std::vector<double> counts = gather_ranks(static_cast<double>(slice.count));
   const std::vector<double> abs = gather_ranks(static_cast<double>(m.abs_sum));
   const std::vector<double> pos = gather_ranks(static_cast<double>(m.pos_sum));
   const std::vector<double> neg = gather_ranks(static_cast<double>(m.neg_sum));
@@ -554,6 +556,7 @@ void ReduceSession::join_ranks(RunRecord& rec, const SumPiece& slice, const Redu
                             static_cast<long double>(terms[r])};
         slices[r].sum = sums[r];
         slices[r].abs_sum = abs[r];
+        slices[r].count = static_cast<std::uint64_t>(counts[r]);
         whole.m.abs_sum += abs[r];
         whole.m.pos_sum += pos[r];
         whole.m.neg_sum += neg[r];

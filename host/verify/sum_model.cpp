@@ -149,15 +149,17 @@ template <class T> SumPiece budget(const SumModel& m, const T* x, std::size_t n)
   }
   p.sum = sum;
   p.abs_sum = abs;
-  p.budget.depth = m.depth;
+  p.count = n;
+  p.budget.depth = std::min<std::uint64_t>(m.depth, n > 0 ? n - 1 : 0);
   if (n == 0) return p;
   const bool single = std::is_same_v<T, float>;
   constexpr int precision = std::numeric_limits<T>::digits;
-  // Past 2^(53 + g) the double partial sums below may round themselves: no threshold then.
+  // Past 2^(53 + g) the double partial sums below may round themselves: a threshold of 0 then
+  // (every addition counts).
   const double threshold =
       grid != std::numeric_limits<int>::max() && abs < std::ldexp(1.0, 53 + grid)
           ? std::ldexp(1.0, precision - 1 + grid)
-          : std::numeric_limits<double>::infinity();
+          : 0.0;
   const double above = static_cast<double>(m.above);
   Terms t;
   // Chains' terms, what moving their ends adds (their partial sums move by an element at most:
@@ -170,9 +172,9 @@ template <class T> SumPiece budget(const SumModel& m, const T* x, std::size_t n)
     t.longest = std::max(t.longest, c.longest + 1);
   };
   if (m.kind == SumModel::Kind::kDepth) {
-    t.all = static_cast<double>(m.depth) * abs;
+    t.all = static_cast<double>(p.budget.depth) * abs;
     t.exact_aware = abs >= threshold ? t.all : 0.0;
-    t.longest = m.depth;
+    t.longest = p.budget.depth;
   } else if (m.kind == SumModel::Kind::kStrided) {
     // The chains over all of [0, n): a head h <= edge drops each chain's first element, at most
     // (every later partial sum moves by it); a tail only removes their last ones.
@@ -196,12 +198,13 @@ template <class T> SumPiece budget(const SumModel& m, const T* x, std::size_t n)
             c.results + bounds + strays);
     }
   }
-  // The double partial sums are each within γ_L of the sums of |x| below them, and T's own
-  // additions within γ_n of it.
+  // The double partial sums are each within γ_L of the sums of |x| below them (exact where a
+  // threshold applies), and T's own additions within γ_n of it.
   constexpr double u = std::numeric_limits<double>::epsilon() / 2;
   const double l = static_cast<double>(t.longest) + above + 1.0;
+  const double slack = threshold > 0.0 ? 0.0 : 2.0 * u * l * l * abs;
   auto widen = [&](double terms) {
-    terms = (terms + 2.0 * u * l * l * abs) * (1.0 + 2.0 * u * (static_cast<double>(n) + l));
+    terms = (terms + slack) * (1.0 + 2.0 * u * (static_cast<double>(n) + l));
     return std::isfinite(terms) ? static_cast<long double>(terms)
                                 : std::numeric_limits<long double>::infinity();
   };
@@ -217,7 +220,8 @@ SumPiece sum_budget(const SumModel& m, DType type, const void* x, std::size_t n)
   if (type == DType::kFloat) return budget(m, static_cast<const float*>(x), n);
   if (type == DType::kDouble) return budget(m, static_cast<const double*>(x), n);
   SumPiece p;
-  p.budget.depth = m.depth;
+  p.budget.depth = std::min<std::uint64_t>(m.depth, n > 0 ? n - 1 : 0);
+  p.count = n;
   return p;
 }
 
@@ -230,6 +234,7 @@ SumPiece fold_budgets(const std::vector<SumPiece>& pieces, bool any_order) {
     const SumPiece& p = pieces[k];
     r.budget.terms += p.budget.terms;
     r.abs_sum += p.abs_sum;
+    r.count += p.count;
     deepest = std::max(deepest, p.budget.depth);
     run += p.sum;
     results += std::fabs(p.sum);
@@ -237,7 +242,7 @@ SumPiece fold_budgets(const std::vector<SumPiece>& pieces, bool any_order) {
   }
   const auto combines = static_cast<std::uint64_t>(pieces.size() - 1);
   if (any_order) r.budget.terms += static_cast<long double>(combines) * results;
-  r.budget.depth = deepest + combines;
+  r.budget.depth = std::min<std::uint64_t>(deepest + combines, r.count > 0 ? r.count - 1 : 0);
   r.sum = run;
   // The pieces' sums are long double sums of their elements: widened by their rounding.
   r.budget.terms *= 1.0L + 0x1p-40L;

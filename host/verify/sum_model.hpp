@@ -50,24 +50,28 @@ struct SumModel {
   }
 };
 
-// A piece's budget and its exact sum (in long double; for the folds after it).
+// A piece's budget, its elements and their sum (in long double; for the folds after it).
 struct SumPiece {
   ErrorBudget budget;
   long double sum = 0.0L;
   long double abs_sum = 0.0L;
+  std::uint64_t count = 0;
 };
 
 // The budget of a sum of x[0..n) (float or double elements) computed as m says: T is the sum of
 // |s| over the chains' additions (from their exact partial sums), plus `above` times the sum of
 // the chains' |results| and the edge elements' |x|, plus what moving the chains' ends by up to
 // `edge` elements can add; kDepth: depth·Σ|x|. Partial sums are taken in double and T is
-// widened by their own rounding. Integer arrays: an empty budget.
+// widened by their own rounding. The depth is at most n - 1 whatever the model says: a sum of n
+// elements is a tree of n leaves (additions of the identity are exact). Integer arrays: an empty
+// budget.
 SumPiece sum_budget(const SumModel& m, DType type, const void* x, std::size_t n);
 
 // The budget of pieces (chunks, devices' shares, ranks' slices) whose results are folded one
 // after another, in order: theirs, plus the fold's own additions (at its exact partial sums),
-// one more level of depth per piece. `any_order`: the pieces are combined by some tree of their
-// order (an MPI reduction): each of them is taken to pass through every combine.
+// one more level of depth per piece (at most the elements' count - 1 in all). `any_order`: the
+// pieces are combined by some tree of their order (an MPI reduction): each of them is taken to pass
+// through every combine.
 SumPiece fold_budgets(const std::vector<SumPiece>& pieces, bool any_order = false);
 
 }  // namespace clreduce
