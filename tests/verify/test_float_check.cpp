@@ -105,6 +105,70 @@ TEST_CASE("inf or NaN is refused where no order can overflow, and NaN where ever
   CHECK_FALSE(check(both, Op::kSum, kInf).ok);
 }
 
+TEST_CASE("an overflow is accepted only with a sign some order of the operations reaches",
+          "[reference][overflow]") {
+  // [FLT_MAX, FLT_MAX, 1]: every order passes +FLT_MAX: +inf, never -inf or NaN.
+  const auto max2 = make_array<float>(DType::kFloat, {FLT_MAX, FLT_MAX, 1.0f});
+  CHECK(check(max2, Op::kSum, kInf).ok);
+  CHECK_FALSE(check(max2, Op::kSum, -kInf).ok);
+  CHECK_FALSE(check(max2, Op::kSum, kNaN).ok);
+  // One huge value against two: an order that adds the positives first gives +inf, none gives
+  // -inf (the negatives' sum is below the largest value), so none gives NaN.
+  const auto mixed = make_array<float>(DType::kFloat, {3e38f, 3e38f, -3e38f});
+  Verdict v = check(mixed, Op::kSum, kInf);
+  CHECK(v.ok);
+  CHECK(v.overflow);
+  CHECK_THAT(v.why, ContainsSubstring("overflows float to +inf: the sum of the positive elements"));
+  CHECK_FALSE(check(mixed, Op::kSum, -kInf).ok);
+  CHECK_FALSE(check(mixed, Op::kSum, kNaN).ok);
+  CHECK(check(mixed, Op::kSum, 3e38).ok);
+  // Both signs can pass it: +inf, -inf and NaN (+inf meeting -inf) are all reachable.
+  const auto both = make_array<float>(DType::kFloat, {-3e38f, -3e38f, 3e38f, 3e38f});
+  for (double got : {kInf, -kInf, kNaN}) CHECK(check(both, Op::kSum, got).ok);
+  v = check(both, Op::kSum, kNaN);
+  CHECK_THAT(v.why, ContainsSubstring("to +inf and to -inf, which give NaN"));
+  // A +inf element: +inf, or NaN where the negatives can overflow; never -inf.
+  const auto inf_neg = make_array<float>(DType::kFloat, {HUGE_VALF, -3e38f, -3e38f});
+  CHECK(check(inf_neg, Op::kSum, kInf).ok);
+  CHECK(check(inf_neg, Op::kSum, kNaN).ok);
+  CHECK_FALSE(check(inf_neg, Op::kSum, -kInf).ok);
+  const auto inf_pos = make_array<float>(DType::kFloat, {HUGE_VALF, 3e38f, 3e38f});
+  CHECK_FALSE(check(inf_pos, Op::kSum, kNaN).ok);  // nothing can give -inf to meet it
+  // Products: the sign of the factors in every order; a zero factor leaves 0 or NaN, never inf.
+  const auto neg = make_array<float>(DType::kFloat, {1e30f, -1e30f, 1e30f});
+  CHECK(check(neg, Op::kProd, -kInf).ok);
+  CHECK_FALSE(check(neg, Op::kProd, kInf).ok);
+  CHECK_FALSE(check(neg, Op::kProd, kNaN).ok);  // no 0 to meet the infinity
+  const auto zero = make_array<float>(DType::kFloat, {1e30f, 1e30f, 0.0f});
+  CHECK(check(zero, Op::kProd, 0.0).ok);
+  CHECK(check(zero, Op::kProd, kNaN).ok);  // 1e30 * 1e30 = inf first, then * 0
+  CHECK_FALSE(check(zero, Op::kProd, kInf).ok);
+  CHECK_FALSE(check(zero, Op::kProd, -0.0).ok);  // the sign of a zero product too
+  const auto negzero = make_array<float>(DType::kFloat, {-0.0f, 2.0f, 3.0f});
+  CHECK(check(negzero, Op::kProd, -0.0).ok);
+  CHECK_FALSE(check(negzero, Op::kProd, 0.0).ok);
+}
+
+TEST_CASE("a float sum is never -0: every order that adds from +0, as NumPy's, gives +0",
+          "[reference]") {
+  for (std::size_t k : {1, 2, 9, 1000}) {
+    CAPTURE(k);
+    const HostArray z = make_array<float>(DType::kFloat, std::vector<float>(k, -0.0f));
+    const Value ref = reference_reduce(z, Op::kSum);
+    CHECK(ref.f == 0.0);
+    CHECK_FALSE(std::signbit(ref.f));  // np.sum([-0.0] * k) is 0.0
+    CHECK(check(z, Op::kSum, 0.0).ok);
+    const Verdict v = check(z, Op::kSum, -0.0);
+    CHECK_FALSE(v.ok);
+    CHECK_THAT(v.why, ContainsSubstring("never -0"));
+    CHECK_FALSE(std::signbit(sequential_reduce(z, Op::kSum).f));
+  }
+  // Cancelling elements give +0 too; a finite non-zero result is still held to the bound.
+  const auto cancel = make_array<double>(DType::kDouble, {1.5, -1.5});
+  CHECK(check(cancel, Op::kSum, 0.0).ok);
+  CHECK_FALSE(check(cancel, Op::kSum, -0.0).ok);
+}
+
 TEST_CASE("a reference that rounds to inf accepts the largest finite value an order reaches",
           "[reference][overflow]") {
   // FLT_MAX + 3 quarter-ulps: the exact sum rounds to inf, the float loop stays at FLT_MAX.
