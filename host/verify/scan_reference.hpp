@@ -59,14 +59,15 @@ ScanRefState scan_ref_state(const HostArray& a, const ScanMode& mode,
 
 // Checks every element of got (a.n values of type mode.acc, as the device wrote them):
 // integers, min and max exactly (NaN matches NaN); float sums and products by check_float()
-// (float_check.hpp) over the elements y_i combines (its segment, up to i): sums |y_i - ref_i| <=
-// (depth + 2) * u * S_i, with S_i the sum of their |x_j| and u the unit roundoff of the
-// accumulator; products |y_i - ref_i| <= (c_i + 2) * u * |ref_i| + an underflow term, with c_i
-// the number of factors (every multiplication rounds, whatever the tree). ref_i is the long double
-// scan rounded to the accumulator type; a non-finite y_i must match it, unless an order of those
-// elements may overflow: then ±inf or NaN is accepted and counted in `overflowed`. depth: the
-// longest chain of operations the variant applies.
-// start (null or empty: none): the state the elements before a leave (a slice of a larger array).
+// (float_check.hpp) over the c_i elements y_i combines (its segment, up to i): sums
+// |y_i - ref_i| <= γ_d·S_i + u·|ref_i|, with S_i the sum of their |x_j|, u the unit roundoff
+// of the accumulator and d = min(depth, c_i - 1) (y_i is a tree of its c_i elements);
+// products |y_i - ref_i| <= (c_i + 2)·u·|ref_i| + an underflow term (every multiplication
+// rounds, whatever the tree). ref_i is the long double scan rounded to the accumulator type;
+// a non-finite y_i must match it, unless an order of those elements may overflow: then the
+// ±inf or NaN an order can reach is accepted and counted in `overflowed`. depth: the longest
+// chain of operations the variant applies. start (null or empty: none): the state the
+// elements before a leave (a slice of a larger array).
 ScanVerdict verify_scan(const HostArray& a, const ScanMode& mode,
                         const std::vector<std::uint8_t>& flags, std::uint64_t depth,
                         const unsigned char* got, const ScanRefState* start = nullptr);
