@@ -74,8 +74,8 @@ bool can_reach(long double got, bool sum, bool single, std::uint64_t depth, cons
 // else double), with exact the unrounded result (long double). e: the budget (for a product,
 // e.depth is the number of factors).
 //  - every order gives NaN (Magnitudes::always_nan): got must be NaN;
-//  - got is ±inf or NaN: it must be what some order gives (can_reach(); overflow is set where
-//    got differs from ref, i.e. where it was accepted only because an order may overflow);
+//  - got is ±inf or NaN: it must be ref or what some order gives (can_reach(); overflow is set
+//    where got differs from ref, i.e. where it was accepted only because an order may overflow);
 //  - a product's sign (zeros and infinities included) is that of its factors in every order: got
 //    must have it;
 //  - got is finite: |got - ref| <= bound, or |got - exact| <= bound where ref rounded to ±inf

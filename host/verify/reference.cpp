@@ -224,6 +224,9 @@ Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth,
   FloatStats s;
   s.exact = ref.f;
   s.m.abs_sum = sum_abs;
+  // The split of Σ|x| by sign is not known: either may overflow. A product's sign is ref's.
+  s.m.pos_sum = s.m.neg_sum = sum_abs;
+  s.m.negatives = !std::isnan(ref.f) && std::signbit(ref.f) ? 1 : 0;
   return verify(got, ref, op, ErrorBudget::classical(depth, sum_abs), s);
 }
 

@@ -59,7 +59,8 @@ Verdict verify(const Value& got, const Value& ref, Op op, const ErrorBudget& bud
 // The same with the classical budget of depth d (d·Σ|x|).
 Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth,
                const FloatStats& stats);
-// The same with only the sum of |x| known (exact = ref, no product magnitudes).
+// The same with only the sum of |x| known (exact = ref, no product magnitudes; either sign may
+// overflow; a product's sign is ref's).
 Verdict verify(const Value& got, const Value& ref, Op op, std::uint64_t depth, long double sum_abs);
 
 // For correctly rounded float sums (variant `exact`): got must have the bits of ref, the

@@ -38,15 +38,15 @@ const double dinf = std::numeric_limits<double>::infinity(),
 
 }  // namespace
 
-TEST_CASE("exact_sum: signed zeros and n = 0", "[exact_sum]") {
+TEST_CASE("exact_sum: signed zeros and n = 0 (+0 always, as NumPy's sum)", "[exact_sum]") {
   CHECK(same(sum_of<float>({}), 0.0f));
-  CHECK(same(sum_of<float>({-0.0f}), -0.0f));
-  CHECK(same(sum_of<float>({-0.0f, -0.0f, -0.0f}), -0.0f));
+  CHECK(same(sum_of<float>({-0.0f}), 0.0f));
+  CHECK(same(sum_of<float>({-0.0f, -0.0f, -0.0f}), 0.0f));
   CHECK(same(sum_of<float>({-0.0f, 0.0f}), 0.0f));
   CHECK(same(sum_of<float>({1.0f, -1.0f}), 0.0f));
   CHECK(same(sum_of<float>({-1.0f, 1.0f, -0.0f}), 0.0f));
   CHECK(same(sum_of<double>({}), 0.0));
-  CHECK(same(sum_of<double>({-0.0, -0.0}), -0.0));
+  CHECK(same(sum_of<double>({-0.0, -0.0}), 0.0));
   CHECK(same(sum_of<double>({dden, -dden}), 0.0));
 }
 
