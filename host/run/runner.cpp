@@ -578,6 +578,13 @@ void ReduceSession::join_ranks(RunRecord& rec, const SumPiece& slice, const Redu
       if (!v.ok) v.why = "the ranks' combined result differs from the combined reference";
     }
     whole_ok = whole_ok && (v.ok || v.overflow);
+    if (problem_.op == Op::kSum && is_float(problem_.acc())) {  // the whole's, not the slice's
+      const FloatError err = float_error(got.value, ref.value);
+      rec.has_error = true;
+      rec.err_ulp = err.ulps;
+      rec.err_rel = err.rel;
+      rec.bound = v.bound;
+    }
   }
   rec.verified = all_ranks(slice_ok && whole_ok);
   if (!rec.verified && rec.verify_note.empty())

@@ -23,7 +23,26 @@ struct Chains {
     if (a >= threshold) high += a;
     peak = std::max(peak, a);
   }
+  // Another pass's chains (disjoint from these).
+  void join(const Chains& o) {
+    terms += o.terms;
+    high += o.high;
+    results += o.results;
+    peak = std::max(peak, o.peak);
+    longest = std::max(longest, o.longest);
+  }
 };
+
+// Runs part(k, parts) for k < parts on the cores, each with its own Chains, joined.
+template <class F> Chains on_cores(std::size_t parts, F&& part) {
+  std::vector<Chains> c(parts);
+#pragma omp parallel for schedule(dynamic, 1) if (parts > 1)
+  for (std::int64_t k = 0; k < static_cast<std::int64_t>(parts); ++k)
+    c[static_cast<std::size_t>(k)] = part(static_cast<std::size_t>(k));
+  Chains all;
+  for (const Chains& one : c) all.join(one);
+  return all;
+}
 
 template <class T> double at(const T* x, std::size_t i) {
   const double v = static_cast<double>(x[i]);
@@ -52,76 +71,88 @@ int lowest_bit(double x) {
   return e ? e - 1075 + __builtin_ctzll(m | (1ull << 52)) : -1074 + __builtin_ctzll(m);
 }
 
-// kStrided: one running sum per chain key.
+// kStrided: one running sum per chain key. The keys of the positions q in [a, b) of every
+// period (b - a a multiple of fold·width) are theirs alone: such slices of the period run apart.
 template <class T> Chains strided(const SumModel& m, const T* x, std::size_t n, double threshold) {
-  Chains c;
   const std::uint64_t period = std::max<std::uint64_t>(m.period, 1);
   const std::uint64_t width = std::max<std::uint64_t>(m.width, 1);
   const std::uint64_t block = std::max<std::uint64_t>(m.fold, 1) * width;
-  const bool residues = block >= period && width >= period;  // key(q) = q
-  const std::size_t keys = static_cast<std::size_t>(std::min<std::uint64_t>(period, n));
-  std::vector<double> s(keys, 0.0);
-  std::vector<std::uint64_t> count(keys, 0);
-  std::uint64_t q = 0;  // i mod period
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto k = static_cast<std::size_t>(residues ? q : q / block * width + q % block % width);
-    s[k] += at(x, i);
-    if (count[k]++ > 0) c.add(s[k], threshold);
-    if (++q == period) q = 0;
-  }
-  for (std::size_t k = 0; k < keys; ++k) {
-    c.results += std::fabs(s[k]);
-    c.longest = std::max(c.longest, count[k]);
-  }
-  return c;
+  const bool residues = block >= period && width >= period;       // key(q) = q
+  const std::uint64_t span = std::min<std::uint64_t>(period, n);  // positions that occur
+  // Slices of whole blocks (a residue each, for residues), at most 64 and at least 4096 keys.
+  const std::uint64_t unit = residues ? 1 : block;
+  const std::uint64_t units = (span + unit - 1) / unit;
+  const std::uint64_t per = std::max<std::uint64_t>((units + 63) / 64, (4096 + unit - 1) / unit);
+  const std::size_t parts = static_cast<std::size_t>((units + per - 1) / per);
+  return on_cores(parts, [&](std::size_t part) {
+    Chains c;
+    const std::uint64_t a = part * per * unit, b = std::min(span, a + per * unit);
+    std::vector<double> s(b - a, 0.0);  // by key - key(a): keys of [a, b) lie in [key(a), ..)
+    std::vector<std::uint64_t> count(b - a, 0);
+    auto key = [&](std::uint64_t q) {
+      return residues ? q : q / block * width + q % block % width;
+    };
+    const std::uint64_t base = key(a);
+    for (std::uint64_t row = 0; row * period + a < n; ++row)
+      for (std::uint64_t q = a; q < b && row * period + q < n; ++q) {
+        const std::size_t k = static_cast<std::size_t>(key(q) - base);
+        s[k] += at(x, static_cast<std::size_t>(row * period + q));
+        if (count[k]++ > 0) c.add(s[k], threshold);
+      }
+    for (std::size_t k = 0; k < s.size(); ++k) {
+      c.results += std::fabs(s[k]);
+      c.longest = std::max(c.longest, count[k]);
+    }
+    return c;
+  });
 }
 
-// kRuns with `nv` whole vectors from element 0: each part's lanes; *bounds receives the sum of
-// |x| over the vec elements on each side of every part's start and end (where a head shifts
-// them).
+// kRuns with `nv` whole vectors from element 0: each part's lanes, the work-items' runs apart;
+// *bounds receives the sum of |x| over the vec elements on each side of every part's start and
+// end (where a head shifts them).
 template <class T>
 Chains runs(const SumModel& m, const T* x, std::size_t n, std::uint64_t nv, double threshold,
             double* bounds) {
-  Chains c;
   const std::uint64_t vec = std::max<std::uint64_t>(m.vec, 1);
   const std::uint64_t items = std::max<std::uint64_t>(m.items, 1);
   const std::uint64_t streams = std::max<std::uint64_t>(m.streams, 1);
   const std::uint64_t per = nv / items + (nv % items != 0);
-  std::vector<double> s(vec);
-  std::vector<std::uint64_t> count(vec);
-  auto edges = [&](std::uint64_t v) {  // the vec elements on each side of vector boundary v
-    const auto e = static_cast<std::size_t>(std::min<std::uint64_t>(v * vec, n));
-    *bounds += abs_range(x, e - std::min<std::size_t>(e, vec), std::min<std::size_t>(n, e + vec));
-  };
-  // The vectors [a, b) into the lanes, in order.
-  auto lanes = [&](std::uint64_t a, std::uint64_t b) {
-    for (std::uint64_t v = a; v < b; ++v)
-      for (std::uint64_t j = 0; j < vec; ++j) {
-        s[j] += at(x, static_cast<std::size_t>(v * vec + j));
-        if (count[j]++ > 0) c.add(s[j], threshold);
-      }
-    edges(a);
-    edges(b);
-  };
-  auto close = [&] {
-    for (std::uint64_t j = 0; j < vec; ++j) {
-      c.results += std::fabs(s[j]);
-      c.longest = std::max(c.longest, count[j]);
-      s[j] = 0.0;
-      count[j] = 0;
-    }
-  };
-  for (std::uint64_t w = 0; w < items; ++w) {
-    const std::uint64_t v = w * per;
-    if (v >= nv) break;
-    const std::uint64_t end = std::min(v + per, nv), q = (end - v) / streams;
+  const std::uint64_t used = per ? std::min<std::uint64_t>(items, (nv + per - 1) / per) : 0;
+  std::vector<double> edge_sums(static_cast<std::size_t>(used), 0.0);
+  const Chains all = on_cores(static_cast<std::size_t>(used), [&](std::size_t w) {
+    Chains c;
+    std::vector<double> s(vec, 0.0);
+    std::vector<std::uint64_t> count(vec, 0);
+    auto edges = [&](std::uint64_t v) {  // the vec elements on each side of vector boundary v
+      const auto e = static_cast<std::size_t>(std::min<std::uint64_t>(v * vec, n));
+      edge_sums[w] +=
+          abs_range(x, e - std::min<std::size_t>(e, vec), std::min<std::size_t>(n, e + vec));
+    };
+    // The vectors [a, b) into the lanes, in order.
+    auto lanes = [&](std::uint64_t a, std::uint64_t b) {
+      for (std::uint64_t v = a; v < b; ++v)
+        for (std::uint64_t j = 0; j < vec; ++j) {
+          s[j] += at(x, static_cast<std::size_t>(v * vec + j));
+          if (count[j]++ > 0) c.add(s[j], threshold);
+        }
+      edges(a);
+      edges(b);
+    };
+    const std::uint64_t v = w * per, end = std::min(v + per, nv), q = (end - v) / streams;
     for (std::uint64_t k = 0; k < streams; ++k) {
       lanes(v + k * q, v + (k + 1) * q);
       if (k == 0) lanes(v + streams * q, end);  // the remainder continues part 0
-      close();
+      for (std::uint64_t j = 0; j < vec; ++j) {
+        c.results += std::fabs(s[j]);
+        c.longest = std::max(c.longest, count[j]);
+        s[j] = 0.0;
+        count[j] = 0;
+      }
     }
-  }
-  return c;
+    return c;
+  });
+  for (double e : edge_sums) *bounds += e;
+  return all;
 }
 
 // T two ways: every addition (all), or only those that can round (exact_aware): where every
