@@ -277,7 +277,7 @@ TEST_CASE(
                     << static_cast<double>(sum_error_bound(true, depth_only, stats.m.abs_sum)));
       CHECK(verify(ref, ref, Op::kSum, budget, stats).ok);
       CHECK_FALSE(verify(dropped, ref, Op::kSum, budget, stats).ok);
-      if (name == "topdown" || name == "fast")  // the depth alone let the drop pass
+      if (name == "topdown" || name == "fast")  // the depth alone let such a drop pass
         CHECK(verify(dropped, ref, Op::kSum, depth_only, stats).ok);
     }
   }
