@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/checked.hpp"
 #include "io/npy.hpp"
 #include "reduce/variant.hpp"
 #include "run/runner.hpp"
@@ -90,7 +91,7 @@ HostArray host_copy(DType type, const void* data, std::size_t n) {
   HostArray a;
   a.type = type;
   a.n = n;
-  a.bytes.resize(n * dtype_size(type));
+  a.bytes.resize(checked_bytes(n, dtype_size(type), "a copy of the array"));
   if (n) std::memcpy(a.bytes.data(), data, a.bytes.size());
   return a;
 }
@@ -105,7 +106,7 @@ HostArray read_back(Context& ctx, DType type, const cl::Buffer& b, std::size_t n
   HostArray a;
   a.type = type;
   a.n = n;
-  a.bytes.resize(n * dtype_size(type));
+  a.bytes.resize(checked_bytes(n, dtype_size(type), "reading a buffer back"));
   enqueue_read(ctx.queue(), b, 0, a.bytes.size(), a.bytes.data(), ctx.tuning().transfer_piece);
   wait(ctx, a.bytes.size(), "reading a buffer back");
   return a;
@@ -173,7 +174,7 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
   check_fits(d, type, n);
   if (n == 0 && !has_identity(op))
     throw Error(Errc::kUsage, op_name(op) + " of an empty array has no identity (n = 0)");
-  const std::size_t bytes = n * dtype_size(type);
+  const std::size_t bytes = checked_bytes(n, dtype_size(type), "the input");
   if (user_in) check_buffer(ctx, *user_in, bytes, "input");
   refuse_unsupported(v.name(), d, v.unsupported(ctx, p));
 
@@ -246,7 +247,8 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
   check_fp64(d, type, p.acc_type);
   check_fits(d, type, n);
   check_fits(d, p.acc_type, n);
-  const std::size_t in_bytes = n * dtype_size(type), out_bytes = n * p.acc_bytes();
+  const std::size_t in_bytes = checked_bytes(n, dtype_size(type), "the input"),
+                    out_bytes = checked_bytes(n, p.acc_bytes(), "the scan's output");
   if (user_in) check_buffer(ctx, *user_in, in_bytes, "input");
   if (user_out) check_buffer(ctx, *user_out, out_bytes, "output");
   refuse_unsupported(v.name(), d, v.unsupported(ctx, p));

@@ -205,6 +205,7 @@ void Bytes::allocate(std::size_t n, bool zero) {
   }
   release();
   if (n == 0) return;
+  if (n > SIZE_MAX - kPage) throw std::bad_alloc();  // rounded up to whole pages, it would wrap
   void* p = std::aligned_alloc(kPage, (n + kPage - 1) / kPage * kPage);
   if (!p) throw std::bad_alloc();
   data_ = static_cast<unsigned char*>(p);

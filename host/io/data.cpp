@@ -1,6 +1,8 @@
 // data.cpp: the counter-based generator behind --size/--seed.
 #include "io/data.hpp"
 
+#include "core/checked.hpp"
+
 namespace clreduce {
 
 std::uint64_t data_bits(std::uint64_t seed, std::uint64_t i) {
@@ -27,7 +29,7 @@ HostArray generate(DType t, std::size_t n, std::uint64_t seed, std::uint64_t fir
   HostArray a;
   a.type = t;
   a.n = n;
-  a.bytes.resize(n * dtype_size(t));
+  a.bytes.resize(checked_bytes(n, dtype_size(t), "the generated array"));
   constexpr std::uint64_t kWide = 1000000000000ull;
   switch (t) {
     case DType::kInt32:

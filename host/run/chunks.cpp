@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "clreduce/error.hpp"
+#include "core/checked.hpp"
 #include "run/fold.hpp"
 #include "run/timing.hpp"
 #include "runtime/transfer.hpp"
@@ -95,7 +96,7 @@ ChunkLayout layout_for(const DeviceInfo& d, const Tuning& t, std::size_t n, Elem
     // made 0.13x and a CL_MEM_USE_HOST_PTR copy 0.23x).
     L.source = t.stream_source == "auto" ? "stage" : t.stream_source;
   }
-  L.chunks = (n + L.chunk - 1) / L.chunk;
+  L.chunks = n / L.chunk + (n % L.chunk != 0);  // n + chunk - 1 would wrap near 2^64
   if (L.streamed()) L.slots = std::min<std::size_t>(L.slots, std::max<std::size_t>(L.chunks, 1));
   return L;
 }
@@ -239,7 +240,8 @@ void ChunkedArray::prepare_reduce(std::size_t out_bytes, const std::string& what
   if (stride != partial_stride_ || out_bytes != partial_bytes_) {
     partial_stride_ = stride;
     partial_bytes_ = out_bytes;
-    partials_ = cl::Buffer(ctx_.context(), CL_MEM_READ_WRITE, stride * chunks);
+    partials_ = cl::Buffer(ctx_.context(), CL_MEM_READ_WRITE,
+                           checked_bytes(chunks, stride, "the chunks' results"));
     partial_views_.clear();
     for (std::size_t c = 0; c < chunks; ++c)
       partial_views_.push_back(ctx_.view(partials_, c * stride, out_bytes));

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "clreduce/error.hpp"
+#include "core/checked.hpp"
 #include "io/npy.hpp"
 #include "io/text.hpp"
 #include "run/omp_scan.hpp"
@@ -25,7 +26,7 @@ std::vector<std::uint8_t> segment_flags(std::size_t n, const std::string& file,
                                     " elements");
   } else if (length > 0) {
     f.assign(n, 0);
-    for (std::size_t i = 0; i < n; i += length) f[i] = 1;
+    for (std::size_t i = 0; i < n; i = length < n - i ? i + length : n) f[i] = 1;  // no wrap
   }
   return f;
 }
@@ -50,7 +51,7 @@ ScanSession::ScanSession(Context& ctx, const HostArray& data, Op op, RunConfig c
                                   " segment flags for an array of " + std::to_string(data.n) +
                                   " elements");
   check_fp64(problem_.acc_type);
-  const std::size_t out_bytes = data.n * problem_.acc_bytes();
+  const std::size_t out_bytes = checked_bytes(data.n, problem_.acc_bytes(), "the scan's output");
   host_out_.allocate_uninit(out_bytes);  // the sequential scan writes every element
   if (opts_.segmented) device_flags_.assign(opts_.flags.begin(), opts_.flags.end());
   layout_ = choose_layout(
@@ -423,7 +424,7 @@ RunRecord ScanSession::run_one(const ScanVariant& v, HostArray* output) {
   }
   if (ranked) return run_ranked(v, rec, pp);
   const std::size_t n = problem_.n;
-  const std::size_t out_bytes = n * problem_.acc_bytes();
+  const std::size_t out_bytes = host_out_.size();  // n * acc_bytes, checked when it was made
   const std::size_t flag_bytes = problem_.segmented ? n : 0;
   std::unique_ptr<ScanPlan> plan;
   if (n > 0) {

@@ -14,6 +14,9 @@ HostArray view_of(const HostArray& a, std::size_t first, std::size_t n) {
   v.type = a.type;
   v.n = n;
   const std::size_t size = dtype_size(a.type);
+  if (first > a.n || n > a.n - first)  // so first * size and n * size stay within a's bytes
+    throw Error(Errc::kInternal, "internal: a view of elements [" + std::to_string(first) + ", +" +
+                                     std::to_string(n) + ") of an array of " + std::to_string(a.n));
   v.bytes.adopt(
       const_cast<unsigned char*>(a.bytes.data()) + first * size, n * size,
       [](void*, std::size_t, void*) {}, nullptr);

@@ -12,6 +12,7 @@
 namespace clreduce {
 
 // Elements [first, first + n) of a, as an array that views a's memory (a must outlive it).
+// Error(Errc::kInternal) when they pass a's end.
 HostArray view_of(const HostArray& a, std::size_t first, std::size_t n);
 
 // Share sizes of n elements for weights.size() devices, in order: proportional to the weights

@@ -1,17 +1,25 @@
 // test_reference.cpp: the host reference and the verifier on hand-checked arrays: NumPy's
 // widening and wrap-around, NaN and tie rules, the float bound, n = 0.
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <new>
+#include <utility>
 
 #include "clreduce/error.hpp"
+#include "core/checked.hpp"
 #include "io/data.hpp"
 #include "io/size_arg.hpp"
+#include "run/chunks.hpp"
+#include "run/shares.hpp"
 #include "test_helpers.hpp"
 #include "verify/reference.hpp"
 
+using Catch::Matchers::ContainsSubstring;
 using namespace clreduce;
 using clreduce::test::make_array;
 
@@ -88,6 +96,44 @@ TEST_CASE("generated data is deterministic and in its documented range", "[data]
     REQUIRE(f.as<double>()[i] >= -1.0);
     REQUIRE(f.as<double>()[i] < 1.0);
   }
+}
+
+TEST_CASE("byte counts past 2^64 are refused, never wrapped to a small allocation", "[size]") {
+  // 2^62 int32s and 2^61 doubles are 2^64 bytes: once 0, then n elements written into them.
+  for (const auto& [t, n] : {std::pair<DType, std::size_t>{DType::kInt32, std::size_t{1} << 62},
+                             {DType::kDouble, std::size_t{1} << 61},
+                             {DType::kInt64, SIZE_MAX}}) {
+    CAPTURE(dtype_name(t), n);
+    try {
+      generate(t, n, 1);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.category() == Errc::kUnsupported);
+      CHECK_THAT(std::string(e.what()), ContainsSubstring("more than 2^64-1 bytes"));
+    }
+  }
+  CHECK(checked_bytes((std::uint64_t{1} << 61) - 1, 8, "x") == UINT64_MAX - 7);
+  CHECK_THROWS_AS(checked_bytes(std::uint64_t{1} << 61, 8, "x"), Error);
+  CHECK(sat_mul(std::uint64_t{1} << 62, 4) == UINT64_MAX);
+  CHECK(sat_mul(std::uint64_t{1} << 61, 4) == std::uint64_t{1} << 63);
+  CHECK(sat_add(UINT64_MAX - 1, 2) == UINT64_MAX);
+  // Rounded up to whole pages, the last 4095 sizes would wrap to nothing.
+  Bytes b;
+  CHECK_THROWS_AS(b.allocate_uninit(SIZE_MAX - 5), std::bad_alloc);
+  CHECK(b.size() == 0);
+  // Chunk counts near 2^64 (n + chunk - 1 once wrapped to a handful of chunks).
+  DeviceInfo d;
+  d.type = "GPU";
+  d.max_alloc = d.global_mem = std::uint64_t{1} << 32;
+  const Tuning knobs;
+  const ChunkLayout L = choose_layout(d, knobs, SIZE_MAX, ElementBytes{4});
+  REQUIRE(L.chunk > 0);
+  CHECK(L.chunks == SIZE_MAX / L.chunk + 1);
+  CHECK(L.begin(L.chunks - 1) + L.length(L.chunks - 1) == SIZE_MAX);
+  // A view past an array's end is refused, not made of wrapped offsets.
+  const HostArray a = generate(DType::kInt32, 10, 1);
+  CHECK_THROWS_AS(view_of(a, 5, SIZE_MAX - 2), Error);
+  CHECK(view_of(a, 4, 6).bytes.size() == 24);
 }
 
 TEST_CASE("sizes parse as N, 2^K, NeK and 2^K+M / 2^K-M, and nothing else", "[cli]") {
