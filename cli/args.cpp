@@ -27,18 +27,14 @@ std::uint64_t parse_count(const std::string& flag, const std::string& text, std:
   return v;
 }
 
-std::uint64_t parse_positive_size(const std::string& flag, const std::string& text) {
-  const Error bad(Errc::kUsage, flag +
-                                    " must be a count of 1 or more, written N, 2^K, NeK or 2^K+M "
-                                    "(e.g. 1000, 2^10, 1e3), not '" +
-                                    printable(text) + "'");
+std::uint64_t parse_size_flag(const std::string& flag, const std::string& text, std::uint64_t lo,
+                              std::uint64_t hi, const std::string& range) {
   std::uint64_t v = 0;
-  try {
-    v = parse_size(text);
-  } catch (const Error&) {
-    throw bad;
-  }
-  if (v == 0) throw bad;
+  if (!parse_size_value(text, v) || v < lo || v > hi)
+    throw Error(Errc::kUsage, flag + " must be a count " + range +
+                                  ", written N, 2^K, NeK, 2^K+M or 2^K-M (e.g. 1000, 2^10, 1e3), "
+                                  "not '" +
+                                  printable(text) + "'");
   return v;
 }
 

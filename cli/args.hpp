@@ -14,9 +14,14 @@ namespace clreduce {
 std::uint64_t parse_count(const std::string& flag, const std::string& text, std::uint64_t lo,
                           std::uint64_t hi, const std::string& range = "");
 
-// A count of elements, as --size takes it (N, 2^K, NeK), at least 1. Throws Error(Errc::kUsage)
-// naming the flag.
-std::uint64_t parse_positive_size(const std::string& flag, const std::string& text);
+// A count as --size takes it (N, 2^K, NeK, 2^K+M, 2^K-M: io/size_arg.hpp) from lo to hi, every
+// form alike; `range` words the range ("from 1 to 2^64-1"). Throws Error(Errc::kUsage): "FLAG must
+// be a count RANGE, written ..., not 'TEXT'".
+std::uint64_t parse_size_flag(const std::string& flag, const std::string& text, std::uint64_t lo,
+                              std::uint64_t hi, const std::string& range);
+
+// The largest --max-chunk, as the max-chunk knob takes it (bytes).
+constexpr std::uint64_t kMaxChunkBytes = std::uint64_t{1} << 62;
 
 // Throws Error(Errc::kUsage) "FLAG needs WHAT" when a value given explicitly is empty.
 void require_nonempty(const std::string& flag, const std::string& text, const std::string& what);

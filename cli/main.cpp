@@ -32,7 +32,6 @@
 #include "io/files.hpp"
 #include "io/npy.hpp"
 #include "io/report.hpp"
-#include "io/size_arg.hpp"
 #include "io/text.hpp"
 #include "progress.hpp"
 #include "reduce/expr_ops.hpp"
@@ -290,7 +289,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
                  "(int32 -> int64, uint32 -> uint64: the default); with --map any type (default: "
                  "double or float if an array is, else int64, or uint64 for unsigned arrays)");
   app.add_option("-n,--size", size,
-                 "elements to generate: N, 2^K, NeK or 2^K+M, 2^K-M (not with --input)")
+                 "elements to generate, 0 to 2^64-1: N, 2^K, NeK or 2^K+M, 2^K-M (not with --input)")
       ->capture_default_str();
   app.add_option("--seed", seed_text, "seed of the generated data, 0 to 2^64-1 (not with --input)")
       ->capture_default_str();
@@ -341,7 +340,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
       "--segments", segments,
       "scans: .npy flag array (any integer or bool dtype), nonzero starts a segment");
   app.add_option("--segment-length", segment_length_text,
-                 "scans: a segment starts every L elements (L >= 1: N, 2^K or NeK)")
+                 "scans: a segment starts every L elements (1 to 2^64-1: N, 2^K or NeK)")
       ->excludes(seg_file);
   app.add_option("-o,--output", output, "scans: write the whole result to this .npy file");
   std::string save_input;
@@ -353,7 +352,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
   app.add_option("--tune", tunes, "KEY=VALUE: set a tuning knob (repeatable; keys below)");
   std::string max_chunk_text, timeout_text;
   app.add_option("--max-chunk", max_chunk_text,
-                 "largest chunk of the input on the device, in bytes (N, 2^K or NeK); larger "
+                 "largest chunk of the input on the device, in bytes (1 to 2^62: N, 2^K or NeK); larger "
                  "arrays run in chunks (default: the device's largest allocation)");
   app.add_option("--timeout", timeout_text,
                  "seconds any wait on the device (a run's, a start-up check's) may take before "
@@ -431,8 +430,10 @@ int run(int argc, char** argv, const Ranks& ranks) {
         "--local-size", local_size_text, 1, kMaxLocalSize,
         "from 1 to the device's largest work-group size (left out, each variant picks its own)");
   const std::size_t segment_length =
-      app.count("--segment-length") ? parse_positive_size("--segment-length", segment_length_text)
-                                    : 0;
+      app.count("--segment-length")
+          ? parse_size_flag("--segment-length", segment_length_text, 1, UINT64_MAX,
+                            "from 1 to 2^64-1")
+          : 0;
   if (!input.empty() && app.count("--size"))
     throw Error(Errc::kUsage, "--size and --input exclude each other: the file sets the size");
   if (!input.empty() && app.count("--seed"))
@@ -441,7 +442,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
   Tuning tuning = tuning_from_env();
   for (const std::string& kv : tunes) set_tuning(tuning, kv);
   if (app.count("--max-chunk"))
-    tuning.max_chunk = parse_positive_size("--max-chunk", max_chunk_text);
+    tuning.max_chunk = parse_size_flag("--max-chunk", max_chunk_text, 1, kMaxChunkBytes,
+                                       "of bytes from 1 to 2^62");
   if (app.count("--timeout")) set_tuning(tuning, "timeout", timeout_text, "--timeout");
 
   const bool engine_row = !user_expr && is_expr_op(op);
@@ -510,7 +512,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     ea.type = type;
     ea.type_given = app.count("--type") > 0;
     if (ea.type_given || inputs.empty()) parse_dtype(type);
-    ea.n = inputs.empty() ? parse_size(size) : 0;
+    ea.n = inputs.empty() ? parse_size_flag("--size", size, 0, UINT64_MAX, "from 0 to 2^64-1") : 0;
     ea.seed = seed;
     ea.warmup = warmup;
     ea.repeat = repeat;
@@ -571,7 +573,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
   const VariantPlan plan = plan_variants(variant, the_op);
   check_scan_flags(plan, the_op, exclusive || segmented || !output.empty());
   const bool ladder = variant == "ladder";
-  const std::size_t n = input.empty() ? parse_size(size) : 0;
+  const std::size_t n =
+      input.empty() ? parse_size_flag("--size", size, 0, UINT64_MAX, "from 0 to 2^64-1") : 0;
   // Under mpirun each rank owns a contiguous slice of the global array (run/ranks.hpp): of a file,
   // read by each rank; of standard input, which the launcher gives to rank 0 alone, read by rank 0
   // and sent as slices once the ranks have agreed to go on.

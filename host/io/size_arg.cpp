@@ -1,7 +1,10 @@
-// size_arg.cpp: strict parsing; no silent truncation, no locale.
+// size_arg.cpp: strict parsing; no silent truncation, no locale. Every value is worked out exactly
+// in 128 bits, so a form is never refused for a part of it that its result does not need (2^64-1
+// and 18446744073709551615 alike), and a part past 2^120 (2^99999999999, 1e9999999999) stops
+// the work at once: no loop runs once per unit of an exponent.
 #include "io/size_arg.hpp"
 
-#include <cctype>
+#include <algorithm>
 #include <limits>
 
 #include "clreduce/error.hpp"
@@ -9,53 +12,79 @@
 
 namespace clreduce {
 
-static bool all_digits(const std::string& s) {
-  if (s.empty() || s.size() > 19) return false;
-  for (char c : s)
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+namespace {
+
+using Wide = unsigned __int128;
+// Past every size: a part that reaches it is refused (so the sum and difference of two parts are
+// exact, and value * 10 + 9 never wraps).
+constexpr Wide kPast = Wide{1} << 120;
+
+// Digits only, at least one; their value, held at kPast once it gets there.
+bool digits(const std::string& s, Wide& v) {
+  if (s.empty()) return false;
+  v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = std::min(kPast, v * 10 + static_cast<unsigned>(c - '0'));
+  }
+  return true;
+}
+
+// m * base^e, held at kPast: at most 120 steps whatever e is (and none for m = 0).
+Wide power(Wide m, unsigned base, Wide e) {
+  for (; e > 0 && m > 0 && m < kPast; --e) m = std::min(kPast, m * base);
+  return m;
+}
+
+// The value of "2^K" or "NeK" (the caller has checked there is a '^', 'e' or 'E'), or of digits.
+bool term(const std::string& s, Wide& v) {
+  Wide m = 0, e = 0;
+  if (const auto caret = s.find('^'); caret != std::string::npos) {
+    if (s.compare(0, caret, "2") != 0 || !digits(s.substr(caret + 1), e)) return false;
+    v = power(1, 2, e);
+    return true;
+  }
+  if (const auto x = s.find_first_of("eE"); x != std::string::npos) {
+    if (!digits(s.substr(0, x), m) || !digits(s.substr(x + 1), e)) return false;
+    v = power(m, 10, e);
+    return true;
+  }
+  return digits(s, v);
+}
+
+}  // namespace
+
+bool parse_size_value(const std::string& s, std::uint64_t& value) {
+  Wide v = 0;
+  // A power of two or of ten, then + or - a count: 2^29+1, 1e6-1, 2^64-1.
+  if (const auto pm = s.find_first_of("+-", 1); pm != std::string::npos) {
+    const std::string head = s.substr(0, pm);
+    Wide base = 0, m = 0;
+    if (head.find_first_of("^eE") == std::string::npos || !term(head, base) ||
+        !digits(s.substr(pm + 1), m) || base >= kPast || m >= kPast)
+      return false;
+    if (s[pm] == '+') {
+      v = base + m;
+    } else {
+      if (m > base) return false;
+      v = base - m;
+    }
+  } else if (!term(s, v)) {
+    return false;
+  }
+  if (v > std::numeric_limits<std::uint64_t>::max()) return false;
+  value = static_cast<std::uint64_t>(v);
   return true;
 }
 
 std::size_t parse_size(const std::string& s) {
-  const Error bad(Errc::kUsage, "invalid size '" + printable(s) +
-                                    "' (expected N, 2^K, 2^K+M, 2^K-M or NeK, e.g. 1000000, 2^20, "
-                                    "2^29+1, 1e6)");
-  // A power of two or of ten, then + or - a count: 2^29+1, 1e6-1.
-  if (const auto pm = s.find_first_of("+-", 1); pm != std::string::npos && s.find('^') != 0) {
-    const std::string head = s.substr(0, pm), tail = s.substr(pm + 1);
-    if (head.find_first_of("^eE") == std::string::npos || !all_digits(tail)) throw bad;
-    std::size_t base = 0;
-    try {
-      base = parse_size(head);
-    } catch (const Error&) {
-      throw bad;
-    }
-    const std::size_t m = std::stoull(tail);
-    if (s[pm] == '+') {
-      if (m > std::numeric_limits<std::size_t>::max() - base) throw bad;
-      return base + m;
-    }
-    if (m > base) throw bad;
-    return base - m;
-  }
-  auto pow_of = [&](const std::string& base_s, const std::string& exp_s, unsigned base_mul) {
-    if (!all_digits(base_s) || !all_digits(exp_s)) throw bad;
-    std::size_t v = std::stoull(base_s);
-    const unsigned long e = std::stoul(exp_s);
-    for (unsigned long k = 0; k < e; ++k) {
-      if (v > std::numeric_limits<std::size_t>::max() / base_mul) throw bad;
-      v *= base_mul;
-    }
-    return v;
-  };
-  if (const auto caret = s.find('^'); caret != std::string::npos) {
-    if (s.substr(0, caret) != "2") throw bad;
-    return pow_of("1", s.substr(caret + 1), 2);
-  }
-  if (const auto e = s.find_first_of("eE"); e != std::string::npos)
-    return pow_of(s.substr(0, e), s.substr(e + 1), 10);
-  if (!all_digits(s)) throw bad;
-  return std::stoull(s);
+  static_assert(sizeof(std::size_t) == sizeof(std::uint64_t), "sizes are 64-bit");
+  std::uint64_t v = 0;
+  if (!parse_size_value(s, v))
+    throw Error(Errc::kUsage, "invalid size '" + printable(s) +
+                                  "' (expected a count from 0 to 2^64-1 written N, 2^K, 2^K+M, "
+                                  "2^K-M or NeK, e.g. 1000000, 2^20, 2^29+1, 1e6)");
+  return v;
 }
 
 }  // namespace clreduce

@@ -58,8 +58,8 @@ TEST_CASE("every value is checked up front: one line in words, exit 2", "[cli][c
       {"--acc int8", "unknown type 'int8'"},
       {"--acc uint32 --type int32", "--acc uint32 is not available for sum of int32"},
       {"--segment-length 99999999999999999999 --size 10",
-       "--segment-length must be a count of 1 or more"},
-      {"--segment-length 0 --size 10", "--segment-length must be a count of 1 or more"},
+       "--segment-length must be a count from 1 to 2^64-1, written N, 2^K, NeK, 2^K+M or 2^K-M"},
+      {"--segment-length 0 --size 10", "--segment-length must be a count from 1 to 2^64-1"},
       {"--input ''", "--input needs a file name ('-' for standard input), not an empty value"},
       {"--segments '' --size 10", "--segments needs a .npy file name"},
       {"--output '' --size 10", "--output needs a file name"},
@@ -107,6 +107,67 @@ TEST_CASE("values at the edges of their ranges are taken as given", "[cli][check
   CHECK_THAT(r.out, ContainsSubstring("\"segmented\":true"));
   r = run_cli("--local-size 1 --variant topdown --size 100 --repeat 1");
   CHECK(r.code == 0);
+}
+
+TEST_CASE("counts are taken in every written form up to their flag's largest, refused past it",
+          "[cli][checks][size]") {
+  // A zero under a huge exponent is 0 at once, for every flag that takes a count (it once spun
+  // the parser for ever): --size 0 runs, the others refuse 0 with their range.
+  const std::string limit = "timeout 60";
+  Result r = run_cli("--size 0e9999999999999999 --repeat 1 --format json", limit);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("\"n\":0,"));
+  r = run_cli("--segment-length 0e9999999999999999 --size 10", limit);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, ContainsSubstring("--segment-length must be a count from 1 to 2^64-1"));
+  CHECK(lines(r.out) == 1);
+  r = run_cli("--max-chunk 0e9999999999999999 --size 10", limit);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, ContainsSubstring("--max-chunk must be a count of bytes from 1 to 2^62"));
+  CHECK(lines(r.out) == 1);
+  // The largest segment length, in each form: all alike (the 20 digits were once refused while
+  // 1e19 was taken).
+  for (const char* l : {"18446744073709551615", "2^64-1", "1e19", "2^63"}) {
+    CAPTURE(l);
+    r = run_cli(std::string("--variant scan-blelloch --segment-length ") + l +
+                    " --size 100 --repeat 1 --format json",
+                limit);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, ContainsSubstring("\"segmented\":true"));
+  }
+  // Past the largest, in each form: one line naming the flag and its range.
+  for (const char* l : {"18446744073709551616", "2^64", "2e19", "2^99999999999"}) {
+    CAPTURE(l);
+    r = run_cli(std::string("--segment-length ") + l + " --size 10", limit);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, ContainsSubstring("--segment-length must be a count from 1 to 2^64-1"));
+    CHECK(lines(r.out) == 1);
+    r = run_cli(std::string("--size ") + l, limit);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, ContainsSubstring("--size must be a count from 0 to 2^64-1"));
+    CHECK(lines(r.out) == 1);
+  }
+  // --max-chunk takes what the max-chunk knob takes: 1 to 2^62 bytes.
+  r = run_cli("--max-chunk 2^62 --size 100 --repeat 1", limit);
+  CHECK(r.code == 0);
+  for (const char* c : {"2^62+1", "2^63", "1e19"}) {
+    CAPTURE(c);
+    r = run_cli(std::string("--max-chunk ") + c + " --size 100 --repeat 1", limit);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, ContainsSubstring("--max-chunk must be a count of bytes from 1 to 2^62"));
+  }
+  // Malformed, in any flag: the same one line (no sign, fraction, negative exponent or space).
+  for (const char* bad : {"1e-5", "1.5e0", "+5", "5x", "x5", "0x10", "' 5'"}) {
+    CAPTURE(bad);
+    for (const char* flag : {"--size", "--segment-length", "--max-chunk"}) {
+      r = run_cli(
+          std::string(flag) + " " + bad + (std::string(flag) == "--size" ? "" : " --size 10"),
+          limit);
+      CHECK(r.code == 2);
+      CHECK_THAT(r.out, ContainsSubstring(std::string(flag) + " must be a count"));
+      CHECK(lines(r.out) == 1);
+    }
+  }
 }
 
 TEST_CASE("a variant asked for by name that cannot run is an error; under all it is skipped",

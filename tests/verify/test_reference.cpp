@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <limits>
 #include <new>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "clreduce/error.hpp"
 #include "core/checked.hpp"
@@ -152,6 +154,52 @@ TEST_CASE("sizes parse as N, 2^K, NeK and 2^K+M / 2^K-M, and nothing else", "[cl
     CAPTURE(bad);
     CHECK_THROWS_AS(parse_size(bad), Error);
   }
+}
+
+TEST_CASE("sizes are exact in every form up to 2^64-1, and no form hangs or wraps", "[cli][size]") {
+  constexpr std::uint64_t kMax = UINT64_MAX;
+  // The largest count, written every way the forms allow.
+  for (const char* s : {"18446744073709551615", "2^64-1", "00018446744073709551615",
+                        "1844674407370955161e1+5", "1e19+8446744073709551615"}) {
+    CAPTURE(s);
+    CHECK(parse_size(s) == kMax);
+  }
+  CHECK(parse_size("2^63") == std::uint64_t{1} << 63);
+  CHECK(parse_size("1e19") == 10000000000000000000ull);
+  CHECK(parse_size("2^64-18446744073709551616") == 0);
+  CHECK(parse_size("0e0") == 0);
+  CHECK(parse_size("7E2") == 700);
+  // A zero mantissa under a huge exponent is 0 at once (it once looped 10^16 times).
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(parse_size("0e9999999999999999") == 0);
+  CHECK(parse_size("0e99999999999999999999999999999999999999") == 0);
+  CHECK(parse_size("0e9999999999999999+5") == 5);
+  // Past 2^64-1, however it is written and however large the exponent, and every malformed
+  // form: refused at once.
+  const std::vector<std::string> past = {"18446744073709551616",
+                                         "2^64",
+                                         "1e20",
+                                         "2^99999999999",
+                                         "2^99999999999999999999999",
+                                         "1e9999999999999999",
+                                         "2^64+0",
+                                         "18446744073709551615e1",
+                                         "1e19+8446744073709551616",
+                                         "2^200-1",
+                                         "2^128-340282366920938463463374607431768211455"};
+  std::vector<std::string> bads = {"1e-5",  "1.5e0", "1e5.0",   "+5",   "+",    "-",    "",
+                                   " 5",    "5 ",    "5\n",     "0x10", "2^",   "^2",   "e5",
+                                   "5e",    "2^3^2", "2^-1",    "1e+5", "2^4+", "2^4-", "2^4+ 1",
+                                   "1e3e2", "1,000", "\u200b5", "2 ^ 4"};
+  bads.insert(bads.end(), past.begin(), past.end());
+  for (const std::string& bad : bads) {
+    CAPTURE(bad);
+    std::uint64_t v = 12345;
+    CHECK_FALSE(parse_size_value(bad, v));
+    CHECK(v == 12345);
+    CHECK_THROWS_AS(parse_size(bad), Error);
+  }
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
 }
 
 TEST_CASE("the reference of a large array, folded in parallel blocks, is the sequential loop's",
