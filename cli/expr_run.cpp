@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "clreduce/error.hpp"
+#include "core/checked.hpp"
 #include "csv.hpp"
 #include "exit_codes.hpp"
 #include "io/data.hpp"
@@ -20,6 +21,7 @@
 #include "run/chunks.hpp"
 #include "run/runner.hpp"
 #include "run/timing.hpp"
+#include "runtime/device.hpp"
 #include "runtime/transfer.hpp"
 
 namespace clreduce {
@@ -85,6 +87,10 @@ int run_expr(const ExprArgs& a, Context& ctx,
   const DeviceInfo& dev = ctx.info();
   // ---- The arrays: read (one length), or generated, as many as the map names (array k from
   // seed + k).
+  // The memory they take is checked before any is made (exit 5 with the figures, never a wrapped
+  // size or an abort inside the runtime): the generated arrays, and the device's copies of every
+  // array (CL_MEM_COPY_HOST_PTR: host memory on a CPU device).
+  const bool cpu = dev.type == "CPU";
   std::vector<HostArray> arrays;
   if (!a.inputs.empty()) {
     for (std::size_t k = 0; k < a.inputs.size(); ++k) {
@@ -98,10 +104,19 @@ int run_expr(const ExprArgs& a, Context& ctx,
                                       std::to_string(arrays.front().n) +
                                       ": the arrays of a user reduction must have one length");
     }
+    MemoryNeed need;
+    for (const HostArray& h : arrays)
+      if (cpu) need.add("the device's copies", h.bytes.size());
+    check_host_memory(need);
   } else {
     const DType t = parse_dtype(a.type);
     const std::size_t count = std::max({a.op.empty() ? inputs_named(a.map) : expr_op_arrays(a.op),
                                         a.where.empty() ? std::size_t{1} : inputs_named(a.where)});
+    const std::uint64_t each = sat_mul(a.n, dtype_size(t));
+    MemoryNeed need;
+    need.add("the arrays", sat_mul(count, each));
+    if (cpu) need.add("the device's copies", sat_mul(count, each));
+    check_host_memory(need);
     for (std::size_t k = 0; k < count; ++k) arrays.push_back(generate(t, a.n, a.seed + k));
   }
   const std::size_t n = arrays.front().n;

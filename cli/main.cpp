@@ -25,6 +25,7 @@
 #include "clreduce/error.hpp"
 #include "clreduce/options.hpp"
 #include "clreduce/version.hpp"
+#include "core/checked.hpp"
 #include "csv.hpp"
 #include "exit_codes.hpp"
 #include "expr_run.hpp"
@@ -66,6 +67,25 @@ const char* kExitCodes =
     "     compiler's kernel cache cannot be used (PoCL: POCL_CACHE_DIR)\n"
     "  5  the device cannot run this (no fp64, a variant asked for by name that needs what the\n"
     "     device lacks), or out of memory (an array larger than the host's memory)\n";
+
+constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+// The host memory each chunk of a layout keeps besides its data (its buffers' and sub-buffers'
+// objects, events, its partial result), with room to spare: measured on PoCL at 1.7 KiB per
+// chunk of a reduction and 2.6 KiB per chunk of a scan (--max-chunk 64: 2^16 and 2^17 chunks).
+constexpr std::uint64_t kReduceChunkBytes = 2048, kScanChunkBytes = 4096;
+
+// Adds to `need` the host memory an array under layout L on device d takes besides the host
+// arrays: device buffers that are not over the host arrays (host memory on a CPU device), pinned
+// staging buffers (host memory on any device), and per_chunk bytes for each chunk.
+void add_layout_memory(MemoryNeed& need, const DeviceInfo& d, const ChunkLayout& L, ElementBytes e,
+                       std::uint64_t per_chunk) {
+  need.add("the chunks' bookkeeping", sat_mul(L.chunks, per_chunk));
+  if (L.in_place) return;
+  const std::uint64_t held = L.streamed() ? sat_mul(L.slots, L.chunk) : L.n;
+  if (d.type == "CPU") need.add("the device's copies", sat_mul(held, e.total()));
+  if (L.streamed() && L.source == "stage")
+    need.add("the pinned staging buffers", sat_mul(held, e.in));
+}
 
 // The library speaks of what it checks ("work-group size 1 is too small ..."); the command line
 // names the flag that set it.
@@ -288,8 +308,9 @@ int run(int argc, char** argv, const Ranks& ranks) {
                  "sum and prod only: the accumulator and result type, the element type or NumPy's "
                  "(int32 -> int64, uint32 -> uint64: the default); with --map any type (default: "
                  "double or float if an array is, else int64, or uint64 for unsigned arrays)");
-  app.add_option("-n,--size", size,
-                 "elements to generate, 0 to 2^64-1: N, 2^K, NeK or 2^K+M, 2^K-M (not with --input)")
+  app.add_option(
+         "-n,--size", size,
+         "elements to generate, 0 to 2^64-1: N, 2^K, NeK or 2^K+M, 2^K-M (not with --input)")
       ->capture_default_str();
   app.add_option("--seed", seed_text, "seed of the generated data, 0 to 2^64-1 (not with --input)")
       ->capture_default_str();
@@ -351,9 +372,10 @@ int run(int argc, char** argv, const Ranks& ranks) {
   std::vector<std::string> tunes;
   app.add_option("--tune", tunes, "KEY=VALUE: set a tuning knob (repeatable; keys below)");
   std::string max_chunk_text, timeout_text;
-  app.add_option("--max-chunk", max_chunk_text,
-                 "largest chunk of the input on the device, in bytes (1 to 2^62: N, 2^K or NeK); larger "
-                 "arrays run in chunks (default: the device's largest allocation)");
+  app.add_option(
+      "--max-chunk", max_chunk_text,
+      "largest chunk of the input on the device, in bytes (1 to 2^62: N, 2^K or NeK); larger "
+      "arrays run in chunks (default: the device's largest allocation)");
   app.add_option("--timeout", timeout_text,
                  "seconds any wait on the device (a run's, a start-up check's) may take before "
                  "clreduce gives up with exit 3 (default: 60 plus 1 per 256 MiB moved)");
@@ -429,11 +451,10 @@ int run(int argc, char** argv, const Ranks& ranks) {
     local_size = parse_count(
         "--local-size", local_size_text, 1, kMaxLocalSize,
         "from 1 to the device's largest work-group size (left out, each variant picks its own)");
-  const std::size_t segment_length =
-      app.count("--segment-length")
-          ? parse_size_flag("--segment-length", segment_length_text, 1, UINT64_MAX,
-                            "from 1 to 2^64-1")
-          : 0;
+  const std::size_t segment_length = app.count("--segment-length")
+                                         ? parse_size_flag("--segment-length", segment_length_text,
+                                                           1, UINT64_MAX, "from 1 to 2^64-1")
+                                         : 0;
   if (!input.empty() && app.count("--size"))
     throw Error(Errc::kUsage, "--size and --input exclude each other: the file sets the size");
   if (!input.empty() && app.count("--seed"))
@@ -722,18 +743,52 @@ int run(int argc, char** argv, const Ranks& ranks) {
   const ChunkLayout scan_layout = choose_layout(
       dev, ctx.tuning(), count,
       ElementBytes{dtype_size(elem), segmented ? 1u : 0u, dtype_size(acc_type)}, host);
+  // The memory the run takes, checked before anything large is allocated and again, with the
+  // plans' scratch, before the array is made (exit 5 with the figures, never an abort inside
+  // the runtime): the array (already read with --input), the scans' output and flags, what
+  // each device's layout keeps (host memory on a CPU device, and pinned staging buffers on any),
+  // the copy rows' buffers, and the largest plan's scratch.
+  const bool reducing = !plan.reduce.empty() || measure_copy;
+  MemoryNeed need;
   {
-    // The memory the run takes, checked before it is allocated (exit 5, not an abort inside the
-    // runtime): the array (already read with --input), the scans' output and flags, and the
-    // device's copies where they are host memory (a CPU device that does not use the host
-    // arrays in place). Segment flags are held twice: as read, and aligned for the device.
-    const std::uint64_t in = count * dtype_size(elem);
-    const std::uint64_t out = scanning ? count * (dtype_size(acc_type) + (segmented ? 2 : 0)) : 0;
-    const bool copies = !reduce_layout.in_place;
-    const std::uint64_t chunk_in =
-        std::min<std::uint64_t>(in, reduce_layout.chunk * dtype_size(elem));
-    check_host_memory(dev, (input.empty() ? in : 0) + out,
-                      (copies ? in + (scanning ? out : 0) : 0) + (measure_copy ? 2 * chunk_in : 0));
+    const std::uint64_t eb = dtype_size(elem), ab = dtype_size(acc_type);
+    const std::uint64_t in = sat_mul(count, eb);
+    if (input.empty()) need.add("the array", in);
+    if (scanning) need.add("the scans' output", sat_mul(count, ab));
+    // Segment flags are held twice: as read, and aligned for the device.
+    if (!plan.scan.empty() && segmented) need.add("the segment flags", sat_mul(count, 2));
+    for (const DeviceInfo& d : devs) {
+      if (reducing)
+        add_layout_memory(need, d, choose_layout(d, ctx.tuning(), count, ElementBytes{eb}, host),
+                          ElementBytes{eb}, kReduceChunkBytes);
+      if (scanning) {
+        const ElementBytes e{eb, segmented ? 1u : 0u, ab};
+        add_layout_memory(need, d, choose_layout(d, ctx.tuning(), count, e, host), e,
+                          kScanChunkBytes);
+      }
+    }
+    if (measure_copy) {
+      // The copy row: two device buffers of b1 (kept) and a read-back; then, where the array
+      // crosses to the device, the host copy: a pinned buffer and a read-back of b2, its device
+      // buffer grown from b1 to b2.
+      const std::uint64_t b1 = std::min({in, sat_mul(reduce_layout.chunk, eb), kGiB}),
+                          b2 = std::min(in, kGiB);
+      const bool crosses = !reduce_layout.in_place && reduce_layout.chunks > 0;
+      const bool cpu = dev.type == "CPU";
+      const std::uint64_t copy = (cpu ? 2 * b1 : 0) + b1,
+                          host_copy = (cpu ? 2 * b1 + (b2 > b1 ? b2 : 0) : 0) + 2 * b2;
+      need.add("the copy rows' buffers", crosses ? std::max(copy, host_copy) : copy);
+    }
+  }
+  check_host_memory(need);
+  if (!segments.empty() && !plan.scan.empty()) {
+    // Reading a flags file holds its data and the flags made from it for a moment.
+    MemoryNeed reading;
+    std::error_code ec;
+    const std::uintmax_t file_bytes = std::filesystem::file_size(segments, ec);
+    reading.add("the segment flags file", ec ? 0 : static_cast<std::uint64_t>(file_bytes));
+    reading.add("the segment flags", ranks.many() ? total_n : count);  // a rank reads them all
+    check_host_memory(reading);
   }
   std::vector<std::uint8_t> flags;
   if (!plan.scan.empty() && segmented) {
@@ -757,6 +812,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
   sp.segmented = segmented;
   const std::size_t planned = plan.reduce.size() + plan.scan.size();
   std::size_t step = 0;
+  std::uint64_t scratch = 0;  // the most a plan allocated when it was made
   // Each variant's refusal and plan (its start-up checks' messages, and an OpenCL error met,
   // name the run they serve, as the run's own do).
   const auto prepare = [&](const std::string& name, const std::string& words, auto&& refusal,
@@ -772,7 +828,9 @@ int run(int argc, char** argv, const Ranks& ranks) {
       if (count == 0) return;  // nothing is launched
       progress.show("building kernels: " + name + " (" + std::to_string(step) + "/" +
                     std::to_string(planned) + ")");
+      const std::uint64_t before = ctx.buffer_bytes_made();
       make_policy();
+      scratch = std::max(scratch, ctx.buffer_bytes_made() - before);
     } catch (const cl::Error& e) {
       throw describe_cl_error(e, words);
     }
@@ -786,6 +844,13 @@ int run(int argc, char** argv, const Ranks& ranks) {
     prepare(
         v->name(), v->name() + " " + op_name(the_op) + " scan" + of,
         [&] { return v->unsupported(ctx, sp); }, [&] { v->plan(ctx, sp, local_size); });
+  // Each CPU device holds one plan's scratch at a time (each its own, running its share).
+  for (const DeviceInfo& d : devs)
+    if (d.type == "CPU") need.add("the largest plan's scratch", scratch);
+  if (verbose)
+    std::cerr << "host memory: " << byte_words(need.total()) << " more for this run, "
+              << byte_words(host_memory().mapped) << " mapped\n";
+  check_host_memory(need);
 
   if (input.empty()) {
     progress.show("generating " + count_words(n) + " " + dtype_name(the_type) + " elements");

@@ -247,6 +247,8 @@ void Context::write(const cl::Buffer& buf, std::size_t bytes, const void* src,
 
 cl::Buffer Context::zeroed_buffer(std::size_t bytes) {
   bytes = bytes ? bytes : 1;
+  check_buffer_fits(info_, bytes);
+  buffer_bytes_made_ += bytes;
   // Zeroed, so no kernel ever reads (or atomically exchanges) uninitialised memory. Small
   // buffers copied from host zeros as they are made (Oclgrind does not count a fill as
   // initialising them), which waits on nothing queued.

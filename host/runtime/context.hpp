@@ -112,7 +112,12 @@ class Context {
   // A new device buffer of `bytes` (at least 1), zero-filled before it is returned: small ones
   // copied from host zeros at creation (Oclgrind does not count a fill as initialising memory;
   // no wait on the queue), large ones by a fill.
+  // On a CPU device under an address-space limit, a buffer that cannot be mapped is
+  // Error(Errc::kUnsupported) before the runtime tries (check_buffer_fits()).
   cl::Buffer zeroed_buffer(std::size_t bytes);
+  // The bytes of every buffer zeroed_buffer() has made on this context (plans' scratch, probes'
+  // buffers, scratch()): what making a plan allocates is the growth across it.
+  std::uint64_t buffer_bytes_made() const { return buffer_bytes_made_; }
 
   // A device buffer cached by key, at least `bytes` large, zero-filled when (re)allocated;
   // for the run harness's uploads, shared by every run on one array. Plans own their scratch.
@@ -153,6 +158,7 @@ class Context {
   cl::Context context_;
   cl::CommandQueue queue_;
   std::size_t base_align_ = 1;
+  std::uint64_t buffer_bytes_made_ = 0;
   std::map<std::string, Source> sources_;                                  // key: file
   std::map<std::pair<std::uint64_t, std::string>, cl::Program> programs_;  // (hash, options)
   std::map<std::string, std::pair<std::size_t, cl::Buffer>> scratch_;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "clreduce/error.hpp"
+#include "core/checked.hpp"
 #include "io/text.hpp"
 #include "runtime/kernel_cache.hpp"
 
@@ -281,18 +283,21 @@ HostMemory host_memory() {
   HostMemory m;
   const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   m.as_limit = address_space_limit();
+  std::ifstream statm("/proc/self/statm");
+  std::uint64_t vm_pages = 0;
+  if (statm >> vm_pages) m.mapped = vm_pages * page;
   if (m.as_limit != UINT64_MAX) {
-    std::ifstream statm("/proc/self/statm");
-    std::uint64_t pages = 0;
-    if (statm >> pages) m.mapped = pages * page;
     // Threads not started yet (OpenMP's, one per core) each map a stack: the stack limit, or
-    // 8 MiB when it is unlimited; and a margin for the OpenCL runtime's own work (kernel builds).
+    // 8 MiB when it is unlimited; and a margin for the OpenCL runtime's own work. Checked after
+    // the kernels are built (their memory is then mapped already), PoCL mapped at most 11 MiB
+    // past the run's data, buffers and scratch (2^10 to 2^25 elements, warm and cold kernel
+    // cache); 64 MiB leaves room for more.
     struct rlimit st {};
     std::uint64_t stack = std::uint64_t{8} << 20;
     if (::getrlimit(RLIMIT_STACK, &st) == 0 && st.rlim_cur != RLIM_INFINITY && st.rlim_cur > 0)
       stack = static_cast<std::uint64_t>(st.rlim_cur);
     m.reserve =
-        std::max(1u, std::thread::hardware_concurrency()) * stack + (std::uint64_t{128} << 20);
+        std::max(1u, std::thread::hardware_concurrency()) * stack + (std::uint64_t{64} << 20);
   }
   std::ifstream meminfo("/proc/meminfo");
   std::uint64_t avail = 0, swap = 0;
@@ -318,28 +323,87 @@ HostMemory host_memory() {
   return m;
 }
 
-void check_host_memory(const DeviceInfo& d, std::uint64_t host_bytes, std::uint64_t device_bytes,
-                       const HostMemory& m) {
-  const bool shared = d.type == "CPU";
-  const std::uint64_t need =
-      host_bytes + (shared ? std::min(device_bytes, UINT64_MAX - host_bytes) : 0);
+void MemoryNeed::add(const std::string& what, std::uint64_t bytes) {
+  if (bytes == 0) return;
+  for (auto& [name, b] : parts)
+    if (name == what) {
+      b = sat_add(b, bytes);
+      return;
+    }
+  parts.emplace_back(what, bytes);
+}
+
+std::uint64_t MemoryNeed::total() const {
+  std::uint64_t t = 0;
+  for (const auto& part : parts) t = sat_add(t, part.second);
+  return t;
+}
+
+std::string byte_words(std::uint64_t bytes) {
+  if (bytes == UINT64_MAX) return "more than 2^64-1 bytes";
+  if (bytes < 1024) return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
+  // The largest unit the count reaches, MiB kept up to 10 GiB (the figures of most refusals).
+  static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes) / 1024.0;
+  std::size_t u = 0;
+  while (u + 1 < std::size(kUnits) && v >= (u == 1 ? 10240.0 : 1024.0)) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[48];
+  std::snprintf(buf, sizeof buf, v < 10.0 && u > 0 ? "%.1f %s" : "%.0f %s", v, kUnits[u]);
+  return buf;
+}
+
+void check_host_memory(const MemoryNeed& need, const HostMemory& m) {
+  const std::uint64_t total = need.total();
+  std::string parts;
+  for (const auto& [what, bytes] : need.parts)
+    parts += (parts.empty() ? "" : ", ") + what + " " + byte_words(bytes);
   const std::string what =
-      "this run needs " + mib(need) + " more host memory (the array and its results" +
-      (shared ? std::string(", and the device's buffers, which on a CPU device are host memory")
-              : std::string()) +
-      ")";
+      (total == UINT64_MAX ? std::string("this run needs more than 2^64-1 bytes of host memory")
+                           : "this run needs " + byte_words(total) + " more host memory") +
+      (parts.empty() ? std::string() : " (" + parts + ")");
   if (m.as_limit != UINT64_MAX) {
-    const std::uint64_t used = m.mapped + m.reserve;
+    const std::uint64_t used = sat_add(m.mapped, m.reserve);
     const std::uint64_t room = m.as_limit > used ? m.as_limit - used : 0;
-    if (need > room)
+    if (total > room)
       throw Error(Errc::kUnsupported, what + " but the address-space limit (ulimit -v) of " +
-                                          mib(m.as_limit) + " leaves " + mib(room) + " (" +
-                                          mib(m.mapped) + " mapped already, " + mib(m.reserve) +
+                                          byte_words(m.as_limit) + " leaves " + byte_words(room) +
+                                          " (" + byte_words(m.mapped) + " mapped already, " +
+                                          byte_words(m.reserve) +
                                           " kept for thread stacks and the OpenCL runtime)");
   }
-  if (need > m.available)
-    throw Error(Errc::kUnsupported, what + " but the machine has " + mib(m.available) +
+  if (total == UINT64_MAX) throw Error(Errc::kUnsupported, what + ", more than any host can hold");
+  if (total > m.available)
+    throw Error(Errc::kUnsupported, what + " but the machine has " + byte_words(m.available) +
                                         " available (free memory and swap)");
+}
+
+void check_host_memory(const DeviceInfo& d, std::uint64_t host_bytes, std::uint64_t device_bytes,
+                       const HostMemory& m) {
+  MemoryNeed need;
+  need.add("the array and its results", host_bytes);
+  if (d.type == "CPU") need.add("the device's buffers (host memory on a CPU device)", device_bytes);
+  check_host_memory(need, m);
+}
+
+void check_buffer_fits(const DeviceInfo& d, std::uint64_t bytes) {
+  // Small buffers come and go by the thousand: only those that could matter are checked.
+  if (d.type != "CPU" || bytes < (std::uint64_t{1} << 20)) return;
+  const std::uint64_t limit = address_space_limit();
+  if (limit == UINT64_MAX) return;
+  std::uint64_t mapped = 0;
+  if (std::ifstream statm("/proc/self/statm"); !(statm >> mapped)) return;
+  mapped = sat_mul(mapped, static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)));
+  // Room for the runtime's own bookkeeping of the buffer beside it.
+  const std::uint64_t want = sat_add(sat_add(mapped, bytes), std::uint64_t{16} << 20);
+  if (want > limit)
+    throw Error(Errc::kUnsupported,
+                "out of memory: a device buffer of " + byte_words(bytes) +
+                    " does not fit under the address-space limit (ulimit -v) of " +
+                    byte_words(limit) + " (" + byte_words(mapped) +
+                    " mapped already; on a CPU device buffers are host memory)");
 }
 
 }  // namespace clreduce

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "clreduce/cl.hpp"
@@ -74,11 +75,36 @@ struct HostMemory {
 };
 HostMemory host_memory();
 
-// Throws Error(Errc::kUnsupported) when a run would allocate more than `m` allows: host_bytes on
-// the host, plus device_bytes when d is a CPU device (its buffers are host memory). Checked before
-// allocating, so a run that cannot fit is refused with the figures, not ended by the allocator or
-// aborted inside the OpenCL runtime.
+// What a run will allocate on the host beyond what is mapped now, part by part (bytes; sums and
+// products held at UINT64_MAX rather than wrapped, so a size past any host is refused, never
+// taken for a small one).
+struct MemoryNeed {
+  std::vector<std::pair<std::string, std::uint64_t>> parts;  // ("the array", bytes), ...
+  // Adds a part (none for 0 bytes; a part of the same name grows).
+  void add(const std::string& what, std::uint64_t bytes);
+  std::uint64_t total() const;
+};
+
+// Throws Error(Errc::kUnsupported) when `need` is more than `m` leaves: under an address-space
+// limit, the limit less what is mapped and m.reserve; and the machine's available memory. One
+// line with the figures: "this run needs 612 MiB more host memory (the array 256 MiB, the scans'
+// output 256 MiB, ...) but the address-space limit (ulimit -v) of 1172 MiB leaves 500 MiB (...)".
+// Checked before allocating, so a run that cannot fit is refused with the figures, not ended by
+// the allocator or aborted inside the OpenCL runtime.
+void check_host_memory(const MemoryNeed& need, const HostMemory& m = host_memory());
+// The same for host_bytes on the host plus device_bytes when d is a CPU device (its buffers are
+// host memory).
 void check_host_memory(const DeviceInfo& d, std::uint64_t host_bytes, std::uint64_t device_bytes,
                        const HostMemory& m = host_memory());
+
+// A byte count in words for messages: "512 bytes", "12 KiB", "3.5 MiB", "612 MiB", and "more
+// than 2^64-1 bytes" for UINT64_MAX (a held sum).
+std::string byte_words(std::uint64_t bytes);
+
+// Under an address-space limit, on a CPU device (whose buffers are host memory), throws
+// Error(Errc::kUnsupported) when a buffer of `bytes` cannot be mapped beside what is mapped now:
+// a runtime may abort on an allocation it cannot make (PoCL 3.1 asserts where its buffers are
+// first used) rather than report it.
+void check_buffer_fits(const DeviceInfo& d, std::uint64_t bytes);
 
 }  // namespace clreduce

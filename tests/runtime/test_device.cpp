@@ -63,21 +63,87 @@ TEST_CASE("the host-memory check counts a CPU device's buffers and refuses with 
     FAIL("no error");
   } catch (const Error& e) {
     CHECK(e.category() == Errc::kUnsupported);
-    CHECK_THAT(
-        std::string(e.what()),
-        ContainsSubstring(
-            "this run needs 80 MiB more host memory (the array and its results, and the device's "
-            "buffers, which on a CPU device are host memory) but the address-space limit "
-            "(ulimit -v) of 1024 MiB leaves 74 MiB (900 MiB mapped already, 50 MiB kept"));
+    CHECK_THAT(std::string(e.what()),
+               ContainsSubstring(
+                   "this run needs 80 MiB more host memory (the array and its results 40 MiB, "
+                   "the device's buffers (host memory on a CPU device) 40 MiB) but the "
+                   "address-space limit (ulimit -v) of 1024 MiB leaves 74 MiB (900 MiB mapped "
+                   "already, 50 MiB kept"));
   }
   m.mapped = 2048 * kMiB;  // already past the limit: nothing left
-  CHECK_THROWS_WITH(check_host_memory(gpu, 1, 0, m), ContainsSubstring("leaves 0 MiB"));
+  CHECK_THROWS_WITH(check_host_memory(gpu, 1, 0, m),
+                    ContainsSubstring("this run needs 1 byte more host memory") &&
+                        ContainsSubstring("leaves 0 bytes"));
   HostMemory machine;  // no address-space limit, little memory on the machine
   machine.available = 100 * kMiB;
   CHECK_NOTHROW(check_host_memory(gpu, 100 * kMiB, 0, machine));
   CHECK_THROWS_WITH(
       check_host_memory(cpu, 60 * kMiB, 60 * kMiB, machine),
       ContainsSubstring("but the machine has 100 MiB available (free memory and swap)"));
+}
+
+TEST_CASE("a run's memory is added part by part, held rather than wrapped, in readable units",
+          "[device][memory]") {
+  MemoryNeed need;
+  need.add("the array", std::uint64_t{1} << 62);
+  need.add("the scans' output", 0);               // no part for nothing
+  need.add("the array", std::uint64_t{3} << 62);  // 2^64: held at UINT64_MAX, not 0
+  CHECK(need.parts.size() == 1);
+  CHECK(need.total() == UINT64_MAX);
+  need.add("scratch", 5);
+  CHECK(need.total() == UINT64_MAX);
+  HostMemory m;  // no limit, and the machine's memory unknown: only a held sum is refused
+  CHECK_THROWS_WITH(
+      check_host_memory(need, m),
+      ContainsSubstring("this run needs more than 2^64-1 bytes of host memory (the "
+                        "array more than 2^64-1 bytes, scratch 5 bytes), more than any host "
+                        "can hold"));
+  CHECK(byte_words(0) == "0 bytes");
+  CHECK(byte_words(1023) == "1023 bytes");
+  CHECK(byte_words(8 * 1024) == "8 KiB");
+  CHECK(byte_words(3 * kMiB / 2) == "1.5 MiB");
+  CHECK(byte_words(612 * kMiB) == "612 MiB");
+  CHECK(byte_words(10239 * kMiB) == "10239 MiB");
+  CHECK(byte_words(std::uint64_t{22} << 30) == "22 GiB");
+  CHECK(byte_words(std::uint64_t{1} << 63) == "8.0 EiB");
+  CHECK(byte_words(UINT64_MAX) == "more than 2^64-1 bytes");
+}
+
+TEST_CASE("a CPU device's buffer that the address-space limit cannot hold is refused first",
+          "[device][memory]") {
+  const DeviceInfo cpu = device_of_type("CPU"), gpu = device_of_type("GPU");
+  struct rlimit saved {};
+  REQUIRE(::getrlimit(RLIMIT_AS, &saved) == 0);
+  if (saved.rlim_cur != RLIM_INFINITY) SKIP("an address-space limit is already set");
+  const std::uint64_t mapped = host_memory().mapped;
+  // 256 MiB of room above what is mapped, for a moment (the hard limit is untouched).
+  struct rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(mapped + 256 * kMiB);
+  REQUIRE(::setrlimit(RLIMIT_AS, &low) == 0);
+  std::string refused;
+  bool small_ok = true, gpu_ok = true;
+  try {
+    check_buffer_fits(cpu, 512 * kMiB);
+  } catch (const Error& e) {
+    refused = std::string(e.what()) + (e.category() == Errc::kUnsupported ? "" : " (not exit 5)");
+  }
+  try {
+    check_buffer_fits(cpu, 64 * kMiB);
+    check_buffer_fits(cpu, 1u << 19);  // small buffers are not looked at
+  } catch (const Error&) {
+    small_ok = false;
+  }
+  try {
+    check_buffer_fits(gpu, 512 * kMiB);  // a GPU's buffers are not host memory
+  } catch (const Error&) {
+    gpu_ok = false;
+  }
+  REQUIRE(::setrlimit(RLIMIT_AS, &saved) == 0);
+  CHECK_THAT(refused, ContainsSubstring("out of memory: a device buffer of 512 MiB does not fit "
+                                        "under the address-space limit (ulimit -v)"));
+  CHECK_THAT(refused, !ContainsSubstring("not exit 5"));
+  CHECK(small_ok);
+  CHECK(gpu_ok);
 }
 
 TEST_CASE("host_memory reads the address-space limit, what is mapped and the machine's memory",
@@ -96,7 +162,7 @@ TEST_CASE("host_memory reads the address-space limit, what is mapped and the mac
   REQUIRE(::setrlimit(RLIMIT_AS, &saved) == 0);
   CHECK(m.as_limit == std::uint64_t{1} << 40);
   CHECK(m.mapped > 0);
-  CHECK(m.reserve >= 128 * kMiB);
+  CHECK(m.reserve >= 64 * kMiB);
   CHECK_THROWS_WITH(check_host_memory(device_of_type("GPU"), std::uint64_t{1} << 40, 0, m),
-                    ContainsSubstring("the address-space limit (ulimit -v) of 1048576 MiB leaves"));
+                    ContainsSubstring("the address-space limit (ulimit -v) of 1.0 TiB leaves"));
 }
