@@ -413,10 +413,18 @@ int run(int argc, char** argv, const Ranks& ranks) {
       throw Error(Errc::kUsage, "--shares does not run under mpirun: each rank has one device");
   }
   if (show_version) {
+    // The library's lines, then the command's own: its OpenMP peer and its MPI ranks.
     std::cout << "clreduce " << version() << "\ncommit: " << build_commit() << "\n"
               << build_options();
+#ifdef _OPENMP
+    std::cout << "openmp: yes (" << _OPENMP << ")\n";
+#else
+    std::cout << "openmp: no\n";
+#endif
+    std::cout << "mpi: " << (mpi_built() ? mpi_library_version() : std::string("not built in"))
+              << "\n";
     try {
-      std::cout << "kernels: " << printable(find_kernel_dir(kernel_dir)) << "\n";
+      std::cout << "kernels: " << printable(find_kernel_dir(kernel_dir, true)) << "\n";
     } catch (const Error& e) {
       std::cout << "kernels: " << e.what() << "\n";
       return agree(ranks, exit_code(e.category()), "kernels: " + std::string(e.what()),
@@ -550,7 +558,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
                                     " is larger than device " + std::to_string(devs.front().index) +
                                     "'s largest work-group (" +
                                     std::to_string(devs.front().max_wg_size) + ")");
-    Context ctx(devs.front(), find_kernel_dir(kernel_dir), verbose, tuning);
+    Context ctx(devs.front(), find_kernel_dir(kernel_dir, true), verbose, tuning);
     return run_expr(ea, ctx, read_input);
   }
   if (list_variants_flag) {
@@ -558,7 +566,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     std::unique_ptr<Context> ctx;
     try {
       ctx = std::make_unique<Context>(select_device(list_devices(), device),
-                                      find_kernel_dir(kernel_dir), verbose, tuning);
+                                      find_kernel_dir(kernel_dir, true), verbose, tuning);
     } catch (const Error& e) {
       if (e.category() == Errc::kUsage) throw;  // a --device that names nothing is still an error
     } catch (const cl::Error&) {
@@ -698,7 +706,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
   const bool shares_by_rate =
       app.count("--shares") && (shares_text == "rate" || shares_text == "kernel-rate");
   const bool kernel_rate = shares_text == "kernel-rate";
-  Context ctx(dev, find_kernel_dir(kernel_dir), verbose, tuning);
+  Context ctx(dev, find_kernel_dir(kernel_dir, true), verbose, tuning);
   // Several devices: a context (and queue) each, the first being ctx.
   std::vector<std::unique_ptr<Context>> more;
   std::vector<Context*> contexts{&ctx};

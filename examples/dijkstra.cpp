@@ -570,7 +570,7 @@ int run(int argc, char** argv) {
                      std::to_string(g.n) + " of " + name};
   const auto src = static_cast<std::int32_t>(source - 1);
 
-  clreduce::Device dev(device);
+  clreduce::Device dev = clreduce::Device::from_environment(device);  // as the clreduce command
   check_memory(name, g.n, g.arcs.size(), dev.summary());
   const Csr csr = to_csr(g);
   check_weights(name, csr, g.n);

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # install_and_examples.sh: what a user of an installed clreduce meets. Installs the build into a
 # temporary prefix; checks the installed clreduce finds the prefix's kernels with no variable set,
-# also once the prefix is moved; builds examples/ (copied away from the source tree) against the
-# prefix alone with find_package(clreduce); runs dijkstra on a generated graph and on the
-# hand-written examples/data/small.gr (distances verified, DIST.npy as expected), on the largest
-# weights it can take, and on bad input (exit 2, a message with the line number, no output file;
-# a FIFO, a folder, /dev/zero, a binary file named as such at once; escape bytes escaped; weights
-# that could overflow refused; a graph too large for memory: exit 5).
+# also once the prefix is moved; builds a program of the user's own (tests/consumer: the public
+# header alone, the version macros in #if, -Wall -Wextra -Wpedantic -Werror) with pkg-config's
+# flags as C++17 and with find_package(clreduce) from a project that asks for C++14, and runs it
+# with variables set that the library must not read; builds examples/ (copied away from the
+# source tree) against the prefix alone with find_package(clreduce); runs dijkstra on a
+# generated graph and on the hand-written examples/data/small.gr (distances verified, DIST.npy as
+# expected), on the largest weights it can take, and on bad input (exit 2, a message with the
+# line number, no output file; a FIFO, a folder, /dev/zero, a binary file named as such at once;
+# escape bytes escaped; weights that could overflow refused; a graph too large for memory: exit 5).
 # usage: install_and_examples.sh BUILD_DIR SOURCE_DIR VERSION CXX_COMPILER [COMPILER_LAUNCHER]
 set -euo pipefail
 build=$1 src=$2 version=$3 cxx=$4 launcher=${5:-}
@@ -37,12 +40,15 @@ npy_int64() {
 # --- Install, and the installed command line.
 prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" > "$work/install.log"
-for f in bin/clreduce include/clreduce/clreduce.hpp include/clreduce/version.hpp lib/cmake/clreduce/clreduceConfig.cmake \
-         lib/cmake/clreduce/clreduceConfigVersion.cmake share/clreduce/cl/clreduce.h share/clreduce/cl/reduce_fast.cl; do
+for f in bin/clreduce include/clreduce/clreduce.hpp include/clreduce/version.hpp include/clreduce/export.hpp \
+         lib/cmake/clreduce/clreduceConfig.cmake lib/cmake/clreduce/clreduceConfigVersion.cmake \
+         lib/pkgconfig/clreduce.pc share/clreduce/cl/clreduce.h share/clreduce/cl/reduce_fast.cl; do
   [[ -f $prefix/$f ]] || fail "not installed: $f"
   checks=$((checks + 1))
 done
 ls "$prefix"/lib/libclreduce.so* > /dev/null || fail "libclreduce.so not installed"
+! grep -n '@' "$prefix/include/clreduce/version.hpp" || fail "version.hpp holds an unconfigured @NAME@"
+checks=$((checks + 1))
 out=$("$prefix/bin/clreduce" --version)
 expect_in "$out" "clreduce $version"
 # MPI as built: Open MPI's version, or not built in.
@@ -53,6 +59,42 @@ expect_in "$out" "kernels: $prefix/share/clreduce/cl"
 out=$("$prefix/bin/clreduce" --device "$device" --size 5000 --op argmin --verbose 2>&1)
 expect_in "$out" "kernels: $prefix/share/clreduce/cl"
 expect_in "$out" "yes"
+
+# --- A program of the user's own, outside CMake: pkg-config's flags, C++17, every warning an error
+# (the clreduce headers come in with -I, so their warnings count).
+pc_flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs clreduce) ||
+  fail "pkg-config --cflags --libs clreduce"
+expect_in "$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --modversion clreduce)" "$version"
+# shellcheck disable=SC2086 # the flags are words
+"$cxx" -std=c++17 -Wall -Wextra -Wpedantic -Werror "$src/tests/consumer/consumer.cpp" $pc_flags \
+  -o "$work/consumer_pc" > "$work/consumer_pc.log" 2>&1 || { cat "$work/consumer_pc.log"; fail "consumer (pkg-config): build"; }
+consumer_run() {  # consumer_run PROGRAM [VAR=VALUE...]: runs it on the prefix's library
+  local program=$1
+  shift
+  env "$@" LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$program" "$device"
+}
+out=$(consumer_run "$work/consumer_pc") || fail "consumer (pkg-config): exit $?"
+expect_in "$out" "consumer: clreduce $version (macros $version), sum "
+expect_in "$out" "verified, kernels $prefix/share/clreduce/cl"
+# The program did not ask the library to read its environment: a kernel directory that does not
+# exist and knobs the command would refuse (abc) or act on (7 groups) change nothing.
+out=$(consumer_run "$work/consumer_pc" CLREDUCE_KERNEL_DIR="$work/nowhere" CLREDUCE_FAST_GROUPS=abc) ||
+  fail "consumer with CLREDUCE_FAST_GROUPS=abc: exit $?"
+expect_in "$out" "verified, kernels $prefix/share/clreduce/cl"
+out=$(consumer_run "$work/consumer_pc" CLREDUCE_FAST_GROUPS=7) || fail "consumer with CLREDUCE_FAST_GROUPS=7: exit $?"
+expect_in "$out" "verified"
+
+# --- The same program as a CMake project that asks for C++14: clreduce::clreduce raises it to
+# C++17 (its headers need it), with every warning an error.
+cp -r "$src/tests/consumer" "$work/consumer"
+cmake -S "$work/consumer" -B "$work/consumer/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON -DCMAKE_CXX_COMPILER="$cxx" > "$work/consumer.log" 2>&1 ||
+  { cat "$work/consumer.log"; fail "consumer (CMake): configure"; }
+cmake --build "$work/consumer/build" > "$work/consumer_build.log" 2>&1 ||
+  { cat "$work/consumer_build.log"; fail "consumer (CMake, C++14 asked): build"; }
+expect_in "$(grep -o -- '-std=[a-z+0-9]*' "$work/consumer/build/compile_commands.json" | sort -u | tr '\n' ' ')" "-std=c++17"
+out=$(consumer_run "$work/consumer/build/consumer") || fail "consumer (CMake): exit $?"
+expect_in "$out" "consumer: clreduce $version (macros $version), sum "
 
 # --- examples/ as a project of its own, built against the prefix alone.
 cp -r "$src/examples" "$work/examples"
@@ -186,5 +228,7 @@ out=$(LD_LIBRARY_PATH="$moved/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
       "$dijkstra" "$work/examples/data/small.gr" --source 1 --device "$device")
 expect_in "$out" "kernels $moved/share/clreduce/cl"
 expect_in "$out" "distances: verified (7 of 8 nodes reachable)"
+# pkg-config finds the moved prefix from the .pc file's own place.
+expect_in "$(PKG_CONFIG_PATH="$moved/lib/pkgconfig" pkg-config --cflags --libs clreduce)" "$moved/"
 
 echo "install_and_examples: $checks checks passed"

@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     const auto devices = list_devices();
-    Context ctx(select_device(devices, device), find_kernel_dir(""), false, tuning_from_env());
+    Context ctx(select_device(devices, device), find_kernel_dir("", true), false,
+                tuning_from_env());
     ScanProblem p;
     p.type = DType::kInt32;
     p.acc_type = resolve_acc(Op::kSum, DType::kInt32, acc);

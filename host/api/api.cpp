@@ -74,17 +74,31 @@ void check_fp64(const DeviceInfo& d, DType type, DType acc) {
     throw Error(Errc::kUnsupported, d.name + " has no double precision (cl_khr_fp64)");
 }
 
-// A user's buffer must belong to this device's context and hold `bytes`.
-void check_buffer(Context& ctx, const cl::Buffer& b, std::size_t bytes, const char* what) {
+// What the caller can change when a result type does not suit: for sums and products of 32-bit
+// integers, the accumulator NumPy widens them to, unless Options::acc already chose.
+std::string acc_hint(Op op, DType type, const std::string& acc) {
+  const DType wide = acc_dtype(op, type);
+  if (wide == type || !acc.empty()) return "";
+  return "; Options::acc = \"" + dtype_name(type) + "\" keeps " + dtype_name(type) +
+         " (wrapping on overflow)";
+}
+
+// A user's buffer must belong to this device's context and hold n elements of type t. `why`
+// says where t comes from and `hint` what else the caller may change, for the message.
+void check_buffer(Context& ctx, const cl::Buffer& b, std::size_t n, DType t, const char* what,
+                  const std::string& why = "", const std::string& hint = "") {
   if (b() == nullptr) throw Error(Errc::kUsage, std::string(what) + " buffer is empty (no cl_mem)");
   if (b.getInfo<CL_MEM_CONTEXT>()() != ctx.context()())
     throw Error(Errc::kUsage,
                 std::string(what) +
                     " buffer belongs to another cl::Context: create it in Device::context()");
-  const std::size_t size = b.getInfo<CL_MEM_SIZE>();
-  if (size < bytes)
+  const std::size_t size = b.getInfo<CL_MEM_SIZE>(), elem = dtype_size(t);
+  if (size / elem < n)
     throw Error(Errc::kUsage, std::string(what) + " buffer holds " + std::to_string(size) +
-                                  " bytes; " + std::to_string(bytes) + " needed");
+                                  " bytes, " + std::to_string(size / elem) + " " + dtype_name(t) +
+                                  " elements, fewer than n = " + std::to_string(n) + why +
+                                  ": pass a buffer of " + std::to_string(n * elem) +
+                                  " bytes or a smaller n" + hint);
 }
 
 HostArray host_copy(DType type, const void* data, std::size_t n) {
@@ -175,7 +189,7 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
   if (n == 0 && !has_identity(op))
     throw Error(Errc::kUsage, op_name(op) + " of an empty array has no identity (n = 0)");
   const std::size_t bytes = checked_bytes(n, dtype_size(type), "the input");
-  if (user_in) check_buffer(ctx, *user_in, bytes, "input");
+  if (user_in) check_buffer(ctx, *user_in, n, type, "input");
   refuse_unsupported(v.name(), d, v.unsupported(ctx, p));
 
   Result r = start_result(v.name(), op, type, p.acc_type, n);
@@ -249,8 +263,12 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
   check_fits(d, p.acc_type, n);
   const std::size_t in_bytes = checked_bytes(n, dtype_size(type), "the input"),
                     out_bytes = checked_bytes(n, p.acc_bytes(), "the scan's output");
-  if (user_in) check_buffer(ctx, *user_in, in_bytes, "input");
-  if (user_out) check_buffer(ctx, *user_out, out_bytes, "output");
+  if (user_in) check_buffer(ctx, *user_in, n, type, "input");
+  if (user_out)
+    check_buffer(ctx, *user_out, n, p.acc_type, "output",
+                 " (a " + op_name(op) + " scan of " + dtype_name(type) + " writes " +
+                     dtype_name(p.acc_type) + ")",
+                 acc_hint(op, type, o.acc));
   refuse_unsupported(v.name(), d, v.unsupported(ctx, p));
 
   Result r = start_result(v.name(), op, type, p.acc_type, n);
@@ -334,7 +352,8 @@ void save_npy(const std::string& path, DType t, const void* data, std::size_t n)
 
 struct Device::Impl {
   Impl(const DeviceInfo& info, const std::string& kernel_dir, const Tuning& tuning)
-      : summary(summarize(info)), ctx(info, find_kernel_dir(kernel_dir), false, tuning) {}
+      : summary(summarize(info)),
+        ctx(info, find_kernel_dir(kernel_dir, false, "kernel_dir"), false, tuning) {}
   DeviceSummary summary;
   Context ctx;
 };
@@ -349,6 +368,10 @@ Device::Device(const std::string& spec, const std::string& kernel_dir, const Tun
     : impl_(std::make_unique<Impl>(select_device(list_devices(), spec), kernel_dir, tuning)) {}
 Device::Device(std::size_t index, const std::string& kernel_dir, const Tuning& tuning)
     : Device(std::to_string(index), kernel_dir, tuning) {}
+Device Device::from_environment(const std::string& spec) {
+  const Tuning tuning = tuning_from_env();
+  return Device(spec, find_kernel_dir("", true), tuning);
+}
 Device::~Device() = default;
 Device::Device(Device&&) noexcept = default;
 Device& Device::operator=(Device&&) noexcept = default;
@@ -361,13 +384,12 @@ cl::Device Device::device() const { return impl_->ctx.info().device; }
 Tuning& Device::tuning() { return impl_->ctx.tuning(); }
 
 Result Device::reduce(Op op, DType type, const void* data, std::size_t n, const Options& options) {
-  return run_reduce(impl_->ctx, op, type, nullptr, data, n, options, options.verify.value_or(true));
+  return run_reduce(impl_->ctx, op, type, nullptr, data, n, options, options.verify);
 }
 
 Result Device::reduce(Op op, DType type, const cl::Buffer& data, std::size_t n,
                       const Options& options) {
-  return run_reduce(impl_->ctx, op, type, &data, nullptr, n, options,
-                    options.verify.value_or(false));
+  return run_reduce(impl_->ctx, op, type, &data, nullptr, n, options, options.verify);
 }
 
 Result Device::scan(Op op, DType type, const void* in, std::size_t n, DType out_type, void* out,
@@ -375,15 +397,15 @@ Result Device::scan(Op op, DType type, const void* in, std::size_t n, DType out_
   const DType acc = resolve_acc(op, type, options.acc);
   if (out_type != acc && !is_arg_op(op))
     throw Error(Errc::kUsage, op_name(op) + " scan of " + dtype_name(type) + " writes " +
-                                  dtype_name(acc) + ", not " + dtype_name(out_type));
-  return run_scan(impl_->ctx, op, type, nullptr, in, n, nullptr, out, options,
-                  options.verify.value_or(true));
+                                  dtype_name(acc) + ", not " + dtype_name(out_type) +
+                                  ": pass an output of " + dtype_name(acc) +
+                                  acc_hint(op, type, options.acc));
+  return run_scan(impl_->ctx, op, type, nullptr, in, n, nullptr, out, options, options.verify);
 }
 
 Result Device::scan(Op op, DType type, const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
                     const Options& options) {
-  return run_scan(impl_->ctx, op, type, &in, nullptr, n, &out, nullptr, options,
-                  options.verify.value_or(false));
+  return run_scan(impl_->ctx, op, type, &in, nullptr, n, &out, nullptr, options, options.verify);
 }
 
 }  // namespace clreduce

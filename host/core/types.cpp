@@ -9,6 +9,7 @@
 #include <new>
 
 #include "clreduce/error.hpp"
+#include "core/parallel.hpp"
 #include "io/text.hpp"
 
 // The kernels' type and operator codes: only the table at the top of cl/clreduce.h is read.
@@ -188,12 +189,11 @@ constexpr std::size_t kPage = 4096;
 // threads that will read them).
 void fill_bytes(unsigned char* p, std::size_t n, unsigned char v) {
   constexpr std::size_t kPiece = std::size_t{1} << 24;
-  const auto pieces = static_cast<std::int64_t>((n + kPiece - 1) / kPiece);
-#pragma omp parallel for schedule(static) if (pieces > 4)
-  for (std::int64_t k = 0; k < pieces; ++k) {
-    const std::size_t at = static_cast<std::size_t>(k) * kPiece;
+  const std::size_t pieces = (n + kPiece - 1) / kPiece;
+  parallel_for(pieces, pieces > 4, [&](std::size_t k) {
+    const std::size_t at = k * kPiece;
     std::memset(p + at, v, std::min(kPiece, n - at));
-  }
+  });
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 #include "io/data.hpp"
 
 #include "core/checked.hpp"
+#include <algorithm>
+
+#include "core/parallel.hpp"
 
 namespace clreduce {
 
@@ -17,10 +20,12 @@ namespace {
 
 template <class T, class F> void fill(HostArray& a, std::uint64_t seed, std::uint64_t first, F f) {
   T* p = a.as<T>();
-  const auto n = static_cast<std::int64_t>(a.n);
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i)
-    p[i] = f(data_bits(seed, first + static_cast<std::uint64_t>(i)));
+  constexpr std::size_t kPiece = std::size_t{1} << 16;
+  const std::size_t pieces = (a.n + kPiece - 1) / kPiece;
+  parallel_for(pieces, pieces > 1, [&](std::size_t k) {
+    for (std::size_t i = k * kPiece, end = std::min(a.n, i + kPiece); i < end; ++i)
+      p[i] = f(data_bits(seed, first + i));
+  });
 }
 
 }  // namespace

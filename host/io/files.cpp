@@ -252,7 +252,9 @@ std::atomic<int> g_temp_armed{0};
 struct sigaction g_previous[NSIG];
 bool g_installed[NSIG];
 
-extern "C" void remove_temp_then_die(int sig, siginfo_t* info, void* context) {
+// A signal handler has C language linkage; static keeps it out of every symbol table.
+extern "C" {
+static void remove_temp_then_die(int sig, siginfo_t* info, void* context) {
   if (g_temp_armed.load()) ::unlink(g_temp_path);
   if (sig > 0 && sig < NSIG && g_installed[sig]) {
     const struct sigaction& prev = g_previous[sig];
@@ -273,6 +275,7 @@ extern "C" void remove_temp_then_die(int sig, siginfo_t* info, void* context) {
   sigaddset(&one, sig);
   ::pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
   ::raise(sig);
+}
 }
 
 // Installs the handler where it applies (kAlways, kWhenDefault, the real-time signals), restores

@@ -5,6 +5,7 @@
 
 #include "clreduce/error.hpp"
 #include "core/checked.hpp"
+#include "core/parallel.hpp"
 #include "run/fold.hpp"
 #include "run/timing.hpp"
 #include "runtime/transfer.hpp"
@@ -24,12 +25,11 @@ std::size_t round_chunk(std::size_t c) {
 // Copies n bytes, in parallel for large n.
 void parallel_copy(unsigned char* dst, const unsigned char* src, std::size_t n) {
   constexpr std::size_t kPiece = std::size_t{1} << 22;
-  const auto pieces = static_cast<std::int64_t>((n + kPiece - 1) / kPiece);
-#pragma omp parallel for schedule(static) if (pieces > 4)
-  for (std::int64_t k = 0; k < pieces; ++k) {
-    const std::size_t at = static_cast<std::size_t>(k) * kPiece;
+  const std::size_t pieces = (n + kPiece - 1) / kPiece;
+  parallel_for(pieces, pieces > 4, [&](std::size_t k) {
+    const std::size_t at = k * kPiece;
     std::memcpy(dst + at, src + at, std::min(kPiece, n - at));
-  }
+  });
 }
 
 }  // namespace
@@ -111,6 +111,13 @@ ChunkLayout choose_layout(const DeviceInfo& d, const Tuning& t, std::size_t n, E
   // share or chunk that starts off the alignment) is copied to the device instead.
   if (L.in_place && !in_place_aligned(d, L, e, host)) L = layout_for(d, t, n, e, false);
   return L;
+}
+
+void check_fits(const DeviceInfo& d, DType t, std::size_t n) {
+  if (n > d.max_alloc / dtype_size(t))
+    throw Error(Errc::kUnsupported, std::to_string(n) + " elements of " + dtype_name(t) +
+                                        " exceed " + d.name + "'s largest allocation (" +
+                                        std::to_string(d.max_alloc) + " bytes)");
 }
 
 ChunkedArray::ChunkedArray(Context& ctx, const ChunkLayout& layout, const HostArray& data,

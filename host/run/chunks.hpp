@@ -76,6 +76,10 @@ bool in_place_aligned(const DeviceInfo& d, const ChunkLayout& layout, ElementByt
 ChunkLayout choose_layout(const DeviceInfo& d, const Tuning& t, std::size_t n, ElementBytes e,
                           const HostArrays& host = {});
 
+// Throws Error(Errc::kUnsupported) when n elements of t exceed the device's largest allocation
+// (for a caller's own device buffer, which cannot be chunked).
+void check_fits(const DeviceInfo& d, DType t, std::size_t n);
+
 // The device side of one array under a layout: buffers, uploads, and the chunked launches of any
 // plan made for problems of layout.chunk elements (or fewer, when n is smaller). Made once per
 // array and device, reused by every plan run on it. Waits poll with a time limit (Errc::kTimeout

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "clreduce/error.hpp"
+#include "core/parallel.hpp"
 
 namespace clreduce {
 
@@ -220,9 +221,12 @@ void apply_carry_host(Op op, DType acc, unsigned char* out, std::size_t n,
     using A = decltype(tag);
     const A c = value_as<A>(carry);
     A* y = reinterpret_cast<A*>(out);
-    const auto m = static_cast<std::int64_t>(stop);
-#pragma omp parallel for schedule(static) if (m > (1 << 20))
-    for (std::int64_t i = 0; i < m; ++i) y[i] = scan_op<A>(op, c, y[i]);
+    constexpr std::size_t kPiece = std::size_t{1} << 16;
+    const std::size_t pieces = (stop + kPiece - 1) / kPiece;
+    parallel_for(pieces, stop > (std::size_t{1} << 20), [&](std::size_t k) {
+      for (std::size_t i = k * kPiece, end = std::min(stop, i + kPiece); i < end; ++i)
+        y[i] = scan_op<A>(op, c, y[i]);
+    });
   });
 }
 

@@ -30,13 +30,6 @@ void set_timings(RunRecord& rec, const std::vector<Sample>& samples) {
   rec.launches = samples.back().launches;
 }
 
-void check_fits(const DeviceInfo& d, DType t, std::size_t n) {
-  if (n > d.max_alloc / dtype_size(t))
-    throw Error(Errc::kUnsupported, std::to_string(n) + " elements of " + dtype_name(t) +
-                                        " exceed " + d.name + "'s largest allocation (" +
-                                        std::to_string(d.max_alloc) + " bytes)");
-}
-
 Session::Session(Context& ctx, const HostArray& data, RunConfig cfg)
     : ctx_(ctx), data_(data), cfg_(std::move(cfg)) {
   cfg_.repeat = std::max<std::uint64_t>(cfg_.repeat, 1);

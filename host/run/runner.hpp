@@ -278,8 +278,4 @@ class ReduceSession : public Session {
   RunRecord run_one(const ReduceVariant& v);
 };
 
-// Throws Error(Errc::kUnsupported) when n elements of t exceed the device's largest allocation
-// (for a caller's own device buffer, which cannot be chunked).
-void check_fits(const DeviceInfo& d, DType t, std::size_t n);
-
 }  // namespace clreduce

@@ -27,6 +27,7 @@ Context::Context(const DeviceInfo& info, std::string kernel_dir, bool verbose, T
       kernel_dir_(std::move(kernel_dir)),
       verbose_(verbose),
       tuning_(std::move(tuning)) {
+  const std::unique_lock<std::mutex> lock = lock_opencl_setup();
   context_ = cl::Context(info_.device);
   queue_ = cl::CommandQueue(context_, info_.device, CL_QUEUE_PROFILING_ENABLE);
   base_align_ = std::max<std::size_t>(1, info_.device.getInfo<CL_DEVICE_MEM_BASE_ADDR_ALIGN>() / 8);

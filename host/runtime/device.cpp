@@ -103,7 +103,13 @@ std::string no_platform_message(cl_int err) {
 
 }  // namespace
 
+std::unique_lock<std::mutex> lock_opencl_setup() {
+  static std::mutex m;
+  return std::unique_lock<std::mutex>(m);
+}
+
 std::vector<DeviceInfo> list_devices() {
+  const std::unique_lock<std::mutex> lock = lock_opencl_setup();
   std::vector<cl::Platform> platforms;
   cl_int err = CL_SUCCESS;
   try {
@@ -287,7 +293,7 @@ HostMemory host_memory() {
   std::uint64_t vm_pages = 0;
   if (statm >> vm_pages) m.mapped = vm_pages * page;
   if (m.as_limit != UINT64_MAX) {
-    // Threads not started yet (OpenMP's, one per core) each map a stack: the stack limit, or
+    // Threads not started yet (the host loops', one per core) each map a stack: the stack limit, or
     // 8 MiB when it is unlimited; and a margin for the OpenCL runtime's own work. Checked after
     // the kernels are built (their memory is then mapped already), PoCL mapped at most 11 MiB
     // past the run's data, buffers and scratch (2^10 to 2^25 elements, warm and cold kernel

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,11 @@ struct DeviceInfo {
   bool is_gpu = false;
   bool is_nvidia = false;
 };
+
+// Taken while OpenCL enumerates platforms and devices (list_devices()) and while a context and its
+// queue are made (Context): some runtimes do not make these thread-safe (PoCL's clGetDeviceIDs),
+// and a program may open devices from several threads at once. One lock for the process.
+std::unique_lock<std::mutex> lock_opencl_setup();
 
 // Enumerates all platforms and devices. Throws Error(Errc::kRuntime) when there is no platform,
 // saying why as far as can be told: no ICD registered; ICDs registered but none loaded (naming

@@ -74,20 +74,23 @@ std::string installed_kernel_dir() {
   return (real.parent_path() / to_kernels).lexically_normal().string();
 }
 
-std::string find_kernel_dir(const std::string& flag) {
+std::string find_kernel_dir(const std::string& flag, bool from_env, const std::string& flag_name) {
   if (!flag.empty()) {
     const std::string why = why_not(flag);
     if (why.empty()) return flag;
-    throw Error(Errc::kBuild, "kernel directory not found: tried --kernel-dir " + printable(flag) +
-                                  " (" + why + ")");
+    throw Error(Errc::kBuild, "kernel directory not found: tried " + flag_name + " " +
+                                  printable(flag) + " (" + why + ")");
   }
-  if (const char* env = std::getenv("CLREDUCE_KERNEL_DIR"); env && *env) {
+  const char* env = from_env ? std::getenv("CLREDUCE_KERNEL_DIR") : nullptr;
+  if (env && *env) {
     const std::string why = why_not(env);
     if (why.empty()) return env;
     throw Error(Errc::kBuild, "kernel directory not found: tried CLREDUCE_KERNEL_DIR=" +
                                   printable(env) + " (" + why + ")");
   }
-  std::string tried = "--kernel-dir (not given), CLREDUCE_KERNEL_DIR (not set)";
+  std::string tried =
+      flag_name + " (not given)" +
+      (from_env ? ", CLREDUCE_KERNEL_DIR (not set)" : ", CLREDUCE_KERNEL_DIR (not read)");
   for (const std::string& dir : {installed_kernel_dir(), std::string(CLREDUCE_SOURCE_KERNEL_DIR),
                                  std::string(CLREDUCE_INSTALL_KERNEL_DIR)}) {
     if (holds_kernels(dir)) return dir;

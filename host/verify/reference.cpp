@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "clreduce/error.hpp"
+#include "core/parallel.hpp"
 #include "run/fold.hpp"
 #include "verify/exact_sum.hpp"
 
@@ -129,12 +130,11 @@ Value parallel_reduce(const HostArray& a, Op op, DType acc) {
   dispatch_dtype(a.type, [&](auto tag) {
     using T = decltype(tag);
     const T* x = a.as<T>();
-#pragma omp parallel for schedule(dynamic, 1)
-    for (std::size_t b = 0; b < blocks; ++b) {
+    parallel_for(blocks, true, [&](std::size_t b) {
       const std::size_t at = b * kBlock, len = std::min(kBlock, a.n - at);
       part[b] = seq_value_op<T>(x + at, len, op, acc == a.type);
       if (part[b].index >= 0) part[b].index += static_cast<std::int64_t>(at);
-    }
+    });
     return 0;
   });
   Value v = part[0];

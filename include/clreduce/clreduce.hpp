@@ -2,18 +2,32 @@
 // cl::Buffer of that device with a named variant, and get the value, timings, the plan and the
 // verdict against the sequential reference. A program includes this header and nothing else of
 // clreduce's; everything behind it (variants, sessions, probes) is private and may change.
+//
+// Thread safety, object by object:
+// - the free functions (Device::list(), result_dtype(), the variant name lists, save_npy(),
+//   version(), build_options() and those of types.hpp, options.hpp and error.hpp, including
+//   set_timeout_handler()) may be called from several threads at once;
+// - values (Options, Result, DeviceSummary, Tuning, Value, HostArray, Bytes, Error) are as safe
+//   as a standard library value: any number of readers, or one writer, at a time;
+// - opening Devices is safe from several threads at once: the library serialises OpenCL's
+//   platform and device enumeration and its context creation, which some runtimes (PoCL) do not
+//   make thread-safe;
+// - a Device is used by one thread at a time: threads may each use their own Device at once,
+//   two Devices on one OpenCL device too, but never share one without a mutex of their own.
+// The library takes none of its settings from the environment unless the program asks it to
+// (Device::from_environment(), tuning_from_env()).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "clreduce/cl.hpp"
 #include "clreduce/error.hpp"
+#include "clreduce/export.hpp"
 #include "clreduce/options.hpp"
 #include "clreduce/types.hpp"
 #include "clreduce/version.hpp"
@@ -21,7 +35,7 @@
 namespace clreduce {
 
 // One OpenCL device, as Device::list() reports it.
-struct DeviceSummary {
+struct CLREDUCE_API DeviceSummary {
   std::size_t index = 0;  // global index across platforms, what Device(index) takes
   std::string name;       // CL_DEVICE_NAME
   std::string platform;   // platform name
@@ -38,23 +52,24 @@ struct DeviceSummary {
 };
 
 // How one reduce or scan runs.
-struct Options {
+struct CLREDUCE_API Options {
   std::string variant;  // variant name; "" picks "fast" (reduce) or "scan-fast" (scan)
   std::string acc;      // accumulator type name for sum and prod; "" NumPy's (int32 -> int64),
                         // "int32"/"uint32" keeps 32 bits, wrapping
   std::size_t local_size = 0;  // work-group size override; 0 the variant's choice
   int warmup = 0;              // untimed runs before the timed ones
   int repeat = 1;              // timed runs; timings are their medians
-  // Check the result against the sequential reference on the host. Unset: on for host arrays,
-  // off for device buffers (checking one reads it back to the host).
-  std::optional<bool> verify;
+  // Check the result against the sequential reference on the host: a copy of a host array (a
+  // device buffer is read back) and a sequential pass over it, many times the reduction's own
+  // cost. Off unless the caller asks; Result::checked and verified say what happened.
+  bool verify = false;
   // Scans only.
   bool exclusive = false;              // element i combines the elements before it (identity first)
   std::vector<std::uint8_t> segments;  // empty, or one flag per element: nonzero starts a segment
 };
 
 // The outcome of one reduce or scan.
-struct Result {
+struct CLREDUCE_API Result {
   std::string variant;  // the variant that ran
   Op op = Op::kSum;
   DType type = DType::kInt32;  // element type
@@ -98,16 +113,16 @@ template <class T> constexpr DType dtype_of() {
 
 // The type of op's result on elements of type t (a scan's output element): NumPy's rule, or
 // acc (Options::acc) where it is allowed. Throws Error for an accumulator the op cannot take.
-DType result_dtype(Op op, DType t, const std::string& acc = "");
+CLREDUCE_API DType result_dtype(Op op, DType t, const std::string& acc = "");
 
 // Variant names, in the order the CLI's --variant all runs them.
-std::vector<std::string> reduce_variant_names();
-std::vector<std::string> scan_variant_names();
+CLREDUCE_API std::vector<std::string> reduce_variant_names();
+CLREDUCE_API std::vector<std::string> scan_variant_names();
 
 // Writes n elements of type t as a 1-D little-endian .npy (NumPy's format), through a temporary
 // file renamed into place: `path` never holds a partial file. Throws Error(Errc::kInput) when
 // it cannot.
-void save_npy(const std::string& path, DType t, const void* data, std::size_t n);
+CLREDUCE_API void save_npy(const std::string& path, DType t, const void* data, std::size_t n);
 
 // Every wait on the device has a time limit (a minute plus a second per 256 MiB moved): past it
 // a call throws Error(Errc::kTimeout); the device may then be hung, and destroying its Device may
@@ -115,24 +130,30 @@ void save_npy(const std::string& path, DType t, const void* data, std::size_t n)
 //
 // An open device: its OpenCL context and profiling queue, and the programs built on it. Built
 // programs, start-up probes and scratch buffers are kept for the Device's life, so calling
-// reduce or scan again builds nothing. Not thread-safe: use a Device (and clreduce as a
-// whole) from one thread at a time.
-class Device {
+// reduce or scan again builds nothing. Thread safety: a Device, its queue and its tuning are
+// used by one thread at a time; opening, using and destroying separate Devices from several
+// threads at once is safe (see the top of this file).
+class CLREDUCE_API Device {
  public:
   // Every device of every platform under one global index. Throws Error when OpenCL has no
-  // platform.
+  // platform. Safe from any thread.
   static std::vector<DeviceSummary> list();
 
   // Opens device `spec`: a global index ("0") or a case-insensitive substring of its platform,
   // name, vendor or version ("nvidia", "pocl"). kernel_dir: where the .cl sources are; "" looks
-  // in $CLREDUCE_KERNEL_DIR, then beside the installed library (share/clreduce/cl), then the
-  // source tree. tuning: the knobs of options.hpp; by default from the CLREDUCE_<KEY>
-  // environment variables, as the command line reads them. Throws Error when no device
-  // matches (Errc::kUsage), no kernels are found (kBuild) or a knob is out of range (kUsage).
+  // beside the installed library (share/clreduce/cl), then in the source tree it was built
+  // from. tuning: the knobs of options.hpp, by default their defaults. No environment variable
+  // is read (from_environment() reads them). Throws Error when no device matches
+  // (Errc::kUsage) or no kernels are found (kBuild). Safe from several threads at once.
   explicit Device(const std::string& spec = "0", const std::string& kernel_dir = "",
-                  const Tuning& tuning = tuning_from_env());
-  explicit Device(std::size_t index, const std::string& kernel_dir = "",
-                  const Tuning& tuning = tuning_from_env());
+                  const Tuning& tuning = {});
+  explicit Device(std::size_t index, const std::string& kernel_dir = "", const Tuning& tuning = {});
+  // Opens device `spec` with the settings the clreduce command takes from its environment, for
+  // a program that wants its users to steer clreduce as they steer the command: the kernel
+  // directory from CLREDUCE_KERNEL_DIR when it is set (else as above) and the knobs from the
+  // CLREDUCE_<KEY> variables (tuning_from_env()). Throws Error(Errc::kUsage) naming the
+  // variable whose value is out of range, and as the constructor.
+  static Device from_environment(const std::string& spec = "0");
   ~Device();
   Device(Device&&) noexcept;
   Device& operator=(Device&&) noexcept;

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "clreduce/export.hpp"
+
 namespace clreduce {
 
 // What kind of failure an Error reports.
@@ -19,9 +21,9 @@ enum class Errc {
 };
 
 // "usage", "input", "runtime", "timeout", "build", "unsupported", "internal".
-const char* errc_name(Errc c);
+CLREDUCE_API const char* errc_name(Errc c);
 
-class Error : public std::runtime_error {
+class CLREDUCE_API Error : public std::runtime_error {
  public:
   Error(Errc category, const std::string& what) : std::runtime_error(what), category_(category) {}
   Errc category() const { return category_; }
@@ -36,7 +38,7 @@ class Error : public std::runtime_error {
 // usually reports the error and ends at once (std::_Exit) without running destructors. Without a
 // handler the Error is thrown, and the caller should end the process soon after.
 using TimeoutHandler = void (*)(const Error&);
-void set_timeout_handler(TimeoutHandler handler);
+CLREDUCE_API void set_timeout_handler(TimeoutHandler handler);
 
 // The OpenCL compiler can end the process from inside a kernel build (LLVM's fatal errors call
 // exit(): PoCL's kernel cache on a full disk does it). The library then calls this handler, when
@@ -48,6 +50,6 @@ using CompilerExitHandler = void (*)(const Error&);
 void set_compiler_exit_handler(CompilerExitHandler handler);
 
 // Name of an OpenCL error code ("CL_INVALID_WORK_GROUP_SIZE"), or "CL_ERROR" when unknown.
-const char* cl_error_name(int err);
+CLREDUCE_API const char* cl_error_name(int err);
 
 }  // namespace clreduce

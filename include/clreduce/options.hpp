@@ -8,9 +8,11 @@
 #include <utility>
 #include <vector>
 
+#include "clreduce/export.hpp"
+
 namespace clreduce {
 
-struct Tuning {
+struct CLREDUCE_API Tuning {
   std::string build_options;              // build-options: appended to every kernel build
   std::vector<std::string> disable_caps;  // disable-caps: device features treated as absent
   std::string fast_shape = "auto";        // fast-shape: auto | gpu | cpu | topdown
@@ -42,27 +44,30 @@ struct Tuning {
 };
 
 // One knob as documented: its key, accepted values and default, and what it does.
-struct TuningKey {
+struct CLREDUCE_API TuningKey {
   const char* key;
   const char* values;
   const char* meaning;
 };
 // Every knob, in --help order.
-const std::vector<TuningKey>& tuning_keys();
+CLREDUCE_API const std::vector<TuningKey>& tuning_keys();
 
 // Sets knob `key` (as in tuning_keys(), or its environment name CLREDUCE_KEY with '_' for '-')
 // from text. `source` names where the value came from in messages ("--tune fast-groups",
 // "CLREDUCE_FAST_GROUPS"). Throws Error(Errc::kUsage) for an unknown key or a value out of range.
-void set_tuning(Tuning& t, const std::string& key, const std::string& value,
-                const std::string& source);
+CLREDUCE_API void set_tuning(Tuning& t, const std::string& key, const std::string& value,
+                             const std::string& source);
 // Parses "KEY=VALUE" and sets it (source "--tune KEY").
-void set_tuning(Tuning& t, const std::string& key_eq_value);
-// The defaults with every CLREDUCE_<KEY> environment variable that is set and non-empty applied.
-Tuning tuning_from_env();
+CLREDUCE_API void set_tuning(Tuning& t, const std::string& key_eq_value);
+// The defaults with every CLREDUCE_<KEY> environment variable that is set and non-empty applied;
+// Error(Errc::kUsage) naming the variable for a value out of range. The clreduce command reads
+// them; the library never does on its own (a Device's tuning is the defaults unless the program
+// passes this, or opens it with Device::from_environment()).
+CLREDUCE_API Tuning tuning_from_env();
 // Every knob's value as text, in tuning_keys() order: (key, value), the same text for the same
 // value (the ranks of one MPI run compare theirs).
-std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t);
+CLREDUCE_API std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t);
 // Whether disable_caps names `cap` (or "all").
-bool cap_disabled(const Tuning& t, const std::string& cap);
+CLREDUCE_API bool cap_disabled(const Tuning& t, const std::string& cap);
 
 }  // namespace clreduce

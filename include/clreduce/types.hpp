@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "clreduce/export.hpp"
+
 namespace clreduce {
 
 // The values are the kernels' codes: kernel builds pass them as -DCLR_TYPE, -DCLR_ACC and
@@ -17,36 +19,36 @@ enum class DType { kInt32 = 0, kUInt32 = 1, kInt64 = 2, kUInt64 = 3, kFloat = 4,
 enum class Op { kSum = 0, kProd = 1, kMin = 2, kMax = 3, kArgMin = 4, kArgMax = 5 };
 
 // Names as the CLI and JSON spell them ("int32", "float", ...).
-const std::vector<DType>& all_dtypes();
-const std::vector<Op>& all_ops();
-std::string dtype_name(DType t);
-std::string op_name(Op op);
+CLREDUCE_API const std::vector<DType>& all_dtypes();
+CLREDUCE_API const std::vector<Op>& all_ops();
+CLREDUCE_API std::string dtype_name(DType t);
+CLREDUCE_API std::string op_name(Op op);
 // Parses a name; throws Error(kUsage) listing the valid names when unknown.
-DType parse_dtype(const std::string& s);
-Op parse_op(const std::string& s);
+CLREDUCE_API DType parse_dtype(const std::string& s);
+CLREDUCE_API Op parse_op(const std::string& s);
 
 // Bytes per element.
-std::size_t dtype_size(DType t);
-bool is_float(DType t);
-bool is_signed(DType t);
+CLREDUCE_API std::size_t dtype_size(DType t);
+CLREDUCE_API bool is_float(DType t);
+CLREDUCE_API bool is_signed(DType t);
 // The OpenCL C spelling of the type ("int", "ulong", "double", ...).
-std::string dtype_cl_name(DType t);
+CLREDUCE_API std::string dtype_cl_name(DType t);
 
-bool is_arg_op(Op op);
+CLREDUCE_API bool is_arg_op(Op op);
 // NumPy's accumulator: sum and prod of 32-bit ints accumulate in 64 bits (int32 -> int64,
 // uint32 -> uint64); everything else keeps its type.
-DType acc_dtype(Op op, DType t);
+CLREDUCE_API DType acc_dtype(Op op, DType t);
 // The accumulator for op on t with a user override (--acc): `wanted` may be the NumPy default
 // or, for sum and prod of 32-bit ints, the element type itself (int32 -> int32, wrapping).
 // Throws Error(Errc::kUsage) for any other combination.
-DType resolve_acc(Op op, DType t, const std::string& wanted);
+CLREDUCE_API DType resolve_acc(Op op, DType t, const std::string& wanted);
 // True when n = 0 has an answer (the identity): sum and prod.
-bool has_identity(Op op);
+CLREDUCE_API bool has_identity(Op op);
 
 // The bytes of a host array: owned memory (page-aligned, not zeroed unless asked: a 64 GiB array
 // is not written twice) or a view of memory someone else keeps alive (a mapped file), behind the
 // part of std::vector's interface the library uses. Copies are deep and owned.
-class Bytes {
+class CLREDUCE_API Bytes {
  public:
   Bytes() = default;
   explicit Bytes(std::size_t n) { resize(n); }
@@ -104,7 +106,7 @@ class Bytes {
   bool is_view() const { return release_ != nullptr; }
   operator std::vector<unsigned char>() const { return {begin(), end()}; }  // NOLINT: implicit
 
-  friend bool operator==(const Bytes& a, const Bytes& b);
+  friend CLREDUCE_API bool operator==(const Bytes& a, const Bytes& b);
   friend bool operator!=(const Bytes& a, const Bytes& b) { return !(a == b); }
 
  private:
@@ -116,11 +118,11 @@ class Bytes {
   void (*release_)(void*, std::size_t, void*) = nullptr;  // a view's release; null: owned
   void* release_arg_ = nullptr;
 };
-bool operator==(const Bytes& a, const std::vector<unsigned char>& b);
+CLREDUCE_API bool operator==(const Bytes& a, const std::vector<unsigned char>& b);
 inline bool operator==(const std::vector<unsigned char>& a, const Bytes& b) { return b == a; }
 
 // A 1-D array on the host: raw little-endian bytes of n elements of type.
-struct HostArray {
+struct CLREDUCE_API HostArray {
   DType type = DType::kInt32;
   std::size_t n = 0;
   Bytes bytes;  // n * dtype_size(type)
@@ -130,7 +132,7 @@ struct HostArray {
 };
 
 // One reduction result: the value in the accumulator type, and the index for arg ops.
-struct Value {
+struct CLREDUCE_API Value {
   DType type = DType::kInt64;  // the accumulator type
   std::int64_t i = 0;          // used when type is a signed int
   std::uint64_t u = 0;         // used when type is an unsigned int

@@ -1,14 +1,17 @@
 // test_api.cpp: the public API as a user's program meets it: only <clreduce/clreduce.hpp>, linked
 // against the shared library. Host arrays and cl::Buffers, reductions and scans, the arg index,
-// the verdict, the program cache across calls, and the error category of bad requests.
+// the verdict (off unless asked), the program cache across calls, the error category and text of
+// bad requests, the environment read only when asked, and devices opened from two threads.
 #include <clreduce/clreduce.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -20,6 +23,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 using Catch::Matchers::ContainsSubstring;
@@ -28,13 +32,66 @@ using clreduce::Op;
 
 namespace {
 
+// The device spec under test: $CLREDUCE_TEST_DEVICE, else "0".
+std::string device_spec() {
+  const char* s = std::getenv("CLREDUCE_TEST_DEVICE");
+  return s && *s ? s : "0";
+}
+
 // The device under test: $CLREDUCE_TEST_DEVICE (an index or name), else 0; opened once.
 clreduce::Device& device() {
-  static clreduce::Device dev = [] {
-    const char* s = std::getenv("CLREDUCE_TEST_DEVICE");
-    return clreduce::Device(s && *s ? s : "0");
-  }();
+  static clreduce::Device dev(device_spec());
   return dev;
+}
+
+// Options that ask for the check against the sequential reference (off by default).
+clreduce::Options checked() {
+  clreduce::Options o;
+  o.verify = true;
+  return o;
+}
+
+// Sets environment variables for one scope and restores what was there before.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::initializer_list<std::pair<const char*, const char*>> vars) {
+    for (const auto& [name, value] : vars) {
+      const char* old = std::getenv(name);
+      saved_.push_back({name, old != nullptr, old ? old : ""});
+      if (value)
+        ::setenv(name, value, 1);
+      else
+        ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    for (const Saved& s : saved_) {
+      if (s.set)
+        ::setenv(s.name.c_str(), s.value.c_str(), 1);
+      else
+        ::unsetenv(s.name.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  struct Saved {
+    std::string name;
+    bool set;
+    std::string value;
+  };
+  std::vector<Saved> saved_;
+};
+
+// The message of the Error that f throws; "" when it throws none.
+template <class F> std::string error_text(F&& f) {
+  try {
+    f();
+  } catch (const clreduce::Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 // The category of the Error that f throws; none when it throws none.
@@ -76,18 +133,26 @@ TEST_CASE("api: devices are listed and opened by index or name", "[api]") {
   CHECK(dev.queue()() != nullptr);
   CHECK(dev.device()() != nullptr);
   CHECK(std::string(clreduce::version()) == CLREDUCE_VERSION);
-#if CLREDUCE_HAVE_MPI
-  CHECK_THAT(clreduce::build_options(), ContainsSubstring("\nmpi: Open MPI v"));
-#else
-  CHECK_THAT(clreduce::build_options(), ContainsSubstring("\nmpi: not built in\n"));
+}
+
+TEST_CASE("api: the version macros work in #if; the library's build has neither MPI nor OpenMP",
+          "[api]") {
+#if CLREDUCE_VERSION_MAJOR * 10000 + CLREDUCE_VERSION_MINOR * 100 + CLREDUCE_VERSION_PATCH < 100
+  FAIL("the version macros say clreduce is older than 0.1.0");
 #endif
+  CHECK(std::to_string(CLREDUCE_VERSION_MAJOR) + "." + std::to_string(CLREDUCE_VERSION_MINOR) +
+            "." + std::to_string(CLREDUCE_VERSION_PATCH) ==
+        clreduce::version());
+  const std::string b = clreduce::build_options();
+  CHECK_THAT(b, ContainsSubstring("opencl: API 1.2"));
+  CHECK_THAT(b, !ContainsSubstring("mpi") && !ContainsSubstring("openmp"));
 }
 
 TEST_CASE("api: reduce a host array: value, timings, plan, verdict, no rebuild", "[api]") {
   clreduce::Device& dev = device();
   const std::vector<std::int32_t> x = ramp(100003);
   const std::int64_t want = std::accumulate(x.begin(), x.end(), std::int64_t{0});
-  clreduce::Options o;
+  clreduce::Options o = checked();
   o.repeat = 3;
   const clreduce::Result r = dev.reduce(Op::kSum, x, o);
   CAPTURE(r.plan, r.verdict);
@@ -152,7 +217,7 @@ TEST_CASE("api: reduce a cl::Buffer: argmin's index, verification opt-in", "[api
   f[100] = 2.0f;
   f[2000] = std::nanf("");
   f[2500] = std::nanf("");
-  r = dev.reduce(Op::kArgMax, f);
+  r = dev.reduce(Op::kArgMax, f, checked());
   CHECK(r.index() == 2000);
   CHECK(std::isnan(r.value.f));
   CHECK(r.verified);
@@ -166,7 +231,7 @@ TEST_CASE("api: scan host arrays and buffers, inclusive, exclusive, segmented", 
                    [](std::int64_t a, std::int64_t b) { return a + b; });
 
   std::vector<std::int64_t> y;
-  clreduce::Result r = dev.scan(Op::kSum, x, y);
+  clreduce::Result r = dev.scan(Op::kSum, x, y, checked());
   CAPTURE(r.plan, r.verdict);
   CHECK(r.variant == "scan-fast");
   CHECK(r.checked);
@@ -174,7 +239,7 @@ TEST_CASE("api: scan host arrays and buffers, inclusive, exclusive, segmented", 
   CHECK(y == want);
   CHECK(r.value.i == want.back());
 
-  clreduce::Options o;
+  clreduce::Options o = checked();
   o.exclusive = true;
   o.variant = "scan-blelloch";
   r = dev.scan(Op::kSum, x, y, o);
@@ -184,7 +249,7 @@ TEST_CASE("api: scan host arrays and buffers, inclusive, exclusive, segmented", 
   CHECK(y.back() == want[want.size() - 2]);
 
   // Segmented max, a segment every 1000 elements.
-  clreduce::Options seg;
+  clreduce::Options seg = checked();
   seg.segments.assign(x.size(), 0);
   for (std::size_t i = 0; i < x.size(); i += 1000) seg.segments[i] = 1;
   std::vector<std::int32_t> m;
@@ -215,7 +280,7 @@ TEST_CASE("api: several variants by name agree with the reference", "[api]") {
   clreduce::Device& dev = device();
   const std::vector<std::int32_t> x = ramp(20011);
   for (const char* v : {"bottomup", "multi-element", "butterfly"}) {
-    clreduce::Options o;
+    clreduce::Options o = checked();
     o.variant = v;
     if (std::string(v) == "butterfly") o.local_size = 64;
     const clreduce::Result r = dev.reduce(Op::kMin, x, o);
@@ -241,7 +306,7 @@ TEST_CASE(
   x[5000] = 1.0f;
   x[7000] = 0x1p-24f;
   x[10006] = -1e30f;
-  clreduce::Options o;
+  clreduce::Options o = checked();
   o.variant = "exact";
   const clreduce::Result r = dev.reduce(Op::kSum, x, o);
   CAPTURE(r.plan, r.verdict);
@@ -260,7 +325,7 @@ TEST_CASE("api: empty arrays and the result types", "[api]") {
   clreduce::Device& dev = device();
   const std::vector<double> none;
   if (dev.summary().fp64) {
-    const clreduce::Result r = dev.reduce(Op::kProd, none);
+    const clreduce::Result r = dev.reduce(Op::kProd, none, checked());
     CHECK(r.value.f == 1.0);
     CHECK(r.launches == 0);
     CHECK(r.verified);
@@ -332,4 +397,159 @@ TEST_CASE("api: save_npy writes a NumPy file", "[api]") {
   CHECK(error_category([&] {
           clreduce::save_npy("/nonexistent/dir/x.npy", DType::kInt64, v.data(), 1);
         }) == clreduce::Errc::kInput);
+}
+
+TEST_CASE("api: verification is the caller's choice, off by default", "[api]") {
+  clreduce::Device& dev = device();
+  CHECK_FALSE(clreduce::Options{}.verify);
+  const std::vector<std::int32_t> x = ramp(5003);
+  const std::int64_t want = std::accumulate(x.begin(), x.end(), std::int64_t{0});
+  clreduce::Result r = dev.reduce(Op::kSum, x);
+  CHECK(r.value.i == want);
+  CHECK_FALSE(r.checked);
+  CHECK_FALSE(r.verified);
+  CHECK(r.verdict == "not checked");
+  std::vector<std::int64_t> y;
+  r = dev.scan(Op::kSum, x, y);
+  CHECK_FALSE(r.checked);
+  CHECK(r.verdict == "not checked");
+  REQUIRE(y.size() == x.size());
+  CHECK(y.back() == want);
+  r = dev.reduce(Op::kSum, x, checked());
+  CHECK(r.checked);
+  CHECK(r.verified);
+}
+
+TEST_CASE("api: a Device reads no environment variable unless the program asks", "[api]") {
+  // Values the clreduce command would refuse or act on: the library does neither.
+  const ScopedEnv env({{"CLREDUCE_FAST_GROUPS", "abc"},
+                       {"CLREDUCE_STREAM_SLOTS", "5"},
+                       {"CLREDUCE_KERNEL_DIR", "/nonexistent/kernels"}});
+  std::optional<clreduce::Device> dev;
+  REQUIRE_NOTHROW(dev.emplace(device_spec()));
+  CHECK(dev->tuning().fast_groups == 0);
+  CHECK(dev->tuning().stream_slots == 3);
+  CHECK(dev->kernel_dir() == CLREDUCE_SOURCE_KERNEL_DIR);
+  const std::vector<std::int32_t> x = ramp(4099);
+  const clreduce::Result r = dev->reduce(Op::kMax, x, checked());
+  CHECK(r.value.i == *std::max_element(x.begin(), x.end()));
+  CHECK(r.verified);
+}
+
+TEST_CASE("api: Device::from_environment reads CLREDUCE_KERNEL_DIR and CLREDUCE_<KEY>", "[api]") {
+  const std::string spec = device_spec();
+  {
+    const ScopedEnv env({{"CLREDUCE_FAST_GROUPS", "abc"}, {"CLREDUCE_KERNEL_DIR", nullptr}});
+    CHECK(error_category([&] { clreduce::Device::from_environment(spec); }) ==
+          clreduce::Errc::kUsage);
+    CHECK_THAT(error_text([&] { clreduce::Device::from_environment(spec); }),
+               ContainsSubstring("CLREDUCE_FAST_GROUPS must be a count from 1 to 2^20, not 'abc'"));
+  }
+  {
+    const ScopedEnv env(
+        {{"CLREDUCE_FAST_GROUPS", nullptr}, {"CLREDUCE_KERNEL_DIR", "/nonexistent/kernels"}});
+    CHECK(error_category([&] { clreduce::Device::from_environment(spec); }) ==
+          clreduce::Errc::kBuild);
+    CHECK_THAT(error_text([&] { clreduce::Device::from_environment(spec); }),
+               ContainsSubstring("tried CLREDUCE_KERNEL_DIR=/nonexistent/kernels"));
+  }
+  const ScopedEnv env(
+      {{"CLREDUCE_FAST_GROUPS", "3"}, {"CLREDUCE_KERNEL_DIR", CLREDUCE_SOURCE_KERNEL_DIR}});
+  clreduce::Device dev = clreduce::Device::from_environment(spec);
+  CHECK(dev.tuning().fast_groups == 3);
+  CHECK(clreduce::tuning_from_env().fast_groups == 3);
+  CHECK(dev.kernel_dir() == CLREDUCE_SOURCE_KERNEL_DIR);
+  const std::vector<std::int32_t> x = ramp(70001);
+  const clreduce::Result r = dev.reduce(Op::kSum, x, checked());
+  CAPTURE(r.plan);
+  CHECK(r.value.i == std::accumulate(x.begin(), x.end(), std::int64_t{0}));
+  CHECK(r.verified);
+  CHECK_THAT(r.plan, ContainsSubstring("groups=3"));
+}
+
+TEST_CASE("api: two threads open devices and run reductions and scans at once", "[api]") {
+  const std::string spec = device_spec();
+  const std::vector<std::int32_t> x = ramp(300007);
+  const std::int64_t want = std::accumulate(x.begin(), x.end(), std::int64_t{0});
+  constexpr int kThreads = 2, kRounds = 2;
+  std::vector<std::string> failures;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<std::string> failed(kThreads);
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        try {
+          // Both threads enumerate and open together, as far as the scheduler allows.
+          ++ready;
+          while (ready.load() < kThreads) std::this_thread::yield();
+          const auto list = clreduce::Device::list();
+          clreduce::Device dev(spec);
+          clreduce::Options o = checked();
+          o.variant = t == 0 ? "fast" : "topdown";
+          const clreduce::Result r = dev.reduce(Op::kSum, x, o);
+          std::vector<std::int64_t> y;
+          const clreduce::Result s = dev.scan(Op::kSum, x, y, checked());
+          if (list.empty() || r.value.i != want || !r.verified || !s.verified || y.back() != want)
+            failed[static_cast<std::size_t>(t)] =
+                "sum " + std::to_string(r.value.i) + " (" + r.verdict + "), scan " + s.verdict;
+        } catch (const std::exception& e) {
+          failed[static_cast<std::size_t>(t)] = e.what();
+        }
+      });
+    for (std::thread& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t)
+      if (!failed[static_cast<std::size_t>(t)].empty())
+        failures.push_back("round " + std::to_string(round) + ", thread " + std::to_string(t) +
+                           ": " + failed[static_cast<std::size_t>(t)]);
+  }
+  CAPTURE(failures);
+  CHECK(failures.empty());
+}
+
+TEST_CASE("api: a buffer too small names its elements, the accumulator and what to change",
+          "[api]") {
+  clreduce::Device& dev = device();
+  const std::size_t n = 1000;
+  const std::vector<std::int32_t> x = ramp(n);
+  cl::Buffer in(dev.context(), CL_MEM_READ_WRITE, n * 4),
+      out(dev.context(), CL_MEM_READ_WRITE, n * 4);
+  dev.queue().enqueueWriteBuffer(in, CL_TRUE, 0, n * 4, x.data());
+  const std::vector<std::int32_t> marker(n, 0x5A5A5A5A);
+  dev.queue().enqueueWriteBuffer(out, CL_TRUE, 0, n * 4, marker.data());
+  // A sum scan of int32 writes int64 (NumPy's accumulator): an int32-sized output is too small.
+  CHECK(error_category([&] { dev.scan(Op::kSum, DType::kInt32, in, n, out); }) ==
+        clreduce::Errc::kUsage);
+  CHECK(error_text([&] { dev.scan(Op::kSum, DType::kInt32, in, n, out); }) ==
+        "output buffer holds 4000 bytes, 500 int64 elements, fewer than n = 1000 (a sum scan of "
+        "int32 writes int64): pass a buffer of 8000 bytes or a smaller n; Options::acc = "
+        "\"int32\" keeps int32 (wrapping on overflow)");
+  std::vector<std::int32_t> back(n);
+  dev.queue().enqueueReadBuffer(out, CL_TRUE, 0, n * 4, back.data());
+  CHECK(back == marker);  // nothing written
+  // The change the message names: a 32-bit scan fits that buffer.
+  clreduce::Options o = checked();
+  o.acc = "int32";
+  const clreduce::Result r = dev.scan(Op::kSum, DType::kInt32, in, n, out, o);
+  CHECK(r.verified);
+  dev.queue().enqueueReadBuffer(out, CL_TRUE, 0, n * 4, back.data());
+  std::vector<std::int32_t> want(n);
+  std::partial_sum(x.begin(), x.end(), want.begin());
+  CHECK(back == want);
+  // An accumulator chosen already is not offered again.
+  o.acc = "int64";
+  CHECK(error_text([&] { dev.scan(Op::kSum, DType::kInt32, in, n, out, o); }) ==
+        "output buffer holds 4000 bytes, 500 int64 elements, fewer than n = 1000 (a sum scan of "
+        "int32 writes int64): pass a buffer of 8000 bytes or a smaller n");
+  CHECK(error_text([&] { dev.reduce(Op::kSum, DType::kInt32, in, n + 1); }) ==
+        "input buffer holds 4000 bytes, 1000 int32 elements, fewer than n = 1001: pass a buffer "
+        "of 4004 bytes or a smaller n");
+  // Host arrays: the output's element type.
+  std::vector<std::int32_t> y32;
+  CHECK(error_text([&] { dev.scan(Op::kSum, x, y32); }) ==
+        "sum scan of int32 writes int64, not int32: pass an output of int64; Options::acc = "
+        "\"int32\" keeps int32 (wrapping on overflow)");
+  std::vector<std::int64_t> y64;
+  CHECK(error_text([&] { dev.scan(Op::kMax, x, y64); }) ==
+        "max scan of int32 writes int32, not int64: pass an output of int32");
 }
