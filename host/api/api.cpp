@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "core/checked.hpp"
 #include "io/npy.hpp"
@@ -354,9 +355,47 @@ struct Device::Impl {
   Impl(const DeviceInfo& info, const std::string& kernel_dir, const Tuning& tuning)
       : summary(summarize(info)),
         ctx(info, find_kernel_dir(kernel_dir, false, "kernel_dir"), false, tuning) {}
+  // On the program's own context; its queue is waited for before each call.
+  Impl(const DeviceInfo& info, const cl::Context& context, const cl::CommandQueue& queue,
+       const std::string& kernel_dir, const Tuning& tuning)
+      : summary(summarize(info)),
+        ctx(info, context, find_kernel_dir(kernel_dir, false, "kernel_dir"), false, tuning),
+        program_queue(queue) {}
+
+  // Before a call on a program's own queue: everything enqueued there so far has completed.
+  Context& ready() {
+    if (program_queue)
+      finish(*program_queue, 0, "the program's commands enqueued before a clreduce call");
+    return ctx;
+  }
+
   DeviceSummary summary;
   Context ctx;
+  std::optional<cl::CommandQueue> program_queue;
 };
+
+namespace {
+
+// The program's own objects must belong together: the device in the context, the queue on both.
+DeviceInfo check_program_objects(const cl::Context& context, const cl::Device& device,
+                                 const cl::CommandQueue& queue) {
+  if (context() == nullptr || device() == nullptr || queue() == nullptr)
+    throw Error(Errc::kUsage, "Device(context, device, queue): an empty OpenCL object");
+  const std::vector<cl::Device> devices = context.getInfo<CL_CONTEXT_DEVICES>();
+  if (std::none_of(devices.begin(), devices.end(),
+                   [&](const cl::Device& d) { return d() == device(); }))
+    throw Error(Errc::kUsage, "Device(context, device, queue): the device (" +
+                                  device.getInfo<CL_DEVICE_NAME>() +
+                                  ") is not one of the context's devices");
+  if (queue.getInfo<CL_QUEUE_CONTEXT>()() != context())
+    throw Error(Errc::kUsage,
+                "Device(context, device, queue): the queue belongs to another cl::Context");
+  if (queue.getInfo<CL_QUEUE_DEVICE>()() != device())
+    throw Error(Errc::kUsage, "Device(context, device, queue): the queue is another device's");
+  return find_device(device);
+}
+
+}  // namespace
 
 std::vector<DeviceSummary> Device::list() {
   std::vector<DeviceSummary> out;
@@ -368,6 +407,10 @@ Device::Device(const std::string& spec, const std::string& kernel_dir, const Tun
     : impl_(std::make_unique<Impl>(select_device(list_devices(), spec), kernel_dir, tuning)) {}
 Device::Device(std::size_t index, const std::string& kernel_dir, const Tuning& tuning)
     : Device(std::to_string(index), kernel_dir, tuning) {}
+Device::Device(const cl::Context& context, const cl::Device& device, const cl::CommandQueue& queue,
+               const std::string& kernel_dir, const Tuning& tuning)
+    : impl_(std::make_unique<Impl>(check_program_objects(context, device, queue), context, queue,
+                                   kernel_dir, tuning)) {}
 Device Device::from_environment(const std::string& spec) {
   const Tuning tuning = tuning_from_env();
   return Device(spec, find_kernel_dir("", true), tuning);
@@ -379,17 +422,19 @@ Device& Device::operator=(Device&&) noexcept = default;
 const DeviceSummary& Device::summary() const { return impl_->summary; }
 const std::string& Device::kernel_dir() const { return impl_->ctx.kernel_dir(); }
 cl::Context& Device::context() { return impl_->ctx.context(); }
-cl::CommandQueue& Device::queue() { return impl_->ctx.queue(); }
+cl::CommandQueue& Device::queue() {
+  return impl_->program_queue ? *impl_->program_queue : impl_->ctx.queue();
+}
 cl::Device Device::device() const { return impl_->ctx.info().device; }
 Tuning& Device::tuning() { return impl_->ctx.tuning(); }
 
 Result Device::reduce(Op op, DType type, const void* data, std::size_t n, const Options& options) {
-  return run_reduce(impl_->ctx, op, type, nullptr, data, n, options, options.verify);
+  return run_reduce(impl_->ready(), op, type, nullptr, data, n, options, options.verify);
 }
 
 Result Device::reduce(Op op, DType type, const cl::Buffer& data, std::size_t n,
                       const Options& options) {
-  return run_reduce(impl_->ctx, op, type, &data, nullptr, n, options, options.verify);
+  return run_reduce(impl_->ready(), op, type, &data, nullptr, n, options, options.verify);
 }
 
 Result Device::scan(Op op, DType type, const void* in, std::size_t n, DType out_type, void* out,
@@ -400,12 +445,13 @@ Result Device::scan(Op op, DType type, const void* in, std::size_t n, DType out_
                                   dtype_name(acc) + ", not " + dtype_name(out_type) +
                                   ": pass an output of " + dtype_name(acc) +
                                   acc_hint(op, type, options.acc));
-  return run_scan(impl_->ctx, op, type, nullptr, in, n, nullptr, out, options, options.verify);
+  return run_scan(impl_->ready(), op, type, nullptr, in, n, nullptr, out, options, options.verify);
 }
 
 Result Device::scan(Op op, DType type, const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
                     const Options& options) {
-  return run_scan(impl_->ctx, op, type, &in, nullptr, n, &out, nullptr, options, options.verify);
+  return run_scan(impl_->ready(), op, type, &in, nullptr, n, &out, nullptr, options,
+                  options.verify);
 }
 
 }  // namespace clreduce

@@ -33,6 +33,18 @@ Context::Context(const DeviceInfo& info, std::string kernel_dir, bool verbose, T
   base_align_ = std::max<std::size_t>(1, info_.device.getInfo<CL_DEVICE_MEM_BASE_ADDR_ALIGN>() / 8);
 }
 
+Context::Context(const DeviceInfo& info, const cl::Context& context, std::string kernel_dir,
+                 bool verbose, Tuning tuning)
+    : info_(info),
+      kernel_dir_(std::move(kernel_dir)),
+      verbose_(verbose),
+      tuning_(std::move(tuning)) {
+  const std::unique_lock<std::mutex> lock = lock_opencl_setup();
+  context_ = context;
+  queue_ = cl::CommandQueue(context_, info_.device, CL_QUEUE_PROFILING_ENABLE);
+  base_align_ = std::max<std::size_t>(1, info_.device.getInfo<CL_DEVICE_MEM_BASE_ADDR_ALIGN>() / 8);
+}
+
 // Compilers that ignore #line (NVIDIA's reports "<kernel>:239:29") get their positions mapped
 // back: line L of the spliced source is clreduce.h or the kernel file, by where the splice put it.
 std::string remap_log(const std::string& log, const std::string& file, std::size_t header_lines,

@@ -29,6 +29,10 @@ class Context {
   // kernel_dir as found by find_kernel_dir(); verbose prints each build's options to stderr.
   // tuning: the knobs (options.hpp); the CLI passes tuning_from_env() plus its --tune settings.
   Context(const DeviceInfo& info, std::string kernel_dir, bool verbose = false, Tuning tuning = {});
+  // The same on a context someone else made (a program's own), which must hold info.device:
+  // its buffers are this context's buffers. clreduce's queue is its own (in order, profiling).
+  Context(const DeviceInfo& info, const cl::Context& context, std::string kernel_dir,
+          bool verbose = false, Tuning tuning = {});
 
   const DeviceInfo& info() const { return info_; }
   cl::Context& context() { return context_; }

@@ -126,33 +126,7 @@ std::vector<DeviceInfo> list_devices() {
     } catch (const cl::Error&) {
       continue;  // a platform with no devices
     }
-    for (auto& d : devs) {
-      DeviceInfo i;
-      i.index = out.size();
-      i.platform = p;
-      i.device = d;
-      i.platform_name = trim(p.getInfo<CL_PLATFORM_NAME>());
-      i.platform_version = trim(p.getInfo<CL_PLATFORM_VERSION>());
-      i.name = trim(d.getInfo<CL_DEVICE_NAME>());
-      i.vendor = trim(d.getInfo<CL_DEVICE_VENDOR>());
-      const auto t = d.getInfo<CL_DEVICE_TYPE>();
-      i.type = type_name(t);
-      i.is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
-      i.driver_version = trim(d.getInfo<CL_DRIVER_VERSION>());
-      i.device_version = trim(d.getInfo<CL_DEVICE_VERSION>());
-      i.c_version = trim(d.getInfo<CL_DEVICE_OPENCL_C_VERSION>());
-      i.compute_units = d.getInfo<CL_DEVICE_MAX_COMPUTE_UNITS>();
-      i.global_mem = d.getInfo<CL_DEVICE_GLOBAL_MEM_SIZE>();
-      i.max_alloc = d.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>();
-      i.local_mem = d.getInfo<CL_DEVICE_LOCAL_MEM_SIZE>();
-      i.max_wg_size = d.getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>();
-      i.base_align = d.getInfo<CL_DEVICE_MEM_BASE_ADDR_ALIGN>() / 8;
-      const std::string ext = d.getInfo<CL_DEVICE_EXTENSIONS>();
-      i.fp64 = ext.find("cl_khr_fp64") != std::string::npos ||
-               d.getInfo<CL_DEVICE_DOUBLE_FP_CONFIG>() != 0;
-      i.is_nvidia = lower(i.vendor + " " + i.platform_name).find("nvidia") != std::string::npos;
-      out.push_back(i);
-    }
+    for (auto& d : devs) out.push_back(describe_device(p, d, out.size()));
   }
   if (out.empty()) {
     // PoCL finds no device when it cannot make its kernel cache's folder.
@@ -164,6 +138,43 @@ std::vector<DeviceInfo> list_devices() {
     throw Error(Errc::kRuntime, "OpenCL platforms found, but no devices");
   }
   return out;
+}
+
+DeviceInfo describe_device(const cl::Platform& p, const cl::Device& d, std::size_t index) {
+  DeviceInfo i;
+  i.index = index;
+  i.platform = p;
+  i.device = d;
+  i.platform_name = trim(p.getInfo<CL_PLATFORM_NAME>());
+  i.platform_version = trim(p.getInfo<CL_PLATFORM_VERSION>());
+  i.name = trim(d.getInfo<CL_DEVICE_NAME>());
+  i.vendor = trim(d.getInfo<CL_DEVICE_VENDOR>());
+  const auto t = d.getInfo<CL_DEVICE_TYPE>();
+  i.type = type_name(t);
+  i.is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
+  i.driver_version = trim(d.getInfo<CL_DRIVER_VERSION>());
+  i.device_version = trim(d.getInfo<CL_DEVICE_VERSION>());
+  i.c_version = trim(d.getInfo<CL_DEVICE_OPENCL_C_VERSION>());
+  i.compute_units = d.getInfo<CL_DEVICE_MAX_COMPUTE_UNITS>();
+  i.global_mem = d.getInfo<CL_DEVICE_GLOBAL_MEM_SIZE>();
+  i.max_alloc = d.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>();
+  i.local_mem = d.getInfo<CL_DEVICE_LOCAL_MEM_SIZE>();
+  i.max_wg_size = d.getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>();
+  i.base_align = d.getInfo<CL_DEVICE_MEM_BASE_ADDR_ALIGN>() / 8;
+  const std::string ext = d.getInfo<CL_DEVICE_EXTENSIONS>();
+  i.fp64 =
+      ext.find("cl_khr_fp64") != std::string::npos || d.getInfo<CL_DEVICE_DOUBLE_FP_CONFIG>() != 0;
+  i.is_nvidia = lower(i.vendor + " " + i.platform_name).find("nvidia") != std::string::npos;
+  return i;
+}
+
+DeviceInfo find_device(const cl::Device& device) {
+  const std::vector<DeviceInfo> devices = list_devices();
+  for (const DeviceInfo& d : devices)
+    if (d.device() == device()) return d;
+  const std::unique_lock<std::mutex> lock = lock_opencl_setup();
+  const cl::Platform platform(device.getInfo<CL_DEVICE_PLATFORM>());
+  return describe_device(platform, device, devices.size());
 }
 
 DeviceInfo select_device(const std::vector<DeviceInfo>& devices, const std::string& spec) {

@@ -48,6 +48,12 @@ std::unique_lock<std::mutex> lock_opencl_setup();
 // them, and the address-space limit when one is set: an OpenCL runtime maps hundreds of MiB); or
 // clGetPlatformIDs's error.
 std::vector<DeviceInfo> list_devices();
+// One device's entry, as list_devices() makes it under global index `index`.
+DeviceInfo describe_device(const cl::Platform& platform, const cl::Device& device,
+                           std::size_t index);
+// The entry of list_devices() for a device the program holds; one the list does not name (a
+// sub-device) is described under index list_devices().size().
+DeviceInfo find_device(const cl::Device& device);
 
 // Picks a device by global index ("0"), by type ("cpu", "gpu", "accelerator": the first device of
 // that type) or by case-insensitive substring of its platform, name, vendor or version ("nvidia",

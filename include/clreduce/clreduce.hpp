@@ -148,6 +148,18 @@ class CLREDUCE_API Device {
   explicit Device(const std::string& spec = "0", const std::string& kernel_dir = "",
                   const Tuning& tuning = {});
   explicit Device(std::size_t index, const std::string& kernel_dir = "", const Tuning& tuning = {});
+  // A Device on the program's own OpenCL objects: `context`, which must hold `device`, and
+  // `queue`, of that context and device (in order or out of order, profiling or not). Buffers
+  // of `context` are reduced and scanned where they are, with no copy; context() and queue()
+  // return these objects. Each call first waits for every command the program enqueued on
+  // `queue` before it (a marker; with no time limit: they are the program's), then runs on a
+  // queue of clreduce's own in `context` (in order, profiling, for Result::kernel_ms) and
+  // returns when its work is done, so the program's next commands see its results. The
+  // objects are kept (retained) for the Device's life. kernel_dir and tuning as above. Throws
+  // Error(Errc::kUsage) when they do not belong together. summary().index is the device's
+  // global index, or Device::list().size() for one the list does not name (a sub-device).
+  Device(const cl::Context& context, const cl::Device& device, const cl::CommandQueue& queue,
+         const std::string& kernel_dir = "", const Tuning& tuning = {});
   // Opens device `spec` with the settings the clreduce command takes from its environment, for
   // a program that wants its users to steer clreduce as they steer the command: the kernel
   // directory from CLREDUCE_KERNEL_DIR when it is set (else as above) and the knobs from the
@@ -162,8 +174,9 @@ class CLREDUCE_API Device {
 
   const DeviceSummary& summary() const;
   const std::string& kernel_dir() const;
-  // The device's OpenCL objects. Create the buffers you pass in context(); enqueue writes to
-  // them on queue() (in order with clreduce's work) or finish your own queue first.
+  // The device's OpenCL objects (the program's own, for a Device made of them). Create the
+  // buffers you pass in context(); enqueue writes to them on queue() (in order with clreduce's
+  // work) or finish your own queue first.
   cl::Context& context();
   cl::CommandQueue& queue();
   cl::Device device() const;

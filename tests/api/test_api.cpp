@@ -552,3 +552,59 @@ TEST_CASE("api: a buffer too small names its elements, the accumulator and what 
   CHECK(error_text([&] { dev.scan(Op::kMax, x, y64); }) ==
         "max scan of int32 writes int32, not int64: pass an output of int32");
 }
+
+TEST_CASE("api: a Device on the program's own context and queue (in-order and out-of-order)",
+          "[api]") {
+  const cl::Device cl_dev = device().device();
+  cl::Context own(cl_dev);
+  const std::size_t n = 200003;
+  std::vector<std::int32_t> x = ramp(n);
+  std::vector<cl_command_queue_properties> kinds = {0};
+  if (cl_dev.getInfo<CL_DEVICE_QUEUE_PROPERTIES>() & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+    kinds.push_back(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+  else
+    WARN("the device has no out-of-order queues: only an in-order one is tried");
+  for (const cl_command_queue_properties props : kinds) {
+    CAPTURE(props);
+    cl::CommandQueue q(own, cl_dev, props);
+    clreduce::Device dev(own, cl_dev, q);
+    CHECK(dev.context()() == own());
+    CHECK(dev.queue()() == q());
+    CHECK(dev.device()() == cl_dev());
+    CHECK(dev.summary().name == device().summary().name);
+    CHECK(dev.summary().index == device().summary().index);
+    cl::Buffer in(own, CL_MEM_READ_WRITE, n * 4), out(own, CL_MEM_READ_WRITE, n * 8);
+    // Enqueued on the program's queue and not waited for: the call waits for it.
+    q.enqueueWriteBuffer(in, CL_FALSE, 0, n * 4, x.data());
+    clreduce::Result r = dev.reduce(Op::kSum, DType::kInt32, in, n, checked());
+    CHECK(r.value.i == std::accumulate(x.begin(), x.end(), std::int64_t{0}));
+    CHECK(r.verified);
+    CHECK(r.kernel_ms > 0);
+    // A fill of the program's own, not waited for either, then a scan into the program's
+    // buffer, read back on the program's queue: the buffers are used where they are.
+    const cl_int seven = 7;
+    q.enqueueFillBuffer(in, seven, 0, (n / 2) * 4);
+    std::fill(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n / 2), 7);
+    r = dev.scan(Op::kSum, DType::kInt32, in, n, out, checked());
+    CHECK(r.verified);
+    std::vector<std::int64_t> want(n), back(n);
+    std::partial_sum(x.begin(), x.end(), want.begin(),
+                     [](std::int64_t a, std::int64_t b) { return a + b; });
+    CHECK(r.value.i == want.back());
+    q.enqueueReadBuffer(out, CL_TRUE, 0, n * 8, back.data());
+    CHECK(back == want);
+    // Another context's buffer is still refused, and nothing runs.
+    cl::Buffer foreign(device().context(), CL_MEM_READ_WRITE, n * 4);
+    CHECK_THAT(error_text([&] { dev.reduce(Op::kSum, DType::kInt32, foreign, n); }),
+               ContainsSubstring("belongs to another cl::Context"));
+  }
+  // Objects that do not belong together.
+  cl::Context other(cl_dev);
+  cl::CommandQueue other_queue(other, cl_dev);
+  CHECK(error_category([&] { clreduce::Device(own, cl_dev, other_queue); }) ==
+        clreduce::Errc::kUsage);
+  CHECK(error_text([&] { clreduce::Device(own, cl_dev, other_queue); }) ==
+        "Device(context, device, queue): the queue belongs to another cl::Context");
+  CHECK(error_category([&] { clreduce::Device(own, cl_dev, cl::CommandQueue()); }) ==
+        clreduce::Errc::kUsage);
+}
