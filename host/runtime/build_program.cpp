@@ -2,9 +2,11 @@
 // when the compiler ends the process during the build.
 #include "runtime/build_program.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -16,12 +18,20 @@
 namespace clreduce {
 namespace {
 
-// The build in progress (the last one begun, where threads build at once), for the exit handler.
-struct Building {
-  const std::string* label;
-  QuietStderr* quiet;
+// The builds in progress, in the order they began, and the one silence of fd 2 they share:
+// threads may build at once, and fd 2 is the process's, so the first build to begin silences it
+// and the last to end puts it back (two silences of their own, ending in another order than they
+// began, would leave fd 2 on a closed build's file for good). Never destroyed: the exit handler
+// may run after static destructors have begun.
+struct Builds {
+  std::mutex mutex;
+  std::vector<const std::string*> labels;
+  std::unique_ptr<QuietStderr> quiet;
 };
-std::atomic<Building*> building{nullptr};
+Builds& builds() {
+  static auto* b = new Builds;
+  return *b;
+}
 std::atomic<CompilerExitHandler> compiler_exit_handler{nullptr};
 
 // Run by exit(): when it was called from inside a build, the compiler ended the process. Puts
@@ -29,16 +39,18 @@ std::atomic<CompilerExitHandler> compiler_exit_handler{nullptr};
 // "LLVM ERROR: IO failure on output stream: No space left on device") and, where it can be seen,
 // what is wrong with the kernel cache.
 void on_exit_in_build() {
-  Building* b = building.exchange(nullptr);
-  if (!b) return;
-  b->quiet->restore();
-  std::string said = b->quiet->text();
+  Builds& all = builds();
+  const std::lock_guard<std::mutex> lock(all.mutex);
+  if (all.labels.empty()) return;
+  const std::string* label = all.labels.back();  // the last build begun
+  all.quiet->restore();
+  std::string said = all.quiet->text();
   const std::size_t start = said.find_first_not_of(" \n\r\t");
   said = start == std::string::npos ? "" : said.substr(start);
   said = said.substr(0, said.find('\n'));
   const std::string cache = pocl_cache_problem();
   const Error e(Errc::kBuild,
-                "the OpenCL compiler ended the process while building " + *b->label +
+                "the OpenCL compiler ended the process while building " + *label +
                     (said.empty() ? "" : " (" + printable(said) + ")") + "; " +
                     (cache.empty() ? "its kernel cache may be full or not writable (PoCL's: "
                                      "POCL_CACHE_DIR, default ~/.cache/pocl)"
@@ -48,24 +60,30 @@ void on_exit_in_build() {
   std::cerr.flush();
 }
 
-// Marks a build in progress for its scope.
+// A build in progress for its scope, with fd 2 silenced (shared with the builds beside it).
+// Builds on several threads end in any order: each takes itself out of the list, so the handler
+// never sees a build that has ended.
 class InBuild {
  public:
-  InBuild(const std::string& label, QuietStderr& quiet) : b_{&label, &quiet} {
+  explicit InBuild(const std::string& label) : label_(&label) {
     static std::once_flag registered;
     std::call_once(registered, [] { std::atexit(on_exit_in_build); });
-    prev_ = building.exchange(&b_);
+    Builds& all = builds();
+    const std::lock_guard<std::mutex> lock(all.mutex);
+    if (all.labels.empty()) all.quiet = std::make_unique<QuietStderr>();
+    all.labels.push_back(label_);
   }
   ~InBuild() {
-    Building* expected = &b_;
-    building.compare_exchange_strong(expected, prev_);
+    Builds& all = builds();
+    const std::lock_guard<std::mutex> lock(all.mutex);
+    all.labels.erase(std::find(all.labels.begin(), all.labels.end(), label_));
+    if (all.labels.empty()) all.quiet.reset();
   }
   InBuild(const InBuild&) = delete;
   InBuild& operator=(const InBuild&) = delete;
 
  private:
-  Building b_;
-  Building* prev_ = nullptr;
+  const std::string* label_;
 };
 
 }  // namespace
@@ -90,8 +108,7 @@ void build_program(cl::Program& program, const cl::Device& device, const std::st
       std::cerr << "build log of " << label << " " << options << ":\n" << log << "\n";
   };
   try {
-    QuietStderr quiet;
-    const InBuild in_build(label, quiet);
+    const InBuild in_build(label);
     program.build(std::vector<cl::Device>{device}, options.c_str());
   } catch (const cl::Error&) {
     show_log();

@@ -8,6 +8,7 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -469,10 +470,15 @@ TEST_CASE("api: Device::from_environment reads CLREDUCE_KERNEL_DIR and CLREDUCE_
 
 TEST_CASE("api: two threads open devices and run reductions and scans at once", "[api]") {
   // Unserialised, PoCL 3.1 crashed in clGetDeviceIDs within 30 enumerations from two threads.
+  // Builds on both threads at once: the exit handler that names a build the compiler ended
+  // must not keep a build that has ended (a crash at exit), nor fd 2 stay silenced.
   const std::string spec = device_spec();
   const std::vector<std::int32_t> x = ramp(300007);
   const std::int64_t want = std::accumulate(x.begin(), x.end(), std::int64_t{0});
   constexpr int kThreads = 2, kLists = 30, kOpens = 10;
+  // The builds silence fd 2 (the compiler's chatter): afterwards it is the file it was before.
+  struct stat stderr_before {};
+  REQUIRE(::fstat(2, &stderr_before) == 0);
   std::vector<std::string> failed(kThreads);
   std::atomic<int> ready{0};
   std::vector<std::thread> threads;
@@ -504,6 +510,10 @@ TEST_CASE("api: two threads open devices and run reductions and scans at once", 
     CAPTURE(t);
     CHECK(failed[static_cast<std::size_t>(t)] == "");  // the expansion shows what failed
   }
+  struct stat stderr_after {};
+  REQUIRE(::fstat(2, &stderr_after) == 0);
+  CHECK(stderr_after.st_dev == stderr_before.st_dev);
+  CHECK(stderr_after.st_ino == stderr_before.st_ino);
 }
 
 TEST_CASE("api: a buffer too small names its elements, the accumulator and what to change",
