@@ -7,6 +7,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/parallel.hpp"
+
 namespace clreduce {
 namespace {
 
@@ -36,9 +38,7 @@ struct Chains {
 // Runs part(k, parts) for k < parts on the cores, each with its own Chains, joined.
 template <class F> Chains on_cores(std::size_t parts, F&& part) {
   std::vector<Chains> c(parts);
-#pragma omp parallel for schedule(dynamic, 1) if (parts > 1)
-  for (std::int64_t k = 0; k < static_cast<std::int64_t>(parts); ++k)
-    c[static_cast<std::size_t>(k)] = part(static_cast<std::size_t>(k));
+  parallel_for(parts, parts > 1, [&](std::size_t k) { c[k] = part(k); });
   Chains all;
   for (const Chains& one : c) all.join(one);
   return all;
