@@ -148,6 +148,7 @@ for args, says in ((["--ops", "sum,nosuch"], "unknown op 'nosuch'"), (["--types"
                    (["--variants", "fast", "--ops", "scan-inclusive"], "needs a scan-* variant"),
                    (["--variants", "scan-fast", "--ops", "sum"], "needs a reduction variant"),
                    (["--acc", "int8"], "--acc must be int32 or int64"),
+                   (["--rounds", "0"], "--rounds >= 1"),
                    (["--cub-peer", "/nonexistent/cub_peer"], "configure with -DCLREDUCE_CUB_PEER=ON")):
     with tempfile.TemporaryDirectory() as out:
         code, log = bench("run", "--clreduce", clreduce, "--device", device, "--min-log", "10", "--max-log", "10",
@@ -165,6 +166,33 @@ rows = [dict(op="sum", type="int32", n=1024, variant="omp", kind="peer", verifie
 bench_mod.add_ratios(rows)
 check("vs_omp" not in rows[2] and rows[2].get("vs_seq") == 2.0, "a noisy peer's ratio is dropped, others kept")
 check("noisy" in rows[2].get("note", "") and rows[2].get("vs_omp_best") is None, "and the row says why")
+
+# --rounds: each round's ratios come from that round's peers alone, and the summary gives each
+# variant's median over the rounds with its range; a noisy round is left out of the ratio's count.
+rows = []
+for rnd, (omp_ms, fast_ms, noisy) in enumerate(((1.0, 0.5, False), (3.0, 1.0, False), (9.0, 1.0, True),
+                                                (2.0, 2.0, False))):
+    rows += [dict(op="sum", type="int32", n=1024, log2n=10, round=rnd, variant="omp", kind="peer",
+                  verified=True, kernel_ms=omp_ms),
+             dict(op="sum", type="int32", n=1024, log2n=10, round=rnd, variant="fast", kind="clreduce",
+                  verified=True, kernel_ms=fast_ms, noisy=noisy)]
+bench_mod.add_ratios(rows)
+check([r.get("vs_omp") for r in rows if r["variant"] == "fast"] == [2.0, 3.0, None, 1.0],
+      "each round is compared with its own peer (%r)" % [r.get("vs_omp") for r in rows])
+summary = bench_mod.summarise(rows)
+check(len(summary) == 1 and summary[0]["rounds"] == 4 and summary[0]["vs_omp_rounds"] == 3
+      and summary[0]["vs_omp_median"] == 2.0 and summary[0]["vs_omp_min"] == 1.0
+      and summary[0]["vs_omp_max"] == 3.0 and summary[0]["kernel_ms_median"] == 1.0,
+      "the summary: median 2.0, range 1.0-3.0 over the 3 quoted rounds of 4 (%r)" % summary)
+with tempfile.TemporaryDirectory() as out:
+    code, log = bench("run", "--clreduce", clreduce, "--device", device, "--variants", "fast",
+                      "--logs", "10", "--repeat", "2", "--warmup", "0", "--rounds", "2", "--out", out)
+    check(code == 0 and "(round 2 of 2)" in log and "median over rounds" in log,
+          "a sweep with --rounds 2 runs each cell twice and prints the summary (%s)" % log[-300:])
+    with open(os.path.join(out, "summary.csv")) as f:
+        got = list(csv.DictReader(f))
+    check(len(got) == 1 and got[0]["rounds"] == "2" and got[0]["variant"] == "fast",
+          "summary.csv has the cell with its 2 rounds (%r)" % got)
 
 # Without matplotlib, `plot` names the interpreter that ran it (not always the python3 that
 # tools/setup.sh installed matplotlib for) and how to install it for that one: exit 3, one line.

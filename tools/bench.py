@@ -8,7 +8,7 @@
   bench.py run --clreduce BIN [--device D] [--cub-peer BIN] [--variants fast,topdown]
                [--ops sum,min,argmin] [--types int32,float] [--min-log 10] [--max-log 30]
                [--repeat R] [--warmup W] [--seed S] [--acc int32|int64]
-               [--segment-length L] [--logs 10,16,20] [--no-peers] --out DIR
+               [--segment-length L] [--logs 10,16,20] [--no-peers] [--rounds R] --out DIR
   bench.py plot DIR
 
 Ops: sum, prod, min, max, argmin, argmax (reductions), scan-inclusive and scan-exclusive (prefix
@@ -22,6 +22,12 @@ sweep goes on). Variants named scan-* run only for the scan ops, and the others 
 reductions, so reduce and scan variants can share one --variants list. Ops, types and variants
 are checked before the sweep starts. A ratio against a noisy timing (clreduce's JSON "noisy") is
 not quoted.
+
+--rounds R (default 1) runs every (size, op, type) R times as interleaved process pairs (clreduce,
+then cub_peer, then clreduce again ...): each round's ratios are its own, and a summary gives each
+variant's median ratio over the rounds with its range (results.json's "summary", summary.csv).
+Cells below 2^24 move by tens of percent between processes; judge them by the median of at least
+three rounds, never by one process.
 """
 
 import argparse
@@ -46,7 +52,7 @@ CUB_OPS = {"sum": "sum", "min": "min", "max": "max", "argmin": "argmin", "argmax
            "scan-inclusive": "scan-inclusive", "scan-exclusive": "scan-exclusive",
            "scan-inclusive-segmented": "scan-inclusive", "scan-exclusive-segmented": "scan-exclusive"}
 CUB_TYPES = ["int32", "int64", "float", "double"]
-CSV_COLUMNS = ["device", "driver", "commit", "op", "type", "acc", "n", "log2n", "variant", "kind",
+CSV_COLUMNS = ["device", "driver", "commit", "round", "op", "type", "acc", "n", "log2n", "variant", "kind",
                "tool", "verified", "skipped", "kernel_ms", "kernel_ms_min", "kernel_ms_max", "noisy",
                "wall_ms", "gbps", "gbps_min", "gbps_max", "launches", "vs_omp", "vs_cub",
                "vs_seq", "vs_omp_best", "vs_cub_best", "of_copy", "policy", "note"]
@@ -193,8 +199,8 @@ def check_sweep(a, ops, types, variants):
             fail("--ops %s needs a %s variant in --variants" % (op, "scan-*" if op in SCAN_OPS else "reduction"))
     if a.acc and a.acc not in ("int32", "int64"):
         fail("--acc must be int32 or int64, not '%s'" % a.acc)
-    if a.repeat < 1 or a.warmup < 0:
-        fail("need --repeat >= 1 and --warmup >= 0")
+    if a.repeat < 1 or a.warmup < 0 or a.rounds < 1:
+        fail("need --repeat >= 1, --warmup >= 0 and --rounds >= 1")
     if a.segment_length < 1:
         fail("need --segment-length >= 1")
     if a.cub_peer and not shutil.which(a.cub_peer):
@@ -240,7 +246,7 @@ def cmd_run(a):
         "clreduce_version": version, "commit": commit or git_commit(),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
-        "repeat": a.repeat, "warmup": a.warmup, "seed": a.seed,
+        "repeat": a.repeat, "warmup": a.warmup, "seed": a.seed, "rounds": a.rounds,
     }
     if any(SCAN_OPS.get(op, (False, False))[1] for op in ops):
         meta["segment_length"] = a.segment_length
@@ -264,7 +270,13 @@ def cmd_run(a):
                 notes.append("%s from 2^%d up skipped: more than %s" % (t, k, why))
                 break
             for i, op in enumerate(ops):
-                got = bench_one(a, meta, op, t, n, k, variants, copy=(i == 0))
+                got = []
+                for rnd in range(a.rounds):  # interleaved process pairs
+                    one = bench_one(a, meta, op, t, n, k, variants, copy=(i == 0 and rnd == 0),
+                                    label=" (round %d of %d)" % (rnd + 1, a.rounds) if a.rounds > 1 else "")
+                    for r in one:
+                        r["round"] = rnd
+                    got += one
                 rows += got
                 with open(os.path.join(out_dir, "rows.partial.jsonl"), "a") as f:
                     # as they come: a sweep cut short keeps what it measured
@@ -273,8 +285,11 @@ def cmd_run(a):
         print(note)
     meta["notes"] = notes
     add_ratios(rows)
-    write_results(out_dir, meta, rows)
+    summary = summarise(rows) if a.rounds > 1 else []
+    write_results(out_dir, meta, rows, summary)
     print_table(rows)
+    if summary:
+        print_summary(summary)
     bad = [r for r in rows if r["kind"] != "error" and not r.get("skipped") and not r.get("verified")]
     errors = [r for r in rows if r["kind"] == "error"]
     if bad or errors:
@@ -284,7 +299,7 @@ def cmd_run(a):
     return 0
 
 
-def bench_one(a, meta, op, t, n, k, variants, copy):
+def bench_one(a, meta, op, t, n, k, variants, copy, label=""):
     """Every row for one (op, type, n): clreduce's variants and peers, then cub_peer's."""
     rows = []
     base = {"device": meta["device"], "driver": meta["driver"], "commit": meta["commit"],
@@ -295,7 +310,7 @@ def bench_one(a, meta, op, t, n, k, variants, copy):
     acc = (["--acc", a.acc] if a.acc and t == "int32" and (op in ("sum", "prod") or op in SCAN_OPS)
            else [])
     vs = variants_for(op, variants)
-    print("n = 2^%d %s %s" % (k, op, t), flush=True)
+    print("n = 2^%d %s %s%s" % (k, op, t, label), flush=True)
     if vs:
         cmd = ([a.clreduce, "--device", a.device, "--variant", ",".join(vs)] +
                clreduce_op_args(op, a.segment_length) +
@@ -349,8 +364,8 @@ def add_ratios(rows):
     vs_cub_best: fastest runs), and its GB/s as a fraction of the best copy ceiling at that
     (op, type, n)."""
     groups = {}
-    for r in rows:
-        groups.setdefault((r["op"], r["type"], r["n"]), []).append(r)
+    for r in rows:  # one round's rows are compared with that round's peers
+        groups.setdefault((r["op"], r["type"], r["n"], r.get("round", 0)), []).append(r)
     copies = {}
     for r in rows:
         if r.get("kind") == "ceiling" and r.get("gbps") and r.get("verified"):
@@ -381,9 +396,65 @@ def add_ratios(rows):
                 r["of_copy"] = r["gbps"] / c
 
 
-def write_results(out_dir, meta, rows):
+def median(xs):
+    xs = sorted(xs)
+    m = len(xs) // 2
+    return xs[m] if len(xs) % 2 else (xs[m - 1] + xs[m]) / 2
+
+
+SUMMARY_COLUMNS = ["op", "type", "n", "log2n", "variant", "rounds", "kernel_ms_median",
+                   "vs_cub_median", "vs_cub_min", "vs_cub_max", "vs_cub_rounds",
+                   "vs_omp_median", "vs_omp_min", "vs_omp_max", "vs_omp_rounds",
+                   "of_copy_median", "unverified"]
+
+
+def summarise(rows):
+    """Per (op, type, n, variant) of clreduce: the median over rounds of its kernel time and of each
+    ratio, with the ratio's range and the number of rounds that quoted it (noisy ones do not)."""
+    cells = {}
+    for r in rows:
+        if r.get("kind") == "clreduce" and r.get("kernel_ms") and not r.get("skipped"):
+            cells.setdefault((r["op"], r["type"], r["n"], r["variant"]), []).append(r)
+    out = []
+    for (op, t, n, v), rs in cells.items():
+        s = {"op": op, "type": t, "n": n, "log2n": rs[0]["log2n"], "variant": v, "rounds": len(rs),
+             "kernel_ms_median": median([r["kernel_ms"] for r in rs]),
+             "unverified": sum(1 for r in rs if not r.get("verified"))}
+        for col in ("vs_cub", "vs_omp", "of_copy"):
+            xs = [r[col] for r in rs if isinstance(r.get(col), (int, float))]
+            if xs:
+                s[col + "_median"] = median(xs)
+                if col != "of_copy":
+                    s[col + "_min"], s[col + "_max"], s[col + "_rounds"] = min(xs), max(xs), len(xs)
+        out.append(s)
+    return out
+
+
+def print_summary(summary):
+    print("\nmedian over rounds (range; rounds quoted): ratio = peer time / clreduce time")
+    print("%-14s %-7s %-6s %-14s %11s %-24s %-24s" % ("op", "type", "n", "variant", "ms", "vs cub",
+                                                     "vs omp"))
+    for s in summary:
+        def ratio(col):
+            if col + "_median" not in s:
+                return "-"
+            return "%.2f (%.2f-%.2f; %d)" % (s[col + "_median"], s[col + "_min"], s[col + "_max"],
+                                             s[col + "_rounds"])
+        print("%-14s %-7s 2^%-4d %-14s %11.4f %-24s %-24s%s" % (
+            s["op"], s["type"], s["log2n"], s["variant"], s["kernel_ms_median"], ratio("vs_cub"),
+            ratio("vs_omp"), "  UNVERIFIED in %d" % s["unverified"] if s["unverified"] else ""))
+
+
+def write_results(out_dir, meta, rows, summary=()):
     with open(os.path.join(out_dir, "results.json"), "w") as f:
-        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+        json.dump({"meta": meta, "rows": rows, "summary": list(summary)}, f, indent=1)
+    if summary:
+        with open(os.path.join(out_dir, "summary.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=SUMMARY_COLUMNS, extrasaction="ignore")
+            w.writeheader()
+            for s in summary:
+                w.writerow({c: ("%.6g" % s[c] if isinstance(s.get(c), float) else s.get(c, ""))
+                            for c in SUMMARY_COLUMNS})
     with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
         w.writeheader()
@@ -519,6 +590,8 @@ def main(argv):
     r.add_argument("--segment-length", type=int, default=1000,
                    help="the *-segmented scans: a segment starts every L elements (clreduce's and "
                         "cub_peer's --segment-length; default 1000)")
+    r.add_argument("--rounds", type=int, default=1,
+                   help="interleaved process pairs per cell; above 1, a summary of each ratio's median and range")
     r.add_argument("--timeout", type=int, default=600, help="seconds allowed per process")
     r.add_argument("--out", required=True, help="directory for results.json and results.csv")
     q = sub.add_parser("plot", help="draw GB/s against n from a results directory")
