@@ -6,6 +6,10 @@
 #ifndef CLR_TICKET_H
 #define CLR_TICKET_H
 
+// A kernel that includes clr_tail.h before this file and is built with -DCLR_TAIL=2 (NVIDIA's
+// warp shuffle, found by the start-up probes) finishes each group's fold in registers (the host
+// splices one level of headers, so this file cannot include that one itself).
+
 // Folds s[0..m) into s[0] with a fixed pairwise order: step k combines s[j] with s[j + h],
 // h = ceil(w / 2). Any m <= local size. Call with every work-item of the group, after a barrier
 // that makes s[0..m) visible; ends with a barrier.
@@ -17,6 +21,39 @@ inline void clr_local_fold(__local acc_t* s, uint m) {
     barrier(CLK_LOCAL_MEM_FENCE);
     w = h;
   }
+}
+
+// The group's total of s[0..m) (any m <= local size, visible after a barrier), returned to
+// work-item 0 (the others get a value of no meaning). Call with every work-item of the group.
+// With CLR_TAIL 2, barrier steps fold down to 64 elements and warp 0 folds those by butterfly
+// shuffles in registers (the same depth, ceil(log2 m), as the barrier steps all the way, which
+// the other tails take); no barrier at the end, so s[] is free once the group has met the next
+// barrier.
+inline acc_t clr_group_total(__local acc_t* s, uint m) {
+#if CLR_TAIL == 2
+  const uint lid = (uint)get_local_id(0);
+  uint w = m;
+  while (w > 64u) {
+    const uint h = (w + 1) / 2;
+    if (lid + h < w) s[lid] = clr_op(s[lid], s[lid + h]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    w = h;
+  }
+  acc_t v = clr_identity();
+  if (lid < 32) {  // warp 0, whole: the group size is a multiple of 32
+    if (lid < w) v = s[lid];
+    if (lid + 32 < w) v = clr_op(v, s[lid + 32]);
+    CLR_SHFL_BFLY(v, 16);
+    CLR_SHFL_BFLY(v, 8);
+    CLR_SHFL_BFLY(v, 4);
+    CLR_SHFL_BFLY(v, 2);
+    CLR_SHFL_BFLY(v, 1);
+  }
+  return v;
+#else
+  clr_local_fold(s, m);
+  return s[0];
+#endif
 }
 
 // Cross-work-group hand-off: an accumulator stored and loaded word by word with 32-bit atomics,
@@ -41,7 +78,8 @@ inline acc_t clr_collect(__global acc_t* p) {
 // is_last points to a __local int of the kernel. Work-item 0 publishes the group's total as
 // partials[group id] and takes a ticket (*ticket is zero when the launch starts); the group that
 // takes the last one folds partials[0..groups) in index order, writes the total to out[0] and
-// resets *ticket to zero for the next launch. The other groups return early: nothing may follow
+// resets *ticket to zero for the next launch. A launch of one group writes its total to out[0]
+// at once, with no partial, ticket or second fold. The other groups return early: nothing may follow
 // the call (PoCL 3.1 hangs on a kernel that goes on after a group skipped barriers). Always
 // inlined, like the kernel code it replaces: clang's cost model would keep it a call, and under
 // C99's inline rules nothing provides that call's external definition.
@@ -54,26 +92,25 @@ __attribute__((always_inline)) inline void clr_ticket_reduce(acc_t a, __local ac
   const uint groups = (uint)get_num_groups(0);
   s[lid] = a;
   barrier(CLK_LOCAL_MEM_FENCE);
-  clr_local_fold(s, wg);
+  a = clr_group_total(s, wg);
+  if (groups > 1) {  // uniform across the launch; one group writes its total at once
+    if (lid == 0) {
+      clr_publish(partials + get_group_id(0), a);
+      mem_fence(CLK_GLOBAL_MEM_FENCE);  // the partial is visible before the ticket is taken
+      *is_last = atomic_inc(ticket) == groups - 1;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (!*is_last) return;  // uniform across the group
 
-  if (lid == 0) {
-    clr_publish(partials + get_group_id(0), s[0]);
-    mem_fence(CLK_GLOBAL_MEM_FENCE);  // the partial is visible before the ticket is taken
-    *is_last = atomic_inc(ticket) == groups - 1;
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    a = clr_identity();
+    for (uint g = lid; g < groups; g += wg) a = clr_op(a, clr_collect(partials + g));
+    s[lid] = a;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    a = clr_group_total(s, wg);
+    if (lid == 0) atomic_xchg(ticket, 0u);  // ready for the next launch
   }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (!*is_last) return;  // uniform across the group
-
-  mem_fence(CLK_GLOBAL_MEM_FENCE);
-  a = clr_identity();
-  for (uint g = lid; g < groups; g += wg) a = clr_op(a, clr_collect(partials + g));
-  s[lid] = a;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  clr_local_fold(s, wg);
-  if (lid == 0) {
-    out[0] = s[0];
-    atomic_xchg(ticket, 0u);  // ready for the next launch
-  }
+  if (lid == 0) out[0] = a;
 }
 
 #endif  // CLR_TICKET_H

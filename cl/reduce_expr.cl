@@ -27,6 +27,7 @@
 #ifndef CLREDUCE_H
 #include "clreduce.h"
 #endif
+#include "clr_tail.h"
 #include "clr_ticket.h"
 #ifndef WG_SIZE
 #define WG_SIZE 256

@@ -16,6 +16,7 @@
 #ifndef CLREDUCE_H
 #include "clreduce.h"
 #endif
+#include "clr_tail.h"
 #include "clr_ticket.h"
 #include "clr_types.h"
 #ifndef WG_SIZE

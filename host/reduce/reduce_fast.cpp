@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "clreduce/error.hpp"
+#include "reduce/multipass.hpp"
 
 namespace clreduce {
 namespace {
@@ -65,6 +66,14 @@ ShapeParams shape_params(Shape s, DType t) {
   return sp;
 }
 
+// The GPU shape on an NVIDIA device whose probes found the warp shuffle folds each group's last
+// 64 values in registers (clr_ticket.h's clr_group_total): -DCLR_TAIL=2. Elsewhere, and with
+// --tune disable-caps=nv_shfl, barrier steps all the way (the same tree depth).
+std::string tail_option(Context& ctx, const ShapeParams& sp, std::size_t wg) {
+  if (sp.cpu || !ctx.info().is_nvidia) return "";
+  return choose_tail(ctx.caps(), wg) == TailPath::kShfl ? " -DCLR_TAIL=2" : "";
+}
+
 cl::Kernel build(Context& ctx, const ReduceProblem& p, const ShapeParams& sp, std::size_t wg,
                  bool idx32) {
   return ctx.kernel(
@@ -72,7 +81,8 @@ cl::Kernel build(Context& ctx, const ReduceProblem& p, const ShapeParams& sp, st
       p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) + " -DFAST_CPU=" + (sp.cpu ? "1" : "0") +
           " -DVEC=" + std::to_string(sp.vec) + " -DUNROLL=" + std::to_string(sp.unroll) +
           " -DFAST_ACCS=" + std::to_string(sp.accs) +
-          " -DFAST_STREAMS=" + (sp.streams ? "1" : "0") + " -DFAST_IDX32=" + (idx32 ? "1" : "0"));
+          " -DFAST_STREAMS=" + (sp.streams ? "1" : "0") + " -DFAST_IDX32=" + (idx32 ? "1" : "0") +
+          tail_option(ctx, sp, wg));
 }
 
 // True when every vector index the kernel computes fits in 32 bits.
@@ -109,7 +119,8 @@ LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::si
   pol.items_per_thread = static_cast<unsigned>((p.n + items - 1) / items);
   pol.vec_width = sp.vec;
   pol.path = std::string(shape_name(s)) + " " + dtype_cl_name(p.type) + std::to_string(sp.vec) +
-             " x" + std::to_string(sp.unroll) + " ticket";
+             " x" + std::to_string(sp.unroll) + " ticket" +
+             (tail_option(ctx, sp, pol.wg_size).empty() ? "" : ", shfl.sync fold");
   return pol;
 }
 

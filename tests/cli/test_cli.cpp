@@ -228,7 +228,10 @@ TEST_CASE("a wrong result exits 1", "[cli]") {
   {
     std::ifstream in(dir / "clr_ticket.h");  // the epilogue that writes topdown's result
     std::string s((std::istreambuf_iterator<char>(in)), {});
-    s.replace(s.find("out[0] = s[0];"), 14, "out[0] = clr_op(s[0], (acc_t)1);");
+    const std::string from = "out[0] = a;";
+    const auto at = s.find(from);
+    REQUIRE(at != std::string::npos);
+    s.replace(at, from.size(), "out[0] = clr_op(a, (acc_t)1);");
     std::ofstream(dir / "clr_ticket.h", std::ios::trunc) << s;
   }
   const Result r = run_cli("--kernel-dir " + dir.string() + " --variant topdown --size 1000");

@@ -253,7 +253,7 @@ TEST_CASE("values and paths from the command line are escaped in messages: one l
       {"--variant " + q, "unknown variant '" + shown + "'", 2},
       {"--variant 'fast," + bad + "'", "unknown variant '" + shown + "'", 2},
       {"--device " + q, "no device matches '" + shown + "'", 2},
-      {"--size " + q, "invalid size '" + shown + "'", 2},
+      {"--size " + q, "not '" + shown + "'", 2},
       {"--seed " + q, "not '" + shown + "'", 2},
       {"--repeat " + q, "not '" + shown + "'", 2},
       {"--max-chunk " + q, "not '" + shown + "'", 2},

@@ -234,7 +234,7 @@ def agree():
     # (rank 0's options, rank 1's, rank 1's folder, exit code, words of the one line)
     cases = [
         # An error on one rank before the run: parsing, checks, files, devices, kernels.
-        (red, dict(red, **{"--size": "foo"}), None, 2, "clreduce: rank 1: invalid size 'foo'"),
+        (red, dict(red, **{"--size": "foo"}), None, 2, "clreduce: rank 1: --size must be a count from 0 to 2^64-1"),
         (dict(red, **{"--bogus": True}), red, None, 2,
          "clreduce: rank 0: The following argument was not expected: --bogus"),
         (red, dict(red, **{"--repeat": "0"}), None, 2, "clreduce: rank 1: --repeat"),
