@@ -605,10 +605,10 @@ int run(int argc, char** argv, const Ranks& ranks) {
                                     std::to_string(devs.front().max_wg_size) + ")");
     Context ctx(devs.front(), find_kernel_dir(kernel_dir, true), verbose, tuning);
     return run_segments(sa, ctx, [](const std::string& path, std::vector<std::uint64_t>* shape) {
-      if (path != "-") return read_npy(path, shape);
+      if (path != "-") return read_npy_nd(path, shape);
       if (isatty(0) == 1)
         throw Error(Errc::kUsage, "--input -: standard input is a terminal; pipe a .npy file in");
-      return read_npy_stream(0, "standard input", shape);
+      return read_npy_stream_nd(0, "standard input", shape);
     });
   }
   if ((user_expr || engine_row) && !list_variants_flag && !list_devices_flag) {

@@ -263,14 +263,14 @@ std::string shape_words(const std::vector<std::uint64_t>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-// Checks order and rank (1-D, or with nd any rank of 1 to kMaxDims); returns the number of
+// Checks order and rank (1-D, or with nd any rank up to kMaxNpyDims); returns the number of
 // elements (the dimensions' product, refused past 2^64).
 std::uint64_t check_shape(const std::string& path, const Header& h, bool nd = false) {
   if (h.fortran) fail(path, "Fortran order is not supported");
   if (!nd && h.shape.size() != 1) fail(path, "shape " + shape_words(h.shape) + " is not 1-D");
-  if (nd && (h.shape.empty() || h.shape.size() > kMaxNpyDims))
+  if (nd && h.shape.size() > kMaxNpyDims)
     fail(path, "shape " + shape_words(h.shape) + " has " + std::to_string(h.shape.size()) +
-                   " dimensions (1 to " + std::to_string(kMaxNpyDims) + " are read)");
+                   " dimensions (0 to " + std::to_string(kMaxNpyDims) + " are read)");
   std::uint64_t n = 1;
   for (std::uint64_t d : h.shape) {
     if (d != 0 && n > std::numeric_limits<std::uint64_t>::max() / d)
@@ -343,7 +343,9 @@ void swap_bytes(Bytes& bytes, std::size_t size) {
 
 }  // namespace
 
-HostArray read_npy(const std::string& path, std::vector<std::uint64_t>* shape) {
+HostArray read_npy(const std::string& path) { return read_npy_nd(path, nullptr); }
+
+HostArray read_npy_nd(const std::string& path, std::vector<std::uint64_t>* shape) {
   const InputFile in(path, Errc::kInput);
   std::uint64_t data_at = 0, data_bytes = 0;
   const Header h = read_header(in, path, data_at, data_bytes);
@@ -378,7 +380,11 @@ std::uint64_t read_fully(int fd, const std::string& name, void* dst, std::uint64
 
 }  // namespace
 
-HostArray read_npy_stream(int fd, const std::string& name, std::vector<std::uint64_t>* shape) {
+HostArray read_npy_stream(int fd, const std::string& name) {
+  return read_npy_stream_nd(fd, name, nullptr);
+}
+
+HostArray read_npy_stream_nd(int fd, const std::string& name, std::vector<std::uint64_t>* shape) {
   // The preamble's longest form; a version 1.0 header's first two bytes (or a tiny header and the
   // data's first bytes) come with it. Reads stop for good at the input's end (`ended`).
   unsigned char pre[12] = {};

@@ -15,17 +15,18 @@ namespace clreduce {
 constexpr std::size_t kMaxNpyDims = 32;
 
 // Reads a 1-D C-order .npy of int32/uint32/int64/uint64/float32/float64 in either byte order, as
-// host order. With shape: a C-order array of 1 to kMaxNpyDims dimensions, its elements in C
-// order and its shape in *shape.
-HostArray read_npy(const std::string& path, std::vector<std::uint64_t>* shape = nullptr);
+// host order. read_npy_nd: a C-order array of 0 to kMaxNpyDims dimensions, its elements in C
+// order and its shape in *shape (read_npy_stream_nd likewise).
+HostArray read_npy(const std::string& path);
+HostArray read_npy_nd(const std::string& path, std::vector<std::uint64_t>* shape);
 
 // Reads a .npy as read_npy() does from a stream (a pipe: standard input), named `name` in
 // messages, without knowing its size: the preamble and header first (a bad one is refused before
 // any data is read; no input at all is "NAME: empty input"), then no more than the data the
 // header declares, into memory, then one byte more to refuse trailing data as in a file. Nothing
 // is written to disk.
-HostArray read_npy_stream(int fd, const std::string& name,
-                          std::vector<std::uint64_t>* shape = nullptr);
+HostArray read_npy_stream(int fd, const std::string& name);
+HostArray read_npy_stream_nd(int fd, const std::string& name, std::vector<std::uint64_t>* shape);
 
 // Reads a 1-D C-order .npy of any integer dtype or bool as flags: one byte per element, 1 if
 // nonzero else 0.

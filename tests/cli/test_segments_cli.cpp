@@ -49,7 +49,7 @@ TEST_CASE("segments and axes write NumPy's shape and dtype, empty segments the i
     INFO(r.out);
     REQUIRE(r.code == 0);
     std::vector<std::uint64_t> shape;
-    const clreduce::HostArray a = clreduce::read_npy(out, &shape);
+    const clreduce::HostArray a = clreduce::read_npy_nd(out, &shape);
     CHECK(a.type == DType::kInt64);  // NumPy's sum of int32
     CHECK(shape == std::vector<std::uint64_t>{3});
     const std::int64_t* v = a.as<std::int64_t>();
@@ -71,7 +71,7 @@ TEST_CASE("segments and axes write NumPy's shape and dtype, empty segments the i
     INFO(r.out);
     REQUIRE(r.code == 0);
     std::vector<std::uint64_t> shape;
-    clreduce::HostArray a = clreduce::read_npy(out, &shape);
+    clreduce::HostArray a = clreduce::read_npy_nd(out, &shape);
     CHECK(shape == std::vector<std::uint64_t>{2, 1, 2});
     const std::int64_t* v = a.as<std::int64_t>();
     CHECK(v[0] == 1 + 3 + 5);
@@ -80,14 +80,14 @@ TEST_CASE("segments and axes write NumPy's shape and dtype, empty segments the i
     CHECK(v[3] == 8 + 10 + 12);
     r = run_cli("--input " + m + " --axis -2 --op argmax --output " + out);
     REQUIRE(r.code == 0);
-    a = clreduce::read_npy(out, &shape);
+    a = clreduce::read_npy_nd(out, &shape);
     CHECK(a.type == DType::kInt64);
     CHECK(shape == std::vector<std::uint64_t>{2, 2});
     for (int k = 0; k < 4; ++k) CHECK(a.as<std::int64_t>()[k] == 2);
     // Every axis reduced: a 0-d result, shape ().
     r = run_cli("--input " + m + " --axis 0,1,2 --op max --output " + out);
     REQUIRE(r.code == 0);
-    a = clreduce::read_npy(out, &shape);
+    a = clreduce::read_npy_nd(out, &shape);
     CHECK(shape.empty());
     CHECK(a.as<std::int32_t>()[0] == 12);
   }
