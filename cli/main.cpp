@@ -35,7 +35,6 @@
 #include "io/report.hpp"
 #include "io/text.hpp"
 #include "progress.hpp"
-#include "segments_run.hpp"
 #include "reduce/expr_ops.hpp"
 #include "reduce/ladder.hpp"
 #include "reduce/variant.hpp"
@@ -48,6 +47,7 @@
 #include "runtime/device.hpp"
 #include "runtime/kernel_dir.hpp"
 #include "runtime/pocl_affinity.hpp"
+#include "segments_run.hpp"
 #include "variant_plan.hpp"
 
 using namespace clreduce;
@@ -544,7 +544,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
                           "--segment-length", "--save-input"})
       if (app.count(f)) throw Error(Errc::kUsage, std::string(f) + " does not apply to " + with);
     if (ranks.many()) throw Error(Errc::kUsage, with + " does not run under mpirun yet");
-    if (app.count("--shares")) throw Error(Errc::kUsage, "--shares: " + with + " runs on one device");
+    if (app.count("--shares"))
+      throw Error(Errc::kUsage, "--shares: " + with + " runs on one device");
     if (!inputs.empty() && app.count("--size"))
       throw Error(Errc::kUsage, "--size and --input exclude each other: the files set the size");
     if (!inputs.empty() && app.count("--seed"))

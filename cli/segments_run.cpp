@@ -8,10 +8,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
-#include <memory>
 #include <iostream>
 #include <limits>
+#include <memory>
 
 #include "clreduce/error.hpp"
 #include "core/checked.hpp"
@@ -101,9 +100,9 @@ std::vector<std::int64_t> parse_axes(const std::string& text) {
   return axes;
 }
 
-int run_segments(const SegmentArgs& a, Context& ctx,
-                 const std::function<HostArray(const std::string&, std::vector<std::uint64_t>*)>&
-                     read) {
+int run_segments(
+    const SegmentArgs& a, Context& ctx,
+    const std::function<HostArray(const std::string&, std::vector<std::uint64_t>*)>& read) {
   const DeviceInfo& dev = ctx.info();
   const bool expr = a.op.empty();
   const Op op = expr ? Op::kSum : parse_op(a.op);
@@ -126,7 +125,8 @@ int run_segments(const SegmentArgs& a, Context& ctx,
   } else {
     const DType t = parse_dtype(a.type);
     const std::size_t count =
-        expr ? std::max(inputs_named(a.map), a.where.empty() ? std::size_t{1} : inputs_named(a.where))
+        expr ? std::max(inputs_named(a.map),
+                        a.where.empty() ? std::size_t{1} : inputs_named(a.where))
              : 1;
     MemoryNeed need;
     need.add("the arrays", sat_mul(count, sat_mul(a.n, dtype_size(t))));
@@ -137,8 +137,9 @@ int run_segments(const SegmentArgs& a, Context& ctx,
   const HostArray& x = arrays.front();
   const std::size_t n = x.n;
   if (a.axis_given && shape.size() == 1 && a.inputs.empty())
-    throw Error(Errc::kUsage, "--axis needs an N-dimensional .npy (--input): generated arrays are "
-                              "1-D (for a 1-D array, --axis 0 is the whole reduction)");
+    throw Error(Errc::kUsage,
+                "--axis needs an N-dimensional .npy (--input): generated arrays are "
+                "1-D (for a 1-D array, --axis 0 is the whole reduction)");
   if (!a.axis_given && shape.size() != 1)
     throw Error(Errc::kUsage, input_words(a, 0) + " has shape " + shape_words(shape) +
                                   ": --offsets takes a 1-D array (an N-dimensional one: --axis)");
@@ -168,11 +169,11 @@ int run_segments(const SegmentArgs& a, Context& ctx,
   if (!expr && !has_identity(op))
     for (std::uint64_t q = 0; q < m; ++q)
       if (layout.length(q) == 0) {
-        const std::string which =
-            a.axis_given ? "--axis: the reduced axes hold no elements"
-                         : "segment " + std::to_string(q) + " ([" +
-                               std::to_string(layout.offsets[q]) + ", " +
-                               std::to_string(layout.offsets[q + 1]) + ")) is empty";
+        const std::string which = a.axis_given
+                                      ? "--axis: the reduced axes hold no elements"
+                                      : "segment " + std::to_string(q) + " ([" +
+                                            std::to_string(layout.offsets[q]) + ", " +
+                                            std::to_string(layout.offsets[q + 1]) + ")) is empty";
         throw Error(Errc::kUsage, which + ": --op " + a.op +
                                       " has no identity (NumPy: zero-size array to reduction "
                                       "operation " +
@@ -205,11 +206,13 @@ int run_segments(const SegmentArgs& a, Context& ctx,
                                     ? std::min<std::uint64_t>(ctx.tuning().max_chunk, dev.max_alloc)
                                     : dev.max_alloc;
     if (b > limit)
-      throw Error(Errc::kUnsupported,
-                  "the array (" + std::to_string(b) + " bytes) is larger than " +
-                      (ctx.tuning().max_chunk ? "--max-chunk" : dev.name + "'s largest allocation") +
-                      " (" + std::to_string(limit) + " bytes): segments and axes do not run in "
-                      "chunks yet");
+      throw Error(
+          Errc::kUnsupported,
+          "the array (" + std::to_string(b) + " bytes) is larger than " +
+              (ctx.tuning().max_chunk ? "--max-chunk" : dev.name + "'s largest allocation") + " (" +
+              std::to_string(limit) +
+              " bytes): segments and axes do not run in "
+              "chunks yet");
   }
   MemoryNeed need;
   if (dev.type == "CPU") need.add("the device's copies", static_cast<std::uint64_t>(bytes));
@@ -301,20 +304,20 @@ int run_segments(const SegmentArgs& a, Context& ctx,
         e.type = acc;
         if (acc == DType::kFloat) e.f = static_cast<float>(ref[q].f);
         const double scale = std::max(std::fabs(mag[q].f), std::fabs(ref[q].f));
-        const double b =
-            (gamma_k(static_cast<double>(sr->depth(q)), unit_roundoff(acc)) +
-             gamma_k(static_cast<double>(layout.length(q)),
-                     unit_roundoff(wider ? DType::kDouble : acc))) *
-            scale;
+        const double b = (gamma_k(static_cast<double>(sr->depth(q)), unit_roundoff(acc)) +
+                          gamma_k(static_cast<double>(layout.length(q)),
+                                  unit_roundoff(wider ? DType::kDouble : acc))) *
+                         scale;
         bound = std::max(bound, b);
         const Value& r = results[q];
         const bool same = r.f == ref[q].f || (std::isnan(r.f) && std::isnan(ref[q].f));
-        if (!same && !(std::isfinite(r.f) && std::isfinite(ref[q].f) &&
-                       std::fabs(r.f - ref[q].f) <= b)) {
+        if (!same &&
+            !(std::isfinite(r.f) && std::isfinite(ref[q].f) && std::fabs(r.f - ref[q].f) <= b)) {
           ok = false;
           shown = q;
-          why = "segment " + std::to_string(q) + ": |result - reference| = " +
-                distance(std::fabs(r.f - ref[q].f)) + " exceeds the bound " + distance(b);
+          why = "segment " + std::to_string(q) +
+                ": |result - reference| = " + distance(std::fabs(r.f - ref[q].f)) +
+                " exceeds the bound " + distance(b);
         }
       } else {
         const Value& r = results[q];
@@ -370,8 +373,8 @@ int run_segments(const SegmentArgs& a, Context& ctx,
     for (std::uint64_t q = 0; q < m; ++q)
       dispatch_dtype(o.type, [&](auto zero) {
         using V = decltype(zero);
-        const V v = !expr && is_arg_op(op) ? static_cast<V>(results[q].index)
-                                           : value_as<V>(results[q]);
+        const V v =
+            !expr && is_arg_op(op) ? static_cast<V>(results[q].index) : value_as<V>(results[q]);
         std::memcpy(o.bytes.data() + q * os, &v, os);
       });
     write_npy(a.output, o, out_shape);
@@ -391,9 +394,9 @@ int run_segments(const SegmentArgs& a, Context& ctx,
     else
       std::cout << "op: " << a.op;
     std::cout << "  " << dtype_name(x.type) << " " << shape_words(shape) << " -> "
-              << shape_words(out_shape) << " " << dtype_name(!expr && is_arg_op(op) ? DType::kInt64 : acc)
-              << "  results = " << m << "  (result: "
-              << (ok ? "the first" : "the first that failed") << ")\n"
+              << shape_words(out_shape) << " "
+              << dtype_name(!expr && is_arg_op(op) ? DType::kInt64 : acc) << "  results = " << m
+              << "  (result: " << (ok ? "the first" : "the first that failed") << ")\n"
               << table_header(false, false) << table_row(rec, false, false);
   } else if (a.format == "json") {
     std::cout << to_json(rec) << "\n";

@@ -24,8 +24,8 @@ struct SegmentArgs {
   bool type_given = false;
   std::size_t n = 0;  // generated arrays' length
   std::uint64_t seed = 1;
-  std::string offsets;               // --offsets: an int64 .npy of S + 1 offsets
-  std::vector<std::int64_t> axes;    // --axis (with axis_given)
+  std::string offsets;             // --offsets: an int64 .npy of S + 1 offsets
+  std::vector<std::int64_t> axes;  // --axis (with axis_given)
   bool axis_given = false;
   bool keepdims = false;
   std::string output;  // --output: the results, NumPy's shape and dtype
@@ -44,8 +44,8 @@ std::vector<std::int64_t> parse_axes(const std::string& text);
 // read(path, shape) reads one --input with its shape. Throws Error(Errc::kUsage) for bad input
 // (offsets, axes, an empty segment of an op without identity, arrays of different shapes) before
 // anything is written, Error(Errc::kUnsupported) for arrays past one allocation.
-int run_segments(const SegmentArgs& a, Context& ctx,
-                 const std::function<HostArray(const std::string&, std::vector<std::uint64_t>*)>&
-                     read);
+int run_segments(
+    const SegmentArgs& a, Context& ctx,
+    const std::function<HostArray(const std::string&, std::vector<std::uint64_t>*)>& read);
 
 }  // namespace clreduce

@@ -511,8 +511,8 @@ std::string npy_header(DType t, std::uint64_t n) {
 }
 
 std::string npy_header(DType t, const std::vector<std::uint64_t>& shape) {
-  std::string header = "{'descr': '" + descr_of(t) + "', 'fortran_order': False, 'shape': " +
-                       shape_words(shape) + ", }";
+  std::string header = "{'descr': '" + descr_of(t) +
+                       "', 'fortran_order': False, 'shape': " + shape_words(shape) + ", }";
   // Pad with spaces and a newline so the data starts at a multiple of 64; v2.0 when v1.0's 16 bits
   // are short.
   std::size_t prefix = 10;

@@ -37,7 +37,8 @@ std::vector<std::uint8_t> read_npy_flags(const std::string& path);
 // a partial one.
 void write_npy(const std::string& path, const HostArray& a);
 // The same with a shape (any rank, () for one value): its product must be a.n.
-void write_npy(const std::string& path, const HostArray& a, const std::vector<std::uint64_t>& shape);
+void write_npy(const std::string& path, const HostArray& a,
+               const std::vector<std::uint64_t>& shape);
 
 // The preamble and header dict write_npy() writes for n elements of type t (little-endian,
 // C order, 1-D), padded so that the data starts right after it at a multiple of 64 bytes.

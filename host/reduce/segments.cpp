@@ -34,8 +34,7 @@ void set_inputs(cl::Kernel& k, const std::vector<cl::Buffer>& in) {
 }
 
 // A read-only buffer holding v (one byte when v is empty: no buffer may be empty).
-template <class T>
-cl::Buffer buffer_of(Context& ctx, const std::vector<T>& v) {
+template <class T> cl::Buffer buffer_of(Context& ctx, const std::vector<T>& v) {
   if (v.empty()) return ctx.zeroed_buffer(sizeof(T));
   return cl::Buffer(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, v.size() * sizeof(T),
                     const_cast<T*>(v.data()));
@@ -91,8 +90,7 @@ AxisReduction axis_reduction(const std::vector<std::uint64_t>& shape,
                                     " is out of bounds for an array of dimension " +
                                     std::to_string(nd));
     const std::size_t k = static_cast<std::size_t>(a < 0 ? a + nd : a);
-    if (reduced[k])
-      throw Error(Errc::kUsage, "--axis names axis " + std::to_string(k) + " twice");
+    if (reduced[k]) throw Error(Errc::kUsage, "--axis names axis " + std::to_string(k) + " twice");
     reduced[k] = true;
   }
   AxisReduction r;
@@ -164,8 +162,7 @@ SegmentReduction::SegmentReduction(Context& ctx, Op op, DType t, DType acc, Segm
 SegmentReduction::SegmentReduction(Context& ctx, const ExprSpec& spec, SegmentLayout layout,
                                    std::size_t local_size)
     : ctx_(ctx), expr_(true), spec_(spec), layout_(std::move(layout)) {
-  if (spec_.width != 1)
-    throw Error(Errc::kUsage, "segments and axes take one-value accumulators");
+  if (spec_.width != 1) throw Error(Errc::kUsage, "segments and axes take one-value accumulators");
   for (const auto& [flag, text] : {std::pair<const char*, const std::string&>{"--map", spec_.map},
                                    {"--reduce", spec_.reduce},
                                    {"--identity", spec_.identity}})
@@ -206,11 +203,10 @@ void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
     rows_ = ceil_div(layout_.R1, pieces_);
     pieces_ = std::max<std::uint64_t>(1, ceil_div(layout_.R1, rows_));
     policy_.groups = ceil_div(results * pieces_, wg);
-    policy_.items_per_thread = static_cast<unsigned>(std::min<std::uint64_t>(
-        rows_ * layout_.R2, std::numeric_limits<unsigned>::max()));
+    policy_.items_per_thread = static_cast<unsigned>(
+        std::min<std::uint64_t>(rows_ * layout_.R2, std::numeric_limits<unsigned>::max()));
     policy_.path = "columns: a work-item per result, " + std::to_string(pieces_) +
-                   (pieces_ == 1 ? " piece" : " pieces") + " of " + std::to_string(rows_) +
-                   " rows";
+                   (pieces_ == 1 ? " piece" : " pieces") + " of " + std::to_string(rows_) + " rows";
     if (pieces_ > 1) {
       fold_ = build("reduce_columns_fold", wg_option);
       partials_ = ctx_.zeroed_buffer(results * pieces_ * acc_bytes_);
@@ -259,8 +255,8 @@ void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
   policy_.groups = tasks_.size() / 5;
   policy_.items_per_thread = static_cast<unsigned>(per_lane);
   policy_.path = "segments: " + std::to_string(short_segs) + " by lanes, " +
-                 std::to_string(long_segs) + " long in " + std::to_string(slots_) +
-                 " pieces of " + std::to_string(piece_);
+                 std::to_string(long_segs) + " long in " + std::to_string(slots_) + " pieces of " +
+                 std::to_string(piece_);
   (void)items;
   offsets_ = buffer_of(ctx_, layout_.offsets);
   tasks_buf_ = buffer_of(ctx_, tasks_);

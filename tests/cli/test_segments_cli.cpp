@@ -42,7 +42,8 @@ TEST_CASE("segments and axes write NumPy's shape and dtype, empty segments the i
   const std::vector<std::int32_t> x = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
   const std::string in = save(dir, "x.npy", DType::kInt32, x);
   const std::string m = save(dir, "m.npy", DType::kInt32, x, {2, 3, 2});
-  const std::string off = save(dir, "off.npy", DType::kInt64, std::vector<std::int64_t>{0, 0, 3, 12});
+  const std::string off =
+      save(dir, "off.npy", DType::kInt64, std::vector<std::int64_t>{0, 0, 3, 12});
   const std::string out = dir / "out.npy";
   {
     const auto r = run_cli("--input " + in + " --offsets " + off + " --op sum --output " + out);
@@ -58,8 +59,7 @@ TEST_CASE("segments and axes write NumPy's shape and dtype, empty segments the i
     CHECK(v[2] == 72);
   }
   {
-    const auto r =
-        run_cli("--input " + in + " --offsets " + off + " --op prod --output " + out);
+    const auto r = run_cli("--input " + in + " --offsets " + off + " --op prod --output " + out);
     REQUIRE(r.code == 0);
     const clreduce::HostArray a = clreduce::read_npy(out);
     CHECK(a.as<std::int64_t>()[0] == 1);
@@ -115,10 +115,9 @@ TEST_CASE("segments and axes refuse bad offsets, axes and flags in one line, wri
   };
   const std::string I = "--input " + in + " ";
   for (const Case& c : std::vector<Case>{
-           {I + "--offsets " + down,
-            "offsets are not ascending: offset 2 is 3, below offset 1 (5)", 2},
-           {I + "--offsets " + past, "offset 2 is 11, out of range for an array of 10 elements",
+           {I + "--offsets " + down, "offsets are not ascending: offset 2 is 3, below offset 1 (5)",
             2},
+           {I + "--offsets " + past, "offset 2 is 11, out of range for an array of 10 elements", 2},
            {I + "--offsets " + neg, "offset 0 is -1, out of range", 2},
            {I + "--offsets " + none, "is empty: S segments take S + 1 offsets", 2},
            {I + "--offsets " + ints, "holds int32: offsets are int64", 2},
