@@ -23,7 +23,7 @@
 //   element passes through about B + log2(blocks) operations in the work-item, not
 //   n / work-items (the built-in ops' rows: error bounds of pairwise summation's kind).
 // The built-in ops of the command line (--op dot, mean, var, norm2, logsumexp, ...) are rows of
-// map, reduce, identity and post over the helpers below (host/reduce/expr_ops.cpp).
+// map, reduce, identity and post over the helpers of clr_expr.h (host/reduce/expr_ops.cpp).
 #ifndef CLREDUCE_H
 #include "clreduce.h"
 #endif
@@ -41,149 +41,10 @@
 #ifndef EXPR_ABS
 #define EXPR_ABS 0
 #endif
-#ifndef EXPR_POST
-#define EXPR_POST 0
-#endif
-#ifndef CLR_INPUTS
-#define CLR_INPUTS 1
-#endif
-#ifndef CLR_T0
-#define CLR_T0 int
-#endif
-#ifndef CLR_T1
-#define CLR_T1 CLR_T0
-#endif
-#ifndef CLR_T2
-#define CLR_T2 CLR_T0
-#endif
-#ifndef CLR_T3
-#define CLR_T3 CLR_T0
-#endif
-#ifndef EXPR_WIDTH
-#define EXPR_WIDTH 1
-#endif
+#include "clr_expr.h"
 #ifndef EXPR_BLOCK
 #define EXPR_BLOCK 0
 #endif
-#ifndef EXPR_WHERE
-#define EXPR_WHERE 0
-#endif
-
-#if EXPR_WIDTH > 1 && defined(A_IS_FLOAT)
-// Helpers of the built-in ops' rows (two- and four-value accumulators of a float type A).
-typedef CLR_EXPR_VEC(A_NAME, 2) clr_a2;
-
-// Knuth's TwoSum: s = fl(a + b) and the exact error, a + b = s + e.
-inline clr_a2 clr_two_sum(A a, A b) {
-  const A s = a + b;
-  const A bb = s - a;
-  return (clr_a2)(s, (a - (s - bb)) + (b - bb));
-}
-
-// Compensated sums: (s, c) pairs whose value is s + c; two combine by TwoSum of the s, every
-// error gathered in c (Ogita, Rump and Oishi's Sum2, in any tree).
-inline clr_a2 clr_csum(clr_a2 a, clr_a2 b) {
-  const clr_a2 t = clr_two_sum(a.x, b.x);
-  return (clr_a2)(t.x, t.y + (a.y + b.y));
-}
-
-// The value of a compensated sum: s + c, or s where s is inf or NaN (c then means nothing).
-inline A clr_csum_value(clr_a2 a) { return isfinite(a.x) ? a.x + a.y : a.x; }
-
-// x*y as a compensated pair: the product and its exact error (fma), 0 where it is not finite.
-inline clr_a2 clr_two_prod(A x, A y) {
-  const A p = x * y;
-  return (clr_a2)(p, isfinite(p) ? fma(x, y, -p) : (A)0);
-}
-
-#if EXPR_WIDTH == 2
-// norm2: (scale, ssq) with value scale * sqrt(ssq), as BLAS nrm2 keeps it: no square of a value
-// is formed, only squares of ratios <= 1, so nothing overflows or underflows where the norm
-// does not. An element x is (|x|, 1) (0: (0, 0)); NaN anywhere gives NaN, else inf gives inf.
-inline acc_t clr_nrm_map(A x) {
-  const A ax = fabs(x);
-  return isnan(ax) ? (acc_t)(NAN, NAN) : ax == 0 ? (acc_t)(0, 0) : (acc_t)(ax, 1);
-}
-
-inline acc_t clr_nrm_op(acc_t a, acc_t b) {
-  if (isnan(a.x) || isnan(b.x)) return (acc_t)(NAN, NAN);
-  if (a.x < b.x) {
-    const acc_t t = a;
-    a = b;
-    b = t;
-  }
-  if (b.x == 0) return a;
-  if (isinf(a.x)) return (acc_t)(a.x, 1);
-  const A r = b.x / a.x;
-  return (acc_t)(a.x, a.y + b.y * (r * r));
-}
-
-// logsumexp: (m, s) with value m + log(s), s the sum of exp(x - m) over the elements, m their
-// largest: two combine by rescaling the smaller one's s. The identity (-inf, 0); NaN anywhere
-// gives NaN, +inf gives +inf.
-inline acc_t clr_lse_op(acc_t a, acc_t b) {
-  if (isnan(a.x) || isnan(b.x)) return (acc_t)(NAN, NAN);
-  const A m = fmax(a.x, b.x);
-  if (m == -INFINITY) return (acc_t)(m, a.y + b.y);
-  if (m == INFINITY) return (acc_t)(m, 1);
-  return (acc_t)(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
-}
-#endif
-
-#if EXPR_WIDTH == 4
-// mean: (s, c, count, 0): a compensated sum and the count of its elements.
-inline acc_t clr_mean_op(acc_t a, acc_t b) {
-  return (acc_t)(clr_csum(a.xy, b.xy), a.z + b.z, 0);
-}
-
-// var, std: (count, mean, M2, 0) of values shifted by a constant, combined pairwise (Chan,
-// Golub and LeVeque's parallel variance). An element d is (1, d, d - d, 0): M2 is NaN for an
-// infinite d, as NumPy's x - mean is.
-inline acc_t clr_var_map(A d) { return (acc_t)(1, d, d - d, 0); }
-
-inline acc_t clr_var_op(acc_t a, acc_t b) {
-  if (b.x == 0) return a;
-  if (a.x == 0) return b;
-  const A n = a.x + b.x;
-  const A d = b.y - a.y;
-  const A f = b.x / n;
-  return (acc_t)(n, a.y + d * f, (a.z + b.z) + d * d * (a.x * f), 0);
-}
-#endif
-#endif
-
-// The user's map (defined after this file), and the element-i call of it. Every kernel takes
-// four input buffers; those past CLR_INPUTS are not read. With EXPR_WHERE, the user's predicate
-// over the same elements: where it is false, the element is the identity (NumPy's where=).
-#if CLR_INPUTS == 1
-#define EXPR_PARAMS CLR_T0 x
-#define EXPR_ARGS(i) x0[i]
-#elif CLR_INPUTS == 2
-#define EXPR_PARAMS CLR_T0 x, CLR_T1 y
-#define EXPR_ARGS(i) x0[i], x1[i]
-#elif CLR_INPUTS == 3
-#define EXPR_PARAMS CLR_T0 x, CLR_T1 y, CLR_T2 z
-#define EXPR_ARGS(i) x0[i], x1[i], x2[i]
-#else
-#define EXPR_PARAMS CLR_T0 x, CLR_T1 y, CLR_T2 z, CLR_T3 w
-#define EXPR_ARGS(i) x0[i], x1[i], x2[i], x3[i]
-#endif
-acc_t clr_expr_map(EXPR_PARAMS);
-#if EXPR_WHERE
-int clr_expr_where(EXPR_PARAMS);
-#define EXPR_MAP(i) (clr_expr_where(EXPR_ARGS(i)) ? clr_expr_map(EXPR_ARGS(i)) : clr_identity())
-#else
-#define EXPR_MAP(i) clr_expr_map(EXPR_ARGS(i))
-#endif
-#define EXPR_INPUTS                                                                   \
-  __global const CLR_T0 *restrict x0, __global const CLR_T1 *restrict x1,             \
-      __global const CLR_T2 *restrict x2, __global const CLR_T3 *restrict x3
-#define EXPR_UNUSED \
-  (void)x0;         \
-  (void)x1;         \
-  (void)x2;         \
-  (void)x3
-
 #if EXPR_BLOCK
 // Levels of the pairwise stack: 2^48 blocks at most.
 #define EXPR_LEVELS 48

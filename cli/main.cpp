@@ -47,6 +47,7 @@
 #include "runtime/device.hpp"
 #include "runtime/kernel_dir.hpp"
 #include "runtime/pocl_affinity.hpp"
+#include "segments_run.hpp"
 #include "variant_plan.hpp"
 
 using namespace clreduce;
@@ -363,7 +364,19 @@ int run(int argc, char** argv, const Ranks& ranks) {
   app.add_option("--segment-length", segment_length_text,
                  "scans: a segment starts every L elements (1 to 2^64-1: N, 2^K or NeK)")
       ->excludes(seg_file);
-  app.add_option("-o,--output", output, "scans: write the whole result to this .npy file");
+  app.add_option("-o,--output", output,
+                 "scans: write the whole result to this .npy file; with --offsets or --axis: "
+                 "the results, with NumPy's shape and dtype");
+  std::string offsets_file, axis_text;
+  bool keepdims = false;
+  app.add_option("--offsets", offsets_file,
+                 "reduce each segment on its own: an int64 .npy of S + 1 ascending offsets, "
+                 "segment s is elements [off[s], off[s+1]) (sum, prod, min, max, argmin, argmax "
+                 "or --map; an empty segment gives the identity)");
+  app.add_option("--axis", axis_text,
+                 "reduce an N-dimensional .npy (--input) along axis K (negative from the end, "
+                 "several: 0,2), as NumPy's axis=");
+  app.add_flag("--keepdims", keepdims, "with --axis: keep the reduced axes with length 1");
   std::string save_input;
   app.add_option("--save-input", save_input,
                  "write the input array, generated or read, to this .npy file (little-endian, "
@@ -447,6 +460,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
                                          {"--kernel-dir", kernel_dir, "a directory"},
                                          {"--segments", segments, "a .npy file name"},
                                          {"--output", output, "a file name"},
+                                         {"--offsets", offsets_file, "a .npy file name"},
+                                         {"--axis", axis_text, "an axis"},
                                          {"--save-input", save_input, "a file name"}})
     if (app.count(flag)) require_nonempty(flag, text, what);
   const std::uint64_t seed =
@@ -495,6 +510,107 @@ int run(int argc, char** argv, const Ranks& ranks) {
     if (ddof_text.empty() || *end != '\0' || !std::isfinite(ddof) || ddof < 0 || ddof > 1e18)
       throw Error(Errc::kUsage,
                   "--ddof must be a number from 0 to 1e18, not '" + printable(ddof_text) + "'");
+  }
+  const bool segmenting = app.count("--offsets") + app.count("--axis") > 0;
+  if (keepdims && !app.count("--axis"))
+    throw Error(Errc::kUsage, "--keepdims applies to --axis only");
+  if (segmenting && !list_variants_flag && !list_devices_flag) {
+    // Segments or axes (segments_run.hpp): one device, one run, its own checks.
+    if (app.count("--offsets") && app.count("--axis"))
+      throw Error(Errc::kUsage,
+                  "--offsets and --axis exclude each other: segments of a 1-D array, or lines "
+                  "of an N-dimensional one");
+    const std::string with = app.count("--axis") ? "--axis" : "--offsets";
+    if (engine_row)
+      throw Error(Errc::kUsage, "--op " + op + " does not take " + with +
+                                    " yet (sum, prod, min, max, argmin, argmax and --map do)");
+    for (const char* f : {"--map", "--reduce", "--identity"})
+      if (user_expr && !app.count(f))
+        throw Error(Errc::kUsage,
+                    std::string("a user reduction needs --map, --reduce and --identity (") + f +
+                        " is missing)");
+    if (user_expr && app.count("--op") && op != "expr")
+      throw Error(Errc::kUsage, "--op " + printable(op) +
+                                    " and --map exclude each other: --map, --reduce and "
+                                    "--identity define the reduction");
+    if (!user_expr) parse_op(op);
+    if (!user_expr && app.count("--where"))
+      throw Error(Errc::kUsage, "--where applies to --map here, not to --op " + op);
+    if (app.count("--variant") && variant != "segments")
+      throw Error(Errc::kUsage, "--variant " + printable(variant) + " and " + with +
+                                    " exclude each other: it runs as the engine's own variant, "
+                                    "segments");
+    for (const char* f : {"--peers", "--measure-copy", "--accuracy", "--exclusive", "--segments",
+                          "--segment-length", "--save-input"})
+      if (app.count(f)) throw Error(Errc::kUsage, std::string(f) + " does not apply to " + with);
+    if (ranks.many()) throw Error(Errc::kUsage, with + " does not run under mpirun yet");
+    if (app.count("--shares"))
+      throw Error(Errc::kUsage, "--shares: " + with + " runs on one device");
+    if (!inputs.empty() && app.count("--size"))
+      throw Error(Errc::kUsage, "--size and --input exclude each other: the files set the size");
+    if (!inputs.empty() && app.count("--seed"))
+      throw Error(Errc::kUsage,
+                  "--seed and --input exclude each other: the seed is for generated data");
+    SegmentArgs sa;
+    if (!user_expr) sa.op = op;
+    sa.map = map_expr;
+    sa.reduce = reduce_expr;
+    sa.identity = identity_expr;
+    sa.post = post_expr;
+    sa.where = where_expr;
+    sa.acc = acc;
+    if (!acc.empty()) {
+      parse_dtype(acc);
+      if (!user_expr && parse_op(op) != Op::kSum && parse_op(op) != Op::kProd)
+        throw Error(Errc::kUsage,
+                    "--acc applies to sum and prod only (" + op + " keeps the element type)");
+    }
+    sa.inputs = inputs;
+    if (user_expr) {
+      ExprArgs ea;  // the expressions' text and the arrays' count, checked as for a whole array
+      ea.map = map_expr;
+      ea.reduce = reduce_expr;
+      ea.identity = identity_expr;
+      ea.post = post_expr;
+      ea.where = where_expr;
+      ea.inputs = inputs;
+      check_expr_args(ea);
+    } else if (inputs.size() > 1) {
+      throw Error(Errc::kUsage, "--input is given " + std::to_string(inputs.size()) +
+                                    " times: --op " + op + " reduces one array");
+    }
+    sa.type = type;
+    sa.type_given = app.count("--type") > 0;
+    if (sa.type_given || inputs.empty()) parse_dtype(type);
+    sa.n = inputs.empty() ? parse_size_flag("--size", size, 0, UINT64_MAX, "from 0 to 2^64-1") : 0;
+    sa.seed = seed;
+    sa.offsets = offsets_file;
+    sa.axis_given = app.count("--axis") > 0;
+    if (sa.axis_given) sa.axes = parse_axes(axis_text);
+    sa.keepdims = keepdims;
+    sa.output = output;
+    if (!output.empty()) check_output_path(output);  // before any work, not after it
+    sa.warmup = warmup;
+    sa.repeat = repeat;
+    sa.local_size = local_size;
+    sa.format = format;
+    sa.verbose = verbose;
+    const std::vector<DeviceInfo> devs = select_devices(list_devices(), device);
+    if (devs.size() > 1)
+      throw Error(Errc::kUsage,
+                  "--device " + device + " names several devices: " + with + " runs on one device");
+    if (local_size > devs.front().max_wg_size)
+      throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
+                                    " is larger than device " + std::to_string(devs.front().index) +
+                                    "'s largest work-group (" +
+                                    std::to_string(devs.front().max_wg_size) + ")");
+    Context ctx(devs.front(), find_kernel_dir(kernel_dir, true), verbose, tuning);
+    return run_segments(sa, ctx, [](const std::string& path, std::vector<std::uint64_t>* shape) {
+      if (path != "-") return read_npy_nd(path, shape);
+      if (isatty(0) == 1)
+        throw Error(Errc::kUsage, "--input -: standard input is a terminal; pipe a .npy file in");
+      return read_npy_stream_nd(0, "standard input", shape);
+    });
   }
   if ((user_expr || engine_row) && !list_variants_flag && !list_devices_flag) {
     // A user reduction or an engine row (expr_run.hpp): one device, one run, its own checks.

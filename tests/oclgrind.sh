@@ -166,6 +166,43 @@ for shape in gpu cpu; do
   check --op logsumexp --type float --size 4003 --local-size $ls --where 'x > 0'
 done
 check_env=""
+# Segments and axes (cl/reduce_segments.cl). Offsets of empty, one-element, short (a work-item or
+# a few lanes each), medium (a group) and long segments (groups of 4: pieces of 256 elements, 3
+# of them, folded), for a sum, a product, an arg op (no empty segment) and a user reduction with
+# post; axes of a 3-D array (columns, the last axis as segments, axes 0 and 2) and the long
+# columns of a (300, 2) array (pieces of rows, folded). The .npy files are written here (python3,
+# no numpy needed).
+segdir=$(mktemp -d)
+trap 'rm -f "$log"; rm -rf "$segdir"' EXIT
+npy() {  # npy FILE DESCR SHAPE VALUES...: a .npy of little-endian values (struct codes q, f, i)
+  python3 - "$@" <<'PY'
+import struct, sys
+path, descr, shape, values = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+code = {"<i8": "q", "<f4": "f", "<i4": "i"}[descr]
+h = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+conv = float if code == "f" else int
+with open(path, "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode())
+    f.write(struct.pack("<%d%s" % (len(values), code), *[conv(v) for v in values]))
+PY
+}
+seq_floats() { python3 -c "import sys; n=int(sys.argv[1]); print(' '.join(str(((k*7919)%1000-500)/256) for k in range(n)))" "$1"; }
+npy "$segdir/x.npy" "<f4" "(1200,)" $(seq_floats 1200)
+npy "$segdir/off.npy" "<i8" "(13,)" 0 0 1 7 9 20 50 120 300 1000 1003 1100 1200
+npy "$segdir/off1.npy" "<i8" "(6,)" 0 1 7 50 1000 1200
+npy "$segdir/m.npy" "<f4" "(4, 5, 3)" $(seq_floats 60)
+npy "$segdir/c.npy" "<f4" "(300, 2)" $(seq_floats 600)
+for combo in "--op sum" "--op prod" "--map x*x --reduce a+b --identity 0 --post a/n"; do
+  check --input "$segdir/x.npy" --offsets "$segdir/off.npy" --local-size 4 $combo
+done
+check --input "$segdir/x.npy" --offsets "$segdir/off1.npy" --local-size 4 --op argmin
+for combo in "--axis 0 --op sum" "--axis -1 --op max" "--axis 0,2 --op sum --keepdims" \
+             "--axis 1 --op argmax" "--axis 0 --map x --reduce max(a,b) --identity -INFINITY"; do
+  check --input "$segdir/m.npy" --local-size 4 $combo
+done
+check --input "$segdir/c.npy" --axis 0 --op sum --local-size 4
+check --input "$segdir/c.npy" --axis 0 --op argmin --local-size 4
 # The chunk driver: a reduction folded over 4 chunks (results written at offsets in one partials
 # buffer), a segmented exclusive scan whose carry crosses 4 chunk edges, both used in place and
 # copied; then streamed through 2 slots of 2 KiB, each way of feeding them.

@@ -256,16 +256,28 @@ Header read_header(const InputFile& in, const std::string& path, std::uint64_t& 
 // Arrays of this many bytes or more are mapped, not read.
 constexpr std::uint64_t kMapAtLeast = std::uint64_t{1} << 20;
 
-// Checks order and rank; returns the number of elements.
-std::uint64_t check_shape(const std::string& path, const Header& h) {
+// A shape as NumPy prints it: "(3, 4)", "(5,)", "()".
+std::string shape_words(const std::vector<std::uint64_t>& shape) {
+  std::string s = "(";
+  for (std::size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + std::to_string(shape[k]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+// Checks order and rank (1-D, or with nd any rank up to kMaxNpyDims); returns the number of
+// elements (the dimensions' product, refused past 2^64).
+std::uint64_t check_shape(const std::string& path, const Header& h, bool nd = false) {
   if (h.fortran) fail(path, "Fortran order is not supported");
-  if (h.shape.size() != 1) {
-    std::string s = "(";
-    for (std::size_t k = 0; k < h.shape.size(); ++k)
-      s += (k ? ", " : "") + std::to_string(h.shape[k]);
-    fail(path, "shape " + s + ") is not 1-D");
+  if (!nd && h.shape.size() != 1) fail(path, "shape " + shape_words(h.shape) + " is not 1-D");
+  if (nd && h.shape.size() > kMaxNpyDims)
+    fail(path, "shape " + shape_words(h.shape) + " has " + std::to_string(h.shape.size()) +
+                   " dimensions (0 to " + std::to_string(kMaxNpyDims) + " are read)");
+  std::uint64_t n = 1;
+  for (std::uint64_t d : h.shape) {
+    if (d != 0 && n > std::numeric_limits<std::uint64_t>::max() / d)
+      fail(path, "shape " + shape_words(h.shape) + " holds more than 2^64 elements");
+    n *= d;
   }
-  return h.shape[0];
+  return n;
 }
 
 // The message for data of data_bytes after a header that says n elements of `size` bytes.
@@ -281,8 +293,8 @@ std::uint64_t check_shape(const std::string& path, const Header& h) {
 // Checks the shape (check_shape()), and that the data holds exactly n elements of `size` bytes
 // (rejecting short or long data); sets n_out to n.
 void check_data(const std::string& path, const Header& h, std::size_t size,
-                std::uint64_t data_bytes, std::size_t& n_out) {
-  const std::uint64_t n = check_shape(path, h);
+                std::uint64_t data_bytes, std::size_t& n_out, bool nd = false) {
+  const std::uint64_t n = check_shape(path, h, nd);
   const bool fits = n <= std::numeric_limits<std::uint64_t>::max() / size;
   if (!fits || n * size != data_bytes)
     wrong_length(path, n, size, std::to_string(data_bytes) + " bytes",
@@ -296,8 +308,8 @@ void check_data(const std::string& path, const Header& h, std::size_t size,
 // true: the pages are read as they are used and memory is not spent twice).
 void read_data(const InputFile& in, const std::string& path, const Header& h, std::size_t size,
                std::uint64_t data_at, std::uint64_t data_bytes, std::size_t& n_out, Bytes& bytes,
-               bool map) {
-  check_data(path, h, size, data_bytes, n_out);
+               bool map, bool nd = false) {
+  check_data(path, h, size, data_bytes, n_out, nd);
   if (map && data_bytes >= kMapAtLeast && in.map(data_at, data_bytes, bytes)) return;
   bytes.allocate_uninit(static_cast<std::size_t>(data_bytes));
   if (data_bytes) in.read_at(data_at, bytes.data(), data_bytes);
@@ -331,7 +343,9 @@ void swap_bytes(Bytes& bytes, std::size_t size) {
 
 }  // namespace
 
-HostArray read_npy(const std::string& path) {
+HostArray read_npy(const std::string& path) { return read_npy_nd(path, nullptr); }
+
+HostArray read_npy_nd(const std::string& path, std::vector<std::uint64_t>* shape) {
   const InputFile in(path, Errc::kInput);
   std::uint64_t data_at = 0, data_bytes = 0;
   const Header h = read_header(in, path, data_at, data_bytes);
@@ -339,8 +353,9 @@ HostArray read_npy(const std::string& path) {
   HostArray a;
   a.type = array_dtype(path, h, d);
   // Little-endian data is used where it lies in the file; big-endian is read and swapped.
-  read_data(in, path, h, d.size, data_at, data_bytes, a.n, a.bytes, !d.big);
+  read_data(in, path, h, d.size, data_at, data_bytes, a.n, a.bytes, !d.big, shape != nullptr);
   if (d.big) swap_bytes(a.bytes, d.size);
+  if (shape) *shape = h.shape;
   return a;
 }
 
@@ -366,6 +381,10 @@ std::uint64_t read_fully(int fd, const std::string& name, void* dst, std::uint64
 }  // namespace
 
 HostArray read_npy_stream(int fd, const std::string& name) {
+  return read_npy_stream_nd(fd, name, nullptr);
+}
+
+HostArray read_npy_stream_nd(int fd, const std::string& name, std::vector<std::uint64_t>* shape) {
   // The preamble's longest form; a version 1.0 header's first two bytes (or a tiny header and the
   // data's first bytes) come with it. Reads stop for good at the input's end (`ended`).
   unsigned char pre[12] = {};
@@ -391,7 +410,8 @@ HostArray read_npy_stream(int fd, const std::string& name) {
   Descr d;
   HostArray a;
   a.type = array_dtype(name, h, d);
-  const std::uint64_t n = check_shape(name, h);
+  const std::uint64_t n = check_shape(name, h, shape != nullptr);
+  if (shape) *shape = h.shape;
   if (n > std::numeric_limits<std::size_t>::max() / d.size)
     wrong_length(name, n, d.size, "fewer bytes", false);
   a.n = static_cast<std::size_t>(n);
@@ -487,8 +507,12 @@ std::vector<std::uint8_t> read_npy_flags(const std::string& path) {
 }
 
 std::string npy_header(DType t, std::uint64_t n) {
-  std::string header = "{'descr': '" + descr_of(t) + "', 'fortran_order': False, 'shape': (" +
-                       std::to_string(n) + ",), }";
+  return npy_header(t, std::vector<std::uint64_t>{n});
+}
+
+std::string npy_header(DType t, const std::vector<std::uint64_t>& shape) {
+  std::string header = "{'descr': '" + descr_of(t) +
+                       "', 'fortran_order': False, 'shape': " + shape_words(shape) + ", }";
   // Pad with spaces and a newline so the data starts at a multiple of 64; v2.0 when v1.0's 16 bits
   // are short.
   std::size_t prefix = 10;
@@ -504,11 +528,21 @@ std::string npy_header(DType t, std::uint64_t n) {
 }
 
 void write_npy(const std::string& path, const HostArray& a) {
+  write_npy(path, a, std::vector<std::uint64_t>{a.n});
+}
+
+void write_npy(const std::string& path, const HostArray& a,
+               const std::vector<std::uint64_t>& shape) {
   const std::size_t size = dtype_size(a.type);
   if (size == 0 || a.n > a.bytes.size() / size || a.n * size != a.bytes.size())
     fail(path, "internal error: array of " + std::to_string(a.n) + " elements holds " +
                    std::to_string(a.bytes.size()) + " bytes");
-  const std::string header = npy_header(a.type, a.n);
+  std::uint64_t n = 1;
+  for (std::uint64_t d : shape) n *= d;
+  if (n != a.n)
+    fail(path, "internal error: shape " + shape_words(shape) + " for " + std::to_string(a.n) +
+                   " elements");
+  const std::string header = npy_header(a.type, shape);
   write_file_atomically(
       path,
       {header, std::string_view(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size())});

@@ -176,6 +176,21 @@ void set_inputs(cl::Kernel& k, const std::vector<cl::Buffer>& in) {
 
 }  // namespace
 
+std::string expr_tail(const ExprSpec& s) { return generated_tail(s); }
+
+std::string expr_options(const ExprSpec& s) { return spec_options(s) + acc_option(s.acc); }
+
+cl::Kernel build_expr_kernel(Context& ctx, const ExprSpec& spec, const std::string& file,
+                             const std::string& name, const std::string& options,
+                             const std::string& tail) {
+  try {
+    return ctx.kernel(file, name, options, tail);
+  } catch (const Error& e) {
+    if (e.category() != Errc::kBuild) throw;
+    rethrow_build(e, spec);
+  }
+}
+
 void check_expression(const std::string& flag, const std::string& text) {
   bool blank = true;
   for (char c : text) blank = blank && std::isspace(static_cast<unsigned char>(c));
@@ -244,7 +259,8 @@ cl::Kernel ExprReduction::build(const std::string& name, const std::string& opti
   }
 }
 
-ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::size_t local_size)
+ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::size_t local_size,
+                             bool launch)
     : ctx_(ctx), spec_(std::move(spec)) {
   if (spec_.inputs.empty() || spec_.inputs.size() > kMaxExprInputs)
     throw Error(Errc::kUsage, "a user reduction takes 1 to 4 input arrays, not " +
@@ -258,6 +274,7 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
   if (!spec_.where.empty()) check_expression("--where", spec_.where);
   tail_ = generated_tail(spec_);
   options_ = spec_options(spec_);
+  if (!launch) return;  // the checks alone (check_laws, post, map_values)
   // The shape: fast's (the fast-shape and fast-groups knobs, else by the device type). GPU: 256
   // work-items per
   // group, up to 4 groups per compute unit, at least 4 elements per work-item; CPU: one

@@ -51,6 +51,17 @@ std::size_t inputs_named(const std::string& map);
 // int64 if one is signed, else uint64 (NumPy's sum of 32-bit ints widens; so does this).
 DType default_expr_acc(const std::vector<DType>& inputs);
 
+// The generated definitions of spec's expressions, appended after a kernel file, and the build
+// options every kernel of spec shares (its accumulator's included): for kernel files besides
+// cl/reduce_expr.cl that include clr_expr.h (cl/reduce_segments.cl).
+std::string expr_tail(const ExprSpec& spec);
+std::string expr_options(const ExprSpec& spec);
+// Kernel `name` of `file` built with options and tail (expr_tail() or one of its kind); an
+// expression that does not compile throws Error(Errc::kUsage) naming it, as ExprReduction does.
+cl::Kernel build_expr_kernel(Context& ctx, const ExprSpec& spec, const std::string& file,
+                             const std::string& name, const std::string& options,
+                             const std::string& tail);
+
 // The outcome of the law check: empty when every sample passed, else which law failed on which
 // values, in words.
 struct ExprLaws {
@@ -67,8 +78,10 @@ class ExprReduction {
   // Builds the kernels. An expression that does not compile throws Error(Errc::kUsage) with
   // the compiler's first message about it and its position in the expression's text; any other
   // build failure throws Error(Errc::kBuild). local_size > 0 sets the group size. n: the longest
-  // array it will reduce (0 is planned as 1).
-  ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::size_t local_size);
+  // array it will reduce (0 is planned as 1). launch = false: no launch is planned, for the
+  // checks alone (check_laws(), post(), map_values()); enqueue() and depth() are then not used.
+  ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::size_t local_size,
+                bool launch = true);
 
   const ExprSpec& spec() const { return spec_; }
   const LaunchPolicy& policy() const { return policy_; }

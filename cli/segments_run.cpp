@@ -1,0 +1,409 @@
+// segments_run.cpp: --offsets and --axis from the command line: the arrays and the layout, the
+// law check (user reductions), the timed runs, every result checked against its own segment's
+// sequential reference, one printed row ("segments") and the results written to --output.
+#include "segments_run.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <memory>
+
+#include "clreduce/error.hpp"
+#include "core/checked.hpp"
+#include "csv.hpp"
+#include "exit_codes.hpp"
+#include "io/data.hpp"
+#include "io/npy.hpp"
+#include "io/report.hpp"
+#include "io/text.hpp"
+#include "reduce/expr.hpp"
+#include "reduce/segments.hpp"
+#include "run/runner.hpp"
+#include "run/shares.hpp"
+#include "run/timing.hpp"
+#include "runtime/device.hpp"
+#include "runtime/transfer.hpp"
+#include "verify/reference.hpp"
+
+namespace clreduce {
+namespace {
+
+double gamma_k(double k, double u) {
+  const double ku = k * u;
+  return ku < 1.0 ? ku / (1.0 - ku) : std::numeric_limits<double>::infinity();
+}
+
+double unit_roundoff(DType t) {
+  return t == DType::kFloat ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
+}
+
+std::string input_words(const SegmentArgs& a, std::size_t k) {
+  return a.inputs[k] == "-" ? std::string("standard input") : "--input " + printable(a.inputs[k]);
+}
+
+std::string shape_words(const std::vector<std::uint64_t>& shape) {
+  std::string s = "(";
+  for (std::size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + std::to_string(shape[k]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+// NumPy's name of a reduction, for its message about an empty one.
+std::string numpy_name(Op op) {
+  switch (op) {
+    case Op::kMin: return "minimum";
+    case Op::kMax: return "maximum";
+    case Op::kArgMin: return "argmin";
+    case Op::kArgMax: return "argmax";
+    default: return op_name(op);
+  }
+}
+
+// Result q's elements of x, as an array of their own (a view where they lie together).
+HostArray gather(const HostArray& x, const SegmentLayout& L, std::uint64_t q) {
+  const std::uint64_t len = L.length(q);
+  if (!L.columns) return view_of(x, static_cast<std::size_t>(L.offsets[q]), len);
+  HostArray g;
+  g.type = x.type;
+  g.n = len;
+  const std::size_t es = dtype_size(x.type);
+  if (len == 0) return g;
+  g.bytes.allocate_uninit(len * es);
+  for (std::uint64_t k = 0; k < len; ++k)
+    std::memcpy(g.bytes.data() + k * es, x.bytes.data() + L.at(q, k) * es, es);
+  return g;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> parse_axes(const std::string& text) {
+  std::vector<std::int64_t> axes;
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', pos);
+    const std::string one = text.substr(pos, comma == std::string::npos ? comma : comma - pos);
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(one.c_str(), &end, 10);
+    if (one.empty() || end != one.c_str() + one.size() || errno == ERANGE ||
+        std::isspace(static_cast<unsigned char>(one[0])) || v < -64 || v > 63)
+      throw Error(Errc::kUsage, "--axis " + printable(text) + ": '" + printable(one) +
+                                    "' is not an axis (an integer, negative from the end; "
+                                    "several: --axis 0,2)");
+    axes.push_back(v);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return axes;
+}
+
+int run_segments(
+    const SegmentArgs& a, Context& ctx,
+    const std::function<HostArray(const std::string&, std::vector<std::uint64_t>*)>& read) {
+  const DeviceInfo& dev = ctx.info();
+  const bool expr = a.op.empty();
+  const Op op = expr ? Op::kSum : parse_op(a.op);
+  // ---- The arrays: read with their shapes (one shape), or generated (1-D).
+  std::vector<HostArray> arrays;
+  std::vector<std::uint64_t> shape;
+  if (!a.inputs.empty()) {
+    for (std::size_t k = 0; k < a.inputs.size(); ++k) {
+      std::vector<std::uint64_t> s;
+      arrays.push_back(read(a.inputs[k], &s));
+      if (a.type_given && arrays.back().type != parse_dtype(a.type))
+        throw Error(Errc::kUsage, input_words(a, k) + " holds " + dtype_name(arrays.back().type) +
+                                      ", not --type " + a.type);
+      if (k == 0) shape = s;
+      if (s != shape)
+        throw Error(Errc::kUsage, input_words(a, k) + " has shape " + shape_words(s) + " and " +
+                                      input_words(a, 0) + " " + shape_words(shape) +
+                                      ": the arrays of a user reduction must have one shape");
+    }
+  } else {
+    const DType t = parse_dtype(a.type);
+    const std::size_t count =
+        expr ? std::max(inputs_named(a.map),
+                        a.where.empty() ? std::size_t{1} : inputs_named(a.where))
+             : 1;
+    MemoryNeed need;
+    need.add("the arrays", sat_mul(count, sat_mul(a.n, dtype_size(t))));
+    check_host_memory(need);
+    for (std::size_t k = 0; k < count; ++k) arrays.push_back(generate(t, a.n, a.seed + k));
+    shape = {a.n};
+  }
+  const HostArray& x = arrays.front();
+  const std::size_t n = x.n;
+  if (a.axis_given && shape.size() == 1 && a.inputs.empty())
+    throw Error(Errc::kUsage,
+                "--axis needs an N-dimensional .npy (--input): generated arrays are "
+                "1-D (for a 1-D array, --axis 0 is the whole reduction)");
+  if (!a.axis_given && shape.size() != 1)
+    throw Error(Errc::kUsage, input_words(a, 0) + " has shape " + shape_words(shape) +
+                                  ": --offsets takes a 1-D array (an N-dimensional one: --axis)");
+  // ---- The layout, and the shape NumPy gives the result.
+  SegmentLayout layout;
+  std::vector<std::uint64_t> out_shape;
+  if (a.axis_given) {
+    if (!expr && is_arg_op(op) && a.axes.size() != 1)
+      throw Error(Errc::kUsage, "--op " + a.op + " takes one --axis, not " +
+                                    std::to_string(a.axes.size()) + " (NumPy's " + a.op +
+                                    " takes one axis)");
+    AxisReduction r = axis_reduction(shape, a.axes, a.keepdims);
+    layout = std::move(r.layout);
+    out_shape = std::move(r.shape);
+  } else {
+    std::vector<std::uint64_t> oshape;
+    const HostArray offs = read(a.offsets, &oshape);
+    const std::string name = "--offsets " + printable(a.offsets);
+    if (oshape.size() != 1)
+      throw Error(Errc::kUsage,
+                  name + " has shape " + shape_words(oshape) + ": offsets are a 1-D array");
+    layout.offsets = check_offsets(offs, n, name);
+    out_shape = {layout.results()};
+  }
+  const std::uint64_t m = layout.results();
+  // ---- Empty segments: the identity where the op has one, else refused, naming the first.
+  if (!expr && !has_identity(op))
+    for (std::uint64_t q = 0; q < m; ++q)
+      if (layout.length(q) == 0) {
+        const std::string which = a.axis_given
+                                      ? "--axis: the reduced axes hold no elements"
+                                      : "segment " + std::to_string(q) + " ([" +
+                                            std::to_string(layout.offsets[q]) + ", " +
+                                            std::to_string(layout.offsets[q + 1]) + ")) is empty";
+        throw Error(Errc::kUsage, which + ": --op " + a.op +
+                                      " has no identity (NumPy: zero-size array to reduction "
+                                      "operation " +
+                                      numpy_name(op) + " which has no identity)");
+      }
+  // ---- The op.
+  ExprSpec spec;
+  DType acc = DType::kInt64;
+  if (expr) {
+    spec.map = a.map;
+    spec.reduce = a.reduce;
+    spec.identity = a.identity;
+    spec.post = a.post;
+    spec.where = a.where;
+    for (const HostArray& h : arrays) spec.inputs.push_back(h.type);
+    spec.acc = a.acc.empty() ? default_expr_acc(spec.inputs) : parse_dtype(a.acc);
+    acc = spec.acc;
+  } else {
+    acc = resolve_acc(op, x.type, a.acc);
+  }
+  bool fp64 = acc == DType::kDouble;
+  for (const HostArray& h : arrays) fp64 = fp64 || h.type == DType::kDouble;
+  if (fp64 && !dev.fp64)
+    throw Error(Errc::kUnsupported, dev.name + " has no double precision (cl_khr_fp64); try float");
+  double bytes = 0;
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    const std::uint64_t b = arrays[k].bytes.size();
+    bytes += static_cast<double>(b);
+    const std::uint64_t limit = ctx.tuning().max_chunk
+                                    ? std::min<std::uint64_t>(ctx.tuning().max_chunk, dev.max_alloc)
+                                    : dev.max_alloc;
+    if (b > limit)
+      throw Error(
+          Errc::kUnsupported,
+          "the array (" + std::to_string(b) + " bytes) is larger than " +
+              (ctx.tuning().max_chunk ? "--max-chunk" : dev.name + "'s largest allocation") + " (" +
+              std::to_string(limit) +
+              " bytes): segments and axes do not run in "
+              "chunks yet");
+  }
+  MemoryNeed need;
+  if (dev.type == "CPU") need.add("the device's copies", static_cast<std::uint64_t>(bytes));
+  need.add("the results", sat_mul(m, 4 * 16));
+  check_host_memory(need);
+  const TimeLimit timeout = ctx.time_limit(bytes);
+
+  // ---- Kernels built, the arrays on the device, the laws of a user reduction checked.
+  std::unique_ptr<SegmentReduction> sr =
+      expr ? std::make_unique<SegmentReduction>(ctx, spec, layout, a.local_size)
+           : std::make_unique<SegmentReduction>(ctx, op, x.type, acc, layout, a.local_size);
+  if (a.verbose) std::cerr << "segments: " << sr->policy().str() << "\n";
+  std::vector<cl::Buffer> in;
+  for (HostArray& h : arrays)
+    in.push_back(n ? cl::Buffer(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                h.bytes.size(), h.bytes.data())
+                   : ctx.zeroed_buffer(1));
+  if (expr) {
+    ExprReduction checks(ctx, spec, n, a.local_size, false);
+    const ExprLaws laws = checks.check_laws(in, n, timeout);
+    if (!laws.failure.empty()) throw Error(Errc::kUsage, laws.failure);
+    if (a.verbose)
+      std::cerr << "segments: the reduce's laws held on " << laws.triples << " triples of "
+                << laws.samples << " values\n";
+  }
+
+  // ---- The timed runs.
+  RunRecord rec;
+  rec.variant = "segments";
+  rec.op = op;
+  rec.op_text = expr ? "expr" : a.op;
+  rec.type = x.type;
+  rec.acc = acc;
+  rec.n = n;
+  rec.device = dev.name;
+  rec.policy = sr->policy();
+  rec.seed = a.seed;
+  rec.warmup = a.warmup;
+  rec.repeat = a.repeat;
+  for (const std::string& f : a.inputs) rec.input += (rec.input.empty() ? "" : ",") + f;
+  const std::size_t ab = sr->acc_bytes();
+  std::vector<unsigned char> got(std::max<std::uint64_t>(m, 1) * ab);
+  if (m > 0) {
+    cl::Buffer out = ctx.zeroed_buffer(m * ab);
+    const std::vector<unsigned char> sentinel(m * ab, 0x5A);
+    set_timings(rec, repeat_runs(static_cast<std::uint64_t>(a.warmup),
+                                 static_cast<std::uint64_t>(a.repeat), [&] {
+                                   enqueue_write(ctx.queue(), out, 0, m * ab, sentinel.data(),
+                                                 ctx.tuning().transfer_piece);
+                                   finish(ctx.queue(), timeout, "the segments' sentinel");
+                                   std::vector<cl::Event> events;
+                                   const double t0 = now_ms();
+                                   sr->enqueue(in, out, events);
+                                   ctx.queue().flush();
+                                   wait(events.back(), timeout, "the segmented reduction");
+                                   enqueue_read(ctx.queue(), out, 0, m * ab, got.data(),
+                                                ctx.tuning().transfer_piece);
+                                   finish(ctx.queue(), timeout, "the segments' results");
+                                   const double t1 = now_ms();
+                                   return Sample{events_ms(events), t1 - t0, events.size()};
+                                 }));
+  }
+  // ---- Every result against its own segment's reference.
+  const DType value_type = !expr && is_arg_op(op) ? x.type : acc;
+  std::vector<Value> results(m);
+  for (std::uint64_t q = 0; q < m; ++q) {
+    results[q] = Value::from_bytes(value_type, got.data() + q * ab);
+    if (!expr && is_arg_op(op)) std::memcpy(&results[q].index, got.data() + q * ab + 8, 8);
+  }
+  bool ok = true;
+  std::string why;
+  double bound = 0.0;
+  std::uint64_t shown = 0;  // the result the row shows: the first, or the first that failed
+  std::vector<Value> expected(m);
+  const auto distance = [](double d) { return Value{DType::kDouble, 0, 0, d, -1}.str(); };
+  if (expr) {
+    // One work-item in index order per segment; floats within (gamma_depth + gamma_len') times
+    // the larger of the reference's magnitude and the same fold of |map|.
+    bool wider = false, wider_abs = false;
+    std::vector<cl::Event> seq_events;
+    const std::vector<Value> ref = sr->reference(in, false, timeout, &wider, seq_events);
+    rec.seq_ms = events_ms(seq_events);
+    rec.seq_runs = 1;
+    std::vector<Value> mag;
+    if (is_float(acc)) mag = sr->reference(in, true, timeout, &wider_abs, seq_events);
+    for (std::uint64_t q = 0; q < m && ok; ++q) {
+      Value e = ref[q];
+      if (is_float(acc)) {
+        e.type = acc;
+        if (acc == DType::kFloat) e.f = static_cast<float>(ref[q].f);
+        const double scale = std::max(std::fabs(mag[q].f), std::fabs(ref[q].f));
+        const double b = (gamma_k(static_cast<double>(sr->depth(q)), unit_roundoff(acc)) +
+                          gamma_k(static_cast<double>(layout.length(q)),
+                                  unit_roundoff(wider ? DType::kDouble : acc))) *
+                         scale;
+        bound = std::max(bound, b);
+        const Value& r = results[q];
+        const bool same = r.f == ref[q].f || (std::isnan(r.f) && std::isnan(ref[q].f));
+        if (!same &&
+            !(std::isfinite(r.f) && std::isfinite(ref[q].f) && std::fabs(r.f - ref[q].f) <= b)) {
+          ok = false;
+          shown = q;
+          why = "segment " + std::to_string(q) +
+                ": |result - reference| = " + distance(std::fabs(r.f - ref[q].f)) +
+                " exceeds the bound " + distance(b);
+        }
+      } else {
+        const Value& r = results[q];
+        if (is_signed(acc) ? r.i != e.i : r.u != e.u) {
+          ok = false;
+          shown = q;
+          why = "segment " + std::to_string(q) + ": " + r.str() + " != expected " + e.str() +
+                " (integer results must be equal)";
+        }
+      }
+      expected[q] = e;
+    }
+    // Post, on the device, applied alike to the results and the references.
+    results = sr->post(results, timeout);
+    if (ok) expected = sr->post(expected, timeout);
+  } else {
+    const double t0 = now_ms();
+    for (std::uint64_t q = 0; q < m; ++q) {
+      const HostArray seg = gather(x, layout, q);
+      expected[q] = reference_reduce(seg, op, acc);
+      const Verdict v = verify(results[q], expected[q], op, sr->depth(q), float_stats(seg, op));
+      bound = std::max(bound, v.bound);
+      if (!v.ok && ok) {
+        ok = false;
+        shown = q;
+        why = "segment " + std::to_string(q) + ": " + v.why;
+      }
+      rec.overflow = rec.overflow || v.overflow;
+    }
+    rec.seq_ms = now_ms() - t0;
+    rec.seq_runs = 1;
+  }
+  if (m > 0) {
+    rec.result = results[shown];
+    rec.expected = expected[shown];
+  }
+  rec.verified = ok;
+  rec.verify_note = why;
+  rec.bound = bound;
+  if (rec.kernel_ms > 0) {
+    rec.gbps = bytes / (rec.kernel_ms * 1e6);
+    if (rec.seq_ms > 0) rec.speedup = rec.seq_ms / rec.kernel_ms;
+  }
+
+  // ---- The results, NumPy's shape and dtype: the accumulator's (sum, prod: NumPy's or --acc;
+  // min, max: the element type; a user reduction: --acc), int64 indices for arg ops.
+  if (!a.output.empty()) {
+    HostArray o;
+    o.type = !expr && is_arg_op(op) ? DType::kInt64 : acc;
+    o.n = m;
+    const std::size_t os = dtype_size(o.type);
+    o.bytes.resize(m * os);
+    for (std::uint64_t q = 0; q < m; ++q)
+      dispatch_dtype(o.type, [&](auto zero) {
+        using V = decltype(zero);
+        const V v =
+            !expr && is_arg_op(op) ? static_cast<V>(results[q].index) : value_as<V>(results[q]);
+        std::memcpy(o.bytes.data() + q * os, &v, os);
+      });
+    write_npy(a.output, o, out_shape);
+    if (!ok)
+      std::cerr << "clreduce: wrote " << printable(a.output)
+                << " from results that did not verify\n";
+  }
+
+  // ---- Printed as every run is.
+  if (a.format == "table") {
+    std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  ";
+    if (expr)
+      std::cout << "expr: --map '" << printable(a.map) << "' --reduce '" << printable(a.reduce)
+                << "' --identity '" << printable(a.identity) << "'"
+                << (a.post.empty() ? "" : " --post '" + printable(a.post) + "'")
+                << (a.where.empty() ? "" : " --where '" + printable(a.where) + "'");
+    else
+      std::cout << "op: " << a.op;
+    std::cout << "  " << dtype_name(x.type) << " " << shape_words(shape) << " -> "
+              << shape_words(out_shape) << " "
+              << dtype_name(!expr && is_arg_op(op) ? DType::kInt64 : acc) << "  results = " << m
+              << "  (result: " << (ok ? "the first" : "the first that failed") << ")\n"
+              << table_header(false, false) << table_row(rec, false, false);
+  } else if (a.format == "json") {
+    std::cout << to_json(rec) << "\n";
+  } else {
+    std::cout << csv_header(run_csv_columns()) << csv_row(to_json(rec), run_csv_columns());
+  }
+  return ok ? kExitOk : kExitVerify;
+}
+
+}  // namespace clreduce

@@ -1,0 +1,401 @@
+// segments.cpp: segmented reductions (segments.hpp): offsets checked, axes brought to the
+// [O, R1, I, R2, J] form, the task table of cl/reduce_segments.cl built from the segments'
+// lengths, the launches, and a user reduction's one-work-item reference and post.
+#include "reduce/segments.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include "clreduce/error.hpp"
+#include "core/checked.hpp"
+#include "runtime/transfer.hpp"
+
+namespace clreduce {
+namespace {
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return b ? (a + b - 1) / b : 0; }
+
+// One work-item's launch, waited for within the limit.
+void run_one(Context& ctx, cl::Kernel& k, std::size_t items, TimeLimit limit,
+             const std::string& what, std::vector<cl::Event>* events = nullptr) {
+  cl::Event e;
+  ctx.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(items), cl::NullRange, nullptr,
+                                   &e);
+  ctx.queue().flush();
+  wait(e, limit, what);
+  if (events) events->push_back(e);
+}
+
+void set_inputs(cl::Kernel& k, const std::vector<cl::Buffer>& in) {
+  for (cl_uint a = 0; a < kMaxExprInputs; ++a)
+    k.setArg(a, in[std::min<std::size_t>(a, in.size() - 1)]);
+}
+
+// A read-only buffer holding v (one byte when v is empty: no buffer may be empty).
+template <class T> cl::Buffer buffer_of(Context& ctx, const std::vector<T>& v) {
+  if (v.empty()) return ctx.zeroed_buffer(sizeof(T));
+  return cl::Buffer(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, v.size() * sizeof(T),
+                    const_cast<T*>(v.data()));
+}
+
+}  // namespace
+
+std::uint64_t SegmentLayout::results() const {
+  return columns ? O * I * J : (offsets.empty() ? 0 : offsets.size() - 1);
+}
+
+std::uint64_t SegmentLayout::length(std::uint64_t q) const {
+  return columns ? R1 * R2 : static_cast<std::uint64_t>(offsets[q + 1] - offsets[q]);
+}
+
+std::uint64_t SegmentLayout::at(std::uint64_t q, std::uint64_t k) const {
+  if (!columns) return static_cast<std::uint64_t>(offsets[q]) + k;
+  const std::uint64_t j = q % J, i = (q / J) % I, o = q / (J * I), r1 = k / R2, r2 = k % R2;
+  return (((o * R1 + r1) * I + i) * R2 + r2) * J + j;
+}
+
+std::vector<std::int64_t> check_offsets(const HostArray& offsets, std::uint64_t n,
+                                        const std::string& name) {
+  if (offsets.type != DType::kInt64)
+    throw Error(Errc::kUsage, name + " holds " + dtype_name(offsets.type) +
+                                  ": offsets are int64 (np.int64, '<i8')");
+  if (offsets.n == 0)
+    throw Error(Errc::kUsage,
+                name + " is empty: S segments take S + 1 offsets (one offset for none)");
+  std::vector<std::int64_t> off(offsets.as<std::int64_t>(), offsets.as<std::int64_t>() + offsets.n);
+  for (std::size_t k = 0; k < off.size(); ++k) {
+    if (off[k] < 0 || static_cast<std::uint64_t>(off[k]) > n)
+      throw Error(Errc::kUsage, name + ": offset " + std::to_string(k) + " is " +
+                                    std::to_string(off[k]) + ", out of range for an array of " +
+                                    std::to_string(n) + " elements (0 to " + std::to_string(n) +
+                                    ")");
+    if (k > 0 && off[k] < off[k - 1])
+      throw Error(Errc::kUsage, name + ": offsets are not ascending: offset " + std::to_string(k) +
+                                    " is " + std::to_string(off[k]) + ", below offset " +
+                                    std::to_string(k - 1) + " (" + std::to_string(off[k - 1]) +
+                                    ")");
+  }
+  return off;
+}
+
+AxisReduction axis_reduction(const std::vector<std::uint64_t>& shape,
+                             const std::vector<std::int64_t>& axes, bool keepdims) {
+  const auto nd = static_cast<std::int64_t>(shape.size());
+  std::vector<bool> reduced(shape.size(), false);
+  for (std::int64_t a : axes) {
+    if (a < -nd || a >= nd)
+      throw Error(Errc::kUsage, "--axis " + std::to_string(a) +
+                                    " is out of bounds for an array of dimension " +
+                                    std::to_string(nd));
+    const std::size_t k = static_cast<std::size_t>(a < 0 ? a + nd : a);
+    if (reduced[k]) throw Error(Errc::kUsage, "--axis names axis " + std::to_string(k) + " twice");
+    reduced[k] = true;
+  }
+  AxisReduction r;
+  std::uint64_t n = 1;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    n *= shape[k];
+    if (!reduced[k])
+      r.shape.push_back(shape[k]);
+    else if (keepdims)
+      r.shape.push_back(1);
+  }
+  // Runs of reduced and kept axes, axes of length 1 left out (they change no address).
+  std::vector<std::pair<bool, std::uint64_t>> runs;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] == 1) continue;
+    if (!runs.empty() && runs.back().first == reduced[k])
+      runs.back().second *= shape[k];
+    else
+      runs.emplace_back(reduced[k], shape[k]);
+  }
+  std::size_t reduced_runs = 0;
+  for (const auto& run : runs) reduced_runs += run.first;
+  SegmentLayout& L = r.layout;
+  if (reduced_runs == 0) {
+    // Nothing reduced (or only axes of length 1): each result is one element.
+    L.offsets.resize(n + 1);
+    for (std::uint64_t k = 0; k <= n; ++k) L.offsets[k] = static_cast<std::int64_t>(k);
+    return r;
+  }
+  if (reduced_runs > 2)
+    throw Error(Errc::kUsage,
+                "--axis: the reduced axes form " + std::to_string(reduced_runs) +
+                    " runs between kept axes; at most 2 are supported (reduce in two steps)");
+  // [O, R1, I, R2, J]: each run in its place, 1 where it is missing.
+  std::size_t k = 0;
+  if (!runs[k].first) L.O = runs[k++].second;
+  L.R1 = runs[k++].second;
+  if (k < runs.size()) L.I = runs[k++].second;
+  if (k < runs.size()) L.R2 = runs[k++].second;
+  if (k < runs.size()) L.J = runs[k++].second;
+  if (L.I == 1 && L.J == 1) {
+    // The last axes reduced: contiguous segments of R1 * R2 elements.
+    const std::uint64_t len = L.R1 * L.R2;
+    L.offsets.resize(L.O + 1);
+    for (std::uint64_t q = 0; q <= L.O; ++q) L.offsets[q] = static_cast<std::int64_t>(q * len);
+    L.O = L.R1 = L.R2 = 1;
+    return r;
+  }
+  L.columns = true;
+  return r;
+}
+
+cl::Kernel SegmentReduction::build(const std::string& name, const std::string& extra) {
+  const std::string options = options_ + extra;
+  if (expr_) return build_expr_kernel(ctx_, spec_, "reduce_segments.cl", name, options, tail_);
+  return ctx_.kernel("reduce_segments.cl", name, options);
+}
+
+SegmentReduction::SegmentReduction(Context& ctx, Op op, DType t, DType acc, SegmentLayout layout,
+                                   std::size_t local_size)
+    : ctx_(ctx), op_(op), layout_(std::move(layout)) {
+  options_ = "-DCLR_TYPE=" + std::to_string(static_cast<int>(t)) +
+             " -DCLR_ACC=" + std::to_string(static_cast<int>(acc)) +
+             " -DCLR_OP=" + std::to_string(static_cast<int>(op));
+  acc_bytes_ = is_arg_op(op) ? 16 : dtype_size(acc);
+  plan(local_size, acc_bytes_);
+}
+
+SegmentReduction::SegmentReduction(Context& ctx, const ExprSpec& spec, SegmentLayout layout,
+                                   std::size_t local_size)
+    : ctx_(ctx), expr_(true), spec_(spec), layout_(std::move(layout)) {
+  if (spec_.width != 1) throw Error(Errc::kUsage, "segments and axes take one-value accumulators");
+  for (const auto& [flag, text] : {std::pair<const char*, const std::string&>{"--map", spec_.map},
+                                   {"--reduce", spec_.reduce},
+                                   {"--identity", spec_.identity}})
+    check_expression(flag, text);
+  if (!spec_.post.empty()) check_expression("--post", spec_.post);
+  if (!spec_.where.empty()) check_expression("--where", spec_.where);
+  options_ = expr_options(spec_);
+  tail_ = expr_tail(spec_);
+  acc_bytes_ = dtype_size(spec_.acc);
+  plan(local_size, acc_bytes_);
+}
+
+void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
+  const DeviceInfo& dev = ctx_.info();
+  const bool cpu = !dev.is_gpu;
+  // GPU: 256 work-items per group, 4 elements per lane before a segment takes more lanes,
+  // pieces of 64 elements per work-item; CPU: 64, 16 and 1024.
+  const std::size_t preferred = cpu ? 64 : 256;
+  const std::uint64_t per_lane = cpu ? 16 : 4, per_item = cpu ? 1024 : 64;
+  check_local_size(ctx_, local_size, local_size * local_bytes);
+  const auto make = [&](std::size_t wg) {
+    main_ = build(layout_.columns ? "reduce_columns" : "reduce_segments",
+                  " -DWG_SIZE=" + std::to_string(wg));
+  };
+  make(local_size ? local_size : preferred);
+  policy_.wg_size = choose_wg(ctx_, main_, local_size, preferred);
+  if (policy_.wg_size != (local_size ? local_size : preferred)) make(policy_.wg_size);
+  const std::uint64_t wg = policy_.wg_size;
+  const std::string wg_option = " -DWG_SIZE=" + std::to_string(wg);
+  policy_.vec_width = 1;
+  if (layout_.columns) {
+    // Enough work-items to fill the device (4 groups per compute unit), each a piece of at least
+    // 16 rows of its result.
+    const std::uint64_t results = layout_.results();
+    const std::uint64_t target = std::max<std::uint64_t>(1, dev.compute_units) * wg * 4;
+    pieces_ = std::clamp<std::uint64_t>(ceil_div(target, std::max<std::uint64_t>(results, 1)), 1,
+                                        std::max<std::uint64_t>(1, ceil_div(layout_.R1, 16)));
+    rows_ = ceil_div(layout_.R1, pieces_);
+    pieces_ = std::max<std::uint64_t>(1, ceil_div(layout_.R1, rows_));
+    policy_.groups = ceil_div(results * pieces_, wg);
+    policy_.items_per_thread = static_cast<unsigned>(
+        std::min<std::uint64_t>(rows_ * layout_.R2, std::numeric_limits<unsigned>::max()));
+    policy_.path = "columns: a work-item per result, " + std::to_string(pieces_) +
+                   (pieces_ == 1 ? " piece" : " pieces") + " of " + std::to_string(rows_) + " rows";
+    if (pieces_ > 1) {
+      fold_ = build("reduce_columns_fold", wg_option);
+      partials_ = ctx_.zeroed_buffer(results * pieces_ * acc_bytes_);
+    }
+    return;
+  }
+  // Contiguous segments: lanes per segment by its length, runs of segments that take the same
+  // lanes sharing a group, long segments in pieces.
+  piece_ = wg * per_item;
+  const std::uint64_t S = layout_.results();
+  lanes_.assign(S, 0);
+  std::uint64_t run_lanes = 0, run_first = 0, run_count = 0, items = 0, short_segs = 0;
+  std::size_t long_segs = 0;
+  const auto close_run = [&] {
+    if (run_count) tasks_.insert(tasks_.end(), {run_lanes, run_first, run_count, 0, 0});
+    run_count = 0;
+  };
+  for (std::uint64_t s = 0; s < S; ++s) {
+    const std::uint64_t len = layout_.length(s);
+    if (len > piece_) {
+      close_run();
+      const std::uint64_t begin = static_cast<std::uint64_t>(layout_.offsets[s]);
+      const std::uint64_t pieces = ceil_div(len, piece_);
+      longs_.insert(longs_.end(), {s, slots_, pieces});
+      for (std::uint64_t p = 0; p < pieces; ++p)
+        tasks_.insert(tasks_.end(), {0, slots_ + p, begin + p * piece_,
+                                     begin + std::min(len, (p + 1) * piece_), begin});
+      slots_ += pieces;
+      ++long_segs;
+      continue;
+    }
+    std::uint64_t L = 1;
+    while (L < wg && L * per_lane < len) L *= 2;
+    L = std::min<std::uint64_t>(L, wg);
+    lanes_[s] = static_cast<std::uint32_t>(L);
+    if (run_count && (L != run_lanes || run_count == wg / L)) close_run();
+    if (!run_count) {
+      run_lanes = L;
+      run_first = s;
+    }
+    ++run_count;
+    ++short_segs;
+    items += len;
+  }
+  close_run();
+  policy_.groups = tasks_.size() / 5;
+  policy_.items_per_thread = static_cast<unsigned>(per_lane);
+  policy_.path = "segments: " + std::to_string(short_segs) + " by lanes, " +
+                 std::to_string(long_segs) + " long in " + std::to_string(slots_) + " pieces of " +
+                 std::to_string(piece_);
+  (void)items;
+  offsets_ = buffer_of(ctx_, layout_.offsets);
+  tasks_buf_ = buffer_of(ctx_, tasks_);
+  longs_buf_ = buffer_of(ctx_, longs_);
+  partials_ = ctx_.zeroed_buffer(std::max<std::uint64_t>(slots_, 1) * acc_bytes_);
+  if (!longs_.empty()) fold_ = build("reduce_segments_fold", wg_option);
+}
+
+std::uint64_t SegmentReduction::depth(std::uint64_t q) const {
+  const std::uint64_t len = layout_.length(q);
+  if (layout_.columns) return rows_ * layout_.R2 + (pieces_ > 1 ? pieces_ : 0);
+  const std::uint64_t L = lanes_[q];
+  if (L) return ceil_div(len, L) + ceil_log2(L);
+  return ceil_div(piece_, policy_.wg_size) + ceil_log2(policy_.wg_size) + ceil_div(len, piece_);
+}
+
+void SegmentReduction::enqueue(const std::vector<cl::Buffer>& in, const cl::Buffer& out,
+                               std::vector<cl::Event>& events) {
+  const std::uint64_t results = layout_.results();
+  if (results == 0) return;
+  const std::size_t wg = policy_.wg_size;
+  if (layout_.columns) {
+    set_inputs(main_, in);
+    main_.setArg(4, static_cast<cl_ulong>(layout_.R1));
+    main_.setArg(5, static_cast<cl_ulong>(layout_.I));
+    main_.setArg(6, static_cast<cl_ulong>(layout_.R2));
+    main_.setArg(7, static_cast<cl_ulong>(layout_.J));
+    main_.setArg(8, static_cast<cl_ulong>(results));
+    main_.setArg(9, static_cast<cl_ulong>(pieces_));
+    main_.setArg(10, static_cast<cl_ulong>(rows_));
+    main_.setArg(11, out);
+    main_.setArg(12, partials_.get() ? partials_ : out);
+    events.emplace_back();
+    ctx_.queue().enqueueNDRangeKernel(main_, cl::NullRange,
+                                      cl::NDRange(ceil_div(results * pieces_, wg) * wg),
+                                      cl::NDRange(wg), nullptr, &events.back());
+    if (pieces_ > 1) {
+      fold_.setArg(0, partials_);
+      fold_.setArg(1, static_cast<cl_ulong>(results));
+      fold_.setArg(2, static_cast<cl_ulong>(pieces_));
+      fold_.setArg(3, out);
+      events.emplace_back();
+      ctx_.queue().enqueueNDRangeKernel(fold_, cl::NullRange,
+                                        cl::NDRange(ceil_div(results, wg) * wg), cl::NDRange(wg),
+                                        nullptr, &events.back());
+    }
+    return;
+  }
+  set_inputs(main_, in);
+  main_.setArg(4, offsets_);
+  main_.setArg(5, tasks_buf_);
+  main_.setArg(6, out);
+  main_.setArg(7, partials_);
+  events.emplace_back();
+  ctx_.queue().enqueueNDRangeKernel(main_, cl::NullRange, cl::NDRange(policy_.groups * wg),
+                                    cl::NDRange(wg), nullptr, &events.back());
+  if (!longs_.empty()) {
+    const std::uint64_t m = longs_.size() / 3;
+    fold_.setArg(0, partials_);
+    fold_.setArg(1, longs_buf_);
+    fold_.setArg(2, static_cast<cl_ulong>(m));
+    fold_.setArg(3, out);
+    events.emplace_back();
+    ctx_.queue().enqueueNDRangeKernel(fold_, cl::NullRange, cl::NDRange(ceil_div(m, wg) * wg),
+                                      cl::NDRange(wg), nullptr, &events.back());
+  }
+}
+
+std::vector<Value> SegmentReduction::reference(const std::vector<cl::Buffer>& in, bool abs,
+                                               TimeLimit limit, bool* wider,
+                                               std::vector<cl::Event>& events) {
+  if (!expr_) throw Error(Errc::kInternal, "the one-work-item reference is a user reduction's");
+  const std::uint64_t m = layout_.results();
+  DType t = spec_.acc;
+  *wider = false;
+  const std::string abs_option = abs ? " -DEXPR_ABS=1" : "";
+  cl::Kernel k;
+  if (t == DType::kFloat && ctx_.info().fp64) {
+    // The same expressions with a double accumulator, where they build so.
+    ExprSpec wide = spec_;
+    wide.acc = DType::kDouble;
+    try {
+      k = ctx_.kernel("reduce_segments.cl", "reduce_segments_seq",
+                      expr_options(wide) + " -DCLR_TYPE=5" + abs_option, tail_);
+      t = DType::kDouble;
+      *wider = true;
+    } catch (const Error& e) {
+      if (e.category() != Errc::kBuild) throw;
+    }
+  }
+  if (!*wider) k = build("reduce_segments_seq", abs_option);
+  std::vector<Value> r;
+  if (m == 0) return r;
+  const std::size_t as = dtype_size(t);
+  cl::Buffer out = ctx_.zeroed_buffer(m * as);
+  cl::Buffer off = buffer_of(ctx_, layout_.offsets);
+  set_inputs(k, in);
+  k.setArg(4, off);
+  k.setArg(5, static_cast<cl_ulong>(m));
+  k.setArg(6, static_cast<cl_int>(layout_.columns ? 1 : 0));
+  k.setArg(7, static_cast<cl_ulong>(layout_.R1));
+  k.setArg(8, static_cast<cl_ulong>(layout_.I));
+  k.setArg(9, static_cast<cl_ulong>(layout_.R2));
+  k.setArg(10, static_cast<cl_ulong>(layout_.J));
+  k.setArg(11, out);
+  run_one(ctx_, k, 1, limit, "the one-work-item reference of the segments", &events);
+  std::vector<unsigned char> bytes(m * as);
+  enqueue_read(ctx_.queue(), out, 0, bytes.size(), bytes.data(), ctx_.tuning().transfer_piece);
+  finish(ctx_.queue(), limit, "the one-work-item reference of the segments");
+  for (std::uint64_t q = 0; q < m; ++q) r.push_back(Value::from_bytes(t, bytes.data() + q * as));
+  return r;
+}
+
+std::vector<Value> SegmentReduction::post(const std::vector<Value>& accs, TimeLimit limit) {
+  if (!expr_ || spec_.post.empty() || accs.empty()) return accs;
+  const DType t = spec_.acc;
+  const std::size_t as = dtype_size(t), m = accs.size();
+  std::vector<unsigned char> bytes(m * as);
+  for (std::size_t q = 0; q < m; ++q)
+    dispatch_dtype(t, [&](auto zero) {
+      const auto x = value_as<decltype(zero)>(accs[q]);
+      std::memcpy(bytes.data() + q * as, &x, as);
+    });
+  cl::Kernel k = build("reduce_segments_post");
+  cl::Buffer in = buffer_of(ctx_, bytes);
+  cl::Buffer off = buffer_of(ctx_, layout_.offsets);
+  cl::Buffer out = ctx_.zeroed_buffer(m * as);
+  k.setArg(0, in);
+  k.setArg(1, static_cast<cl_ulong>(m));
+  k.setArg(2, off);
+  k.setArg(3, static_cast<cl_int>(layout_.columns ? 1 : 0));
+  k.setArg(4, static_cast<cl_long>(layout_.R1 * layout_.R2));
+  k.setArg(5, out);
+  run_one(ctx_, k, m, limit, "--post of the segments");
+  enqueue_read(ctx_.queue(), out, 0, bytes.size(), bytes.data(), ctx_.tuning().transfer_piece);
+  finish(ctx_.queue(), limit, "--post of the segments");
+  std::vector<Value> r;
+  for (std::size_t q = 0; q < m; ++q) r.push_back(Value::from_bytes(t, bytes.data() + q * as));
+  return r;
+}
+
+}  // namespace clreduce

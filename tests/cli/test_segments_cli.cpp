@@ -1,0 +1,149 @@
+// test_segments_cli.cpp: segmented reductions (--offsets) and axes (--axis, --keepdims) through the
+// command line: results written to --output with NumPy's shape and dtype, checked here on the
+// host; and the refusals, each one line with exit 2 (5 for arrays past one allocation) and no
+// output file: offsets not ascending, out of range or not int64, an empty segment of an op
+// without identity, an axis out of range or repeated, --axis without an N-dimensional input,
+// flags that exclude each other.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/npy.hpp"
+#include "test_helpers.hpp"
+
+using Catch::Matchers::ContainsSubstring;
+using clreduce::DType;
+using clreduce::test::make_array;
+using clreduce::test::run_cli;
+using clreduce::test::TempDir;
+
+namespace {
+
+template <class T>
+std::string save(const TempDir& dir, const std::string& name, DType t, const std::vector<T>& v,
+                 const std::vector<std::uint64_t>& shape = {}) {
+  const std::string path = dir / name;
+  if (shape.empty())
+    clreduce::write_npy(path, make_array(t, v));
+  else
+    clreduce::write_npy(path, make_array(t, v), shape);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("segments and axes write NumPy's shape and dtype, empty segments the identity",
+          "[cli][segments]") {
+  TempDir dir;
+  const std::vector<std::int32_t> x = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  const std::string in = save(dir, "x.npy", DType::kInt32, x);
+  const std::string m = save(dir, "m.npy", DType::kInt32, x, {2, 3, 2});
+  const std::string off =
+      save(dir, "off.npy", DType::kInt64, std::vector<std::int64_t>{0, 0, 3, 12});
+  const std::string out = dir / "out.npy";
+  {
+    const auto r = run_cli("--input " + in + " --offsets " + off + " --op sum --output " + out);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    std::vector<std::uint64_t> shape;
+    const clreduce::HostArray a = clreduce::read_npy_nd(out, &shape);
+    CHECK(a.type == DType::kInt64);  // NumPy's sum of int32
+    CHECK(shape == std::vector<std::uint64_t>{3});
+    const std::int64_t* v = a.as<std::int64_t>();
+    CHECK(v[0] == 0);  // the empty segment: the identity
+    CHECK(v[1] == 6);
+    CHECK(v[2] == 72);
+  }
+  {
+    const auto r = run_cli("--input " + in + " --offsets " + off + " --op prod --output " + out);
+    REQUIRE(r.code == 0);
+    const clreduce::HostArray a = clreduce::read_npy(out);
+    CHECK(a.as<std::int64_t>()[0] == 1);
+    CHECK(a.as<std::int64_t>()[1] == 6);
+  }
+  {
+    // (2, 3, 2) along axis 1, kept: (2, 1, 2); argmax gives int64 indices along the axis.
+    auto r = run_cli("--input " + m + " --axis 1 --keepdims --op sum --output " + out);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    std::vector<std::uint64_t> shape;
+    clreduce::HostArray a = clreduce::read_npy_nd(out, &shape);
+    CHECK(shape == std::vector<std::uint64_t>{2, 1, 2});
+    const std::int64_t* v = a.as<std::int64_t>();
+    CHECK(v[0] == 1 + 3 + 5);
+    CHECK(v[1] == 2 + 4 + 6);
+    CHECK(v[2] == 7 + 9 + 11);
+    CHECK(v[3] == 8 + 10 + 12);
+    r = run_cli("--input " + m + " --axis -2 --op argmax --output " + out);
+    REQUIRE(r.code == 0);
+    a = clreduce::read_npy_nd(out, &shape);
+    CHECK(a.type == DType::kInt64);
+    CHECK(shape == std::vector<std::uint64_t>{2, 2});
+    for (int k = 0; k < 4; ++k) CHECK(a.as<std::int64_t>()[k] == 2);
+    // Every axis reduced: a 0-d result, shape ().
+    r = run_cli("--input " + m + " --axis 0,1,2 --op max --output " + out);
+    REQUIRE(r.code == 0);
+    a = clreduce::read_npy_nd(out, &shape);
+    CHECK(shape.empty());
+    CHECK(a.as<std::int32_t>()[0] == 12);
+  }
+}
+
+TEST_CASE("segments and axes refuse bad offsets, axes and flags in one line, writing nothing",
+          "[cli][segments]") {
+  TempDir dir;
+  const std::vector<float> x(10, 1.0f);
+  const std::string in = save(dir, "x.npy", DType::kFloat, x);
+  const std::string m = save(dir, "m.npy", DType::kFloat, x, {2, 5});
+  const auto offsets = [&](const std::string& name, const std::vector<std::int64_t>& v) {
+    return save(dir, name, DType::kInt64, v);
+  };
+  const std::string down = offsets("down.npy", {0, 5, 3, 10});
+  const std::string past = offsets("past.npy", {0, 4, 11});
+  const std::string neg = offsets("neg.npy", {-1, 4, 10});
+  const std::string empty = offsets("empty.npy", {0, 3, 3, 10});
+  const std::string none = offsets("none.npy", {});
+  const std::string ints = save(dir, "ints.npy", DType::kInt32, std::vector<std::int32_t>{0, 10});
+  const std::string out = dir / "out.npy";
+  struct Case {
+    std::string args, says;
+    int code;
+  };
+  const std::string I = "--input " + in + " ";
+  for (const Case& c : std::vector<Case>{
+           {I + "--offsets " + down, "offsets are not ascending: offset 2 is 3, below offset 1 (5)",
+            2},
+           {I + "--offsets " + past, "offset 2 is 11, out of range for an array of 10 elements", 2},
+           {I + "--offsets " + neg, "offset 0 is -1, out of range", 2},
+           {I + "--offsets " + none, "is empty: S segments take S + 1 offsets", 2},
+           {I + "--offsets " + ints, "holds int32: offsets are int64", 2},
+           {I + "--offsets " + empty + " --op min",
+            "segment 1 ([3, 3)) is empty: --op min has no identity", 2},
+           {I + "--offsets " + empty + " --op argmax", "--op argmax has no identity", 2},
+           {"--input " + m + " --offsets " + down, "--offsets takes a 1-D array", 2},
+           {"--input " + m + " --axis 2", "--axis 2 is out of bounds for an array of dimension 2",
+            2},
+           {"--input " + m + " --axis -3", "--axis -3 is out of bounds", 2},
+           {"--input " + m + " --axis 0,-2", "--axis names axis 0 twice", 2},
+           {"--input " + m + " --axis 1,x", "'x' is not an axis", 2},
+           {"--input " + m + " --axis 0,1 --op argmin", "--op argmin takes one --axis", 2},
+           {"--size 10 --axis 0", "--axis needs an N-dimensional .npy (--input)", 2},
+           {"--input " + m + " --axis 0 --offsets " + down, "exclude each other", 2},
+           {I + "--keepdims", "--keepdims applies to --axis only", 2},
+           {I + "--offsets " + down + " --op mean", "--op mean does not take --offsets", 2},
+           {I + "--offsets " + down + " --peers", "--peers does not apply to --offsets", 2},
+           {"--input " + m + " --axis 0 --max-chunk 16", "do not run in chunks yet", 5},
+       }) {
+    CAPTURE(c.args);
+    std::filesystem::remove(out);
+    const auto r = run_cli(c.args + " --output " + out);
+    CHECK(r.code == c.code);
+    CHECK_THAT(r.out, ContainsSubstring(c.says));
+    CHECK(clreduce::test::count_lines(r.out) == 1);
+    CHECK_FALSE(std::filesystem::exists(out));
+  }
+}
