@@ -209,6 +209,9 @@ for source in write stage host-ptr; do
   check --variant topdown --op min --type int32 --size 1003 --local-size 16 $stream
   check --variant scan-hierarchical --op max --type float --size 700 --local-size 16 --segment-length 9 $stream
 done
+# --op select: the compaction's kernels (cl/compact.cl) and the scan under them, in groups of 16.
+check --op select --where "x > 0.25f" --type float --size 300 --local-size 16
+check --op select --where "x % 3 == 0" --type int64 --size 1000 --local-size 16
 # What the CLI never runs: a scan plan's carry-in pass (cl/scan_carry.cl) and plans on
 # sub-buffers, in the test binary's small case for Oclgrind (device 0 there is Oclgrind's).
 if [ -n "${CLREDUCE_TESTS:-}" ]; then
