@@ -14,6 +14,7 @@
 #include "csv.hpp"
 #include "exit_codes.hpp"
 #include "io/data.hpp"
+#include "io/npy.hpp"
 #include "io/report.hpp"
 #include "io/text.hpp"
 #include "reduce/expr.hpp"
@@ -23,6 +24,7 @@
 #include "run/timing.hpp"
 #include "runtime/device.hpp"
 #include "runtime/transfer.hpp"
+#include "scan/compact.hpp"
 
 namespace clreduce {
 namespace {
@@ -339,6 +341,146 @@ int run_expr(const ExprArgs& a, Context& ctx,
     std::cout << to_json(rec) << "\n";
   } else {
     std::cout << csv_header(run_csv_columns()) << csv_row(to_json(rec), run_csv_columns());
+  }
+  return ok ? kExitOk : kExitVerify;
+}
+
+int run_select(const ExprArgs& a, const std::string& output, Context& ctx,
+               const std::function<HostArray(const std::string&)>& read) {
+  const DeviceInfo& dev = ctx.info();
+  check_expression("--where", a.where);
+  HostArray x;
+  if (!a.inputs.empty()) {
+    x = read(a.inputs.front());
+    if (a.type_given && x.type != parse_dtype(a.type))
+      throw Error(Errc::kUsage, input_words(a, 0) + " holds " + dtype_name(x.type) +
+                                    ", not --type " + a.type);
+    MemoryNeed need;
+    if (dev.type == "CPU") need.add("the device's copies", 2 * x.bytes.size());
+    need.add("the selection read back", x.bytes.size());
+    check_host_memory(need);
+  } else {
+    const DType t = parse_dtype(a.type);
+    const std::uint64_t each = sat_mul(a.n, dtype_size(t));
+    MemoryNeed need;
+    need.add("the array and the selection read back", sat_mul(2, each));
+    if (dev.type == "CPU") need.add("the device's copies", sat_mul(2, each));
+    check_host_memory(need);
+    x = generate(t, a.n, a.seed);
+  }
+  const std::size_t n = x.n, elem = dtype_size(x.type);
+  if (x.type == DType::kDouble && !dev.fp64)
+    throw Error(Errc::kUnsupported, dev.name + " has no double precision (cl_khr_fp64); try float");
+  if (x.bytes.size() > dev.max_alloc)
+    throw Error(Errc::kUnsupported, "the array (" + std::to_string(x.bytes.size()) +
+                                        " bytes) is larger than " + dev.name +
+                                        "'s largest allocation (" + std::to_string(dev.max_alloc) +
+                                        " bytes): --op select does not run in chunks yet");
+  const TimeLimit timeout = ctx.time_limit(2.0 * static_cast<double>(x.bytes.size()));
+
+  // ---- The compaction's kernels (a compile error names --where), the arrays on the device.
+  CompactWhere where;
+  where.expr = a.where;
+  Compactor c(ctx, x.type, n, where, false, a.local_size);
+  if (a.verbose) std::cerr << "select: scan " << c.scan().policy().str() << "\n";
+  const cl::Buffer in = n ? cl::Buffer(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                       x.bytes.size(), x.bytes.data())
+                          : ctx.zeroed_buffer(1);
+  const cl::Buffer out = ctx.zeroed_buffer(std::max<std::size_t>(x.bytes.size(), 1));
+  const cl::Buffer count = ctx.zeroed_buffer(8);
+
+  // ---- The reference: the predicate's value at each element by the reduction engine's kernel
+  // (2^20 elements at a time), the kept elements in order on the host.
+  HostArray want;
+  want.type = x.type;
+  {
+    ExprSpec ms;
+    ms.map = "1";
+    ms.reduce = "a + b";
+    ms.identity = "0";
+    ms.where = a.where;
+    ms.inputs = {x.type};
+    ms.acc = DType::kInt32;
+    ExprReduction me(ctx, ms, n, a.local_size);
+    std::vector<unsigned char> kept;
+    for (std::size_t first = 0; first < n; first += std::size_t{1} << 20) {
+      const std::size_t len = std::min<std::size_t>(n - first, std::size_t{1} << 20);
+      const std::vector<unsigned char> v = me.map_values({in}, first, len, timeout);
+      for (std::size_t k = 0; k < len; ++k)
+        if (v[4 * k] | v[4 * k + 1]) {
+          const unsigned char* e = x.bytes.data() + (first + k) * elem;
+          kept.insert(kept.end(), e, e + elem);
+        }
+    }
+    want.n = kept.size() / elem;
+    want.bytes.resize(kept.size());
+    if (!kept.empty()) std::memcpy(want.bytes.data(), kept.data(), kept.size());
+  }
+
+  // ---- The timed runs, then the selection read back.
+  RunRecord rec;
+  rec.variant = "select";
+  rec.op_text = "select";
+  rec.type = x.type;
+  rec.acc = DType::kUInt64;
+  rec.n = n;
+  rec.device = dev.name;
+  rec.seed = a.seed;
+  rec.warmup = a.warmup;
+  rec.repeat = a.repeat;
+  rec.policy = c.scan().policy();
+  for (const std::string& f : a.inputs) rec.input += (rec.input.empty() ? "" : ",") + f;
+  set_timings(rec, repeat_runs(static_cast<std::uint64_t>(a.warmup),
+                               static_cast<std::uint64_t>(a.repeat), [&] {
+                                 std::vector<cl::Event> events;
+                                 const double t0 = now_ms();
+                                 c.enqueue(in, n, out, count, 0, events);
+                                 ctx.queue().flush();
+                                 wait(events.back(), timeout, "the selection");
+                                 const double t1 = now_ms();
+                                 return Sample{events_ms(events), t1 - t0, events.size()};
+                               }));
+  std::uint64_t kept = 0;
+  ctx.read(count, 8, &kept, "the selection's count");
+  HostArray got;
+  got.type = x.type;
+  got.n = static_cast<std::size_t>(std::min<std::uint64_t>(kept, n));
+  got.bytes.resize(got.n * elem);
+  if (got.n) ctx.read(out, got.bytes.size(), got.bytes.data(), "the selection");
+  bool ok = kept == want.n;
+  std::string why;
+  if (!ok) {
+    why = "count " + std::to_string(kept) + ", expected " + std::to_string(want.n);
+  } else {
+    for (std::size_t i = 0; i < got.n; ++i)
+      if (std::memcmp(got.bytes.data() + i * elem, want.bytes.data() + i * elem, elem) != 0) {
+        ok = false;
+        why = "element " + std::to_string(i) + " of the selection differs from the host's";
+        break;
+      }
+  }
+  rec.result = Value{DType::kUInt64, 0, kept, 0.0, -1};
+  rec.expected = Value{DType::kUInt64, 0, want.n, 0.0, -1};
+  rec.verified = ok;
+  rec.verify_note = why;
+  // Bytes moved: the array read twice (flags, scatter), the flags written and scanned, the kept
+  // elements written.
+  if (rec.kernel_ms > 0)
+    rec.gbps = static_cast<double>(2 * x.bytes.size() + got.bytes.size()) / (rec.kernel_ms * 1e6);
+
+  if (a.format == "table") {
+    std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name
+              << ")  op: select --where '" << printable(a.where) << "'  n = " << n
+              << "  kept = " << kept << "  checked against the host's compaction\n"
+              << table_header(false, false) << table_row(rec, false, false);
+  } else if (a.format == "json") {
+    std::cout << to_json(rec) << "\n";
+  } else {
+    std::cout << csv_header(run_csv_columns()) << csv_row(to_json(rec), run_csv_columns());
+  }
+  if (!output.empty()) {
+    if (!ok) std::cerr << "clreduce: writing " << printable(output) << ", which did not verify\n";
+    write_npy(output, got);
   }
   return ok ? kExitOk : kExitVerify;
 }

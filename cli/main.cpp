@@ -283,12 +283,14 @@ int run(int argc, char** argv, const Ranks& ranks) {
   app.add_option("--op", op,
                  "sum | prod | min | max | argmin | argmax; rows of the reduction engine: dot "
                  "(two arrays) | norm2 | mean | var | std | count | any | all | logsumexp (with "
-                 "--map: expr)")
+                 "--map: expr); select (with --where: the elements where it holds, compacted "
+                 "on the device; --output writes them)")
       ->capture_default_str();
   std::string where_expr, ddof_text;
   app.add_option("--where", where_expr,
-                 "with --map or an engine row (dot ... logsumexp): an OpenCL C predicate over x "
-                 "(and y, z, w); where it is false the element is left out (NumPy's where=)");
+                 "with --map, an engine row (dot ... logsumexp) or select: an OpenCL C predicate "
+                 "over x (and y, z, w); where it is false the element is left out (NumPy's "
+                 "where=)");
   app.add_option("--ddof", ddof_text,
                  "var and std: the divisor is count - ddof, a number >= 0 (default 0, as NumPy)");
   std::string map_expr, reduce_expr, identity_expr, post_expr;
@@ -365,8 +367,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
                  "scans: a segment starts every L elements (1 to 2^64-1: N, 2^K or NeK)")
       ->excludes(seg_file);
   app.add_option("-o,--output", output,
-                 "scans: write the whole result to this .npy file; with --offsets or --axis: "
-                 "the results, with NumPy's shape and dtype");
+                 "scans and --op select: write the whole result to this .npy file; with "
+                 "--offsets or --axis: the results, with NumPy's shape and dtype");
   std::string offsets_file, axis_text;
   bool keepdims = false;
   app.add_option("--offsets", offsets_file,
@@ -491,7 +493,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
   if (app.count("--timeout")) set_tuning(tuning, "timeout", timeout_text, "--timeout");
 
   const bool engine_row = !user_expr && is_expr_op(op);
-  if (app.count("--where") && !user_expr && !engine_row)
+  const bool select_op = !user_expr && op == "select";
+  if (app.count("--where") && !user_expr && !engine_row && !select_op)
     throw Error(
         Errc::kUsage, "--where applies to --map and to --op " +
                           [] {
@@ -521,6 +524,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
                   "--offsets and --axis exclude each other: segments of a 1-D array, or lines "
                   "of an N-dimensional one");
     const std::string with = app.count("--axis") ? "--axis" : "--offsets";
+    if (select_op) throw Error(Errc::kUsage, "--op select does not take " + with);
     if (engine_row)
       throw Error(Errc::kUsage, "--op " + op + " does not take " + with +
                                     " yet (sum, prod, min, max, argmin, argmax and --map do)");
@@ -611,6 +615,52 @@ int run(int argc, char** argv, const Ranks& ranks) {
         throw Error(Errc::kUsage, "--input -: standard input is a terminal; pipe a .npy file in");
       return read_npy_stream_nd(0, "standard input", shape);
     });
+  }
+  if (select_op && !list_variants_flag && !list_devices_flag) {
+    // Stream compaction (expr_run.hpp's run_select): one array, one device, its own checks.
+    if (!app.count("--where"))
+      throw Error(Errc::kUsage, "--op select needs --where E: the predicate over x that keeps an "
+                                "element");
+    for (const char* f : {"--peers", "--measure-copy", "--accuracy", "--exclusive", "--segments",
+                          "--segment-length", "--save-input", "--acc", "--ddof", "--variant",
+                          "--shares"})
+      if (app.count(f)) throw Error(Errc::kUsage, std::string(f) + " does not apply to --op select");
+    if (ranks.many()) throw Error(Errc::kUsage, "--op select does not run under mpirun yet");
+    if (inputs.size() > 1)
+      throw Error(Errc::kUsage, "--op select takes one array (--input once)");
+    if (!inputs.empty() && app.count("--size"))
+      throw Error(Errc::kUsage, "--size and --input exclude each other: the file sets the size");
+    if (!output.empty()) check_output_path(output);  // before any work, not after it
+    ExprArgs ea;
+    ea.where = where_expr;
+    ea.inputs = inputs;
+    ea.type = type;
+    ea.type_given = app.count("--type") > 0;
+    if (ea.type_given || inputs.empty()) parse_dtype(type);
+    ea.n = inputs.empty() ? parse_size_flag("--size", size, 0, UINT64_MAX, "from 0 to 2^64-1") : 0;
+    ea.seed = seed;
+    ea.warmup = warmup;
+    ea.repeat = repeat;
+    ea.local_size = local_size;
+    ea.format = format;
+    ea.verbose = verbose;
+    check_expression("--where", where_expr);
+    const std::size_t named = inputs_named(where_expr);
+    if (named > 1)
+      throw Error(Errc::kUsage, "--where '" + printable(where_expr) + "' names " +
+                                    std::string(1, "xyzw"[named - 1]) +
+                                    ": --op select has one array, x");
+    const std::vector<DeviceInfo> devs = select_devices(list_devices(), device);
+    if (devs.size() > 1)
+      throw Error(Errc::kUsage,
+                  "--device " + device + " names several devices: --op select runs on one device");
+    if (local_size > devs.front().max_wg_size)
+      throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
+                                    " is larger than device " + std::to_string(devs.front().index) +
+                                    "'s largest work-group (" +
+                                    std::to_string(devs.front().max_wg_size) + ")");
+    Context ctx(devs.front(), find_kernel_dir(kernel_dir, true), verbose, tuning);
+    return run_select(ea, output, ctx, read_input);
   }
   if ((user_expr || engine_row) && !list_variants_flag && !list_devices_flag) {
     // A user reduction or an engine row (expr_run.hpp): one device, one run, its own checks.

@@ -349,14 +349,24 @@ Csr to_csr(const Graph& g) {
   return c;
 }
 
-// Marks node u visited (its key becomes the largest long, so argmin never picks it again) and
-// lowers each out-neighbour's distance to d + w where that is shorter. A visited neighbour
-// already has a distance <= d, so it is never lowered.
+// One step after an argmin: `best` holds the argmin's result as clreduce writes it (the least
+// key, a long, then its node's index, a long). A least key of LONG_MAX means every node left is
+// unreachable (or none is left): the step does nothing. Else it counts the step, marks node u
+// visited (its key becomes the largest long, so argmin never picks it again) and lowers each
+// out-neighbour's distance to d + w where that is shorter. A visited neighbour already has a
+// distance <= d, so it is never lowered.
 const char* kRelaxSource = R"CL(
 __kernel void relax(__global const long* row, __global const int* col, __global const long* wt,
-                    __global long* dist, __global long* key, int u, long d) {
+                    __global long* dist, __global long* key, __global const long* best,
+                    __global long* steps) {
+  const long d = best[0];
+  if (d == LONG_MAX) return;
+  const int u = (int)best[1];
   const long begin = row[u], end = row[u + 1];
-  if (get_global_id(0) == 0) key[u] = LONG_MAX;
+  if (get_global_id(0) == 0) {
+    key[u] = LONG_MAX;
+    ++*steps;
+  }
   for (long e = begin + (long)get_global_id(0); e < end; e += (long)get_global_size(0)) {
     const int v = col[e];
     const long w = wt[e];
@@ -461,19 +471,24 @@ double now_ms() {
 template <class T> cl::Buffer upload(clreduce::Device& dev, const std::vector<T>& v) {
   const std::size_t bytes = std::max<std::size_t>(v.size() * sizeof(T), sizeof(T));
   cl::Buffer b(dev.context(), CL_MEM_READ_WRITE, bytes);
-  if (!v.empty()) dev.queue().enqueueWriteBuffer(b, CL_FALSE, 0, v.size() * sizeof(T), v.data());
+  if (!v.empty()) dev.queue().enqueueWriteBuffer(b, CL_TRUE, 0, v.size() * sizeof(T), v.data());
   return b;
 }
 
 struct DeviceRun {
   std::vector<std::int64_t> dist;
-  std::size_t steps = 0;
-  double first_call_ms = 0.0;     // the first argmin, with clreduce's program builds
-  double wall_ms = 0.0;           // every step, from the first to the distances read back
-  double argmin_kernel_ms = 0.0;  // the argmin kernels' time over all steps
+  std::int64_t steps = 0;
+  double plan_ms = 0.0;  // making the argmin's plan: clreduce's program builds and scratch
+  double wall_ms = 0.0;  // every step, from the first to the distances read back
+  std::size_t reads = 0;  // times the host read the last argmin back to see if it was done
   std::string plan;
 };
 
+// The steps go in batches with no wait between them: each argmin (clreduce's Reduction, which
+// only enqueues) writes its result into the `best` buffer, and the relax kernel after it reads
+// the node from there. After a batch the host reads the last argmin's key back once, to learn
+// whether every reachable node is done; batches double from 1 up to 256 steps, so a graph
+// of N reachable nodes takes about log2(N) + N / 256 reads instead of N.
 DeviceRun device_dijkstra(clreduce::Device& dev, const Csr& csr, std::int32_t n,
                           std::int32_t source, const std::string& variant) {
   const auto un = static_cast<std::size_t>(n);
@@ -481,6 +496,9 @@ DeviceRun device_dijkstra(clreduce::Device& dev, const Csr& csr, std::int32_t n,
   init[static_cast<std::size_t>(source)] = 0;
   cl::Buffer row = upload(dev, csr.row), col = upload(dev, csr.col), wt = upload(dev, csr.wt);
   cl::Buffer dist = upload(dev, init), key = upload(dev, init);
+  cl::Buffer best = upload(dev, std::vector<std::int64_t>{0, 0});
+  cl::Buffer steps = upload(dev, std::vector<std::int64_t>{0});
+  dev.queue().finish();
 
   cl::Program program(dev.context(), kRelaxSource);
   try {
@@ -495,34 +513,40 @@ DeviceRun device_dijkstra(clreduce::Device& dev, const Csr& csr, std::int32_t n,
   relax.setArg(2, wt);
   relax.setArg(3, dist);
   relax.setArg(4, key);
+  relax.setArg(5, best);
+  relax.setArg(6, steps);
 
-  clreduce::Options opts;
+  clreduce::PlanOptions opts;
   opts.variant = variant;
   DeviceRun run;
-  // One untimed argmin first: clreduce builds its programs once per device.
   double t0 = now_ms();
-  run.plan = dev.reduce(clreduce::Op::kArgMin, clreduce::DType::kInt64, key, un, opts).plan;
-  run.first_call_ms = now_ms() - t0;
+  clreduce::Reduction argmin(dev, clreduce::Op::kArgMin, clreduce::DType::kInt64, un, opts);
+  run.plan_ms = now_ms() - t0;
+  run.plan = argmin.plan();
 
   t0 = now_ms();
-  for (;;) {
-    const clreduce::Result r =
-        dev.reduce(clreduce::Op::kArgMin, clreduce::DType::kInt64, key, un, opts);
-    if (r.value.i == kInf) break;  // every node left is unreachable (or none is left)
-    const auto u = static_cast<std::int32_t>(r.index());
-    run.argmin_kernel_ms += r.kernel_ms;
-    const std::int64_t degree =
-        csr.row[static_cast<std::size_t>(u) + 1] - csr.row[static_cast<std::size_t>(u)];
-    const std::size_t items = std::min<std::size_t>(
-        (static_cast<std::size_t>(std::max<std::int64_t>(degree, 1)) + 63) / 64 * 64,
-        std::size_t{1} << 16);
-    relax.setArg(5, static_cast<cl_int>(u));
-    relax.setArg(6, static_cast<cl_long>(r.value.i));
-    dev.queue().enqueueNDRangeKernel(relax, cl::NullRange, cl::NDRange(items), cl::NullRange);
-    ++run.steps;
+  cl::Event last;
+  std::size_t batch = 1;
+  for (std::size_t done = 0; done < un; done += batch, batch = std::min<std::size_t>(2 * batch, 256)) {
+    for (std::size_t k = 0; k < batch && done + k < un; ++k) {
+      std::vector<cl::Event> after;
+      if (last()) after.push_back(last);
+      const cl::Event picked = argmin.enqueue(key, un, best, 0, after);
+      std::vector<cl::Event> after_pick = {picked};
+      dev.queue().enqueueNDRangeKernel(relax, cl::NullRange, cl::NDRange(256), cl::NullRange,
+                                       &after_pick, &last);
+    }
+    std::int64_t least = 0;
+    std::vector<cl::Event> after = {last};
+    dev.queue().enqueueReadBuffer(best, CL_TRUE, 0, sizeof least, &least, &after);
+    ++run.reads;
+    if (least == kInf) break;  // every node left is unreachable (or none is left)
   }
   run.dist.resize(un);
-  dev.queue().enqueueReadBuffer(dist, CL_TRUE, 0, un * sizeof(std::int64_t), run.dist.data());
+  std::vector<cl::Event> after = {last};
+  dev.queue().enqueueReadBuffer(dist, CL_TRUE, 0, un * sizeof(std::int64_t), run.dist.data(),
+                                &after);
+  dev.queue().enqueueReadBuffer(steps, CL_TRUE, 0, sizeof run.steps, &run.steps);
   run.wall_ms = now_ms() - t0;
   return run;
 }
@@ -599,9 +623,9 @@ int run(int argc, char** argv) {
         host.reached[i] ? host.dist[i] != kInf && host.dist[i] == d.dist[i] : d.dist[i] == kInf;
     if (!same && differ++ == 0) first = i;
   }
-  std::cout << "device dijkstra: " << d.wall_ms << " ms, " << d.steps << " steps (argmin kernels "
-            << d.argmin_kernel_ms << " ms; first argmin with program builds " << d.first_call_ms
-            << " ms; argmin plan " << d.plan << ")\n";
+  std::cout << "device dijkstra: " << d.wall_ms << " ms, " << d.steps << " steps, " << d.reads
+            << " reads of the argmin (its plan made in " << d.plan_ms << " ms with program builds; "
+            << d.plan << ")\n";
   std::cout << "host binary-heap dijkstra: " << host_ms << " ms\n";
   if (differ) {
     std::cerr << "dijkstra: distances differ at " << differ << " nodes; first node " << first + 1

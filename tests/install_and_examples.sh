@@ -5,7 +5,8 @@
 # header alone, the version macros in #if, -Wall -Wextra -Wpedantic -Werror) with pkg-config's
 # flags as C++17 and with find_package(clreduce) from a project that asks for C++14, and runs it
 # with variables set that the library must not read; builds examples/ (copied away from the
-# source tree) against the prefix alone with find_package(clreduce); runs dijkstra on a
+# source tree) against the prefix alone with find_package(clreduce); runs own_queue (its own
+# context and queue, kernels chained with clreduce's compaction and reduction); runs dijkstra on a
 # generated graph and on the hand-written examples/data/small.gr (distances verified, DIST.npy as
 # expected), on the largest weights it can take, and on bad input (exit 2, a message with the
 # line number, no output file; a FIFO, a folder, /dev/zero, a binary file named as such at once;
@@ -131,6 +132,19 @@ out=$("$dijkstra" "$work/sparse.gr" --source 5 --device "$device" --variant topd
 expect_in "$out" "distances: verified ("
 [[ " $(npy_int64 "$work/sparse.npy") " == *" -1 "* ]] || fail "sparse.npy: no unreachable node"
 checks=$((checks + 1))
+
+# --- own_queue: the program's own context and queue, its kernels chained with clreduce's
+# compaction and reduction by events; checked against the host inside.
+own_queue=$work/examples/build/own_queue
+out=$("$own_queue" --device "$device" --size 300001 --threshold 0.75)
+expect_in "$out" "verified"
+expect_in "$out" "queue of the program's own"
+out=$("$own_queue" --device "$device" --size 1000 --threshold 2)  # nothing kept: count 0
+expect_in "$out" "above 2: 0 of 1000"
+expect_in "$out" "verified"
+code=0
+"$own_queue" --size x > /dev/null 2>&1 || code=$?
+expect_code "$code" 2 "own_queue with a bad --size"
 
 # --- Bad input: exit 2, one line naming the file and line, no output file.
 bad() {  # bad NAME WANT_EXIT WANT_TEXT CONTENTS [ARGS...]

@@ -50,7 +50,9 @@ fi
 # The public API is there (a library that exports nothing would pass the loop above).
 for want in 'clreduce::Device::Device(' 'clreduce::Device::reduce(' 'clreduce::Device::scan(' \
             'clreduce::Device::from_environment(' 'clreduce::version()' 'typeinfo for clreduce::Error' \
-            'clreduce::tuning_from_env()' 'clreduce::dtype_name'; do
+            'clreduce::tuning_from_env()' 'clreduce::dtype_name' 'clreduce::Reduction::enqueue(' \
+            'clreduce::Scan::enqueue(' 'clreduce::Scan::enqueue_segmented(' \
+            'clreduce::Compaction::enqueue(' 'clreduce::Predicate::where('; do
   grep -qF -- "$want" <<<"$symbols" || fail "not exported: $want"
 done
 

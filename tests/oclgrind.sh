@@ -4,6 +4,7 @@
 # report. Reductions get every kind of op (exact: float and double sums); scans (scan-*)
 # sum/prod/min/max, exclusive and segmented; scan-lookback's give-up path and scan-fast's CPU
 # path besides; user reductions (--map) and the engine's rows (--op dot, ...) in both shapes;
+# --op select's compaction (cl/compact.cl);
 # with CLREDUCE_TESTS (the test binary), its small case of a scan's carry-in and plans on
 # sub-buffers. Needs OCLGRIND and CLREDUCE (paths) in the environment.
 set -u
@@ -246,8 +247,12 @@ for source in write stage host-ptr; do
   check --variant topdown --op min --type int32 --size 1003 --local-size 16 $stream
   check --variant scan-hierarchical --op max --type float --size 700 --local-size 16 --segment-length 9 $stream
 done
+# --op select: the compaction's kernels (cl/compact.cl) and the scan under them, in groups of 16.
+check --op select --where "x > 0.25f" --type float --size 300 --local-size 16
+check --op select --where "x % 3 == 0" --type int64 --size 1000 --local-size 16
 # What the CLI never runs: a scan plan's carry-in pass (cl/scan_carry.cl) and plans on
-# sub-buffers, in the test binary's small case for Oclgrind (device 0 there is Oclgrind's).
+# sub-buffers, and a compaction's select and partition, in the test binary's small cases for
+# Oclgrind (device 0 there is Oclgrind's).
 if [ -n "${CLREDUCE_TESTS:-}" ]; then
   : >"$log"
   out=$(env -u CLREDUCE_TEST_DEVICE "$OCLGRIND" --data-races --uninitialized --check-api --log "$log" \

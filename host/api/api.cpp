@@ -16,6 +16,7 @@
 #include "runtime/device.hpp"
 #include "runtime/kernel_dir.hpp"
 #include "runtime/transfer.hpp"
+#include "scan/compact.hpp"
 #include "scan/scan_variant.hpp"
 #include "verify/reference.hpp"
 #include "verify/scan_reference.hpp"
@@ -175,6 +176,81 @@ void set_verdict(Result& r, bool ok, const std::string& why) {
   r.verdict = ok ? (why.empty() ? "verified" : "verified as an overflow: " + why) : why;
 }
 
+// The acc bytes of v (a value of acc), with its index at byte 8 for an arg op (16 bytes).
+std::vector<unsigned char> value_bytes(const Value& v, DType acc, bool arg) {
+  std::vector<unsigned char> b(arg ? 16 : dtype_size(acc), 0);
+  dispatch_dtype(acc, [&](auto zero) {
+    const auto a = value_as<decltype(zero)>(v);
+    std::memcpy(b.data(), &a, sizeof a);
+  });
+  if (arg) std::memcpy(b.data() + 8, &v.index, 8);
+  return b;
+}
+
+// A buffer of ctx's holding at least `bytes` bytes from byte `offset`, for writing a result.
+void check_result_buffer(Context& ctx, const cl::Buffer& b, std::size_t offset, std::size_t bytes,
+                         const char* what) {
+  if (b() == nullptr) throw Error(Errc::kUsage, std::string(what) + " buffer is empty (no cl_mem)");
+  if (b.getInfo<CL_MEM_CONTEXT>()() != ctx.context()())
+    throw Error(Errc::kUsage,
+                std::string(what) +
+                    " buffer belongs to another cl::Context: create it in Device::context()");
+  const std::size_t size = b.getInfo<CL_MEM_SIZE>();
+  if (offset > size || size - offset < bytes)
+    throw Error(Errc::kUsage, std::string(what) + " buffer holds " + std::to_string(size) +
+                                  " bytes: " + std::to_string(bytes) + " from byte offset " +
+                                  std::to_string(offset) + " do not fit; pass a buffer of at least " +
+                                  std::to_string(sat_add(offset, bytes)) + " bytes or a smaller offset");
+}
+
+// The step every reduction takes, blocking or not: in[0, n) reduced by a plan made for up to
+// max_n elements, its result (acc_bytes(): the value, and an arg op's index at byte 8) written
+// at out's byte `offset`. Where offset is 0 and the plan leaves nothing after the result (or
+// out is the caller's scratch, `spill`), the plan writes out itself; else into its own result
+// buffer, copied from there. n = 0 copies the identity (sum, prod). Made once: enqueue()
+// allocates nothing.
+class ReduceCall {
+ public:
+  ReduceCall(Context& ctx, ReduceVariant& v, const ReduceProblem& p, std::size_t local_size)
+      : ctx_(ctx), p_(p) {
+    plan_ = v.plan(ctx, p, local_size);
+    result_ = ctx.zeroed_buffer(std::max<std::size_t>(16, plan_->out_bytes()));
+    if (has_identity(p.op)) {
+      const std::vector<unsigned char> id =
+          value_bytes(identity_value(p.op, p.acc_type), p.acc_type, is_arg_op(p.op));
+      identity_ = ctx.zeroed_buffer(id.size());
+      ctx.write(identity_, id.size(), id.data(), "a reduction's identity");
+    }
+  }
+
+  ReducePlan& plan() { return *plan_; }
+  const ReduceProblem& problem() const { return p_; }
+
+  void enqueue(const cl::Buffer& in, std::size_t n, const cl::Buffer& out, std::size_t offset,
+               std::vector<cl::Event>& events, bool spill = false) {
+    const std::size_t bytes = p_.acc_bytes();
+    cl::CommandQueue& q = ctx_.queue();
+    if (n == 0) {
+      events.emplace_back();
+      q.enqueueCopyBuffer(identity_, out, 0, offset, bytes, nullptr, &events.back());
+      return;
+    }
+    if (offset == 0 && (spill || plan_->out_bytes() == bytes)) {
+      plan_->enqueue(in, 0, n, out, events);
+      return;
+    }
+    plan_->enqueue(in, 0, n, result_, events);
+    events.emplace_back();
+    q.enqueueCopyBuffer(result_, out, 0, offset, bytes, nullptr, &events.back());
+  }
+
+ private:
+  Context& ctx_;
+  ReduceProblem p_;
+  std::unique_ptr<ReducePlan> plan_;
+  cl::Buffer result_, identity_;
+};
+
 // One reduction of `in` (a buffer of ctx's, or the upload target of `host` when host is set).
 Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, const void* host,
                   std::size_t n, const Options& o, bool check) {
@@ -195,11 +271,12 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
 
   Result r = start_result(v.name(), op, type, p.acc_type, n);
   const std::size_t builds = ctx.programs_built();
-  std::unique_ptr<ReducePlan> plan;
+  std::unique_ptr<ReduceCall> call;
   if (n == 0) {  // sum and prod: the identity, with no launch
     r.value = identity_value(op, p.acc_type);
   } else {
-    plan = v.plan(ctx, p, o.local_size);
+    call = std::make_unique<ReduceCall>(ctx, v, p, o.local_size);
+    ReducePlan* plan = &call->plan();
     const cl::Buffer in = user_in ? *user_in : ctx.scratch("api.input", bytes);
     // The accumulator, and after it whatever else the plan leaves (exact: its exact state).
     const cl::Buffer out = ctx.scratch("api.result", std::max<std::size_t>(16, plan->out_bytes()));
@@ -214,7 +291,7 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
         },
         [&](std::vector<cl::Event>& events) {
           if (host) enqueue_write(ctx.queue(), in, 0, bytes, host, piece);
-          plan->enqueue(in, out, events);
+          call->enqueue(in, n, out, 0, events, true);
           enqueue_read(ctx.queue(), out, 0, p.acc_bytes(), result, piece);
           wait(ctx, bytes, v.name() + " " + op_name(op) + " of " + std::to_string(n) + " elements");
         });
@@ -231,8 +308,8 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
     const ErrorBudget budget =
         n == 0            ? ErrorBudget{}
         : op == Op::kProd ? ErrorBudget{n, 0.0L}
-                          : sum_budget(plan->sum_model(n), a.type, a.bytes.data(), n).budget;
-    const Verdict verdict = plan && plan->policy().correctly_rounded
+                          : sum_budget(call->plan().sum_model(n), a.type, a.bytes.data(), n).budget;
+    const Verdict verdict = call && call->plan().policy().correctly_rounded
                                 ? verify_bitwise(r.value, r.expected)
                                 : verify(r.value, r.expected, op, budget, float_stats(a, op));
     set_verdict(r, verdict.ok, verdict.why);
@@ -453,5 +530,237 @@ Result Device::scan(Op op, DType type, const cl::Buffer& in, std::size_t n, cons
   return run_scan(impl_->ready(), op, type, &in, nullptr, n, &out, nullptr, options,
                   options.verify);
 }
+
+// ---- Calls that only enqueue.
+
+namespace {
+
+// The events a call waits for: `wait` (each of ctx's context, else Errc::kUsage) and, on a
+// Device of the program's own queue, a marker there (every command enqueued before the call).
+std::vector<cl::Event> gate(Context& ctx, std::optional<cl::CommandQueue>& program_queue,
+                            const std::vector<cl::Event>& wait) {
+  for (std::size_t k = 0; k < wait.size(); ++k) {
+    if (wait[k]() == nullptr)
+      throw Error(Errc::kUsage, "wait list: event " + std::to_string(k) + " is empty (no cl_event)");
+    if (wait[k].getInfo<CL_EVENT_CONTEXT>()() != ctx.context()())
+      throw Error(Errc::kUsage, "wait list: event " + std::to_string(k) +
+                                    " belongs to another cl::Context: a plan waits only for "
+                                    "events of its Device's context");
+  }
+  std::vector<cl::Event> all = wait;
+  if (program_queue) {
+    all.emplace_back();
+    program_queue->enqueueMarkerWithWaitList(nullptr, &all.back());
+  }
+  return all;
+}
+
+// Enqueues `body` on ctx's queue after the gate's events (a barrier), flushes, and returns the
+// last command's event (the barrier's when body enqueues nothing).
+template <class Body>
+cl::Event enqueue_gated(Context& ctx, const std::vector<cl::Event>& gated, Body body) {
+  std::vector<cl::Event> events;
+  cl::CommandQueue& q = ctx.queue();
+  if (!gated.empty()) {
+    events.emplace_back();
+    q.enqueueBarrierWithWaitList(&gated, &events.back());
+  }
+  body(events);
+  if (events.empty()) {
+    events.emplace_back();
+    q.enqueueMarkerWithWaitList(nullptr, &events.back());
+  }
+  q.flush();
+  return events.back();
+}
+
+void check_plan_n(std::size_t n, std::size_t max_n, const char* what) {
+  if (n > max_n)
+    throw Error(Errc::kUsage, std::string(what) + " made for max_n = " + std::to_string(max_n) +
+                                  " elements cannot take n = " + std::to_string(n) +
+                                  ": make it for the largest n it will take");
+}
+
+}  // namespace
+
+struct Reduction::Impl {
+  Device::Impl* dev;
+  DType type;
+  std::size_t max_n;
+  std::unique_ptr<ReduceCall> call;
+};
+
+Reduction::Reduction(Device& device, Op op, DType type, std::size_t max_n,
+                     const PlanOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  Device::Impl& d = *device.impl_;
+  Context& ctx = d.ctx;
+  ReduceVariant& v = reduce_variant(options.variant);
+  ReduceProblem p;
+  p.op = op;
+  p.type = type;
+  p.n = std::max<std::size_t>(max_n, 1);
+  p.acc_type = resolve_acc(op, type, options.acc);
+  check_fp64(ctx.info(), type, p.acc_type);
+  check_fits(ctx.info(), type, p.n);
+  refuse_unsupported(v.name(), ctx.info(), v.unsupported(ctx, p));
+  impl_->dev = &d;
+  impl_->type = type;
+  impl_->max_n = max_n;
+  impl_->call = std::make_unique<ReduceCall>(ctx, v, p, options.local_size);
+}
+Reduction::~Reduction() = default;
+Reduction::Reduction(Reduction&&) noexcept = default;
+Reduction& Reduction::operator=(Reduction&&) noexcept = default;
+
+Op Reduction::op() const { return impl_->call->problem().op; }
+DType Reduction::type() const { return impl_->type; }
+DType Reduction::result_type() const { return impl_->call->problem().acc_type; }
+std::size_t Reduction::max_n() const { return impl_->max_n; }
+std::size_t Reduction::result_bytes() const { return impl_->call->problem().acc_bytes(); }
+std::string Reduction::plan() const { return impl_->call->plan().policy().str(); }
+
+cl::Event Reduction::enqueue(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+                             std::size_t out_offset, const std::vector<cl::Event>& wait) {
+  Context& ctx = impl_->dev->ctx;
+  const ReduceProblem& p = impl_->call->problem();
+  check_plan_n(n, impl_->max_n, "a Reduction");
+  if (n == 0 && !has_identity(p.op))
+    throw Error(Errc::kUsage, op_name(p.op) + " of an empty array has no identity (n = 0)");
+  check_buffer(ctx, in, n, p.type, "input");
+  check_result_buffer(ctx, out, out_offset, p.acc_bytes(), "output");
+  const std::vector<cl::Event> gated = gate(ctx, impl_->dev->program_queue, wait);
+  return enqueue_gated(ctx, gated, [&](std::vector<cl::Event>& events) {
+    impl_->call->enqueue(in, n, out, out_offset, events);
+  });
+}
+
+struct Scan::Impl {
+  Device::Impl* dev;
+  ScanProblem p;
+  std::size_t max_n;
+  std::unique_ptr<ScanPlan> plan;
+
+  cl::Event enqueue(const cl::Buffer& in, std::size_t n, const cl::Buffer* flags,
+                    const cl::Buffer& out, const std::vector<cl::Event>& wait);
+};
+
+Scan::Scan(Device& device, Op op, DType type, std::size_t max_n, const PlanOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  Device::Impl& d = *device.impl_;
+  Context& ctx = d.ctx;
+  if (is_arg_op(op))
+    throw Error(Errc::kUsage, op_name(op) + " has no prefix scan (scans take sum, prod, min, max)");
+  if (!options.variant.empty()) scan_variant(options.variant);  // a name it knows
+  ScanProblem& p = impl_->p;
+  p.op = op;
+  p.type = type;
+  p.n = std::max<std::size_t>(max_n, 1);
+  p.acc_type = resolve_acc(op, type, options.acc);
+  p.exclusive = options.exclusive;
+  p.segmented = options.segmented;
+  check_fp64(ctx.info(), type, p.acc_type);
+  check_fits(ctx.info(), type, p.n);
+  check_fits(ctx.info(), p.acc_type, p.n);
+  impl_->dev = &d;
+  impl_->max_n = max_n;
+  impl_->plan = make_enqueue_only_scan_plan(ctx, p, options.variant, options.local_size);
+}
+Scan::~Scan() = default;
+Scan::Scan(Scan&&) noexcept = default;
+Scan& Scan::operator=(Scan&&) noexcept = default;
+
+Op Scan::op() const { return impl_->p.op; }
+DType Scan::type() const { return impl_->p.type; }
+DType Scan::result_type() const { return impl_->p.acc_type; }
+std::size_t Scan::max_n() const { return impl_->max_n; }
+std::string Scan::plan() const { return impl_->plan->policy().str(); }
+
+cl::Event Scan::Impl::enqueue(const cl::Buffer& in, std::size_t n, const cl::Buffer* flags,
+                              const cl::Buffer& out, const std::vector<cl::Event>& wait) {
+  Context& ctx = dev->ctx;
+  check_plan_n(n, max_n, "a Scan");
+  check_buffer(ctx, in, n, p.type, "input");
+  check_buffer(ctx, out, n, p.acc_type, "output",
+               " (a " + op_name(p.op) + " scan of " + dtype_name(p.type) + " writes " +
+                   dtype_name(p.acc_type) + ")",
+               acc_hint(p.op, p.type, ""));
+  if (flags) check_result_buffer(ctx, *flags, 0, n, "flags (one byte per element)");
+  const std::vector<cl::Event> gated = gate(ctx, dev->program_queue, wait);
+  return enqueue_gated(ctx, gated, [&](std::vector<cl::Event>& events) {
+    if (n) plan->enqueue(in, flags ? *flags : in, out, 0, n, nullptr, events);
+  });
+}
+
+cl::Event Scan::enqueue(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+                        const std::vector<cl::Event>& wait) {
+  if (impl_->p.segmented)
+    throw Error(Errc::kUsage, "a segmented Scan takes its flags: call enqueue_segmented()");
+  return impl_->enqueue(in, n, nullptr, out, wait);
+}
+
+cl::Event Scan::enqueue_segmented(const cl::Buffer& in, std::size_t n, const cl::Buffer& flags,
+                                  const cl::Buffer& out, const std::vector<cl::Event>& wait) {
+  if (!impl_->p.segmented)
+    throw Error(Errc::kUsage,
+                "a Scan made without PlanOptions::segmented takes no flags: call enqueue()");
+  return impl_->enqueue(in, n, &flags, out, wait);
+}
+
+Predicate Predicate::where(const std::string& expression) {
+  Predicate p;
+  p.expr = expression;
+  return p;
+}
+
+struct Compaction::Impl {
+  Device::Impl* dev;
+  Mode mode;
+  std::unique_ptr<Compactor> compactor;
+};
+
+Compaction::Compaction(Device& device, DType type, std::size_t max_n, const Predicate& predicate,
+                       Mode mode, const PlanOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  Device::Impl& d = *device.impl_;
+  check_fits(d.ctx.info(), type, max_n);
+  CompactWhere w;
+  w.cmp = static_cast<CompareOp>(predicate.cmp);
+  w.value = predicate.value;
+  w.expr = predicate.expr;
+  w.label = "Predicate::expr";
+  impl_->dev = &d;
+  impl_->mode = mode;
+  impl_->compactor = std::make_unique<Compactor>(d.ctx, type, max_n, w, mode == Mode::kPartition,
+                                                 options.local_size);
+}
+Compaction::~Compaction() = default;
+Compaction::Compaction(Compaction&&) noexcept = default;
+Compaction& Compaction::operator=(Compaction&&) noexcept = default;
+
+DType Compaction::type() const { return impl_->compactor->type(); }
+std::size_t Compaction::max_n() const { return impl_->compactor->max_n(); }
+Compaction::Mode Compaction::mode() const { return impl_->mode; }
+std::string Compaction::plan() const { return impl_->compactor->scan().policy().str(); }
+
+cl::Event Compaction::enqueue(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+                              const cl::Buffer& count, std::size_t count_offset,
+                              const std::vector<cl::Event>& wait) {
+  Context& ctx = impl_->dev->ctx;
+  Compactor& c = *impl_->compactor;
+  check_plan_n(n, c.max_n(), "a Compaction");
+  check_buffer(ctx, in, n, c.type(), "input");
+  check_buffer(ctx, out, n, c.type(), "output");
+  check_result_buffer(ctx, count, count_offset, 8, "count");
+  if (n && in() == out()) throw Error(Errc::kUsage, "a compaction's output may not be its input");
+  const std::vector<cl::Event> gated = gate(ctx, impl_->dev->program_queue, wait);
+  return enqueue_gated(ctx, gated, [&](std::vector<cl::Event>& events) {
+    c.enqueue(in, n, out, count, count_offset, events);
+  });
+}
+
+static_assert(static_cast<int>(Cmp::kLess) == static_cast<int>(CompareOp::kLess) &&
+                  static_cast<int>(Cmp::kNotEqual) == static_cast<int>(CompareOp::kNotEqual),
+              "Cmp and CompareOp list the comparisons in one order");
 
 }  // namespace clreduce

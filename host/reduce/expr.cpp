@@ -28,14 +28,9 @@ std::string named(const std::string& flag, const std::string& text) {
   return flag + " " + quoted(text);
 }
 
-// One user expression as a function of the generated tail: its text on lines of its own under
-// `#line 1 "FLAG"` (so the compiler's line and column are the text's own), the wrapper under
-// "FLAG wrapper".
 std::string define(const std::string& flag, const std::string& signature, const std::string& text,
                    const std::string& open = "(acc_t)(", const std::string& close = ")") {
-  return "#line 1 \"" + flag + " wrapper\"\n" + signature + " {\n  return " + open +
-         "\n#line 1 \"" + flag + "\"\n" + text + "\n#line 3 \"" + flag + " wrapper\"\n  " + close +
-         ";\n}\n";
+  return expr_function(flag, signature, text, open, close);
 }
 
 std::string generated_tail(const ExprSpec& s) {
@@ -68,32 +63,12 @@ std::string spec_options(const ExprSpec& s) {
 
 std::string acc_option(DType acc) { return " -DCLR_ACC=" + std::to_string(static_cast<int>(acc)); }
 
-// A build failure whose log points into a user expression: that expression named, with the
-// compiler's first message about it and its place ("--map 'x*q' does not compile: column 3:
-// use of undeclared identifier 'q'"), as Error(Errc::kUsage); any other failure unchanged.
 [[noreturn]] void rethrow_build(const Error& e, const ExprSpec& s) {
-  // Clang writes "FILE:L:C: error: MSG"; PoCL passes it on as "error: FILE:L:C: MSG".
-  static const std::regex kAt(
-      R"((--map|--reduce|--identity|--post|--where)( wrapper)?:(\d+):(\d+): error: ([^\n]*))");
-  static const std::regex kPocl(
-      R"(error: (--map|--reduce|--identity|--post|--where)( wrapper)?:(\d+):(\d+): ([^\n]*))");
-  const std::string what = e.what();
-  std::smatch m;
-  if (std::regex_search(what, m, kAt) || std::regex_search(what, m, kPocl)) {
-    const std::string flag = m[1].str();
-    const std::string& text = flag == "--map"        ? s.map
-                              : flag == "--reduce"   ? s.reduce
-                              : flag == "--identity" ? s.identity
-                              : flag == "--where"    ? s.where
-                                                     : s.post;
-    std::string where;
-    if (!m[2].matched) {
-      const bool lines = text.find('\n') != std::string::npos;
-      where = (lines ? "line " + m[3].str() + ", " : std::string()) + "column " + m[4].str() + ": ";
-    }
-    throw Error(Errc::kUsage, named(flag, text) + " does not compile: " + where + m[5].str());
-  }
-  throw e;
+  rethrow_expr_build(e, {{"--map", s.map},
+                         {"--reduce", s.reduce},
+                         {"--identity", s.identity},
+                         {"--post", s.post},
+                         {"--where", s.where}});
 }
 
 // Bytes of one accumulator value.
@@ -189,6 +164,40 @@ cl::Kernel build_expr_kernel(Context& ctx, const ExprSpec& spec, const std::stri
     if (e.category() != Errc::kBuild) throw;
     rethrow_build(e, spec);
   }
+}
+
+std::string expr_function(const std::string& flag, const std::string& signature,
+                          const std::string& text, const std::string& open,
+                          const std::string& close) {
+  return "#line 1 \"" + flag + " wrapper\"\n" + signature + " {\n  return " + open +
+         "\n#line 1 \"" + flag + "\"\n" + text + "\n#line 3 \"" + flag + " wrapper\"\n  " + close +
+         ";\n}\n";
+}
+
+void rethrow_expr_build(const Error& e,
+                        const std::vector<std::pair<std::string, std::string>>& exprs) {
+  // Clang writes "FILE:L:C: error: MSG"; PoCL passes it on as "error: FILE:L:C: MSG".
+  static const std::regex kAt(R"(([^\s:]+(?:::[A-Za-z_]+)?)( wrapper)?:(\d+):(\d+): error: ([^\n]*))");
+  static const std::regex kPocl(
+      R"(error: ([^\s:]+(?:::[A-Za-z_]+)?)( wrapper)?:(\d+):(\d+): ([^\n]*))");
+  const std::string what = e.what();
+  for (const std::regex* re : {&kAt, &kPocl}) {
+    for (auto it = std::sregex_iterator(what.begin(), what.end(), *re); it != std::sregex_iterator();
+         ++it) {
+      const std::smatch& m = *it;
+      const auto hit = std::find_if(exprs.begin(), exprs.end(),
+                                    [&](const auto& fx) { return fx.first == m[1].str(); });
+      if (hit == exprs.end()) continue;
+      const std::string& text = hit->second;
+      std::string where;
+      if (!m[2].matched) {
+        const bool lines = text.find('\n') != std::string::npos;
+        where = (lines ? "line " + m[3].str() + ", " : std::string()) + "column " + m[4].str() + ": ";
+      }
+      throw Error(Errc::kUsage, named(hit->first, text) + " does not compile: " + where + m[5].str());
+    }
+  }
+  throw e;
 }
 
 void check_expression(const std::string& flag, const std::string& text) {

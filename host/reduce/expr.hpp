@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "clreduce/cl.hpp"
@@ -40,6 +41,18 @@ struct ExprSpec {
   unsigned block = 0;
 };
 
+// One user expression as a function of a generated tail: `signature` { return open TEXT close; },
+// the text on lines of its own under `#line 1 "FLAG"` (so the compiler's line and column are the
+// text's own), the wrapper under "FLAG wrapper".
+std::string expr_function(const std::string& flag, const std::string& signature,
+                          const std::string& text, const std::string& open = "(acc_t)(",
+                          const std::string& close = ")");
+// A build failure whose log points into one of `exprs` ((flag, text) pairs, as expr_function()
+// placed them): that expression named, with the compiler's first message about it and its place
+// ("--map 'x*q' does not compile: column 3: use of undeclared identifier 'q'"), thrown as
+// Error(Errc::kUsage); any other failure rethrown unchanged.
+[[noreturn]] void rethrow_expr_build(const Error& e,
+                                     const std::vector<std::pair<std::string, std::string>>& exprs);
 // Throws Error(Errc::kUsage) when `text`, given to `flag`, is not one expression: empty, or
 // holding what would end it or add code (';', '{', '}', '#', "//", "/*", "*/", a backslash at a
 // line's end) or unbalanced parentheses. Nothing is built for it.

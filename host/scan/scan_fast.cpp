@@ -175,6 +175,7 @@ class FastPlan : public ScanPlan {
 
   Path path() const { return path_; }
   std::string run_note() const override { return inner_->run_note(); }
+  bool waits() const override { return inner_->waits(); }
 
  private:
   void launch(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
@@ -403,5 +404,30 @@ bool scan_cpu_path_checks_out(Context& ctx) {
 }
 
 std::unique_ptr<ScanVariant> make_scan_fast() { return std::make_unique<Fast>(); }
+
+
+std::unique_ptr<ScanPlan> make_enqueue_only_scan_plan(Context& ctx, const ScanProblem& p,
+                                                      const std::string& variant,
+                                                      std::size_t local_size) {
+  const std::string name = variant.empty() ? "scan-fast" : variant;
+  const ScanVariant* v = find_scan_variant(name);
+  if (!v) throw Error(Errc::kUsage, "unknown scan variant '" + name + "'");
+  if (const std::string why = v->unsupported(ctx, p); !why.empty())
+    throw Error(Errc::kUnsupported, name + " cannot run this on " + ctx.info().name + ": " + why);
+  std::unique_ptr<ScanPlan> plan = v->plan(ctx, p, local_size);
+  if (!plan->waits()) return plan;
+  if (!variant.empty())
+    throw Error(Errc::kUsage, name + " (" + plan->policy().path +
+                                  ") waits on the host after each launch to check its look-back; "
+                                  "a call that only enqueues takes scan-hierarchical, "
+                                  "scan-blelloch, scan-hillis-steele or scan-fast");
+  ScanProblem q = p;
+  if (!ctx.info().is_gpu && scan_cpu_path_checks_out(ctx) && !p.carry_in) {
+    std::unique_ptr<ScanPlan> inner = make_scan_cpu_plan(ctx, q, local_size);
+    const LaunchPolicy pol = inner->policy();
+    return std::make_unique<FastPlan>(ctx, p, Path::kCpu, std::move(inner), pol);
+  }
+  return find_scan_variant("scan-hierarchical")->plan(ctx, p, local_size);
+}
 
 }  // namespace clreduce

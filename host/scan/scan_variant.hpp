@@ -59,6 +59,10 @@ class ScanPlan {
   // What happened in this plan's launches that the policy cannot say (e.g. "a look-back wait
   // passed its limit in 1 of 3 runs, redone by scan-hierarchical"), or "".
   virtual std::string run_note() const { return ""; }
+  // Whether a launch waits on the host (a look-back plan reads its error flag back after its
+  // kernel, to redo a run whose waits gave up): such a plan cannot serve a call that only
+  // enqueues.
+  virtual bool waits() const { return false; }
 
   // Enqueues the scan of in's elements [offset, offset + length) into out's (acc_type elements)
   // [offset, offset + length), 1 <= length <= problem().n; when problem().segmented, flags
@@ -137,6 +141,7 @@ class ScanPlan {
 class LookbackRunPlan : public ScanPlan {
  public:
   std::string run_note() const override;
+  bool waits() const override { return true; }
 
  protected:
   // tiles: the most tiles a run has (one descriptor each).
@@ -230,6 +235,14 @@ std::size_t choose_scan_wg(Context& ctx, std::size_t local_size, std::size_t pre
 // choose.
 std::unique_ptr<ScanPlan> make_scan_cpu_plan(Context& ctx, const ScanProblem& p,
                                              std::size_t local_size);
+// A plan whose launches never wait on the host (ScanPlan::waits() false), for calls that only
+// enqueue: `variant`'s (empty: scan-fast's), or, when that one waits and no variant was named,
+// scan-fast's two-pass CPU path where it checks out on a CPU device, else scan-hierarchical's.
+// A named variant whose plan waits (scan-lookback, scan-fast where it takes a look-back path)
+// throws Error(Errc::kUsage).
+std::unique_ptr<ScanPlan> make_enqueue_only_scan_plan(Context& ctx, const ScanProblem& p,
+                                                      const std::string& variant,
+                                                      std::size_t local_size);
 // Whether that CPU path passes its start-up check (a small exact scan) on this device; the
 // answer is kept in the context, keyed by the kernel's source and the knobs that shape it.
 bool scan_cpu_path_checks_out(Context& ctx);

@@ -13,7 +13,10 @@
 //   platform and device enumeration and its context creation, which some runtimes (PoCL) do not
 //   make thread-safe;
 // - a Device is used by one thread at a time: threads may each use their own Device at once,
-//   two Devices on one OpenCL device too, but never share one without a mutex of their own.
+//   two Devices on one OpenCL device too, but never share one without a mutex of their own;
+// - a plan (Reduction, Scan, Compaction) belongs to its Device: the Device and its plans are
+//   used by one thread at a time, as one object (they share the Device's queue and state).
+//   The events a plan returns may be waited for from any thread, as any OpenCL event.
 // The library takes none of its settings from the environment unless the program asks it to
 // (Device::from_environment(), tuning_from_env()).
 #pragma once
@@ -133,6 +136,10 @@ CLREDUCE_API void save_npy(const std::string& path, DType t, const void* data, s
 // reduce or scan again builds nothing. Thread safety: a Device, its queue and its tuning are
 // used by one thread at a time; opening, using and destroying separate Devices from several
 // threads at once is safe (see the top of this file).
+class Reduction;
+class Scan;
+class Compaction;
+
 class CLREDUCE_API Device {
  public:
   // Every device of every platform under one global index. Throws Error when OpenCL has no
@@ -211,6 +218,150 @@ class CLREDUCE_API Device {
   // result_dtype(op, type, options.acc)), both created in context().
   Result scan(Op op, DType type, const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
               const Options& options = {});
+
+ private:
+  friend class Reduction;
+  friend class Scan;
+  friend class Compaction;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---- Calls that only enqueue. ----
+// A plan is made once for a Device, an operation, an element type and the largest n it will
+// take (max_n): its kernels are built and its scratch allocated then, so enqueue() allocates
+// nothing and builds nothing. enqueue() checks its arguments, then enqueues its commands on
+// the Device's clreduce queue (in order, profiling) after the events of `wait` (of the Device's
+// context; a user event, a kernel of the program's, another plan's event), and, on a Device made
+// of the program's own queue, after every command enqueued there before the call (a marker);
+// it flushes that queue and returns at once with the event of its last command, complete when
+// every result is written. Results stay on the device. Any argument error is thrown
+// (clreduce::Error) before a command is enqueued: nothing is written. The Device must outlive
+// its plans; a plan and its Device are used by one thread at a time (see the top of this file).
+
+// What a plan is made with.
+struct CLREDUCE_API PlanOptions {
+  std::string variant;  // reductions: as Options::variant ("" picks "fast"); scans: "" picks
+                        // scan-fast's path where it never waits on the host, else
+                        // scan-hierarchical (a variant that waits, scan-lookback, is Errc::kUsage)
+  std::string acc;      // the accumulator, as Options::acc
+  std::size_t local_size = 0;  // work-group size override; 0 the variant's choice
+  bool exclusive = false;      // scans: element i combines the elements before it
+  bool segmented = false;      // scans: enqueue_segmented() takes one flag byte per element
+};
+
+// A reduction that only enqueues: the result of in's first n elements (n <= max_n) written
+// to a device buffer at a byte offset: result_bytes() bytes, the value of result_type(), and
+// for argmin/argmax the first index of the extreme as an int64 at byte 8 after it (16 bytes
+// in all, as the kernels' {value; index} struct: bytes 4-7 after a 4-byte value are padding,
+// written with no meaning). For n = 0, sum and prod write
+// their identity; min, max, argmin and argmax throw Errc::kUsage.
+class CLREDUCE_API Reduction {
+ public:
+  // Throws Error as Device::reduce() does for the op, type, variant and accumulator.
+  Reduction(Device& device, Op op, DType type, std::size_t max_n, const PlanOptions& options = {});
+  ~Reduction();
+  Reduction(Reduction&&) noexcept;
+  Reduction& operator=(Reduction&&) noexcept;
+  Reduction(const Reduction&) = delete;
+  Reduction& operator=(const Reduction&) = delete;
+
+  Op op() const;
+  DType type() const;
+  DType result_type() const;  // result_dtype(op, type, options.acc)
+  std::size_t max_n() const;
+  std::size_t result_bytes() const;  // the result type's size; 16 for argmin and argmax
+  std::string plan() const;          // the launch plan ("wg=256 groups=4 ... path=...")
+
+  // Reduces in[0, n) into out[out_offset, out_offset + result_bytes()). Throws Error
+  // (Errc::kUsage) for n > max_n(), a buffer of another context or too small, an event of
+  // another context.
+  cl::Event enqueue(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+                    std::size_t out_offset = 0, const std::vector<cl::Event>& wait = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A scan that only enqueues: in's first n elements (n <= max_n) into out's first n, elements
+// of result_type(); segmented plans read one flag byte per element (cl_uchar, nonzero: a
+// segment starts there) from a device buffer.
+class CLREDUCE_API Scan {
+ public:
+  // Scans take sum, prod, min and max (else Errc::kUsage).
+  Scan(Device& device, Op op, DType type, std::size_t max_n, const PlanOptions& options = {});
+  ~Scan();
+  Scan(Scan&&) noexcept;
+  Scan& operator=(Scan&&) noexcept;
+  Scan(const Scan&) = delete;
+  Scan& operator=(const Scan&) = delete;
+
+  Op op() const;
+  DType type() const;
+  DType result_type() const;
+  std::size_t max_n() const;
+  std::string plan() const;
+
+  // An unsegmented plan's scan (a segmented one throws Errc::kUsage). n = 0 enqueues only the
+  // gate (the returned event completes with the wait list).
+  cl::Event enqueue(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+                    const std::vector<cl::Event>& wait = {});
+  // A segmented plan's scan, flags[0, n) read on the device (an unsegmented one throws).
+  cl::Event enqueue_segmented(const cl::Buffer& in, std::size_t n, const cl::Buffer& flags,
+                              const cl::Buffer& out, const std::vector<cl::Event>& wait = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// How an element x compares with a value.
+enum class Cmp { kLess, kLessEqual, kGreater, kGreaterEqual, kEqual, kNotEqual };
+
+// What a compaction keeps: the elements x where `x cmp value` holds (Predicate{Cmp::kGreater,
+// 0.5}), compared exactly in the element's type (an int32 x > 0.5 is x > 0; a NaN element
+// passes only kNotEqual, as in C); or, when expr is set, where that OpenCL C expression over x
+// is true (the language of the command's --where: "x > 0.5f && x < 2"; checked as text first,
+// and Errc::kUsage with the compiler's message when it does not compile).
+struct CLREDUCE_API Predicate {
+  Predicate() = default;
+  Predicate(Cmp c, double v) : cmp(c), value(v) {}
+
+  Cmp cmp = Cmp::kNotEqual;
+  double value = 0.0;
+  std::string expr;
+
+  // The predicate of an expression over x.
+  static Predicate where(const std::string& expression);
+};
+
+// Stream compaction that only enqueues, built on the scan: in's first n elements where the
+// predicate holds, in order, to out[0, kept) (partition: the others after them, in order, to
+// out[kept, n)), and kept, a uint64 (8 bytes, little-endian, any alignment), to count at byte
+// count_offset. out holds n elements of type() (select: at least kept; the rest of out is left as
+// it was); out may not overlap in.
+class CLREDUCE_API Compaction {
+ public:
+  enum class Mode { kSelect, kPartition };
+  // Throws Error(Errc::kUsage) for an expression that is not one or does not compile,
+  // kUnsupported for doubles on a device without fp64.
+  Compaction(Device& device, DType type, std::size_t max_n, const Predicate& predicate,
+             Mode mode = Mode::kSelect, const PlanOptions& options = {});
+  ~Compaction();
+  Compaction(Compaction&&) noexcept;
+  Compaction& operator=(Compaction&&) noexcept;
+  Compaction(const Compaction&) = delete;
+  Compaction& operator=(const Compaction&) = delete;
+
+  DType type() const;
+  std::size_t max_n() const;
+  Mode mode() const;
+  std::string plan() const;  // the scan's path
+
+  cl::Event enqueue(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+                    const cl::Buffer& count, std::size_t count_offset = 0,
+                    const std::vector<cl::Event>& wait = {});
 
  private:
   struct Impl;

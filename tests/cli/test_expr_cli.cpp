@@ -7,6 +7,7 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -308,5 +309,74 @@ TEST_CASE("the engine's rows refuse flags and arrays they cannot take, in one li
     CHECK(r.code == 2);
     CHECK_THAT(r.out, ContainsSubstring(c.says));
     CHECK(clreduce::test::count_lines(r.out) == 1);
+  }
+}
+
+TEST_CASE("--op select writes the elements where --where holds, checked against the host",
+          "[cli][expr][select]") {
+  TempDir dir;
+  const std::size_t n = 5003;
+  const std::vector<float> xf = random_floats(n, 7);
+  const std::string fx = save(dir, "x.npy", DType::kFloat, xf);
+  std::vector<std::int32_t> xi(n);
+  for (std::size_t i = 0; i < n; ++i) xi[i] = static_cast<std::int32_t>((i * 7919) % 2001) - 1000;
+  const std::string fi = save(dir, "i.npy", DType::kInt32, xi);
+  const std::string out = dir / "sel.npy";
+  struct Case {
+    std::string file, where;
+    std::vector<unsigned char> want;  // the kept elements' bytes
+    std::size_t kept;
+  };
+  const auto pick = [](const auto& v, auto keep) {
+    Case c;
+    c.kept = 0;
+    for (const auto& e : v)
+      if (keep(e)) {
+        const auto* b = reinterpret_cast<const unsigned char*>(&e);
+        c.want.insert(c.want.end(), b, b + sizeof e);
+        ++c.kept;
+      }
+    return c;
+  };
+  std::vector<Case> cases;
+  cases.push_back(pick(xf, [](float e) { return e > 0.5f && e < 2.0f; }));
+  cases.back().file = fx;
+  cases.back().where = "x > 0.5f && x < 2.0f";
+  cases.push_back(pick(xi, [](std::int32_t e) { return e % 7 == 0; }));
+  cases.back().file = fi;
+  cases.back().where = "x % 7 == 0";
+  cases.push_back(pick(xi, [](std::int32_t e) { return e == 999; }));  // one kept
+  cases.back().file = fi;
+  cases.back().where = "x == 999";
+  cases.push_back(pick(xi, [](std::int32_t e) { return e > 5000; }));  // none
+  cases.back().file = fi;
+  cases.back().where = "x > 5000";
+  for (const Case& c : cases) {
+    CAPTURE(c.where);
+    const auto r = run_cli("--op select --where '" + c.where + "' --input " + c.file +
+                           " --output " + out + " --format json --warmup 0 --repeat 1");
+    REQUIRE(r.code == 0);
+    CHECK(json_field(r.out, "result") == std::to_string(c.kept));
+    CHECK(json_field(r.out, "verified") == "true");
+    const clreduce::HostArray got = clreduce::read_npy(out);
+    CHECK(got.n == c.kept);
+    CHECK(std::vector<unsigned char>(got.bytes.data(), got.bytes.data() + got.bytes.size()) ==
+          c.want);
+  }
+  // Refusals, exit 2, no output file: no --where, a second array named, text that is no
+  // expression, a compile error, flags that do not apply.
+  const std::string none = dir / "none.npy";
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--op select --size 10", "--op select needs --where"},
+           {"--op select --where 'y > 0' --size 10", "names y: --op select has one array, x"},
+           {"--op select --where 'x > 0; x' --size 10", "is not one expression"},
+           {"--op select --where 'x > q' --size 10", "--where 'x > q' does not compile: column 5"},
+           {"--op select --where 'x > 0' --size 10 --variant fast", "--variant does not apply"},
+           {"--op select --where 'x > 0' --size 10 --exclusive", "--exclusive does not apply"}}) {
+    CAPTURE(args);
+    const auto r = run_cli(args + " --output " + none);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, ContainsSubstring(says));
+    CHECK_FALSE(std::filesystem::exists(none));
   }
 }
