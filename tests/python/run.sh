@@ -5,11 +5,13 @@
 # installs nothing new and recompiles only what changed; the first needs the package index
 # (scikit-build-core, nanobind, NumPy, pytest) and compiles the library (about 1.5 minutes on 2
 # cores).
-# usage: run.sh PYTHON3 SOURCE_DIR WORK_DIR
+# usage: run.sh PYTHON3 SOURCE_DIR WORK_DIR [WERROR]   (WERROR: ON builds the module with
+# warnings as errors, as the CMake build it belongs to does)
 set -euo pipefail
 python=$1
 src=$2
 work=$3
+werror=${4:-OFF}
 venv=$work/venv
 mkdir -p "$work"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -28,7 +30,8 @@ fi
 # build requirements are the environment's, installed above, and so is its CMake build directory.
 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} "$py" -m pip install -q \
   --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall \
-  --config-settings=build-dir="$work/wheel-build" "$src" || fail "pip install of the package failed"
+  --config-settings=build-dir="$work/wheel-build" \
+  --config-settings=cmake.define.CLREDUCE_WERROR="$werror" "$src" || fail "pip install of the package failed"
 # From outside the source tree, so that `import clreduce` is the installed package.
 cd "$work"
 "$py" -c "import clreduce, sys; print('clreduce', clreduce.__version__, 'from', clreduce.__file__, 'numpy', __import__('numpy').__version__)"

@@ -122,6 +122,7 @@ def test_float_sum_within_bound(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # NumPy's own
 def test_nan_and_inf(dtype):
     x = np.arange(100, dtype=dtype)
     x[[10, 40]] = np.nan
