@@ -245,6 +245,9 @@ def _as_array(a: Any, fname: str) -> np.ndarray:
     dt = arr.dtype
     if dt in _LIB_NAME or dt in _WIDEN:
         return arr
+    native = dt.newbyteorder("=")
+    if dt.byteorder not in ("=", "|") and (native in _LIB_NAME or native in _WIDEN):
+        return arr.astype(native)  # the other byte order: converted once (a copy)
     raise TypeError(
         f"clreduce.{fname}: unsupported dtype {dt} (clreduce takes int32, uint32, int64, "
         f"uint64, float32 and float64, and bool, int8, int16, uint8, uint16 widened to 32 bits)"

@@ -164,6 +164,9 @@ def test_non_contiguous_read_only_and_buffer_inputs():
     same(clreduce.max(memoryview(np.arange(5, dtype=np.uint32))), np.uint32(4))
     same(clreduce.sum([1.5, 2.5]), np.float64(4.0))
     same(clreduce.sum(7), np.int64(7))  # a 0-d array
+    swapped = data(np.int32, 1000, "sum").astype(">i4")  # the other byte order
+    for f in REDUCTIONS + SCANS:
+        same(getattr(clreduce, f)(swapped), getattr(np, f)(swapped))
 
 
 def test_dtype_and_out():
