@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # setup.sh: installs what clreduce needs to build and test on Debian 12 or Ubuntu 24.04, and what
-# its tools need (tools/bench.py plot: matplotlib; NumPy to make and read .npy files), and Open MPI
-# for MPI ranks (mpirun -n R clreduce ...).
+# its tools need (tools/bench.py plot: matplotlib; NumPy to make and read .npy files), Open MPI
+# for MPI ranks (mpirun -n R clreduce ...), and what the Python package's build needs beside the
+# package index (a virtual environment and Python's headers).
 # Idempotent: does nothing when every package is already present. Needs root or sudo.
 # When another apt or dpkg holds the package lock (an unattended upgrade, a second install), it
 # waits for it, up to SETUP_LOCK_WAIT seconds (default 600), instead of failing.
@@ -9,6 +10,7 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers
       pocl-opencl-icd clinfo libcli11-dev oclgrind python3 python3-numpy python3-matplotlib
+      python3-venv python3-dev
       libopenmpi-dev openmpi-bin)
 catch2_pkg=catch2
 lock_wait=${SETUP_LOCK_WAIT:-600}

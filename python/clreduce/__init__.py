@@ -1,0 +1,493 @@
+"""clreduce: NumPy's reductions and prefix scans on any OpenCL device.
+
+Functions spelled and behaving as NumPy's (dtype rules, NaN handling, first-index ties) that run
+on an OpenCL device: a GPU through its vendor's driver, or the CPU through PoCL::
+
+    >>> import numpy as np, clreduce
+    >>> x = np.arange(1_000_000, dtype=np.int32)
+    >>> clreduce.sum(x)                 # int32 sums accumulate in int64, as NumPy's
+    np.int64(499999500000)
+    >>> clreduce.argmax(x, device="cpu")
+    np.int64(999999)
+
+Supported: sum, prod, min, max, argmin, argmax over the whole array (axis=None, or every axis),
+and cumsum, cumprod over the whole array or along the last axis (exclusive=True for exclusive
+scans). Element types: int32, uint32, int64, uint64, float32, float64 as they are; bool, int8,
+int16, uint8 and uint16 are widened to 32 bits first (a copy). devices() lists the devices;
+device= takes a Device, an index or what the command line's --device takes ('gpu', 'cpu',
+'nvidia', 'pocl', '0'). Errors of the library raise clreduce.Error (a RuntimeError) with a
+`category`. See docs/PYTHON.md.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import threading
+from typing import Any, NamedTuple, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _clreduce
+from ._clreduce import Error
+
+__all__ = [
+    "Error",
+    "Device",
+    "DeviceInfo",
+    "devices",
+    "set_default_device",
+    "get_default_device",
+    "sum",
+    "prod",
+    "min",
+    "max",
+    "argmin",
+    "argmax",
+    "cumsum",
+    "cumprod",
+    "__version__",
+]
+
+__version__: str = _clreduce.version()
+
+_KERNEL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cl")
+
+# The library's six element types, by NumPy dtype, and back from the library's names.
+_LIB_NAME = {
+    np.dtype(np.int32): "int32",
+    np.dtype(np.uint32): "uint32",
+    np.dtype(np.int64): "int64",
+    np.dtype(np.uint64): "uint64",
+    np.dtype(np.float32): "float",
+    np.dtype(np.float64): "double",
+}
+_FROM_LIB = {name: dt for dt, name in _LIB_NAME.items()}
+# Narrower integers and bool, widened to 32 bits (signed or unsigned) before the device sees them.
+_WIDEN = {
+    np.dtype(np.bool_): np.dtype(np.int32),
+    np.dtype(np.int8): np.dtype(np.int32),
+    np.dtype(np.int16): np.dtype(np.int32),
+    np.dtype(np.uint8): np.dtype(np.uint32),
+    np.dtype(np.uint16): np.dtype(np.uint32),
+}
+_AxisError = getattr(getattr(np, "exceptions", np), "AxisError")
+
+DeviceSpec = Union["Device", int, str, None]
+
+
+class DeviceInfo(NamedTuple):
+    """One OpenCL device as devices() lists it (the command line's --list-devices)."""
+
+    index: int
+    """Global index across platforms: what Device(index) and device=index take."""
+    type: str
+    """'GPU', 'CPU', 'ACCELERATOR', ..."""
+    name: str
+    platform: str
+    vendor: str
+    version: str
+    """CL_DEVICE_VERSION."""
+    opencl_c: str
+    compute_units: int
+    global_mem: int
+    """Bytes."""
+    max_alloc: int
+    """Bytes: the largest single buffer, so the largest array a call takes."""
+    local_mem: int
+    max_wg_size: int
+    fp64: bool
+    """Whether the device has double precision (float64 arrays need it)."""
+
+
+def devices() -> list[DeviceInfo]:
+    """Every OpenCL device of every platform, under the global index Device() and device= take.
+
+    Raises clreduce.Error (category 'runtime') when OpenCL has no platform.
+    """
+    return [DeviceInfo(**d) for d in _clreduce.list_devices()]
+
+
+class Device:
+    """An open OpenCL device: its context, queue and the kernels built on it.
+
+    Device(spec=0, *, kernel_dir=None, tune=None)
+
+    spec: an index (0, "1"), a device type ("gpu", "cpu", "accelerator": the first of that type)
+    or a case-insensitive substring of the device's platform, name, vendor or version ("nvidia",
+    "pocl"), as the command line's --device takes it.
+    kernel_dir: where the .cl kernel sources are; by default $CLREDUCE_KERNEL_DIR when set, else
+    the ones installed with the package.
+    tune: tuning knobs, {"fast-groups": 64, ...} (the command line's --tune KEY=VALUE), applied
+    over the CLREDUCE_<KEY> environment variables the command line reads too.
+
+    Kernels are built on the first call that needs them (seconds; PoCL caches them on disk) and
+    kept for the Device's life, so later calls build nothing. A Device may be shared by threads:
+    their calls take turns.
+    """
+
+    def __init__(
+        self,
+        spec: Union[int, str] = 0,
+        *,
+        kernel_dir: Optional[str] = None,
+        tune: Optional[dict] = None,
+    ) -> None:
+        text = _spec_text(spec)
+        if kernel_dir is None:
+            kernel_dir = os.environ.get("CLREDUCE_KERNEL_DIR") or _KERNEL_DIR
+        if not isinstance(kernel_dir, (str, os.PathLike)):
+            raise TypeError("kernel_dir must be a path")
+        knobs = []
+        for key, value in (tune or {}).items():
+            if isinstance(value, bool):
+                value = "on" if value else "off"
+            knobs.append(f"{key}={value}")
+        self._dev = _clreduce._Device(text, os.fspath(kernel_dir), knobs, True)
+        self._info = DeviceInfo(**self._dev.summary())
+
+    @property
+    def info(self) -> DeviceInfo:
+        """The device's DeviceInfo."""
+        return self._info
+
+    @property
+    def index(self) -> int:
+        """The device's global index (as in devices())."""
+        return self._info.index
+
+    @property
+    def name(self) -> str:
+        return self._info.name
+
+    @property
+    def kernel_dir(self) -> str:
+        """The directory the device's kernels are read from."""
+        return self._dev.kernel_dir()
+
+    def __repr__(self) -> str:
+        i = self._info
+        return f"clreduce.Device({i.index}: {i.type} {i.name!r}, platform {i.platform!r})"
+
+
+def _spec_text(spec: Any) -> str:
+    if isinstance(spec, bool) or not isinstance(spec, (int, np.integer, str)):
+        raise TypeError(
+            f"device must be a clreduce.Device, an index or a name such as 'gpu', 'cpu' or "
+            f"'nvidia', not {type(spec).__name__}"
+        )
+    if isinstance(spec, (int, np.integer)):
+        if spec < 0:
+            raise ValueError(f"device index must be >= 0, not {spec}")
+        return str(int(spec))
+    if not spec.strip():
+        raise ValueError("device name must not be empty")
+    return spec
+
+
+_lock = threading.Lock()
+_opened: dict = {}  # spec text -> Device, so device='cpu' builds its kernels once
+_default: Optional[Device] = None
+
+
+def _open(spec: Any) -> Device:
+    text = _spec_text(spec)
+    with _lock:
+        dev = _opened.get(text)
+    if dev is None:
+        dev = Device(text)
+        with _lock:
+            dev = _opened.setdefault(text, dev)
+    return dev
+
+
+def set_default_device(device: DeviceSpec) -> Optional[Device]:
+    """Sets the device calls use when they are given none (device=None).
+
+    device: a Device, an index or a name as Device() takes it, or None for the initial default
+    (device 0, as the command line's). Returns the Device now the default (None after None).
+    """
+    global _default
+    dev = None if device is None else (device if isinstance(device, Device) else _open(device))
+    with _lock:
+        _default = dev
+    return dev
+
+
+def get_default_device() -> Device:
+    """The device calls use when given none: set_default_device()'s, else device 0 (opened on
+    first use)."""
+    global _default
+    with _lock:
+        dev = _default
+    if dev is None:
+        dev = _open(0)
+        with _lock:
+            if _default is None:
+                _default = dev
+            dev = _default
+    return dev
+
+
+def _device(device: DeviceSpec) -> Device:
+    if device is None:
+        return get_default_device()
+    if isinstance(device, Device):
+        return device
+    return _open(device)
+
+
+# --- arguments as NumPy has them
+
+
+def _as_array(a: Any, fname: str) -> np.ndarray:
+    arr = a if isinstance(a, np.ndarray) else np.asarray(a)
+    dt = arr.dtype
+    if dt in _LIB_NAME or dt in _WIDEN:
+        return arr
+    native = dt.newbyteorder("=")
+    if dt.byteorder not in ("=", "|") and (native in _LIB_NAME or native in _WIDEN):
+        return arr.astype(native)  # the other byte order: converted once (a copy)
+    raise TypeError(
+        f"clreduce.{fname}: unsupported dtype {dt} (clreduce takes int32, uint32, int64, "
+        f"uint64, float32 and float64, and bool, int8, int16, uint8, uint16 widened to 32 bits)"
+    )
+
+
+def _axes(axis: Any, ndim: int, fname: str, single: bool = False) -> Optional[Tuple[int, ...]]:
+    """axis normalised as NumPy does (AxisError out of range, duplicates refused); None stays."""
+    if axis is None:
+        return None
+    items = (axis,) if not isinstance(axis, tuple) or single else axis
+    out = []
+    for ax in items:
+        try:
+            ax = int(ax.__index__())
+        except (AttributeError, TypeError):
+            raise TypeError(
+                f"'{type(ax).__name__}' object cannot be interpreted as an integer"
+            ) from None
+        if not -ndim <= ax < builtins.max(ndim, 1) or (ndim == 0 and ax != 0 and ax != -1):
+            raise _AxisError(ax, ndim)
+        ax = ax % ndim if ndim else 0
+        if ax in out:
+            raise ValueError("duplicate value in 'axis'")
+        out.append(ax)
+    return tuple(out)
+
+
+def _whole(axes: Optional[Tuple[int, ...]], ndim: int, fname: str) -> None:
+    """A reduction over every axis, or a clear refusal."""
+    if axes is None or set(axes) == set(range(ndim)):
+        return
+    raise ValueError(
+        f"clreduce.{fname}: reductions run over the whole array (axis=None, or every axis); "
+        f"axis={axes if len(axes) != 1 else axes[0]} of a {ndim}-d array is not supported yet "
+        f"(numpy.{fname} does it)"
+    )
+
+
+def _check_out(out: Any, shape: Tuple[int, ...], fname: str) -> np.ndarray:
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"clreduce.{fname}: out must be a numpy.ndarray, not {type(out).__name__}")
+    if out.shape != shape:
+        raise ValueError(
+            f"clreduce.{fname}: out has shape {out.shape}, the result has shape {shape}"
+        )
+    if not out.flags.writeable:
+        raise ValueError(f"clreduce.{fname}: out is read-only")
+    return out
+
+
+def _op_dtype(a: np.ndarray, dtype: Any, out: Optional[np.ndarray], fname: str) -> Optional[np.dtype]:
+    """The dtype sum, prod, cumsum and cumprod work in: dtype=, else out's where NumPy takes it
+    (the array casts to it safely), else None (NumPy's default for the array's type)."""
+    if dtype is not None:
+        dt = np.dtype(dtype)
+    elif out is not None and np.can_cast(a.dtype, out.dtype, "safe"):
+        dt = out.dtype
+    else:
+        return None
+    if dt in _LIB_NAME or (dt in _WIDEN and dt != np.dtype(np.bool_)):
+        return dt
+    if out is not None and dtype is None:
+        return None  # out's type is not one clreduce works in: the default, cast into out
+    raise TypeError(
+        f"clreduce.{fname}: unsupported dtype {dt} (int32, uint32, int64, uint64, float32, "
+        f"float64, int8, int16, uint8, uint16)"
+    )
+
+
+def _device_input(a: np.ndarray, dt: Optional[np.dtype]) -> Tuple[np.ndarray, str, Optional[np.dtype]]:
+    """The array the device reads, the library's accumulator override and the dtype to cast the
+    result back to: (array, acc, final dtype or None)."""
+    if dt is None:
+        if a.dtype in _WIDEN:
+            return a.astype(_WIDEN[a.dtype]), "", None
+        return a, "", None
+    if dt in _WIDEN:  # a narrow integer: wraps as NumPy's, computed 32/64 bits wide and cast back
+        return a.astype(dt).astype(_WIDEN[dt]), "", dt
+    x = a if a.dtype == dt else a.astype(dt)
+    acc = _LIB_NAME[dt] if dt in (np.dtype(np.int32), np.dtype(np.uint32)) else ""
+    return x, acc, None
+
+
+def _finish(value: Any, shape: Tuple[int, ...], out: Optional[np.ndarray], keepdims: bool):
+    """A scalar result as NumPy returns it: a NumPy scalar, an array of ones' shape with
+    keepdims, or written into out (cast as NumPy casts into out)."""
+    if out is not None:
+        out[...] = value
+        return out
+    if keepdims:
+        return np.full(shape, value, dtype=value.dtype)
+    return value
+
+
+def _reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdims: bool,
+            device: DeviceSpec):
+    arr = _as_array(a, fname)
+    axes = _axes(axis, arr.ndim, fname, single=op.startswith("arg"))
+    _whole(axes, arr.ndim, fname)
+    shape = (1,) * arr.ndim if keepdims else ()
+    if out is not None:
+        out = _check_out(out, shape, fname)
+    if op.startswith("arg"):
+        if out is not None and out.dtype.kind not in "iu":
+            raise TypeError(f"clreduce.{fname}: out must have an integer dtype, not {out.dtype}")
+        if arr.size == 0:
+            raise ValueError(f"attempt to get {op} of an empty sequence")
+        x = arr if arr.dtype in _LIB_NAME else arr.astype(_WIDEN[arr.dtype])
+        x = np.ascontiguousarray(x).reshape(-1)  # indices count in C order
+        _, index, _, _, _ = _device(device)._dev.reduce(op, x, "", "")
+        return _finish(np.intp(index), shape, out, keepdims)
+    if op in ("min", "max"):
+        if arr.size == 0:
+            name = "minimum" if op == "min" else "maximum"
+            raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+        x, acc, back = arr, "", arr.dtype if arr.dtype in _WIDEN else None
+        if back is not None:
+            x = arr.astype(_WIDEN[arr.dtype])
+    else:
+        dt = _op_dtype(arr, dtype, out, fname)
+        x, acc, back = _device_input(arr, dt)
+    # Every element once, in any order: a C- or Fortran-ordered array is read where it lies.
+    if x.flags.f_contiguous and not x.flags.c_contiguous:
+        x = x.T
+    x = np.ascontiguousarray(x).reshape(-1)
+    if x.size == 0:
+        rt = _FROM_LIB[_clreduce.result_dtype(op, _LIB_NAME[x.dtype], acc)]
+        value = rt.type(0 if op == "sum" else 1)
+    else:
+        v, _, rname, _, _ = _device(device)._dev.reduce(op, x, acc, "")
+        value = _FROM_LIB[rname].type(v)
+    if back is not None:
+        value = np.asarray(value).astype(back)[()]
+    return _finish(value, shape, out, keepdims)
+
+
+def sum(a: Any, axis: Union[None, int, Tuple[int, ...]] = None, dtype: Any = None,
+        out: Optional[np.ndarray] = None, keepdims: bool = False, *,
+        device: DeviceSpec = None) -> Any:
+    """Sum of every element, as numpy.sum(a, axis, dtype, out, keepdims).
+
+    int32 and smaller sums accumulate in int64 (unsigned: uint64), others in their own type;
+    dtype= sets the type (the array is converted to it first: a copy), 32-bit integer dtypes
+    wrap as NumPy's. Float sums are within clreduce's error bound of the exact sum
+    (docs/ACCURACY.md), not bit-equal to NumPy's pairwise sum. A NaN gives NaN. axis: None or
+    every axis. Returns a NumPy scalar (an array with keepdims, or out).
+    """
+    return _reduce("sum", "sum", a, axis, dtype, out, keepdims, device)
+
+
+def prod(a: Any, axis: Union[None, int, Tuple[int, ...]] = None, dtype: Any = None,
+         out: Optional[np.ndarray] = None, keepdims: bool = False, *,
+         device: DeviceSpec = None) -> Any:
+    """Product of every element, as numpy.prod; types as sum's. Integers wrap."""
+    return _reduce("prod", "prod", a, axis, dtype, out, keepdims, device)
+
+
+def min(a: Any, axis: Union[None, int, Tuple[int, ...]] = None,
+        out: Optional[np.ndarray] = None, keepdims: bool = False, *,
+        device: DeviceSpec = None) -> Any:
+    """Smallest element, as numpy.min: NaN if any element is NaN; ValueError on an empty array."""
+    return _reduce("min", "min", a, axis, None, out, keepdims, device)
+
+
+def max(a: Any, axis: Union[None, int, Tuple[int, ...]] = None,
+        out: Optional[np.ndarray] = None, keepdims: bool = False, *,
+        device: DeviceSpec = None) -> Any:
+    """Largest element, as numpy.max: NaN if any element is NaN; ValueError on an empty array."""
+    return _reduce("max", "max", a, axis, None, out, keepdims, device)
+
+
+def argmin(a: Any, axis: Optional[int] = None, out: Optional[np.ndarray] = None, *,
+           keepdims: bool = False, device: DeviceSpec = None) -> Any:
+    """Index of the smallest element in the flattened (C-order) array, as numpy.argmin: the
+    first one on ties, the first NaN if any. ValueError on an empty array."""
+    return _reduce("argmin", "argmin", a, axis, None, out, keepdims, device)
+
+
+def argmax(a: Any, axis: Optional[int] = None, out: Optional[np.ndarray] = None, *,
+           keepdims: bool = False, device: DeviceSpec = None) -> Any:
+    """Index of the largest element in the flattened (C-order) array, as numpy.argmax: the
+    first one on ties, the first NaN if any. ValueError on an empty array."""
+    return _reduce("argmax", "argmax", a, axis, None, out, keepdims, device)
+
+
+def _scan(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, exclusive: bool,
+          device: DeviceSpec):
+    arr = _as_array(a, fname)
+    axes = _axes(axis, arr.ndim, fname, single=True)
+    if axes is None or arr.ndim <= 1:
+        shape: Tuple[int, ...] = (arr.size,)
+        row = 0
+    elif axes[0] == arr.ndim - 1:
+        shape = arr.shape
+        row = arr.shape[-1]
+    else:
+        raise ValueError(
+            f"clreduce.{fname}: scans run over the whole array (axis=None) or along the last "
+            f"axis; axis={axes[0]} of a {arr.ndim}-d array is not supported yet (numpy.{fname} "
+            f"does it)"
+        )
+    if out is not None:
+        out = _check_out(out, shape, fname)
+    if not isinstance(exclusive, (bool, np.bool_)):
+        raise TypeError(f"clreduce.{fname}: exclusive must be True or False")
+    dt = _op_dtype(arr, dtype, out, fname)
+    x, acc, back = _device_input(arr, dt)
+    x = np.ascontiguousarray(x).reshape(-1)  # C order, as NumPy scans a flattened array
+    rt = _FROM_LIB[_clreduce.result_dtype(op, _LIB_NAME[x.dtype], acc)]
+    direct = (
+        out is not None and back is None and out.dtype == rt and out.flags.c_contiguous
+        and not np.shares_memory(out, x)
+    )
+    res = out.reshape(-1) if direct else np.empty(x.size, dtype=rt)
+    if x.size:
+        _device(device)._dev.scan(op, x, res, bool(exclusive), row, acc, "")
+    if direct:
+        return out
+    res = res.reshape(shape)
+    if back is not None:
+        res = res.astype(back)
+    if out is not None:
+        out[...] = res
+        return out
+    return res
+
+
+def cumsum(a: Any, axis: Optional[int] = None, dtype: Any = None,
+           out: Optional[np.ndarray] = None, *, exclusive: bool = False,
+           device: DeviceSpec = None) -> np.ndarray:
+    """Running sums, as numpy.cumsum(a, axis, dtype, out): of the flattened array (axis=None),
+    or along the last axis (each row on its own, in one device call). int32 and smaller
+    accumulate in int64 (unsigned: uint64). exclusive=True: element i sums the elements before
+    it (0 first). out (C-contiguous, of the result's dtype) is written in place."""
+    return _scan("cumsum", "sum", a, axis, dtype, out, exclusive, device)
+
+
+def cumprod(a: Any, axis: Optional[int] = None, dtype: Any = None,
+            out: Optional[np.ndarray] = None, *, exclusive: bool = False,
+            device: DeviceSpec = None) -> np.ndarray:
+    """Running products, as numpy.cumprod; otherwise as cumsum (exclusive: 1 first)."""
+    return _scan("cumprod", "prod", a, axis, dtype, out, exclusive, device)

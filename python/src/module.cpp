@@ -1,0 +1,221 @@
+// module.cpp: clreduce._clreduce, the Python extension over the public C++ API
+// (<clreduce/clreduce.hpp> and libclreduce alone). It reduces and scans C-contiguous host
+// arrays of the library's six element types; NumPy's rules (dtypes, axes, out=, keepdims) live in
+// the Python package around it (python/clreduce/__init__.py), which hands this module only
+// arrays it can take as they are.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <clreduce/clreduce.hpp>
+
+namespace nb = nanobind;
+
+namespace {
+
+// clreduce.Error, a RuntimeError subclass made at import (PyErr_NewExceptionWithDoc).
+PyObject* g_error_type = nullptr;
+
+void raise_error(const char* category, const std::string& what) {
+  nb::object type = nb::borrow(g_error_type);
+  nb::object inst = type(nb::str(what.c_str(), what.size()));
+  inst.attr("category") = nb::str(category);
+  PyErr_SetObject(g_error_type, inst.ptr());
+}
+
+// The library's element type of a NumPy array's dtype, by its code, bits and lanes; false when it
+// is none of the six.
+bool dtype_of(const nb::dlpack::dtype& d, clreduce::DType& t) {
+  if (d.lanes != 1) return false;
+  const auto code = static_cast<nb::dlpack::dtype_code>(d.code);
+  if (code == nb::dlpack::dtype_code::Int && d.bits == 32) t = clreduce::DType::kInt32;
+  else if (code == nb::dlpack::dtype_code::Int && d.bits == 64) t = clreduce::DType::kInt64;
+  else if (code == nb::dlpack::dtype_code::UInt && d.bits == 32) t = clreduce::DType::kUInt32;
+  else if (code == nb::dlpack::dtype_code::UInt && d.bits == 64) t = clreduce::DType::kUInt64;
+  else if (code == nb::dlpack::dtype_code::Float && d.bits == 32) t = clreduce::DType::kFloat;
+  else if (code == nb::dlpack::dtype_code::Float && d.bits == 64) t = clreduce::DType::kDouble;
+  else return false;
+  return true;
+}
+
+using InArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+using OutArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
+
+clreduce::DType checked_dtype(const nb::dlpack::dtype& d, const char* what) {
+  clreduce::DType t{};
+  if (!dtype_of(d, t))
+    throw nb::type_error((std::string(what) +
+                          ": the element type must be int32, uint32, int64, uint64, float32 or "
+                          "float64")
+                             .c_str());
+  return t;
+}
+
+nb::object value_object(const clreduce::Value& v) {
+  if (clreduce::is_float(v.type)) return nb::float_(v.f);
+  if (clreduce::is_signed(v.type)) return nb::int_(v.i);
+  return nb::steal(PyLong_FromUnsignedLongLong(v.u));
+}
+
+nb::dict summary_dict(const clreduce::DeviceSummary& s) {
+  nb::dict d;
+  d["index"] = s.index;
+  d["type"] = s.type;
+  d["name"] = s.name;
+  d["platform"] = s.platform;
+  d["vendor"] = s.vendor;
+  d["version"] = s.version;
+  d["opencl_c"] = s.opencl_c;
+  d["compute_units"] = s.compute_units;
+  d["global_mem"] = s.global_mem;
+  d["max_alloc"] = s.max_alloc;
+  d["local_mem"] = s.local_mem;
+  d["max_wg_size"] = s.max_wg_size;
+  d["fp64"] = s.fp64;
+  return d;
+}
+
+clreduce::Op reduce_op(const std::string& name) {
+  return clreduce::parse_op(name);  // Error(kUsage) naming the valid ones
+}
+
+// One open device. The library's Device is used by one thread at a time: calls take the mutex
+// after the GIL is released, so Python threads sharing one Device wait for each other.
+class PyDevice {
+ public:
+  PyDevice(const std::string& spec, const std::string& kernel_dir,
+           const std::vector<std::string>& tune, bool from_env) {
+    clreduce::Tuning t = from_env ? clreduce::tuning_from_env() : clreduce::Tuning{};
+    for (const std::string& kv : tune) clreduce::set_tuning(t, kv);
+    nb::gil_scoped_release release;
+    dev_ = std::make_unique<clreduce::Device>(spec, kernel_dir, t);
+  }
+
+  nb::dict summary() const { return summary_dict(dev_->summary()); }
+  std::string kernel_dir() const { return dev_->kernel_dir(); }
+
+  // (value, index, result type name, builds, kernel_ms) of op over every element of a.
+  std::tuple<nb::object, std::int64_t, std::string, std::size_t, double> reduce(
+      const std::string& op_name, const InArray& a, const std::string& acc,
+      const std::string& variant) {
+    const clreduce::Op op = reduce_op(op_name);
+    const clreduce::DType t = checked_dtype(a.dtype(), "reduce");
+    clreduce::Options o;
+    o.acc = acc;
+    o.variant = variant;
+    clreduce::Result r;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      r = dev_->reduce(op, t, a.data(), a.size(), o);
+    }
+    return {value_object(r.value), r.value.index, clreduce::dtype_name(r.acc), r.builds,
+            r.kernel_ms};
+  }
+
+  // Scans every element of a into out (as many elements, of result_dtype(op, a's type, acc)).
+  // row > 0: a segment starts every `row` elements (a scan along the last axis of rows of that
+  // length). Returns (builds, kernel_ms).
+  std::tuple<std::size_t, double> scan(const std::string& op_name, const InArray& a, OutArray& out,
+                                       bool exclusive, std::size_t row, const std::string& acc,
+                                       const std::string& variant) {
+    const clreduce::Op op = reduce_op(op_name);
+    const clreduce::DType t = checked_dtype(a.dtype(), "scan input");
+    const clreduce::DType ot = checked_dtype(out.dtype(), "scan output");
+    if (out.size() != a.size())
+      throw nb::value_error("scan: the output must have as many elements as the input");
+    if (a.size() != 0 && out.data() == a.data())
+      throw nb::value_error("scan: the output must not be the input itself");
+    clreduce::Options o;
+    o.acc = acc;
+    o.variant = variant;
+    o.exclusive = exclusive;
+    clreduce::Result r;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (row > 0 && a.size() > row) {
+        o.segments.assign(a.size(), 0);
+        for (std::size_t i = 0; i < a.size(); i += row) o.segments[i] = 1;
+      }
+      r = dev_->scan(op, t, a.data(), a.size(), ot, out.data(), o);
+    }
+    return {r.builds, r.kernel_ms};
+  }
+
+ private:
+  std::unique_ptr<clreduce::Device> dev_;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+NB_MODULE(_clreduce, m) {
+  m.doc() = "clreduce's extension module: the C++ library's devices, reduce and scan. Use the "
+            "clreduce package's functions instead.";
+
+  g_error_type = PyErr_NewExceptionWithDoc(
+      "clreduce.Error",
+      "A failure the clreduce library reports. `category` names its kind: 'usage', 'input', "
+      "'runtime', 'timeout', 'build', 'unsupported' or 'internal'.",
+      PyExc_RuntimeError, nullptr);
+  if (!g_error_type) throw nb::python_error();
+  m.attr("Error") = nb::borrow(g_error_type);
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const clreduce::Error& e) {
+      raise_error(clreduce::errc_name(e.category()), e.what());
+    } catch (const cl::Error& e) {
+      raise_error("runtime", std::string(e.what()) + ": " + clreduce::cl_error_name(e.err()));
+    }
+  });
+
+  m.def(
+      "list_devices",
+      [] {
+        nb::list out;
+        for (const clreduce::DeviceSummary& s : clreduce::Device::list())
+          out.append(summary_dict(s));
+        return out;
+      },
+      "Every OpenCL device of every platform under one global index, as dicts.");
+  m.def("version", [] { return clreduce::version(); }, "The C++ library's version.");
+  m.def("result_dtype",
+        [](const std::string& op, const std::string& type, const std::string& acc) {
+          return clreduce::dtype_name(
+              clreduce::result_dtype(clreduce::parse_op(op), clreduce::parse_dtype(type), acc));
+        },
+        nb::arg("op"), nb::arg("type"), nb::arg("acc") = "",
+        "The library's result type name of op on elements of type (NumPy's rule).");
+  m.def(
+      "tuning_keys",
+      [] {
+        nb::list out;
+        for (const clreduce::TuningKey& k : clreduce::tuning_keys())
+          out.append(nb::make_tuple(k.key, k.values, k.meaning));
+        return out;
+      },
+      "The tuning knobs: (key, values, meaning).");
+
+  nb::class_<PyDevice>(m, "_Device")
+      .def(nb::init<const std::string&, const std::string&, const std::vector<std::string>&, bool>(),
+           nb::arg("spec"), nb::arg("kernel_dir"), nb::arg("tune"), nb::arg("from_env"))
+      .def("summary", &PyDevice::summary)
+      .def("kernel_dir", &PyDevice::kernel_dir)
+      .def("reduce", &PyDevice::reduce, nb::arg("op"), nb::arg("a").noconvert(), nb::arg("acc"),
+           nb::arg("variant"))
+      .def("scan", &PyDevice::scan, nb::arg("op"), nb::arg("a").noconvert(),
+           nb::arg("out").noconvert(), nb::arg("exclusive"), nb::arg("row"), nb::arg("acc"),
+           nb::arg("variant"));
+}
