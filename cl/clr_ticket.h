@@ -73,6 +73,9 @@ inline acc_t clr_collect(__global acc_t* p) {
   return u.a;
 }
 
+// The launch's result, written by one work-item.
+inline void clr_ticket_write(__global acc_t* out, acc_t a) { out[0] = a; }
+
 // The epilogue of a one-launch reduction. Call with every work-item of the group, each passing
 // its value a, as the kernel's last statement; s holds wg accumulators (wg: the group size) and
 // is_last points to a __local int of the kernel. Work-item 0 publishes the group's total as
@@ -93,24 +96,31 @@ __attribute__((always_inline)) inline void clr_ticket_reduce(acc_t a, __local ac
   s[lid] = a;
   barrier(CLK_LOCAL_MEM_FENCE);
   a = clr_group_total(s, wg);
-  if (groups > 1) {  // uniform across the launch; one group writes its total at once
-    if (lid == 0) {
-      clr_publish(partials + get_group_id(0), a);
-      mem_fence(CLK_GLOBAL_MEM_FENCE);  // the partial is visible before the ticket is taken
-      *is_last = atomic_inc(ticket) == groups - 1;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (!*is_last) return;  // uniform across the group
-
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
-    a = clr_identity();
-    for (uint g = lid; g < groups; g += wg) a = clr_op(a, clr_collect(partials + g));
-    s[lid] = a;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    a = clr_group_total(s, wg);
-    if (lid == 0) atomic_xchg(ticket, 0u);  // ready for the next launch
+  // One group: its total is the result. An early return, as below: PoCL 3.1 hung (group size 3)
+  // when the groups' paths met again after a block holding barriers and a return.
+  if (groups == 1) {  // uniform across the launch
+    if (lid == 0) clr_ticket_write(out, a);
+    return;
   }
-  if (lid == 0) out[0] = a;
+
+  if (lid == 0) {
+    clr_publish(partials + get_group_id(0), a);
+    mem_fence(CLK_GLOBAL_MEM_FENCE);  // the partial is visible before the ticket is taken
+    *is_last = atomic_inc(ticket) == groups - 1;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (!*is_last) return;  // uniform across the group
+
+  mem_fence(CLK_GLOBAL_MEM_FENCE);
+  a = clr_identity();
+  for (uint g = lid; g < groups; g += wg) a = clr_op(a, clr_collect(partials + g));
+  s[lid] = a;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  a = clr_group_total(s, wg);
+  if (lid == 0) {
+    clr_ticket_write(out, a);
+    atomic_xchg(ticket, 0u);  // ready for the next launch
+  }
 }
 
 #endif  // CLR_TICKET_H

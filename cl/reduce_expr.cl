@@ -18,6 +18,7 @@
 //   EXPR_WHERE 1 when a predicate (--where) is given, WG_SIZE, EXPR_CPU, UNROLL, EXPR_ABS;
 //   EXPR_WIDTH 1, 2 or 4: the accumulator is that many values of CLR_ACC (a vector type, e.g.
 //   double4; post then gives one value of CLR_ACC);
+//   EXPR_VEC 1, 2, 4, 8 or 16: the GPU shape's elements per vector load;
 //   EXPR_BLOCK 0 or B: with B, each work-item folds B rounds of its UNROLL accumulators at a
 //   time and combines those block values pairwise (a binary counter over a stack), so that an
 //   element passes through about B + log2(blocks) operations in the work-item, not
@@ -44,6 +45,84 @@
 #include "clr_expr.h"
 #ifndef EXPR_BLOCK
 #define EXPR_BLOCK 0
+#endif
+#ifndef EXPR_VEC
+#define EXPR_VEC 1
+#endif
+
+#if !EXPR_CPU && EXPR_VEC > 1
+// The GPU shape's vector loads (EXPR_VEC > 1, set by the host): each
+// round reads EXPR_VEC consecutive elements of every input with one load per input (16 bytes of
+// the widest input, as fast's loads), and maps and folds them lane by lane into one accumulator.
+// A work-item's chain grows by EXPR_VEC a round over UNROLL accumulators: no longer than the
+// scalar loop's, which the host's depth counts; with EXPR_BLOCK, a block closes once its rounds
+// hold EXPR_BLOCK elements an accumulator or more (at most EXPR_BLOCK + EXPR_VEC - 1).
+#define EXPR_VT_(T, N) T##N
+#define EXPR_VT(T, N) EXPR_VT_(T, N)
+typedef union {
+  EXPR_VT(CLR_T0, EXPR_VEC) v;
+  CLR_T0 s[EXPR_VEC];
+} expr_l0;
+typedef union {
+  EXPR_VT(CLR_T1, EXPR_VEC) v;
+  CLR_T1 s[EXPR_VEC];
+} expr_l1;
+typedef union {
+  EXPR_VT(CLR_T2, EXPR_VEC) v;
+  CLR_T2 s[EXPR_VEC];
+} expr_l2;
+typedef union {
+  EXPR_VT(CLR_T3, EXPR_VEC) v;
+  CLR_T3 s[EXPR_VEC];
+} expr_l3;
+// Loads vector `at` of every input into l0..l3[k]; the lane arguments of element j of it.
+#if CLR_INPUTS == 1
+#define EXPR_VLOAD(k, at) l0[k].v = ((__global const EXPR_VT(CLR_T0, EXPR_VEC)*)x0)[at]
+#define EXPR_LARGS(k, j) l0[k].s[j]
+#elif CLR_INPUTS == 2
+#define EXPR_VLOAD(k, at)                                          \
+  l0[k].v = ((__global const EXPR_VT(CLR_T0, EXPR_VEC)*)x0)[at]; \
+  l1[k].v = ((__global const EXPR_VT(CLR_T1, EXPR_VEC)*)x1)[at]
+#define EXPR_LARGS(k, j) l0[k].s[j], l1[k].s[j]
+#elif CLR_INPUTS == 3
+#define EXPR_VLOAD(k, at)                                          \
+  l0[k].v = ((__global const EXPR_VT(CLR_T0, EXPR_VEC)*)x0)[at]; \
+  l1[k].v = ((__global const EXPR_VT(CLR_T1, EXPR_VEC)*)x1)[at]; \
+  l2[k].v = ((__global const EXPR_VT(CLR_T2, EXPR_VEC)*)x2)[at]
+#define EXPR_LARGS(k, j) l0[k].s[j], l1[k].s[j], l2[k].s[j]
+#else
+#define EXPR_VLOAD(k, at)                                          \
+  l0[k].v = ((__global const EXPR_VT(CLR_T0, EXPR_VEC)*)x0)[at]; \
+  l1[k].v = ((__global const EXPR_VT(CLR_T1, EXPR_VEC)*)x1)[at]; \
+  l2[k].v = ((__global const EXPR_VT(CLR_T2, EXPR_VEC)*)x2)[at]; \
+  l3[k].v = ((__global const EXPR_VT(CLR_T3, EXPR_VEC)*)x3)[at]
+#define EXPR_LARGS(k, j) l0[k].s[j], l1[k].s[j], l2[k].s[j], l3[k].s[j]
+#endif
+#if EXPR_WHERE
+#define EXPR_LMAP(k, j) \
+  (clr_expr_where(EXPR_LARGS(k, j)) ? clr_expr_map(EXPR_LARGS(k, j)) : clr_identity())
+#else
+#define EXPR_LMAP(k, j) clr_expr_map(EXPR_LARGS(k, j))
+#endif
+// True when every input starts at a multiple of its vector's size (buffers do; a host pointer
+// used in place need not): else the scalar loop runs.
+inline bool expr_vec_aligned(__global const CLR_T0* x0, __global const CLR_T1* x1,
+                             __global const CLR_T2* x2, __global const CLR_T3* x3) {
+  bool ok = (ulong)x0 % (EXPR_VEC * sizeof(CLR_T0)) == 0;
+#if CLR_INPUTS >= 2
+  ok = ok && (ulong)x1 % (EXPR_VEC * sizeof(CLR_T1)) == 0;
+#endif
+#if CLR_INPUTS >= 3
+  ok = ok && (ulong)x2 % (EXPR_VEC * sizeof(CLR_T2)) == 0;
+#endif
+#if CLR_INPUTS >= 4
+  ok = ok && (ulong)x3 % (EXPR_VEC * sizeof(CLR_T3)) == 0;
+#endif
+  return ok;
+}
+#define EXPR_USE_VEC 1
+#else
+#define EXPR_USE_VEC 0
 #endif
 #if EXPR_BLOCK
 // Levels of the pairwise stack: 2^48 blocks at most.
@@ -100,8 +179,14 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_expr(
     rounds = 0;                                    \
     expr_push(stack, &blocks, expr_flush(acc));    \
   }
+#define EXPR_VROUND_DONE()                         \
+  if ((rounds += EXPR_VEC) >= EXPR_BLOCK) {        \
+    rounds = 0;                                    \
+    expr_push(stack, &blocks, expr_flush(acc));    \
+  }
 #else
 #define EXPR_ROUND_DONE()
+#define EXPR_VROUND_DONE()
 #endif
 #if EXPR_CPU
   // A contiguous run per work-item, as UNROLL streams over its parts, then its remainder.
@@ -119,6 +204,37 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_expr(
   // Grid-stride: UNROLL loads in flight per work-item, neighbouring work-items neighbouring
   // elements.
   ulong i = gid;
+#if EXPR_USE_VEC
+  if (expr_vec_aligned(x0, x1, x2, x3)) {  // uniform across the launch
+    const ulong nv = n / EXPR_VEC;
+    ulong v = gid;
+    expr_l0 l0[UNROLL];
+    expr_l1 l1[UNROLL];
+    expr_l2 l2[UNROLL];
+    expr_l3 l3[UNROLL];
+    (void)l1;
+    (void)l2;
+    (void)l3;
+    for (; nv > (UNROLL - 1) * items && v < nv - (UNROLL - 1) * items; v += UNROLL * items) {
+#pragma unroll
+      for (uint k = 0; k < UNROLL; ++k) {
+        EXPR_VLOAD(k, v + k * items);
+      }
+#pragma unroll
+      for (uint k = 0; k < UNROLL; ++k) {
+#pragma unroll
+        for (uint j = 0; j < EXPR_VEC; ++j) acc[k] = clr_op(acc[k], EXPR_LMAP(k, j));
+      }
+      EXPR_VROUND_DONE();
+    }
+    for (; v < nv; v += items) {
+      EXPR_VLOAD(0, v);
+#pragma unroll
+      for (uint j = 0; j < EXPR_VEC; ++j) acc[0] = clr_op(acc[0], EXPR_LMAP(0, j));
+    }
+    i = nv * EXPR_VEC + gid;  // the last n % EXPR_VEC elements, below
+  }
+#endif
   for (; n > (UNROLL - 1) * items && i < n - (UNROLL - 1) * items; i += UNROLL * items) {
 #pragma unroll
     for (uint k = 0; k < UNROLL; ++k) acc[k] = clr_op(acc[k], EXPR_MAP(i + k * items));

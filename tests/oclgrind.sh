@@ -151,8 +151,9 @@ for combo in "argmin float" "argmax int32"; do
 done
 check_env=""
 # User reductions (cl/reduce_expr.cl) in both shapes over 3 groups (16 work-items each in the GPU
-# shape, one in the CPU shape), with the law check, the one-work-item reference and post: a
-# float dot product of two arrays, a count with post, a double norm, four int arrays.
+# shape, reading 16-byte vectors and the last n % 4 or n % 2 elements one by one; one in the CPU
+# shape), with the law check, the one-work-item reference and post: a float dot product of two
+# arrays, a count with post, a double norm, four int arrays.
 for shape in gpu cpu; do
   ls=16; if [ $shape = cpu ]; then ls=1; fi
   check_env="CLREDUCE_FAST_SHAPE=$shape CLREDUCE_FAST_GROUPS=3"

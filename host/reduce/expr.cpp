@@ -293,8 +293,13 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
   const std::size_t preferred = cpu ? 1 : 256;
   const std::size_t per_item = cpu ? std::size_t{1} << 16 : 4;
   const unsigned unroll = 4;
-  const std::string shape =
-      " -DEXPR_CPU=" + std::string(cpu ? "1" : "0") + " -DUNROLL=" + std::to_string(unroll);
+  // GPU shape: 16 bytes of the widest input per load (as fast's), each lane mapped.
+  std::size_t widest = 1;
+  for (DType t : spec_.inputs) widest = std::max(widest, dtype_size(t));
+  const std::size_t vec = !cpu ? std::max<std::size_t>(1, 16 / widest) : 1;
+  const std::string shape = " -DEXPR_CPU=" + std::string(cpu ? "1" : "0") +
+                            " -DUNROLL=" + std::to_string(unroll) +
+                            (vec > 1 ? " -DEXPR_VEC=" + std::to_string(vec) : "");
   if (!(spec_.width == 1 || ((spec_.width == 2 || spec_.width == 4) && is_float(spec_.acc))))
     throw Error(Errc::kUsage, "an accumulator of " + std::to_string(spec_.width) + " values of " +
                                   dtype_name(spec_.acc) +
@@ -315,17 +320,21 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
                 (n + policy_.wg_size * per_item - 1) / (policy_.wg_size * per_item), 1, cap);
   const std::size_t items = policy_.groups * policy_.wg_size;
   policy_.items_per_thread = static_cast<unsigned>((n + items - 1) / items);
-  policy_.vec_width = 1;
-  policy_.path =
-      std::string(cpu ? "cpu-shape" : "gpu-shape") + " x" + std::to_string(unroll) + " ticket";
+  policy_.vec_width = static_cast<unsigned>(vec);
+  policy_.path = std::string(cpu ? "cpu-shape" : "gpu-shape") +
+                 (vec > 1 ? " vec" + std::to_string(vec) : "") + " x" + std::to_string(unroll) +
+                 " ticket";
   // A work-item's elements into its accumulators, the accumulators, the group's tree, the last
   // group's loop over the partials and its tree.
-  // With blocks: a block's rounds and the fold of the accumulators, then the stack (a carry
-  // chain and the final fold, each at most one per level).
+  // With blocks: a block's rounds (with vector loads, whole vectors: at most block + vec - 1
+  // elements an accumulator, and the last block up to vec * unroll more from the loops' ends)
+  // and the fold of the accumulators, then the stack (a carry chain and the final fold, each at
+  // most one per level).
+  const std::uint64_t block_elems = (std::uint64_t{spec_.block} + vec - 1) / vec * vec;
   const std::uint64_t in_item =
       spec_.block
-          ? std::min<std::uint64_t>(policy_.items_per_thread, std::uint64_t{spec_.block} + unroll) +
-                unroll + 2 * (ceil_log2(policy_.items_per_thread / (spec_.block * unroll) + 2) + 1)
+          ? std::min<std::uint64_t>(policy_.items_per_thread, block_elems + vec * unroll) + unroll +
+                2 * (ceil_log2(policy_.items_per_thread / (block_elems * unroll) + 2) + 1)
           : policy_.items_per_thread + unroll;
   depth_ = in_item + 2 * ceil_log2(policy_.wg_size) +
            (policy_.groups + policy_.wg_size - 1) / policy_.wg_size;

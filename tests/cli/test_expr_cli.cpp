@@ -312,7 +312,7 @@ TEST_CASE("the engine's rows refuse flags and arrays they cannot take, in one li
   }
 }
 
-TEST_CASE("--op select writes the elements where --where holds, checked against the host",
+TEST_CASE("select: --op select writes the elements where --where holds, checked against the host",
           "[cli][expr][select]") {
   TempDir dir;
   const std::size_t n = 5003;
