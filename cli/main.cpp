@@ -17,6 +17,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -492,7 +493,29 @@ int run(int argc, char** argv, const Ranks& ranks) {
                                        "of bytes from 1 to 2^62");
   if (app.count("--timeout")) set_tuning(tuning, "timeout", timeout_text, "--timeout");
 
-  const bool engine_row = !user_expr && is_expr_op(op);
+  const bool segmenting_early = app.count("--offsets") + app.count("--axis") > 0;
+  // The variants' ops run as rows of the engine where the variants cannot: with --where, on the
+  // engine's input types (float16, bool, int8, uint8, int16, uint16), or with --acc double for
+  // a float16 or float sum. The element type: --type, or the file's header (standard input is
+  // read here, before the device, when nothing else decides).
+  std::optional<HostArray> stdin_array;
+  bool builtin_row = false;
+  if (!user_expr && is_builtin_row(op) && !segmenting_early && !list_variants_flag &&
+      !list_devices_flag && !ranks.many()) {
+    builtin_row = app.count("--where") > 0;
+    const auto wants_engine = [&](DType t) {
+      return !is_variant_dtype(t) || (!acc.empty() && parse_dtype(acc) == DType::kDouble &&
+                                      is_float(t) && t != DType::kDouble);
+    };
+    if (!builtin_row && inputs.empty()) builtin_row = wants_engine(parse_dtype(type));
+    if (!builtin_row && inputs.size() == 1 && inputs.front() != "-")
+      builtin_row = wants_engine(npy_info(inputs.front()).type);
+    if (!builtin_row && inputs.size() == 1 && inputs.front() == "-") {
+      stdin_array = read_input("-");
+      builtin_row = wants_engine(stdin_array->type);
+    }
+  }
+  const bool engine_row = !user_expr && (is_expr_op(op) || builtin_row);
   const bool select_op = !user_expr && op == "select";
   if (app.count("--where") && !user_expr && !engine_row && !select_op)
     throw Error(
@@ -619,15 +642,16 @@ int run(int argc, char** argv, const Ranks& ranks) {
   if (select_op && !list_variants_flag && !list_devices_flag) {
     // Stream compaction (expr_run.hpp's run_select): one array, one device, its own checks.
     if (!app.count("--where"))
-      throw Error(Errc::kUsage, "--op select needs --where E: the predicate over x that keeps an "
-                                "element");
-    for (const char* f : {"--peers", "--measure-copy", "--accuracy", "--exclusive", "--segments",
-                          "--segment-length", "--save-input", "--acc", "--ddof", "--variant",
-                          "--shares"})
-      if (app.count(f)) throw Error(Errc::kUsage, std::string(f) + " does not apply to --op select");
+      throw Error(Errc::kUsage,
+                  "--op select needs --where E: the predicate over x that keeps an "
+                  "element");
+    for (const char* f :
+         {"--peers", "--measure-copy", "--accuracy", "--exclusive", "--segments",
+          "--segment-length", "--save-input", "--acc", "--ddof", "--variant", "--shares"})
+      if (app.count(f))
+        throw Error(Errc::kUsage, std::string(f) + " does not apply to --op select");
     if (ranks.many()) throw Error(Errc::kUsage, "--op select does not run under mpirun yet");
-    if (inputs.size() > 1)
-      throw Error(Errc::kUsage, "--op select takes one array (--input once)");
+    if (inputs.size() > 1) throw Error(Errc::kUsage, "--op select takes one array (--input once)");
     if (!inputs.empty() && app.count("--size"))
       throw Error(Errc::kUsage, "--size and --input exclude each other: the file sets the size");
     if (!output.empty()) check_output_path(output);  // before any work, not after it
@@ -674,9 +698,6 @@ int run(int argc, char** argv, const Ranks& ranks) {
       throw Error(Errc::kUsage, "--op " + printable(op) +
                                     " and --map exclude each other: --map, --reduce and "
                                     "--identity define the reduction");
-    if (engine_row && app.count("--acc"))
-      throw Error(Errc::kUsage, "--acc does not apply to --op " + op +
-                                    ": its accumulator is the op's own (docs: the ops' table)");
     if (app.count("--variant") && variant != "expr")
       throw Error(Errc::kUsage, "--variant " + printable(variant) + " and " +
                                     (user_expr ? std::string("--map") : "--op " + op) +
@@ -725,7 +746,10 @@ int run(int argc, char** argv, const Ranks& ranks) {
                                     "'s largest work-group (" +
                                     std::to_string(devs.front().max_wg_size) + ")");
     Context ctx(devs.front(), find_kernel_dir(kernel_dir, true), verbose, tuning);
-    return run_expr(ea, ctx, read_input);
+    return run_expr(ea, ctx, [&](const std::string& path) {
+      if (path == "-" && stdin_array) return std::move(*stdin_array);
+      return read_input(path);
+    });
   }
   if (list_variants_flag) {
     // With a device, the path each variant takes there; without an OpenCL platform, the plain list.
@@ -895,7 +919,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
   if (!input.empty()) {
     progress.show("reading " + input_name);
     if (!ranks.many())
-      data = read_input(input);
+      data = stdin_array ? std::move(*stdin_array) : read_input(input);
     else if (input != "-")  // (standard input: rank 0 read it, and sent every rank its slice)
       data = read_npy_slice(input, slice.first, slice.count);
     if (app.count("--type") && data.type != the_type)
@@ -903,6 +927,11 @@ int run(int argc, char** argv, const Ranks& ranks) {
                   input_name + " holds " + dtype_name(data.type) + ", not --type " + type);
   }
   const DType elem = input.empty() ? the_type : data.type;
+  if (!is_variant_dtype(elem))
+    throw Error(Errc::kUsage,
+                dtype_name(elem) + " arrays reduce through the engine's rows, " +
+                    (ranks.many() ? "which do not run under mpirun yet"
+                                  : "which do not run scans or --variant " + printable(variant)));
   const std::size_t count = input.empty() ? (ranks.many() ? slice.count : n) : data.n;
   const DType acc_type = resolve_acc(the_op, elem, acc);
   if ((elem == DType::kDouble || acc_type == DType::kDouble) && !dev.fp64)
