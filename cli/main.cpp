@@ -704,8 +704,15 @@ int run(int argc, char** argv, const Ranks& ranks) {
                                     " exclude each other: it runs as the engine's own variant, "
                                     "expr");
     for (const char* f : {"--peers", "--measure-copy", "--accuracy", "--exclusive", "--segments",
-                          "--segment-length", "--output", "--save-input"})
+                          "--segment-length", "--output"})
       if (app.count(f)) throw Error(Errc::kUsage, std::string(f) + " does not apply to " + what);
+    if (!save_input.empty()) {
+      if (!inputs.empty() || (user_expr && inputs_named(map_expr) > 1) || op == "dot")
+        throw Error(Errc::kUsage,
+                    "--save-input writes one generated array (not with --input "
+                    "or several arrays)");
+      check_output_path(save_input);  // before any work, not after it
+    }
     if (ranks.many()) throw Error(Errc::kUsage, what + " does not run under mpirun yet");
     if (app.count("--shares"))
       throw Error(Errc::kUsage, "--shares: " + what + " runs on one device");
@@ -735,6 +742,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     ea.local_size = local_size;
     ea.format = format;
     ea.verbose = verbose;
+    ea.save_input = save_input;
     check_expr_args(ea);
     const std::vector<DeviceInfo> devs = select_devices(list_devices(), device);
     if (devs.size() > 1)

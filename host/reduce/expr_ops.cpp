@@ -183,6 +183,9 @@ ExprSpec expr_op_spec(const std::string& op, const std::vector<DType>& inputs,
       }
       return s;
     }
+    if (!o.acc.empty())
+      throw Error(Errc::kUsage,
+                  "--acc applies to sum and prod only (" + op + " keeps the element type)");
     // min, max, argmin, argmax, minmax: the element's value exactly, in float (float16, float),
     // double, int64 (signed) or uint64 (unsigned, bool).
     s.acc = t == DType::kDouble ? DType::kDouble
@@ -257,6 +260,8 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
   const auto inf = std::numeric_limits<long double>::infinity();
 
   if (op == "sum" || op == "prod") {
+    const long double largest =
+        w == DType::kFloat ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
     if (!is_float(result_type)) {
       // Wrapping 64-bit arithmetic, as the kernel's (U) operations (32-bit accumulators: the
       // low bits, which make_int keeps).
@@ -285,6 +290,7 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
       const double g = gamma_k(d + 1, u);
       r.bound =
           2 * u * std::fabs(static_cast<double>(sum)) + 2 * g * g * static_cast<double>(magnitude);
+      r.may_overflow = magnitude > largest;
       return r;
     }
     // prod: long double's product; the bound gamma_n |p|, and n subnormal units scaled by what
@@ -297,6 +303,7 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
         grow *= std::max<long double>(1, std::fabs(a));
       }
     r.value = make_float(w, p);
+    r.may_overflow = grow > largest;
     const double tiny = w == DType::kFloat ? std::numeric_limits<float>::denorm_min()
                                            : std::numeric_limits<double>::denorm_min();
     r.bound = gamma_k(static_cast<double>(r.count), u) * std::fabs(static_cast<double>(p)) +

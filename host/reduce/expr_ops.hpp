@@ -49,8 +49,12 @@ struct ExprOpReference {
   Value value;              // the reference in the result's type (NaN, inf as the op gives them)
   Value value2;             // minmax: the greatest (value: the least), with their indices
   std::uint64_t count = 0;  // the elements selected (the predicate's true ones)
-  bool exact = false;       // integer results, and min, max and arg ops: must be equal (floats:
-                            // the same number, or both NaN; indices equal)
+  // A float sum or product whose partial results may overflow in some order (sum |x|, or the
+  // product of max(1, |x|), past the working type's largest): a non-finite result is then
+  // accepted as the overflow it is.
+  bool may_overflow = false;
+  bool exact = false;  // integer results, and min, max and arg ops: must be equal (floats:
+                       // the same number, or both NaN; indices equal)
   // The largest |result - value| allowed for a finite value (a non-finite one must be the
   // same): the op's bound for the launch's depth d and the working type's unit roundoff.
   double bound = 0;
