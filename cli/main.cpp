@@ -238,7 +238,9 @@ int run(int argc, char** argv, const Ranks& ranks) {
       std::string("\n") + kExitCodes +
       "\nData: --size N --seed S generates int32/int64 uniform in [-1000, 1000] / "
       "[-1e12, 1e12],\nuint32/uint64 in [0, 2000] / [0, 2e12], float/double uniform in "
-      "[-1, 1).\nKernels are read at run time from --kernel-dir, $CLREDUCE_KERNEL_DIR, "
+      "[-1, 1);\nfloat16 in [-1, 1) on a 2^-10 grid, bool 0/1, int8/int16 in [-100, 100] / "
+      "[-1000, 1000],\nuint8/uint16 in [0, 200] / [0, 2000].\nKernels are read at run time from "
+      "--kernel-dir, $CLREDUCE_KERNEL_DIR, "
       "../share/clreduce/cl beside\nthe installed executable, the source tree's cl/, or the "
       "configured install directory,\nin that order (--version names the one found).\n"
       "\nNoisy timings: when the slowest timed run takes more than 4x the fastest, the time is\n"
@@ -283,15 +285,16 @@ int run(int argc, char** argv, const Ranks& ranks) {
       ->capture_default_str();
   app.add_option("--op", op,
                  "sum | prod | min | max | argmin | argmax; rows of the reduction engine: dot "
-                 "(two arrays) | norm2 | mean | var | std | count | any | all | logsumexp (with "
+                 "(two arrays) | norm2 | mean | var | std | count | any | all | logsumexp | "
+                 "minmax (both extremes and their first indices) (with "
                  "--map: expr); select (with --where: the elements where it holds, compacted "
                  "on the device; --output writes them)")
       ->capture_default_str();
   std::string where_expr, ddof_text;
   app.add_option("--where", where_expr,
-                 "with --map, an engine row (dot ... logsumexp) or select: an OpenCL C predicate "
-                 "over x (and y, z, w); where it is false the element is left out (NumPy's "
-                 "where=)");
+                 "with --map, any --op of a whole array, or select: an OpenCL C predicate over "
+                 "x (and y, z, w); where it is false the element is left out (NumPy's where=; "
+                 "min, max and the arg ops: of the selected elements, none is exit 2)");
   app.add_option("--ddof", ddof_text,
                  "var and std: the divisor is count - ddof, a number >= 0 (default 0, as NumPy)");
   std::string map_expr, reduce_expr, identity_expr, post_expr;
@@ -306,11 +309,14 @@ int run(int argc, char** argv, const Ranks& ranks) {
   app.add_option("--post", post_expr,
                  "with --map: an expression over the reduced value a and the count n (long), "
                  "applied once to the result (e.g. sqrt(a), a / n)");
-  app.add_option("-t,--type", type, "int32 | uint32 | int64 | uint64 | float | double")
+  app.add_option("-t,--type", type,
+                 "int32 | uint32 | int64 | uint64 | float | double; through the reduction "
+                 "engine: float16 (half) | bool | int8 | uint8 | int16 | uint16")
       ->capture_default_str();
   app.add_option("--acc", acc,
                  "sum and prod only: the accumulator and result type, the element type or NumPy's "
-                 "(int32 -> int64, uint32 -> uint64: the default); with --map any type (default: "
+                 "(int32 -> int64, uint32 -> uint64: the default; double for float and float16 "
+                 "arrays); with --map any type (default: "
                  "double or float if an array is, else int64, or uint64 for unsigned arrays)");
   app.add_option(
          "-n,--size", size,
