@@ -31,6 +31,80 @@
 #ifndef EXPR_WHERE
 #define EXPR_WHERE 0
 #endif
+#ifndef EXPR_ARG
+#define EXPR_ARG 0
+#endif
+
+#if EXPR_ARG
+// Helpers of the argmin, argmax and minmax rows (EXPR_ARG 1: a value and its index; 2: the
+// least and greatest values and their indices; the map gets the element's index i). NaN wins
+// and the first index wins a tie, as NumPy's argmin: the first NaN if there is one.
+#ifdef A_IS_FLOAT
+#define CLR_A_ISNAN(v) isnan(v)
+#define CLR_A_MAX ((A)INFINITY)
+#define CLR_A_LOWEST ((A)-INFINITY)
+#elif CLR_ACC == CLR_INT64
+#define CLR_A_ISNAN(v) 0
+#define CLR_A_MAX LONG_MAX
+#define CLR_A_LOWEST LONG_MIN
+#else
+#define CLR_A_ISNAN(v) 0
+#define CLR_A_MAX ULONG_MAX
+#define CLR_A_LOWEST 0ul
+#endif
+// Whether (av, ai) wins over (bv, bi): the least (lo) or the greatest value.
+inline int clr_arg_wins(A av, long ai, A bv, long bi, int lo) {
+  const int an = CLR_A_ISNAN(av), bn = CLR_A_ISNAN(bv);
+  if (an || bn) return an && (!bn || ai < bi);
+  if (av == bv) return ai < bi;
+  return lo ? av < bv : av > bv;
+}
+#if EXPR_ARG == 1
+// (value, index): x at index i; the identity loses to every element (index LONG_MAX).
+inline acc_t clr_arg_map(A v, long i) {
+  acc_t r;
+  r.v = v;
+#if CLR_ACC == CLR_FLOAT || CLR_ACC == CLR_INT32 || CLR_ACC == CLR_UINT32
+  r.pad = 0u;
+#endif
+  r.i = i;
+  return r;
+}
+inline acc_t clr_arg_op(acc_t a, acc_t b, int lo) {
+  return clr_arg_wins(a.v, a.i, b.v, b.i, lo) ? a : b;
+}
+inline acc_t clr_arg_identity(int lo) {
+  return clr_arg_map(lo ? CLR_A_MAX : CLR_A_LOWEST, LONG_MAX);
+}
+#else
+inline acc_t clr_minmax_map(A v, long i) {
+  acc_t r;
+  r.lo = v;
+  r.hi = v;
+  r.ilo = i;
+  r.ihi = i;
+  return r;
+}
+inline acc_t clr_minmax_identity(void) {
+  acc_t r;
+  r.lo = CLR_A_MAX;
+  r.hi = CLR_A_LOWEST;
+  r.ilo = LONG_MAX;
+  r.ihi = LONG_MAX;
+  return r;
+}
+inline acc_t clr_minmax_op(acc_t a, acc_t b) {
+  acc_t r;
+  const int l = clr_arg_wins(a.lo, a.ilo, b.lo, b.ilo, 1);
+  const int h = clr_arg_wins(a.hi, a.ihi, b.hi, b.ihi, 0);
+  r.lo = l ? a.lo : b.lo;
+  r.ilo = l ? a.ilo : b.ilo;
+  r.hi = h ? a.hi : b.hi;
+  r.ihi = h ? a.ihi : b.ihi;
+  return r;
+}
+#endif
+#endif
 
 #if EXPR_WIDTH > 1 && defined(A_IS_FLOAT)
 // Helpers of the built-in ops' rows (two- and four-value accumulators of a float type A).
@@ -95,9 +169,7 @@ inline acc_t clr_lse_op(acc_t a, acc_t b) {
 
 #if EXPR_WIDTH == 4
 // mean: (s, c, count, 0): a compensated sum and the count of its elements.
-inline acc_t clr_mean_op(acc_t a, acc_t b) {
-  return (acc_t)(clr_csum(a.xy, b.xy), a.z + b.z, 0);
-}
+inline acc_t clr_mean_op(acc_t a, acc_t b) { return (acc_t)(clr_csum(a.xy, b.xy), a.z + b.z, 0); }
 
 // var, std: (count, mean, M2, 0) of values shifted by a constant, combined pairwise (Chan,
 // Golub and LeVeque's parallel variance). An element d is (1, d, d - d, 0): M2 is NaN for an
@@ -116,31 +188,68 @@ inline acc_t clr_var_op(acc_t a, acc_t b) {
 #endif
 
 // The user's map (defined after this file), and the element-i call of it. Every kernel takes
-// four input buffers; those past CLR_INPUTS are not read. With EXPR_WHERE, the user's predicate
-// over the same elements: where it is false, the element is the identity (NumPy's where=).
+// four input buffers; those past CLR_INPUTS are not read. An input k built with -DCLR_Hk=1 is
+// float16 ('half' buffers, read with vload_half: no cl_khr_fp16 needed), and its CLR_Tk is float,
+// the type the expressions see. With EXPR_WHERE, the user's predicate over the same elements:
+// where it is false, the element is the identity (NumPy's where=). With EXPR_ARG the map also
+// takes the element's index i.
+#ifdef CLR_H0
+#define CLR_B0 half
+#define CLR_LD0(i) vload_half((i), x0)
+#else
+#define CLR_B0 CLR_T0
+#define CLR_LD0(i) x0[i]
+#endif
+#ifdef CLR_H1
+#define CLR_B1 half
+#define CLR_LD1(i) vload_half((i), x1)
+#else
+#define CLR_B1 CLR_T1
+#define CLR_LD1(i) x1[i]
+#endif
+#ifdef CLR_H2
+#define CLR_B2 half
+#define CLR_LD2(i) vload_half((i), x2)
+#else
+#define CLR_B2 CLR_T2
+#define CLR_LD2(i) x2[i]
+#endif
+#ifdef CLR_H3
+#define CLR_B3 half
+#define CLR_LD3(i) vload_half((i), x3)
+#else
+#define CLR_B3 CLR_T3
+#define CLR_LD3(i) x3[i]
+#endif
 #if CLR_INPUTS == 1
 #define EXPR_PARAMS CLR_T0 x
-#define EXPR_ARGS(i) x0[i]
+#define EXPR_ARGS(i) CLR_LD0(i)
 #elif CLR_INPUTS == 2
 #define EXPR_PARAMS CLR_T0 x, CLR_T1 y
-#define EXPR_ARGS(i) x0[i], x1[i]
+#define EXPR_ARGS(i) CLR_LD0(i), CLR_LD1(i)
 #elif CLR_INPUTS == 3
 #define EXPR_PARAMS CLR_T0 x, CLR_T1 y, CLR_T2 z
-#define EXPR_ARGS(i) x0[i], x1[i], x2[i]
+#define EXPR_ARGS(i) CLR_LD0(i), CLR_LD1(i), CLR_LD2(i)
 #else
 #define EXPR_PARAMS CLR_T0 x, CLR_T1 y, CLR_T2 z, CLR_T3 w
-#define EXPR_ARGS(i) x0[i], x1[i], x2[i], x3[i]
+#define EXPR_ARGS(i) CLR_LD0(i), CLR_LD1(i), CLR_LD2(i), CLR_LD3(i)
 #endif
+#if EXPR_ARG
+acc_t clr_expr_map(EXPR_PARAMS, long i);
+#define EXPR_MAPPED(i) clr_expr_map(EXPR_ARGS(i), (long)(i))
+#else
 acc_t clr_expr_map(EXPR_PARAMS);
+#define EXPR_MAPPED(i) clr_expr_map(EXPR_ARGS(i))
+#endif
 #if EXPR_WHERE
 int clr_expr_where(EXPR_PARAMS);
-#define EXPR_MAP(i) (clr_expr_where(EXPR_ARGS(i)) ? clr_expr_map(EXPR_ARGS(i)) : clr_identity())
+#define EXPR_MAP(i) (clr_expr_where(EXPR_ARGS(i)) ? EXPR_MAPPED(i) : clr_identity())
 #else
-#define EXPR_MAP(i) clr_expr_map(EXPR_ARGS(i))
+#define EXPR_MAP(i) EXPR_MAPPED(i)
 #endif
-#define EXPR_INPUTS                                                                   \
-  __global const CLR_T0 *restrict x0, __global const CLR_T1 *restrict x1,             \
-      __global const CLR_T2 *restrict x2, __global const CLR_T3 *restrict x3
+#define EXPR_INPUTS                                                       \
+  __global const CLR_B0 *restrict x0, __global const CLR_B1 *restrict x1, \
+      __global const CLR_B2 *restrict x2, __global const CLR_B3 *restrict x3
 #define EXPR_UNUSED \
   (void)x0;         \
   (void)x1;         \

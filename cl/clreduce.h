@@ -24,6 +24,14 @@
 #define CLR_UINT64 3
 #define CLR_FLOAT 4
 #define CLR_DOUBLE 5
+// Input types of the reduction engine (reduce_expr.cl, clr_expr.h) alone: never CLR_TYPE or
+// CLR_ACC. A float16 input is read with vload_half (no cl_khr_fp16 needed).
+#define CLR_HALF 6
+#define CLR_BOOL 7
+#define CLR_INT8 8
+#define CLR_UINT8 9
+#define CLR_INT16 10
+#define CLR_UINT16 11
 
 #define CLR_SUM 0
 #define CLR_PROD 1
@@ -138,6 +146,25 @@ typedef struct {
 #endif
   long i;
 } acc_t;
+#elif CLR_OP == CLR_EXPR && defined(EXPR_ARG) && EXPR_ARG == 1
+// The engine's argmin and argmax rows: a value of A and its index (16 bytes; A float gets an
+// explicit zeroed pad, so no byte is uninitialised).
+typedef struct {
+  A v;
+#if CLR_ACC == CLR_FLOAT || CLR_ACC == CLR_INT32 || CLR_ACC == CLR_UINT32
+  uint pad;
+#endif
+  long i;
+} acc_t;
+#elif CLR_OP == CLR_EXPR && defined(EXPR_ARG) && EXPR_ARG == 2
+// The engine's minmax row: the least and the greatest value of A and their indices (no padding:
+// two values of A, then two longs).
+typedef struct {
+  A lo;
+  A hi;
+  long ilo;
+  long ihi;
+} acc_t;
 #elif CLR_OP == CLR_EXPR && defined(EXPR_WIDTH) && EXPR_WIDTH > 1
 // A user-defined reduction whose accumulator is EXPR_WIDTH values of A (2 or 4): the vector type
 // (double2, float4, ...), so its expressions combine several running values at once.
@@ -184,6 +211,10 @@ inline acc_t clr_load(__global const T* x, ulong i) {
   r.i = (long)i;
   CLR_ARG_PAD(r);
   return r;
+#elif CLR_OP == CLR_EXPR && defined(EXPR_ARG) && EXPR_ARG
+  (void)x;  // the engine's map reads its own inputs (clr_expr.h)
+  (void)i;
+  return clr_identity();
 #else
   return (acc_t)x[i];
 #endif

@@ -54,7 +54,7 @@ void check_expr_args(const ExprArgs& a) {
     check_expression("--reduce", a.reduce);
     check_expression("--identity", a.identity);
     if (!a.post.empty()) check_expression("--post", a.post);
-  } else if (!is_expr_op(a.op)) {
+  } else if (!is_expr_op(a.op) && !is_builtin_row(a.op)) {
     throw Error(Errc::kUsage, "--op " + a.op + " is not a row of the reduction engine");
   }
   if (!a.where.empty()) check_expression("--where", a.where);
@@ -120,6 +120,7 @@ int run_expr(const ExprArgs& a, Context& ctx,
     if (cpu) need.add("the device's copies", sat_mul(count, each));
     check_host_memory(need);
     for (std::size_t k = 0; k < count; ++k) arrays.push_back(generate(t, a.n, a.seed + k));
+    if (!a.save_input.empty()) write_npy(a.save_input, arrays.front());
   }
   const std::size_t n = arrays.front().n;
   const bool row = !a.op.empty();
@@ -131,11 +132,11 @@ int run_expr(const ExprArgs& a, Context& ctx,
     o.where = a.where;
     o.ddof = a.ddof;
     o.fp64 = dev.fp64;
-    if (n > 0)
-      o.shift = dispatch_dtype(arrays.front().type, [&](auto zero) {
-        return static_cast<double>(arrays.front().as<decltype(zero)>()[0]);
-      });
+    o.acc = a.acc;
+    if (n > 0) o.shift = element_value(arrays.front(), 0);
     spec = expr_op_spec(a.op, types, o);
+    if (n == 0 && expr_op_needs_elements(a.op))
+      throw Error(Errc::kUsage, "--op " + a.op + " of an empty array has no identity (n = 0)");
   } else {
     spec.map = a.map;
     spec.reduce = a.reduce;
@@ -211,14 +212,23 @@ int run_expr(const ExprArgs& a, Context& ctx,
       }
       if (a.verbose) std::cerr << "expr: --where evaluated in " << now_ms() - t0 << " ms\n";
     }
-    op_ref = expr_op_reference(a.op, arrays, mask, a.ddof, spec.acc, er.depth());
+    op_ref =
+        expr_op_reference(a.op, arrays, mask, a.ddof,
+                          expr_op_result_type(a.op, spec.inputs.front(), spec.acc), er.depth());
     reference = op_ref.value;
+    if (op_ref.count == 0 && expr_op_needs_elements(a.op))
+      throw Error(Errc::kUsage, "--where '" + printable(a.where) + "' holds for no element: --op " +
+                                    a.op +
+                                    " has no identity (NumPy: zero-size array to reduction "
+                                    "operation, or where= without initial=)");
   } else {
     reference = er.reference(in, n, timeout, &magnitude, &wider, seq_events);
   }
   RunRecord rec;
   rec.variant = "expr";
   rec.op_text = row ? a.op : "expr";
+  if (is_builtin_row(a.op)) rec.op = parse_op(a.op);  // arg ops print their index
+  rec.minmax = a.op == "minmax";
   rec.type = spec.inputs.front();
   rec.acc = spec.acc;
   rec.n = n;
@@ -259,23 +269,60 @@ int run_expr(const ExprArgs& a, Context& ctx,
   double bound = 0.0;
   const auto distance = [](double d) { return Value{DType::kDouble, 0, 0, d, -1}.str(); };
   if (row) {
-    // ---- A row: post on the device, then the host's reference: integers equal, a non-finite
-    // reference the same, else within the op's bound.
-    result = er.post_bytes(got, n, timeout).front();
+    // ---- A row: post on the device, then the host's reference: integers, min, max and arg
+    // ops equal (values and indices), a non-finite reference the same, else within the op's
+    // bound. An indexed accumulator is read here: its value (values) of acc, then the index.
+    const DType rt = expr_op_result_type(a.op, spec.inputs.front(), spec.acc);
+    const auto at = [&](std::size_t value_at, std::size_t index_at) {
+      Value v = Value::from_bytes(spec.acc, got.data() + value_at);
+      v.type = rt;
+      if (spec.acc == DType::kInt64) v.u = static_cast<std::uint64_t>(v.i);
+      if (spec.acc == DType::kUInt64) v.i = static_cast<std::int64_t>(v.u);
+      if (index_at != SIZE_MAX) std::memcpy(&v.index, got.data() + index_at, 8);
+      return v;
+    };
+    const std::size_t vs = dtype_size(spec.acc);
+    Value result_max;
+    if (spec.arg == 1) {
+      result = at(0, 8);
+    } else if (spec.arg == 2) {
+      result = at(0, 2 * vs);
+      result_max = at(vs, 2 * vs + 8);
+    } else if (expr_op_needs_elements(a.op)) {
+      result = at(0, SIZE_MAX);
+    } else {
+      result = er.post_bytes(got, n, timeout).front();
+    }
     rec.result = result;
     rec.expected = reference;
+    rec.result_max = result_max;
+    rec.expected_max = op_ref.value2;
     if (op_ref.exact) {
-      ok = is_signed(spec.acc) ? result.i == reference.i : result.u == reference.u;
-      if (!ok) why = "integer results must be equal";
+      const auto same = [&](const Value& p, const Value& q) {
+        const bool v = is_float(p.type)    ? p.f == q.f || (std::isnan(p.f) && std::isnan(q.f))
+                       : is_signed(p.type) ? p.i == q.i
+                                           : p.u == q.u;
+        return v && p.index == q.index;
+      };
+      ok = same(result, reference) && (spec.arg != 2 || same(result_max, op_ref.value2));
+      if (!ok)
+        why = is_float(rt) || spec.arg ? "results and indices must be equal"
+                                       : "integer results must be equal";
     } else {
       bound = op_ref.bound;
       const bool same =
           result.f == reference.f || (std::isnan(result.f) && std::isnan(reference.f));
       ok = same || (std::isfinite(result.f) && std::isfinite(reference.f) &&
                     std::fabs(result.f - reference.f) <= bound);
-      if (!ok)
+      if (!ok && op_ref.may_overflow && !std::isfinite(result.f)) {
+        ok = true;
+        rec.overflow = true;
+        why = "the " + a.op + " overflows " + dtype_name(spec.acc) +
+              " in the order this device took (the exact value is " + reference.str() + ")";
+      } else if (!ok) {
         why = "|result - reference| = " + distance(std::fabs(result.f - reference.f)) +
               " exceeds the bound " + distance(bound);
+      }
     }
     if (op_ref.count == 0 && (a.op == "mean" || a.op == "var" || a.op == "std"))
       std::cerr << "clreduce: warning: --op " << a.op
@@ -353,8 +400,8 @@ int run_select(const ExprArgs& a, const std::string& output, Context& ctx,
   if (!a.inputs.empty()) {
     x = read(a.inputs.front());
     if (a.type_given && x.type != parse_dtype(a.type))
-      throw Error(Errc::kUsage, input_words(a, 0) + " holds " + dtype_name(x.type) +
-                                    ", not --type " + a.type);
+      throw Error(Errc::kUsage,
+                  input_words(a, 0) + " holds " + dtype_name(x.type) + ", not --type " + a.type);
     MemoryNeed need;
     if (dev.type == "CPU") need.add("the device's copies", 2 * x.bytes.size());
     need.add("the selection read back", x.bytes.size());

@@ -32,6 +32,7 @@ struct ExprArgs {
   std::size_t local_size = 0;
   std::string format = "table";
   bool verbose = false;
+  std::string save_input;  // --save-input: the generated array x written here (NumPy's dtype)
 };
 
 // Checks the expressions' text and the arrays' count before any device is touched (Error

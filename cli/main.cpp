@@ -17,6 +17,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -237,7 +238,9 @@ int run(int argc, char** argv, const Ranks& ranks) {
       std::string("\n") + kExitCodes +
       "\nData: --size N --seed S generates int32/int64 uniform in [-1000, 1000] / "
       "[-1e12, 1e12],\nuint32/uint64 in [0, 2000] / [0, 2e12], float/double uniform in "
-      "[-1, 1).\nKernels are read at run time from --kernel-dir, $CLREDUCE_KERNEL_DIR, "
+      "[-1, 1);\nfloat16 in [-1, 1) on a 2^-10 grid, bool 0/1, int8/int16 in [-100, 100] / "
+      "[-1000, 1000],\nuint8/uint16 in [0, 200] / [0, 2000].\nKernels are read at run time from "
+      "--kernel-dir, $CLREDUCE_KERNEL_DIR, "
       "../share/clreduce/cl beside\nthe installed executable, the source tree's cl/, or the "
       "configured install directory,\nin that order (--version names the one found).\n"
       "\nNoisy timings: when the slowest timed run takes more than 4x the fastest, the time is\n"
@@ -282,15 +285,16 @@ int run(int argc, char** argv, const Ranks& ranks) {
       ->capture_default_str();
   app.add_option("--op", op,
                  "sum | prod | min | max | argmin | argmax; rows of the reduction engine: dot "
-                 "(two arrays) | norm2 | mean | var | std | count | any | all | logsumexp (with "
+                 "(two arrays) | norm2 | mean | var | std | count | any | all | logsumexp | "
+                 "minmax (both extremes and their first indices) (with "
                  "--map: expr); select (with --where: the elements where it holds, compacted "
                  "on the device; --output writes them)")
       ->capture_default_str();
   std::string where_expr, ddof_text;
   app.add_option("--where", where_expr,
-                 "with --map, an engine row (dot ... logsumexp) or select: an OpenCL C predicate "
-                 "over x (and y, z, w); where it is false the element is left out (NumPy's "
-                 "where=)");
+                 "with --map, any --op of a whole array, or select: an OpenCL C predicate over "
+                 "x (and y, z, w); where it is false the element is left out (NumPy's where=; "
+                 "min, max and the arg ops: of the selected elements, none is exit 2)");
   app.add_option("--ddof", ddof_text,
                  "var and std: the divisor is count - ddof, a number >= 0 (default 0, as NumPy)");
   std::string map_expr, reduce_expr, identity_expr, post_expr;
@@ -305,11 +309,14 @@ int run(int argc, char** argv, const Ranks& ranks) {
   app.add_option("--post", post_expr,
                  "with --map: an expression over the reduced value a and the count n (long), "
                  "applied once to the result (e.g. sqrt(a), a / n)");
-  app.add_option("-t,--type", type, "int32 | uint32 | int64 | uint64 | float | double")
+  app.add_option("-t,--type", type,
+                 "int32 | uint32 | int64 | uint64 | float | double; through the reduction "
+                 "engine: float16 (half) | bool | int8 | uint8 | int16 | uint16")
       ->capture_default_str();
   app.add_option("--acc", acc,
                  "sum and prod only: the accumulator and result type, the element type or NumPy's "
-                 "(int32 -> int64, uint32 -> uint64: the default); with --map any type (default: "
+                 "(int32 -> int64, uint32 -> uint64: the default; double for float and float16 "
+                 "arrays); with --map any type (default: "
                  "double or float if an array is, else int64, or uint64 for unsigned arrays)");
   app.add_option(
          "-n,--size", size,
@@ -492,7 +499,29 @@ int run(int argc, char** argv, const Ranks& ranks) {
                                        "of bytes from 1 to 2^62");
   if (app.count("--timeout")) set_tuning(tuning, "timeout", timeout_text, "--timeout");
 
-  const bool engine_row = !user_expr && is_expr_op(op);
+  const bool segmenting_early = app.count("--offsets") + app.count("--axis") > 0;
+  // The variants' ops run as rows of the engine where the variants cannot: with --where, on the
+  // engine's input types (float16, bool, int8, uint8, int16, uint16), or with --acc double for
+  // a float16 or float sum. The element type: --type, or the file's header (standard input is
+  // read here, before the device, when nothing else decides).
+  std::optional<HostArray> stdin_array;
+  bool builtin_row = false;
+  if (!user_expr && is_builtin_row(op) && !segmenting_early && !list_variants_flag &&
+      !list_devices_flag && !ranks.many()) {
+    builtin_row = app.count("--where") > 0;
+    const auto wants_engine = [&](DType t) {
+      return !is_variant_dtype(t) || (!acc.empty() && parse_dtype(acc) == DType::kDouble &&
+                                      is_float(t) && t != DType::kDouble);
+    };
+    if (!builtin_row && inputs.empty()) builtin_row = wants_engine(parse_dtype(type));
+    if (!builtin_row && inputs.size() == 1 && inputs.front() != "-")
+      builtin_row = wants_engine(npy_info(inputs.front()).type);
+    if (!builtin_row && inputs.size() == 1 && inputs.front() == "-") {
+      stdin_array = read_input("-");
+      builtin_row = wants_engine(stdin_array->type);
+    }
+  }
+  const bool engine_row = !user_expr && (is_expr_op(op) || builtin_row);
   const bool select_op = !user_expr && op == "select";
   if (app.count("--where") && !user_expr && !engine_row && !select_op)
     throw Error(
@@ -619,15 +648,16 @@ int run(int argc, char** argv, const Ranks& ranks) {
   if (select_op && !list_variants_flag && !list_devices_flag) {
     // Stream compaction (expr_run.hpp's run_select): one array, one device, its own checks.
     if (!app.count("--where"))
-      throw Error(Errc::kUsage, "--op select needs --where E: the predicate over x that keeps an "
-                                "element");
-    for (const char* f : {"--peers", "--measure-copy", "--accuracy", "--exclusive", "--segments",
-                          "--segment-length", "--save-input", "--acc", "--ddof", "--variant",
-                          "--shares"})
-      if (app.count(f)) throw Error(Errc::kUsage, std::string(f) + " does not apply to --op select");
+      throw Error(Errc::kUsage,
+                  "--op select needs --where E: the predicate over x that keeps an "
+                  "element");
+    for (const char* f :
+         {"--peers", "--measure-copy", "--accuracy", "--exclusive", "--segments",
+          "--segment-length", "--save-input", "--acc", "--ddof", "--variant", "--shares"})
+      if (app.count(f))
+        throw Error(Errc::kUsage, std::string(f) + " does not apply to --op select");
     if (ranks.many()) throw Error(Errc::kUsage, "--op select does not run under mpirun yet");
-    if (inputs.size() > 1)
-      throw Error(Errc::kUsage, "--op select takes one array (--input once)");
+    if (inputs.size() > 1) throw Error(Errc::kUsage, "--op select takes one array (--input once)");
     if (!inputs.empty() && app.count("--size"))
       throw Error(Errc::kUsage, "--size and --input exclude each other: the file sets the size");
     if (!output.empty()) check_output_path(output);  // before any work, not after it
@@ -674,17 +704,21 @@ int run(int argc, char** argv, const Ranks& ranks) {
       throw Error(Errc::kUsage, "--op " + printable(op) +
                                     " and --map exclude each other: --map, --reduce and "
                                     "--identity define the reduction");
-    if (engine_row && app.count("--acc"))
-      throw Error(Errc::kUsage, "--acc does not apply to --op " + op +
-                                    ": its accumulator is the op's own (docs: the ops' table)");
     if (app.count("--variant") && variant != "expr")
       throw Error(Errc::kUsage, "--variant " + printable(variant) + " and " +
                                     (user_expr ? std::string("--map") : "--op " + op) +
                                     " exclude each other: it runs as the engine's own variant, "
                                     "expr");
     for (const char* f : {"--peers", "--measure-copy", "--accuracy", "--exclusive", "--segments",
-                          "--segment-length", "--output", "--save-input"})
+                          "--segment-length", "--output"})
       if (app.count(f)) throw Error(Errc::kUsage, std::string(f) + " does not apply to " + what);
+    if (!save_input.empty()) {
+      if (!inputs.empty() || (user_expr && inputs_named(map_expr) > 1) || op == "dot")
+        throw Error(Errc::kUsage,
+                    "--save-input writes one generated array (not with --input "
+                    "or several arrays)");
+      check_output_path(save_input);  // before any work, not after it
+    }
     if (ranks.many()) throw Error(Errc::kUsage, what + " does not run under mpirun yet");
     if (app.count("--shares"))
       throw Error(Errc::kUsage, "--shares: " + what + " runs on one device");
@@ -714,6 +748,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     ea.local_size = local_size;
     ea.format = format;
     ea.verbose = verbose;
+    ea.save_input = save_input;
     check_expr_args(ea);
     const std::vector<DeviceInfo> devs = select_devices(list_devices(), device);
     if (devs.size() > 1)
@@ -725,7 +760,10 @@ int run(int argc, char** argv, const Ranks& ranks) {
                                     "'s largest work-group (" +
                                     std::to_string(devs.front().max_wg_size) + ")");
     Context ctx(devs.front(), find_kernel_dir(kernel_dir, true), verbose, tuning);
-    return run_expr(ea, ctx, read_input);
+    return run_expr(ea, ctx, [&](const std::string& path) {
+      if (path == "-" && stdin_array) return std::move(*stdin_array);
+      return read_input(path);
+    });
   }
   if (list_variants_flag) {
     // With a device, the path each variant takes there; without an OpenCL platform, the plain list.
@@ -895,7 +933,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
   if (!input.empty()) {
     progress.show("reading " + input_name);
     if (!ranks.many())
-      data = read_input(input);
+      data = stdin_array ? std::move(*stdin_array) : read_input(input);
     else if (input != "-")  // (standard input: rank 0 read it, and sent every rank its slice)
       data = read_npy_slice(input, slice.first, slice.count);
     if (app.count("--type") && data.type != the_type)
@@ -903,6 +941,11 @@ int run(int argc, char** argv, const Ranks& ranks) {
                   input_name + " holds " + dtype_name(data.type) + ", not --type " + type);
   }
   const DType elem = input.empty() ? the_type : data.type;
+  if (!is_variant_dtype(elem))
+    throw Error(Errc::kUsage,
+                dtype_name(elem) + " arrays reduce through the engine's rows, " +
+                    (ranks.many() ? "which do not run under mpirun yet"
+                                  : "which do not run scans or --variant " + printable(variant)));
   const std::size_t count = input.empty() ? (ranks.many() ? slice.count : n) : data.n;
   const DType acc_type = resolve_acc(the_op, elem, acc);
   if ((elem == DType::kDouble || acc_type == DType::kDouble) && !dev.fp64)

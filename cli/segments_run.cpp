@@ -192,6 +192,12 @@ int run_segments(
     spec.acc = a.acc.empty() ? default_expr_acc(spec.inputs) : parse_dtype(a.acc);
     acc = spec.acc;
   } else {
+    if (!is_variant_dtype(x.type))
+      throw Error(Errc::kUsage, "--op " + a.op + " with " +
+                                    (a.axis_given ? std::string("--axis") : "--offsets") +
+                                    " takes int32, uint32, int64, uint64, float or double, not " +
+                                    dtype_name(x.type) +
+                                    " (a user reduction, --map, takes every input type here)");
     acc = resolve_acc(op, x.type, a.acc);
   }
   bool fp64 = acc == DType::kDouble;

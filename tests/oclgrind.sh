@@ -3,7 +3,8 @@
 # small arrays spanning at least three work-groups with a partial last one, and fails on any
 # report. Reductions get every kind of op (exact: float and double sums); scans (scan-*)
 # sum/prod/min/max, exclusive and segmented; scan-lookback's give-up path and scan-fast's CPU
-# path besides; user reductions (--map) and the engine's rows (--op dot, ...) in both shapes;
+# path besides; user reductions (--map) and the engine's rows (--op dot, ..., minmax, and the
+# variants' ops on float16, int8 and bool) in both shapes;
 # --op select's compaction (cl/compact.cl);
 # with CLREDUCE_TESTS (the test binary), its small case of a scan's carry-in and plans on
 # sub-buffers. Needs OCLGRIND and CLREDUCE (paths) in the environment.
@@ -166,6 +167,11 @@ for shape in gpu cpu; do
   check --op dot --type float --size 4003 --local-size $ls
   check --op var --type double --size 4003 --local-size $ls
   check --op logsumexp --type float --size 4003 --local-size $ls --where 'x > 0'
+  # Indexed accumulators (structs across groups) over float16 read with vload_half, an arg op
+  # of int8 with a predicate, a bool sum.
+  check --op minmax --type float16 --size 1003 --local-size $ls
+  check --op argmin --type int8 --size 1003 --local-size $ls --where 'x > 3'
+  check --op sum --type bool --size 1003 --local-size $ls
 done
 check_env=""
 # Segments and axes (cl/reduce_segments.cl). Offsets of empty, one-element, short (a work-item or

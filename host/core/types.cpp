@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 
 #include "clreduce/error.hpp"
@@ -25,7 +26,13 @@ static_assert(static_cast<int>(DType::kInt32) == CLR_INT32 &&
                   static_cast<int>(DType::kInt64) == CLR_INT64 &&
                   static_cast<int>(DType::kUInt64) == CLR_UINT64 &&
                   static_cast<int>(DType::kFloat) == CLR_FLOAT &&
-                  static_cast<int>(DType::kDouble) == CLR_DOUBLE,
+                  static_cast<int>(DType::kDouble) == CLR_DOUBLE &&
+                  static_cast<int>(DType::kFloat16) == CLR_HALF &&
+                  static_cast<int>(DType::kBool) == CLR_BOOL &&
+                  static_cast<int>(DType::kInt8) == CLR_INT8 &&
+                  static_cast<int>(DType::kUInt8) == CLR_UINT8 &&
+                  static_cast<int>(DType::kInt16) == CLR_INT16 &&
+                  static_cast<int>(DType::kUInt16) == CLR_UINT16,
               "DType's values must be the kernels' type codes (cl/clreduce.h)");
 static_assert(static_cast<int>(Op::kSum) == CLR_SUM && static_cast<int>(Op::kProd) == CLR_PROD &&
                   static_cast<int>(Op::kMin) == CLR_MIN && static_cast<int>(Op::kMax) == CLR_MAX &&
@@ -37,6 +44,58 @@ const std::vector<DType>& all_dtypes() {
   static const std::vector<DType> v = {DType::kInt32,  DType::kUInt32, DType::kInt64,
                                        DType::kUInt64, DType::kFloat,  DType::kDouble};
   return v;
+}
+
+const std::vector<DType>& input_dtypes() {
+  static const std::vector<DType> v = {DType::kInt32,   DType::kUInt32, DType::kInt64,
+                                       DType::kUInt64,  DType::kFloat,  DType::kDouble,
+                                       DType::kFloat16, DType::kBool,   DType::kInt8,
+                                       DType::kUInt8,   DType::kInt16,  DType::kUInt16};
+  return v;
+}
+
+bool is_variant_dtype(DType t) { return static_cast<int>(t) <= static_cast<int>(DType::kDouble); }
+
+void no_host_half(const char* where) {
+  throw Error(Errc::kUsage, std::string("float16 is not taken by ") + where +
+                                " (it reduces through the engine's rows)");
+}
+
+double half_to_double(std::uint16_t h) {
+  const int sign = h >> 15, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
+  double v;
+  if (exp == 0x1f)
+    v = frac ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  else if (exp == 0)
+    v = std::ldexp(frac, -24);  // subnormal
+  else
+    v = std::ldexp(frac | 0x400, exp - 25);
+  return sign ? -v : v;
+}
+
+std::uint16_t double_to_half(double x) {
+  const std::uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  if (std::isnan(x)) return static_cast<std::uint16_t>(sign | 0x7e00);
+  const double a = std::fabs(x);
+  if (a >= 65520.0) return static_cast<std::uint16_t>(sign | 0x7c00);  // rounds to inf
+  if (a < std::ldexp(1.0, -14)) {
+    // Subnormal (or zero): a multiple of 2^-24, rounded to nearest even by nearbyint.
+    return static_cast<std::uint16_t>(
+        sign | static_cast<std::uint16_t>(std::nearbyint(std::ldexp(a, 24))));
+  }
+  int e = 0;
+  const double m = std::frexp(a, &e);  // a = m 2^e, m in [0.5, 1)
+  // 11 significant bits: the significand as an integer in [2^10, 2^11], rounded to even.
+  const double q = std::nearbyint(std::ldexp(m, 11));
+  std::uint32_t sig = static_cast<std::uint32_t>(q);
+  int ex = e - 1;  // a = (sig / 2^10) 2^ex
+  if (sig == 2048) {
+    sig = 1024;
+    ++ex;
+  }
+  if (ex > 15) return static_cast<std::uint16_t>(sign | 0x7c00);
+  return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(ex + 15) << 10 |
+                                    (sig & 0x3ff));
 }
 
 const std::vector<Op>& all_ops() {
@@ -53,6 +112,12 @@ std::string dtype_name(DType t) {
     case DType::kUInt64: return "uint64";
     case DType::kFloat: return "float";
     case DType::kDouble: return "double";
+    case DType::kFloat16: return "float16";
+    case DType::kBool: return "bool";
+    case DType::kInt8: return "int8";
+    case DType::kUInt8: return "uint8";
+    case DType::kInt16: return "int16";
+    case DType::kUInt16: return "uint16";
   }
   return "?";
 }
@@ -71,12 +136,13 @@ std::string op_name(Op op) {
 
 DType parse_dtype(const std::string& s) {
   std::string valid;
-  for (DType t : all_dtypes()) {
+  for (DType t : input_dtypes()) {
     if (s == dtype_name(t)) return t;
     valid += (valid.empty() ? "" : ", ") + dtype_name(t);
   }
   if (s == "float32") return DType::kFloat;
   if (s == "float64") return DType::kDouble;
+  if (s == "half") return DType::kFloat16;
   throw Error(Errc::kUsage, "unknown type '" + printable(s) + "' (valid: " + valid + ")");
 }
 
@@ -91,6 +157,12 @@ Op parse_op(const std::string& s) {
 
 std::size_t dtype_size(DType t) {
   switch (t) {
+    case DType::kBool:
+    case DType::kInt8:
+    case DType::kUInt8: return 1;
+    case DType::kFloat16:
+    case DType::kInt16:
+    case DType::kUInt16: return 2;
     case DType::kInt32:
     case DType::kUInt32:
     case DType::kFloat: return 4;
@@ -98,8 +170,10 @@ std::size_t dtype_size(DType t) {
   }
 }
 
-bool is_float(DType t) { return t == DType::kFloat || t == DType::kDouble; }
-bool is_signed(DType t) { return t == DType::kInt32 || t == DType::kInt64; }
+bool is_float(DType t) { return t == DType::kFloat || t == DType::kDouble || t == DType::kFloat16; }
+bool is_signed(DType t) {
+  return t == DType::kInt32 || t == DType::kInt64 || t == DType::kInt8 || t == DType::kInt16;
+}
 
 std::string dtype_cl_name(DType t) {
   switch (t) {
@@ -109,6 +183,12 @@ std::string dtype_cl_name(DType t) {
     case DType::kUInt64: return "ulong";
     case DType::kFloat: return "float";
     case DType::kDouble: return "double";
+    case DType::kFloat16: return "half";  // read with vload_half: a float in expressions
+    case DType::kBool: return "uchar";
+    case DType::kInt8: return "char";
+    case DType::kUInt8: return "uchar";
+    case DType::kInt16: return "short";
+    case DType::kUInt16: return "ushort";
   }
   return "?";
 }
@@ -118,8 +198,9 @@ bool has_identity(Op op) { return op == Op::kSum || op == Op::kProd; }
 
 DType acc_dtype(Op op, DType t) {
   if (op == Op::kSum || op == Op::kProd) {
-    if (t == DType::kInt32) return DType::kInt64;
-    if (t == DType::kUInt32) return DType::kUInt64;
+    if (t == DType::kInt32 || t == DType::kInt8 || t == DType::kInt16 || t == DType::kBool)
+      return DType::kInt64;
+    if (t == DType::kUInt32 || t == DType::kUInt8 || t == DType::kUInt16) return DType::kUInt64;
   }
   return t;
 }
@@ -159,6 +240,27 @@ Value Value::from_bytes(DType type, const unsigned char* p) {
       break;
     }
     case DType::kDouble: std::memcpy(&v.f, p, 8); break;
+    case DType::kFloat16: {
+      std::uint16_t x;
+      std::memcpy(&x, p, 2);
+      v.f = half_to_double(x);
+      break;
+    }
+    case DType::kBool:
+    case DType::kUInt8: v.u = *p; break;
+    case DType::kInt8: v.i = static_cast<std::int8_t>(*p); break;
+    case DType::kInt16: {
+      std::int16_t x;
+      std::memcpy(&x, p, 2);
+      v.i = x;
+      break;
+    }
+    case DType::kUInt16: {
+      std::uint16_t x;
+      std::memcpy(&x, p, 2);
+      v.u = x;
+      break;
+    }
   }
   return v;
 }
@@ -168,7 +270,13 @@ std::string Value::str() const {
   if (is_float(type)) {
     if (std::isnan(f)) return "nan";
     if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
-    std::snprintf(buf, sizeof buf, "%.*g", type == DType::kFloat ? 9 : 17, f);
+    std::snprintf(buf, sizeof buf, "%.*g",
+                  type == DType::kFloat     ? 9
+                  : type == DType::kFloat16 ? 5
+                                            : 17,
+                  f);
+  } else if (type == DType::kBool) {
+    return u ? "True" : "False";
   } else if (is_signed(type)) {
     std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(i));
   } else {

@@ -1,8 +1,8 @@
 // data.cpp: the counter-based generator behind --size/--seed.
 #include "io/data.hpp"
 
-#include "core/checked.hpp"
 #include <algorithm>
+#include "core/checked.hpp"
 
 #include "core/parallel.hpp"
 
@@ -63,6 +63,34 @@ HostArray generate(DType t, std::size_t n, std::uint64_t seed, std::uint64_t fir
       fill<double>(a, seed, first, [](std::uint64_t z) {
         return static_cast<double>(z >> 11) * 0x1p-53 * 2.0 - 1.0;
       });
+      break;
+    case DType::kFloat16:
+      // Multiples of 2^-10 in [-1, 1): every one a float16.
+      fill<std::uint16_t>(a, seed, first, [](std::uint64_t z) {
+        return double_to_half(static_cast<double>(z >> 53) * 0x1p-10 - 1.0);
+      });
+      break;
+    case DType::kBool:
+      fill<std::uint8_t>(a, seed, first,
+                         [](std::uint64_t z) { return static_cast<std::uint8_t>(z >> 63); });
+      break;
+    case DType::kInt8:
+      fill<std::int8_t>(a, seed, first, [](std::uint64_t z) {
+        return static_cast<std::int8_t>(static_cast<int>(z % 201) - 100);
+      });
+      break;
+    case DType::kUInt8:
+      fill<std::uint8_t>(a, seed, first,
+                         [](std::uint64_t z) { return static_cast<std::uint8_t>(z % 201); });
+      break;
+    case DType::kInt16:
+      fill<std::int16_t>(a, seed, first, [](std::uint64_t z) {
+        return static_cast<std::int16_t>(static_cast<int>(z % 2001) - 1000);
+      });
+      break;
+    case DType::kUInt16:
+      fill<std::uint16_t>(a, seed, first,
+                          [](std::uint64_t z) { return static_cast<std::uint16_t>(z % 2001); });
       break;
   }
   return a;

@@ -324,17 +324,29 @@ std::string descr_of(DType t) {
     case DType::kUInt64: return "<u8";
     case DType::kFloat: return "<f4";
     case DType::kDouble: return "<f8";
+    case DType::kFloat16: return "<f2";
+    case DType::kBool: return "|b1";
+    case DType::kInt8: return "|i1";
+    case DType::kUInt8: return "|u1";
+    case DType::kInt16: return "<i2";
+    case DType::kUInt16: return "<u2";
   }
   return "<?0";
 }
 
 // The element type of a header's descr, for the types read_npy() reads.
 DType array_dtype(const std::string& path, const Header& h, Descr& d) {
-  if (h.descr.kind != PyValue::kStr || !parse_descr(h.descr.str, d) || d.size < 4)
-    unsupported_dtype(path, h.descr, "int32, uint32, int64, uint64, float32, float64");
-  if (d.kind == 'i') return d.size == 4 ? DType::kInt32 : DType::kInt64;
-  if (d.kind == 'u') return d.size == 4 ? DType::kUInt32 : DType::kUInt64;
-  return d.size == 4 ? DType::kFloat : DType::kDouble;
+  if (h.descr.kind != PyValue::kStr || !parse_descr(h.descr.str, d) ||
+      (d.kind == 'f' && d.size == 1))
+    unsupported_dtype(path, h.descr,
+                      "bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, "
+                      "float32, float64");
+  if (d.kind == 'b') return DType::kBool;
+  const DType ints[2][4] = {{DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64},
+                            {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64}};
+  const int w = d.size == 1 ? 0 : d.size == 2 ? 1 : d.size == 4 ? 2 : 3;
+  if (d.kind == 'i' || d.kind == 'u') return ints[d.kind == 'u'][w];
+  return d.size == 2 ? DType::kFloat16 : d.size == 4 ? DType::kFloat : DType::kDouble;
 }
 
 void swap_bytes(Bytes& bytes, std::size_t size) {

@@ -56,6 +56,7 @@ static bool speedup_quoted(const RunRecord& r) { return !r.noisy && !r.seq_noisy
 static std::string str(const std::string& v) { return "\"" + json_escape(v) + "\""; }
 
 std::string json_value(const Value& v) {
+  if (v.type == DType::kBool) return v.u ? "true" : "false";
   if (!is_float(v.type)) return v.str();
   if (!std::isfinite(v.f)) return "\"" + v.str() + "\"";
   std::string s = v.str();  // "%.9g" / "%.17g": "-0", "1", "0.5", "1e+30"
@@ -81,7 +82,16 @@ std::string to_json(const RunRecord& r) {
     s += std::string(",\"exclusive\":") + (r.scan->exclusive ? "true" : "false") +
          ",\"segmented\":" + (r.scan->segmented ? "true" : "false");
   if (r.skipped) return s + ",\"skipped\":true,\"reason\":\"" + json_escape(r.skip_reason) + "\"}";
-  if (r.kind != "ceiling") {
+  if (r.minmax) {
+    s += ",\"result_min\":" + json_value(r.result) +
+         ",\"index_min\":" + std::to_string(r.result.index) +
+         ",\"result_max\":" + json_value(r.result_max) +
+         ",\"index_max\":" + std::to_string(r.result_max.index) +
+         ",\"expected_min\":" + json_value(r.expected) +
+         ",\"expected_index_min\":" + std::to_string(r.expected.index) +
+         ",\"expected_max\":" + json_value(r.expected_max) +
+         ",\"expected_index_max\":" + std::to_string(r.expected_max.index);
+  } else if (r.kind != "ceiling") {
     const bool none = scan && r.n == 0;  // an empty scan has no last element
     s += ",\"result\":" + (none ? std::string("null") : json_value(r.result));
     if (is_arg_op(r.op)) s += ",\"index\":" + std::to_string(r.result.index);
@@ -198,6 +208,12 @@ static std::size_t widest_value(DType t) {
     case DType::kUInt64: return 20;  // 18446744073709551615
     case DType::kFloat: return 15;
     case DType::kDouble: return 24;
+    case DType::kFloat16: return 11;  // -6.1035e-05
+    case DType::kBool: return 5;      // False
+    case DType::kInt8: return 4;
+    case DType::kUInt8: return 3;
+    case DType::kInt16: return 6;
+    case DType::kUInt16: return 5;
   }
   return 24;
 }
@@ -228,7 +244,9 @@ std::string table_row(const RunRecord& r, bool ratios, bool accuracy, std::size_
                                                                     : "(bytes read + written)")
                     : r.scan && r.n == 0 ? "(empty)"
                                          : r.result.str();
-  if (is_arg_op(r.op) && r.kind != "ceiling") res += " @" + std::to_string(r.result.index);
+  if ((is_arg_op(r.op) || r.minmax) && r.kind != "ceiling")
+    res += " @" + std::to_string(r.result.index);
+  if (r.minmax) res += ", " + r.result_max.str() + " @" + std::to_string(r.result_max.index);
   std::string ratio;
   if (ratios) {
     char b[32] = "        -";
@@ -270,7 +288,8 @@ std::string table_row(const RunRecord& r, bool ratios, bool accuracy, std::size_
   std::string out = line;
   if (!r.verified) {
     out += "  expected " + r.expected.str();
-    if (is_arg_op(r.op)) out += " @" + std::to_string(r.expected.index);
+    if (is_arg_op(r.op) || r.minmax) out += " @" + std::to_string(r.expected.index);
+    if (r.minmax) out += ", " + r.expected_max.str() + " @" + std::to_string(r.expected_max.index);
     out += ": " + r.verify_note + "\n";
   } else if (r.overflow) {
     out += "  overflow: " + r.verify_note + "\n";

@@ -37,9 +37,11 @@ std::string generated_tail(const ExprSpec& s) {
   std::string params;
   for (std::size_t k = 0; k < s.inputs.size(); ++k)
     params += std::string(k ? ", " : "") + "CLR_T" + std::to_string(k) + " " + kInputNames[k];
-  std::string t = define("--map", "acc_t clr_expr_map(" + params + ")", s.map) +
-                  define("--reduce", "acc_t clr_expr_reduce(acc_t a, acc_t b)", s.reduce) +
-                  define("--identity", "acc_t clr_expr_identity(void)", s.identity);
+  // An indexed accumulator is a struct, which C casts cannot name: its expressions give it.
+  const std::string index = s.arg ? ", long i" : "", open = s.arg ? "(" : "(acc_t)(";
+  std::string t = define("--map", "acc_t clr_expr_map(" + params + index + ")", s.map, open) +
+                  define("--reduce", "acc_t clr_expr_reduce(acc_t a, acc_t b)", s.reduce, open) +
+                  define("--identity", "acc_t clr_expr_identity(void)", s.identity, open);
   if (!s.post.empty()) t += define("--post", "A clr_expr_post(acc_t a, long n)", s.post, "(A)(");
   if (!s.where.empty())
     t += define("--where", "int clr_expr_where(" + params + ")", s.where, "(", ") ? 1 : 0");
@@ -49,8 +51,14 @@ std::string generated_tail(const ExprSpec& s) {
 // The build options every kernel of the spec shares (the accumulator given separately).
 std::string spec_options(const ExprSpec& s) {
   std::string o = "-DCLR_OP=6 -DCLR_INPUTS=" + std::to_string(s.inputs.size());
-  for (std::size_t k = 0; k < s.inputs.size(); ++k)
-    o += " -DCLR_T" + std::to_string(k) + "=" + dtype_cl_name(s.inputs[k]);
+  for (std::size_t k = 0; k < s.inputs.size(); ++k) {
+    const std::string K = std::to_string(k);
+    // float16: half buffers read with vload_half, float values in the expressions.
+    if (s.inputs[k] == DType::kFloat16)
+      o += " -DCLR_T" + K + "=float -DCLR_H" + K + "=1";
+    else
+      o += " -DCLR_T" + K + "=" + dtype_cl_name(s.inputs[k]);
+  }
   if (s.acc == DType::kDouble ||
       std::find(s.inputs.begin(), s.inputs.end(), DType::kDouble) != s.inputs.end())
     o += " -DCLR_TYPE=5";  // clreduce.h enables cl_khr_fp64 for a double T or accumulator
@@ -58,6 +66,7 @@ std::string spec_options(const ExprSpec& s) {
   if (!s.where.empty()) o += " -DEXPR_WHERE=1";
   if (s.width != 1) o += " -DEXPR_WIDTH=" + std::to_string(s.width);
   if (s.block) o += " -DEXPR_BLOCK=" + std::to_string(s.block);
+  if (s.arg) o += " -DEXPR_ARG=" + std::to_string(s.arg);
   return o;
 }
 
@@ -153,6 +162,12 @@ void set_inputs(cl::Kernel& k, const std::vector<cl::Buffer>& in) {
 
 std::string expr_tail(const ExprSpec& s) { return generated_tail(s); }
 
+std::size_t expr_acc_bytes(const ExprSpec& s) {
+  if (s.arg == 1) return 16;
+  if (s.arg == 2) return 2 * dtype_size(s.acc) + 16;
+  return dtype_size(s.acc) * s.width;
+}
+
 std::string expr_options(const ExprSpec& s) { return spec_options(s) + acc_option(s.acc); }
 
 cl::Kernel build_expr_kernel(Context& ctx, const ExprSpec& spec, const std::string& file,
@@ -177,13 +192,14 @@ std::string expr_function(const std::string& flag, const std::string& signature,
 void rethrow_expr_build(const Error& e,
                         const std::vector<std::pair<std::string, std::string>>& exprs) {
   // Clang writes "FILE:L:C: error: MSG"; PoCL passes it on as "error: FILE:L:C: MSG".
-  static const std::regex kAt(R"(([^\s:]+(?:::[A-Za-z_]+)?)( wrapper)?:(\d+):(\d+): error: ([^\n]*))");
+  static const std::regex kAt(
+      R"(([^\s:]+(?:::[A-Za-z_]+)?)( wrapper)?:(\d+):(\d+): error: ([^\n]*))");
   static const std::regex kPocl(
       R"(error: ([^\s:]+(?:::[A-Za-z_]+)?)( wrapper)?:(\d+):(\d+): ([^\n]*))");
   const std::string what = e.what();
   for (const std::regex* re : {&kAt, &kPocl}) {
-    for (auto it = std::sregex_iterator(what.begin(), what.end(), *re); it != std::sregex_iterator();
-         ++it) {
+    for (auto it = std::sregex_iterator(what.begin(), what.end(), *re);
+         it != std::sregex_iterator(); ++it) {
       const std::smatch& m = *it;
       const auto hit = std::find_if(exprs.begin(), exprs.end(),
                                     [&](const auto& fx) { return fx.first == m[1].str(); });
@@ -192,9 +208,11 @@ void rethrow_expr_build(const Error& e,
       std::string where;
       if (!m[2].matched) {
         const bool lines = text.find('\n') != std::string::npos;
-        where = (lines ? "line " + m[3].str() + ", " : std::string()) + "column " + m[4].str() + ": ";
+        where =
+            (lines ? "line " + m[3].str() + ", " : std::string()) + "column " + m[4].str() + ": ";
       }
-      throw Error(Errc::kUsage, named(hit->first, text) + " does not compile: " + where + m[5].str());
+      throw Error(Errc::kUsage,
+                  named(hit->first, text) + " does not compile: " + where + m[5].str());
     }
   }
   throw e;
@@ -254,8 +272,8 @@ std::size_t inputs_named(const std::string& map) {
 DType default_expr_acc(const std::vector<DType>& inputs) {
   const auto any = [&](auto pred) { return std::any_of(inputs.begin(), inputs.end(), pred); };
   if (any([](DType t) { return t == DType::kDouble; })) return DType::kDouble;
-  if (any([](DType t) { return t == DType::kFloat; })) return DType::kFloat;
-  if (any([](DType t) { return is_signed(t); })) return DType::kInt64;
+  if (any([](DType t) { return is_float(t); })) return DType::kFloat;  // float, float16
+  if (any([](DType t) { return is_signed(t) || t == DType::kBool; })) return DType::kInt64;
   return DType::kUInt64;
 }
 
@@ -281,6 +299,15 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
     check_expression(flag, text);
   if (!spec_.post.empty()) check_expression("--post", spec_.post);
   if (!spec_.where.empty()) check_expression("--where", spec_.where);
+  if (!is_variant_dtype(spec_.acc))
+    throw Error(Errc::kUsage, "accumulator " + dtype_name(spec_.acc) +
+                                  " is not one the engine has (int32, uint32, int64, uint64, "
+                                  "float or double)");
+  if (spec_.arg && (spec_.arg > 2 || spec_.width != 1 || spec_.acc == DType::kInt32 ||
+                    spec_.acc == DType::kUInt32))
+    throw Error(Errc::kUsage,
+                "an indexed accumulator takes one value of float, double, int64 "
+                "or uint64");
   tail_ = generated_tail(spec_);
   options_ = spec_options(spec_);
   if (!launch) return;  // the checks alone (check_laws, post, map_values)

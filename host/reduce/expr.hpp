@@ -39,6 +39,10 @@ struct ExprSpec {
   // 0, or B: each work-item folds blocks of B rounds and combines them pairwise, so that an
   // element passes through about B + log2(its work-item's blocks) operations there.
   unsigned block = 0;
+  // 0; 1: the accumulator is a value of acc and its index (argmin, argmax); 2: the least and
+  // greatest values and their indices (minmax). The map then takes the element's index, i (a
+  // long), and acc is float, double, int64 or uint64. The built-in ops' rows use it (width 1).
+  unsigned arg = 0;
 };
 
 // One user expression as a function of a generated tail: `signature` { return open TEXT close; },
@@ -60,9 +64,13 @@ void check_expression(const std::string& flag, const std::string& text);
 // The input arrays a map expression names: 1 + the highest of x, y, z, w it uses as a name
 // (1 when it names none of them).
 std::size_t inputs_named(const std::string& map);
-// The default accumulator: double if an input is double, else float if one is float, else
-// int64 if one is signed, else uint64 (NumPy's sum of 32-bit ints widens; so does this).
+// The default accumulator: double if an input is double, else float if one is float or
+// float16, else int64 if one is signed or bool, else uint64 (NumPy's sum of narrower ints
+// widens; so does this).
 DType default_expr_acc(const std::vector<DType>& inputs);
+
+// Bytes of one accumulator of spec (ExprReduction::acc_bytes()).
+std::size_t expr_acc_bytes(const ExprSpec& spec);
 
 // The generated definitions of spec's expressions, appended after a kernel file, and the build
 // options every kernel of spec shares (its accumulator's included): for kernel files besides
@@ -131,8 +139,9 @@ class ExprReduction {
   // The map's values at elements [first, first + count) of in, acc_bytes() each.
   std::vector<unsigned char> map_values(const std::vector<cl::Buffer>& in, std::size_t first,
                                         std::size_t count, TimeLimit limit);
-  // Bytes of one accumulator (width values of acc).
-  std::size_t acc_bytes() const { return dtype_size(spec_.acc) * spec_.width; }
+  // Bytes of one accumulator (width values of acc; arg 1: 16, a value padded to 8 bytes and its
+  // index; arg 2: two values and two indices).
+  std::size_t acc_bytes() const { return expr_acc_bytes(spec_); }
 
  private:
   cl::Kernel build(const std::string& name, const std::string& options);

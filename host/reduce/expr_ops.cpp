@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "clreduce/error.hpp"
@@ -36,6 +37,7 @@ std::string literal(double v, DType w) {
 
 // Element i of a as the working type w sees it ((A)x in the kernel), in double.
 double as_working(const HostArray& a, std::size_t i, DType w) {
+  if (a.type == DType::kFloat16) return element_value(a, i);  // exact in float and double
   return dispatch_dtype(a.type, [&](auto zero) {
     const auto x = a.as<decltype(zero)>()[i];
     return w == DType::kFloat ? static_cast<double>(static_cast<float>(x)) : static_cast<double>(x);
@@ -43,8 +45,23 @@ double as_working(const HostArray& a, std::size_t i, DType w) {
 }
 
 bool nonzero(const HostArray& a, std::size_t i) {
+  if (a.type == DType::kFloat16) return element_value(a, i) != 0;
   return dispatch_dtype(a.type, [&](auto zero) { return a.as<decltype(zero)>()[i] != 0; });
 }
+
+// Element i of an integer array as the 64-bit two's complement bits (sign-extended).
+std::uint64_t int_bits(const HostArray& a, std::size_t i) {
+  if (a.type == DType::kBool) return a.as<std::uint8_t>()[i] != 0;
+  return dispatch_dtype(a.type, [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<std::uint64_t>(static_cast<std::int64_t>(a.as<T>()[i]));
+    else
+      return std::uint64_t{0};
+  });
+}
+
+bool is_min_like(const std::string& op) { return op == "min" || op == "argmin"; }
 
 Value make_float(DType t, long double v) {
   Value r;
@@ -69,10 +86,33 @@ bool any_float(const std::vector<DType>& inputs) {
 
 }  // namespace
 
+double element_value(const HostArray& a, std::size_t k) {
+  if (a.type == DType::kFloat16) {
+    std::uint16_t h;
+    std::memcpy(&h, a.bytes.data() + 2 * k, 2);
+    return half_to_double(h);
+  }
+  return dispatch_dtype(a.type,
+                        [&](auto zero) { return static_cast<double>(a.as<decltype(zero)>()[k]); });
+}
+
 const std::vector<std::string>& expr_op_names() {
-  static const std::vector<std::string> names = {"dot",   "norm2", "mean", "var",      "std",
-                                                 "count", "any",   "all",  "logsumexp"};
+  static const std::vector<std::string> names = {"dot",   "norm2", "mean", "var",       "std",
+                                                 "count", "any",   "all",  "logsumexp", "minmax"};
   return names;
+}
+
+bool is_builtin_row(const std::string& op) {
+  return op == "sum" || op == "prod" || op == "min" || op == "max" || op == "argmin" ||
+         op == "argmax";
+}
+
+bool expr_op_needs_elements(const std::string& op) {
+  return op == "min" || op == "max" || op == "argmin" || op == "argmax" || op == "minmax";
+}
+
+DType expr_op_result_type(const std::string& op, DType element, DType acc) {
+  return expr_op_needs_elements(op) ? element : acc;
 }
 
 bool is_expr_op(const std::string& op) {
@@ -101,6 +141,80 @@ ExprSpec expr_op_spec(const std::string& op, const std::vector<DType>& inputs,
     s.identity = identity;
     s.post = post;
   };
+  const DType t = inputs.front();
+  // The element as the kernel's value: bool as 0 or 1 (a nonzero byte is true).
+  const std::string x = t == DType::kBool ? "(A)(x != 0)" : "(A)x";
+  if (is_builtin_row(op) || op == "minmax") {
+    const bool lo = is_min_like(op);
+    if (op == "sum" || op == "prod") {
+      // NumPy's accumulator (acc_dtype), or --acc: the element type where the engine has it, or
+      // double for float16 and float.
+      const DType def =
+          is_float(t) && t != DType::kDouble ? DType::kFloat : acc_dtype(parse_op(op), t);
+      s.acc = def;
+      if (!o.acc.empty()) {
+        const DType want = parse_dtype(o.acc);
+        const bool ok = want == def || (want == t && is_variant_dtype(t)) ||
+                        (want == DType::kDouble && is_float(t));
+        if (!ok)
+          throw Error(Errc::kUsage, "--acc " + o.acc + " is not available for --op " + op + " of " +
+                                        dtype_name(t) + " (use " + dtype_name(def) +
+                                        (is_float(t) && t != DType::kDouble ? " or double" : "") +
+                                        ")");
+        s.acc = want;
+      }
+      if (is_float(s.acc) && op == "sum") {
+        // A compensated sum (Sum2), pairwise within a work-item, as mean's.
+        s.width = 2;
+        s.block = 16;
+        s.map = "(acc_t)(" + x + ", 0)";
+        s.reduce = "clr_csum(a, b)";
+        s.identity = "0";
+        s.post = "clr_csum_value(a)";
+      } else if (is_float(s.acc)) {
+        s.block = 16;
+        s.map = x;
+        s.reduce = "a * b";
+        s.identity = "1";
+      } else {
+        s.map = x;
+        s.reduce = op == "sum" ? "(acc_t)((U)a + (U)b)" : "(acc_t)((U)a * (U)b)";
+        s.identity = op == "sum" ? "0" : "1";
+      }
+      return s;
+    }
+    if (!o.acc.empty())
+      throw Error(Errc::kUsage,
+                  "--acc applies to sum and prod only (" + op + " keeps the element type)");
+    // min, max, argmin, argmax, minmax: the element's value exactly, in float (float16, float),
+    // double, int64 (signed) or uint64 (unsigned, bool).
+    s.acc = t == DType::kDouble ? DType::kDouble
+            : is_float(t)       ? DType::kFloat
+            : is_signed(t)      ? DType::kInt64
+                                : DType::kUInt64;
+    if (op == "min" || op == "max") {
+      const std::string cmp = lo ? "a < b" : "a > b";
+      s.map = x;
+      s.reduce = is_float(s.acc) ? "(isnan(a) || " + cmp + ") ? a : b" : "(" + cmp + ") ? a : b";
+      s.identity = is_float(s.acc)          ? (lo ? "INFINITY" : "-INFINITY")
+                   : s.acc == DType::kInt64 ? (lo ? "LONG_MAX" : "LONG_MIN")
+                                            : (lo ? "ULONG_MAX" : "0");
+    } else if (op == "minmax") {
+      s.arg = 2;
+      s.map = "clr_minmax_map(" + x + ", i)";
+      s.reduce = "clr_minmax_op(a, b)";
+      s.identity = "clr_minmax_identity()";
+    } else {
+      s.arg = 1;
+      s.map = "clr_arg_map(" + x + ", i)";
+      s.reduce = std::string("clr_arg_op(a, b, ") + (lo ? "1" : "0") + ")";
+      s.identity = std::string("clr_arg_identity(") + (lo ? "1" : "0") + ")";
+    }
+    return s;
+  }
+  if (!o.acc.empty())
+    throw Error(Errc::kUsage, "--acc does not apply to --op " + op +
+                                  ": its accumulator is the op's own (docs: the ops' table)");
   if (op == "count" || op == "any" || op == "all") {
     s.acc = DType::kInt64;
     s.map = op == "count" ? "1" : "x != 0";
@@ -145,6 +259,99 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
   const auto nan = std::numeric_limits<long double>::quiet_NaN();
   const auto inf = std::numeric_limits<long double>::infinity();
 
+  if (op == "sum" || op == "prod") {
+    const long double largest =
+        w == DType::kFloat ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
+    if (!is_float(result_type)) {
+      // Wrapping 64-bit arithmetic, as the kernel's (U) operations (32-bit accumulators: the
+      // low bits, which make_int keeps).
+      std::uint64_t v = op == "sum" ? 0 : 1;
+      for (std::size_t i = 0; i < n; ++i)
+        if (selected(i)) v = op == "sum" ? v + int_bits(x, i) : v * int_bits(x, i);
+      r.value = make_int(result_type, v);
+      r.exact = true;
+      return r;
+    }
+    if (op == "sum") {
+      std::vector<double> terms;
+      long double naive = 0, magnitude = 0;
+      bool finite = true;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!selected(i)) continue;
+        const double a = as_working(x, i, w);
+        terms.push_back(a);
+        naive += a;
+        magnitude += std::fabs(a);
+        finite = finite && std::isfinite(a);
+      }
+      const long double sum = finite ? exact_sum(terms.data(), terms.size()) : naive;
+      r.value = make_float(w, sum);
+      // The compensated sum's bound, as dot's: u |S| twice, and gamma_{d+1}^2 sum |x| twice.
+      const double g = gamma_k(d + 1, u);
+      r.bound =
+          2 * u * std::fabs(static_cast<double>(sum)) + 2 * g * g * static_cast<double>(magnitude);
+      r.may_overflow = magnitude > largest;
+      return r;
+    }
+    // prod: long double's product; the bound gamma_n |p|, and n subnormal units scaled by what
+    // the factors after an underflow can multiply it by (prod max(1, |x|)).
+    long double p = 1, grow = 1;
+    for (std::size_t i = 0; i < n; ++i)
+      if (selected(i)) {
+        const long double a = as_working(x, i, w);
+        p *= a;
+        grow *= std::max<long double>(1, std::fabs(a));
+      }
+    r.value = make_float(w, p);
+    r.may_overflow = grow > largest;
+    const double tiny = w == DType::kFloat ? std::numeric_limits<float>::denorm_min()
+                                           : std::numeric_limits<double>::denorm_min();
+    r.bound = gamma_k(static_cast<double>(r.count), u) * std::fabs(static_cast<double>(p)) +
+              static_cast<double>(static_cast<long double>(r.count) * tiny * grow);
+    return r;
+  }
+  if (expr_op_needs_elements(op)) {
+    // The first NaN wins; else the least (greatest) value, the first index on a tie.
+    const bool fl = is_float(x.type);
+    std::int64_t best[2] = {-1, -1};  // [0]: the least, [1]: the greatest
+    const auto better = [&](std::size_t i, std::size_t j, bool least) {
+      if (fl) {
+        const double a = element_value(x, i), b = element_value(x, j);
+        if (std::isnan(b)) return false;
+        if (std::isnan(a)) return true;
+        return least ? a < b : a > b;
+      }
+      const std::uint64_t a = int_bits(x, i), b = int_bits(x, j);
+      if (is_signed(x.type))
+        return least ? static_cast<std::int64_t>(a) < static_cast<std::int64_t>(b)
+                     : static_cast<std::int64_t>(a) > static_cast<std::int64_t>(b);
+      return least ? a < b : a > b;
+    };
+    for (std::size_t i = 0; i < n; ++i)
+      if (selected(i))
+        for (int k = 0; k < 2; ++k)
+          if (best[k] < 0 || better(i, static_cast<std::size_t>(best[k]), k == 0))
+            best[k] = static_cast<std::int64_t>(i);
+    const auto value_at = [&](std::int64_t i) {
+      Value v;
+      v.type = result_type;
+      if (i < 0) return v;
+      const auto k = static_cast<std::size_t>(i);
+      if (fl)
+        v.f = element_value(x, k);
+      else
+        v = make_int(result_type, int_bits(x, k));
+      v.type = result_type;
+      v.index = i;
+      return v;
+    };
+    const bool least = is_min_like(op) || op == "minmax";
+    r.value = value_at(best[least ? 0 : 1]);
+    if (op == "minmax") r.value2 = value_at(best[1]);
+    if (op == "min" || op == "max") r.value.index = -1;
+    r.exact = true;
+    return r;
+  }
   if (op == "count" || op == "any" || op == "all") {
     std::uint64_t v = op == "count" ? r.count : op == "all" ? 1 : 0;
     for (std::size_t i = 0; i < n && op != "count"; ++i)

@@ -77,6 +77,11 @@ struct RunRecord {
   std::string skip_reason;
   Value result;
   Value expected;
+  // --op minmax: result and expected are the least value with its first index, these the
+  // greatest (JSON result_min, index_min, result_max, index_max and expected_*).
+  bool minmax = false;
+  Value result_max;
+  Value expected_max;
   bool verified = false;
   bool overflow = false;    // verified only because an order of float operations may overflow
   std::string verify_note;  // why verification failed, or what overflowed
@@ -175,8 +180,8 @@ class Session {
   // rank order: a PartInfo per rank (its slice, times and GB/s at bytes_per_element); as the
   // whole's, the slowest rank's kernel time with that rank's spread, and the largest wall and
   // upload times of the ranks (they run at once: the whole is done when the last is); the slices'
-  // loops added (their fastest and slowest runs too); the whole's GB/s, and its end-to-end rate: the whole input over the slowest
-  // rank's upload + wall.
+  // loops added (their fastest and slowest runs too); the whole's GB/s, and its end-to-end rate:
+  // the whole input over the slowest rank's upload + wall.
   void join_rank_times(RunRecord& rec, std::size_t bytes_per_element) const;
   // The timed loop of a device run, warmup + repeat times: prepare() untimed (e.g. a sentinel
   // write), then body(events) between two reads of the host clock (uploads, launches, read-back);

@@ -15,11 +15,32 @@ namespace clreduce {
 
 // The values are the kernels' codes: kernel builds pass them as -DCLR_TYPE, -DCLR_ACC and
 // -DCLR_OP, and types.cpp static_asserts them against the table in cl/clreduce.h.
-enum class DType { kInt32 = 0, kUInt32 = 1, kInt64 = 2, kUInt64 = 3, kFloat = 4, kDouble = 5 };
+// kFloat16 to kUInt16 are input types of the reduction engine (host/reduce/expr.hpp) and the
+// segments: they are read, generated and written, and reduced through the engine's rows; the
+// variants (all_dtypes()) take the first six.
+enum class DType {
+  kInt32 = 0,
+  kUInt32 = 1,
+  kInt64 = 2,
+  kUInt64 = 3,
+  kFloat = 4,
+  kDouble = 5,
+  kFloat16 = 6,  // IEEE binary16 ('<f2'); the kernels read it with vload_half
+  kBool = 7,     // one byte, 0 or 1 ('|b1')
+  kInt8 = 8,
+  kUInt8 = 9,
+  kInt16 = 10,
+  kUInt16 = 11
+};
 enum class Op { kSum = 0, kProd = 1, kMin = 2, kMax = 3, kArgMin = 4, kArgMax = 5 };
 
 // Names as the CLI and JSON spell them ("int32", "float", ...).
+// The types every variant takes: int32, uint32, int64, uint64, float, double.
 CLREDUCE_API const std::vector<DType>& all_dtypes();
+// Those and the engine's input types: float16, bool, int8, uint8, int16, uint16.
+CLREDUCE_API const std::vector<DType>& input_dtypes();
+// Whether t is one of all_dtypes() (the variants take it).
+CLREDUCE_API bool is_variant_dtype(DType t);
 CLREDUCE_API const std::vector<Op>& all_ops();
 CLREDUCE_API std::string dtype_name(DType t);
 CLREDUCE_API std::string op_name(Op op);
@@ -34,9 +55,15 @@ CLREDUCE_API bool is_signed(DType t);
 // The OpenCL C spelling of the type ("int", "ulong", "double", ...).
 CLREDUCE_API std::string dtype_cl_name(DType t);
 
+// IEEE binary16 bits to a double (exact), and a double rounded to binary16 bits (to nearest,
+// ties to even; overflow to inf, NaN kept).
+CLREDUCE_API double half_to_double(std::uint16_t h);
+CLREDUCE_API std::uint16_t double_to_half(double x);
+
 CLREDUCE_API bool is_arg_op(Op op);
-// NumPy's accumulator: sum and prod of 32-bit ints accumulate in 64 bits (int32 -> int64,
-// uint32 -> uint64); everything else keeps its type.
+// NumPy's accumulator: sum and prod of ints narrower than 64 bits accumulate in 64 bits (bool,
+// int8, int16, int32 -> int64; uint8, uint16, uint32 -> uint64); everything else keeps its type
+// (float16 keeps float16 as NumPy's result type; the engine accumulates it in float).
 CLREDUCE_API DType acc_dtype(Op op, DType t);
 // The accumulator for op on t with a user override (--acc): `wanted` may be the NumPy default
 // or, for sum and prod of 32-bit ints, the element type itself (int32 -> int32, wrapping).
@@ -159,7 +186,12 @@ template <class A> A value_as(const Value& v) {
 
 namespace clreduce {
 
+// Throws Error(Errc::kUsage): float16 has no C++ type here (dispatch_dtype()).
+[[noreturn]] CLREDUCE_API void no_host_half(const char* where);
+
 // Calls f with a value-initialised object of the C++ type behind t: f(std::int32_t{}), ...
+// (bool: std::uint8_t, whose values are 0 and 1). float16 has no C++ type: code that takes it
+// converts it first (half_to_double); here it throws Error(Errc::kUsage).
 template <class F> decltype(auto) dispatch_dtype(DType t, F&& f) {
   switch (t) {
     case DType::kInt32: return f(std::int32_t{});
@@ -167,6 +199,12 @@ template <class F> decltype(auto) dispatch_dtype(DType t, F&& f) {
     case DType::kInt64: return f(std::int64_t{});
     case DType::kUInt64: return f(std::uint64_t{});
     case DType::kFloat: return f(float{});
+    case DType::kInt8: return f(std::int8_t{});
+    case DType::kUInt8:
+    case DType::kBool: return f(std::uint8_t{});
+    case DType::kInt16: return f(std::int16_t{});
+    case DType::kUInt16: return f(std::uint16_t{});
+    case DType::kFloat16: no_host_half("this step");
     case DType::kDouble: break;
   }
   return f(double{});

@@ -148,6 +148,13 @@ TEST_CASE("npy round trip for every dtype, n = 0, 1 and more", "[npy]") {
   round_trips<std::uint64_t>(DType::kUInt64, {9, UINT64_MAX, 0}, "u8");
   round_trips<float>(DType::kFloat, {1.5f, -0.0f, INFINITY, 3e38f}, "f4");
   round_trips<double>(DType::kDouble, {2.25, -1e300, 5e-324}, "f8");
+  // The engine's input types: float16 as its bits (1, -2, inf, the smallest subnormal, NaN).
+  round_trips<std::uint16_t>(DType::kFloat16, {0x3c00, 0xc000, 0x7c00, 0x0001, 0x7e00}, "f2");
+  round_trips<std::uint8_t>(DType::kBool, {1, 0, 1}, "b1");
+  round_trips<std::int8_t>(DType::kInt8, {-128, 0, 127}, "i1");
+  round_trips<std::uint8_t>(DType::kUInt8, {255, 0, 7}, "u1");
+  round_trips<std::int16_t>(DType::kInt16, {-32768, 1, 32767}, "i2");
+  round_trips<std::uint16_t>(DType::kUInt16, {65535, 0, 2}, "u2");
 
   write_npy(tmp("vals.npy"), host<std::int64_t>(DType::kInt64, {5, -6, 7}));
   const HostArray a = read_npy(tmp("vals.npy"));
@@ -198,6 +205,29 @@ TEST_CASE("npy converts big-endian data to host order", "[npy]") {
   REQUIRE(b.as<double>()[1] == -1e-300);
 }
 
+TEST_CASE("float16 bits convert exactly both ways, rounding to nearest even", "[npy]") {
+  CHECK(half_to_double(0x3c00) == 1.0);
+  CHECK(half_to_double(0xc000) == -2.0);
+  CHECK(half_to_double(0x0001) == std::ldexp(1.0, -24));
+  CHECK(half_to_double(0x7bff) == 65504.0);
+  CHECK(std::isinf(half_to_double(0xfc00)));
+  CHECK(std::isnan(half_to_double(0x7e00)));
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {  // every half but NaN survives the round trip
+    const double v = half_to_double(static_cast<std::uint16_t>(h));
+    if (!std::isnan(v)) CHECK(double_to_half(v) == h);
+  }
+  CHECK(double_to_half(1.0 + std::ldexp(1.0, -11)) == 0x3c00);      // a tie: to even
+  CHECK(double_to_half(1.0 + 3 * std::ldexp(1.0, -11)) == 0x3c02);  // a tie: to even, up
+  CHECK(double_to_half(65520.0) == 0x7c00);                         // rounds past the largest
+  CHECK(double_to_half(std::ldexp(1.0, -25)) == 0x0000);            // half the least: to 0
+  CHECK(double_to_half(std::ldexp(3.0, -26)) == 0x0001);
+  const HostArray be =
+      read_npy(put("be_f2.npy", npy(dict(">f2", "(2,)"), std::string("\x3c\x00\xc0\x00", 4))));
+  REQUIRE(be.type == DType::kFloat16);
+  CHECK(be.as<std::uint16_t>()[0] == 0x3c00);
+  CHECK(be.as<std::uint16_t>()[1] == 0xc000);
+}
+
 TEST_CASE("npy flags from bool and integer dtypes", "[npy]") {
   const std::vector<std::uint8_t> want = {1, 0, 1, 1, 0};
   REQUIRE(read_npy_flags(put(
@@ -232,10 +262,10 @@ TEST_CASE("npy errors name the file and the problem", "[npy]") {
   check_npy_error(put("v4.npy", npy(dict("<i4", "(3,)"), d3, 4)), "unsupported format version 4.0");
   check_npy_error(put("v11.npy", npy(dict("<i4", "(3,)"), d3, 1, 1)),
                   "unsupported format version 1.1");
-  check_npy_error(
-      put("f2.npy", npy(dict("<f2", "(3,)"), "abcdef")),
-      "unsupported dtype '<f2' (supported: int32, uint32, int64, uint64, float32, float64)");
-  check_npy_error(put("i2.npy", npy(dict("<i2", "(3,)"), "abcdef")), "unsupported dtype '<i2'");
+  check_npy_error(put("c8.npy", npy(dict("<c8", "(3,)"), std::string(24, '\0'))),
+                  "unsupported dtype '<c8' (supported: bool, int8, uint8, int16, uint16, int32, "
+                  "uint32, int64, uint64, float16, float32, float64)");
+  check_npy_error(put("f1.npy", npy(dict("|f1", "(3,)"), "abc")), "unsupported dtype '|f1'");
   check_npy_error(put("pipe_i4.npy", npy(dict("|i4", "(3,)"), d3)), "unsupported dtype '|i4'");
   check_npy_error(put("struct.npy",
                       npy("{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (3,)}", d3)),
@@ -440,7 +470,7 @@ TEST_CASE("npy_info and read_npy_slice: a slice alone, either byte order, the he
   CHECK(head == npy_header(DType::kFloat, v.size()));
   CHECK_THAT(head, ContainsSubstring("'shape': (1048576,)"));
   // What read_npy refuses, npy_info refuses too.
-  CHECK_THROWS_AS(npy_info(put("slice_i2.npy", npy(dict("<i2", "(1,)"), "ab"))), Error);
+  CHECK_THROWS_AS(npy_info(put("slice_c8.npy", npy(dict("<c8", "(1,)"), "abcdefgh"))), Error);
   CHECK_THROWS_AS(npy_info(put("slice_short.npy", npy(dict("<i4", "(2,)"), "abcd"))), Error);
 }
 
