@@ -99,10 +99,9 @@ void check_buffer(Context& ctx, const cl::Buffer& b, std::size_t first, std::siz
                     " buffer belongs to another cl::Context: create it in Device::context()");
   const std::size_t size = b.getInfo<CL_MEM_SIZE>(), elem = dtype_size(t);
   if (size / elem < first || size / elem - first < n) {
-    const std::string range =
-        first ? "elements [" + std::to_string(first) + ", " + std::to_string(sat_add(first, n)) +
-                    ")"
-              : "n = " + std::to_string(n);
+    const std::string range = first ? "elements [" + std::to_string(first) + ", " +
+                                          std::to_string(sat_add(first, n)) + ")"
+                                    : "n = " + std::to_string(n);
     throw Error(Errc::kUsage, std::string(what) + " buffer holds " + std::to_string(size) +
                                   " bytes, " + std::to_string(size / elem) + " " + dtype_name(t) +
                                   " elements, fewer than " + range + why + ": pass a buffer of " +
@@ -207,10 +206,11 @@ void check_result_buffer(Context& ctx, const cl::Buffer& b, std::size_t offset, 
                     " buffer belongs to another cl::Context: create it in Device::context()");
   const std::size_t size = b.getInfo<CL_MEM_SIZE>();
   if (offset > size || size - offset < bytes)
-    throw Error(Errc::kUsage, std::string(what) + " buffer holds " + std::to_string(size) +
-                                  " bytes: " + std::to_string(bytes) + " from byte offset " +
-                                  std::to_string(offset) + " do not fit; pass a buffer of at least " +
-                                  std::to_string(sat_add(offset, bytes)) + " bytes or a smaller offset");
+    throw Error(Errc::kUsage,
+                std::string(what) + " buffer holds " + std::to_string(size) +
+                    " bytes: " + std::to_string(bytes) + " from byte offset " +
+                    std::to_string(offset) + " do not fit; pass a buffer of at least " +
+                    std::to_string(sat_add(offset, bytes)) + " bytes or a smaller offset");
 }
 
 // The step every reduction takes, blocking or not: in[0, n) reduced by a plan made for up to
@@ -303,8 +303,8 @@ std::unique_ptr<ReducePlan> host_plan(Context& ctx, ReduceVariant& v, const Redu
   }
   if (L.chunks > 1)
     if (const std::string why = ReduceFold::cannot_fold(*plan); !why.empty())
-      throw Error(Errc::kUnsupported, v.name() + " cannot reduce an array in chunks (" + L.str() +
-                                          "): " + why);
+      throw Error(Errc::kUnsupported,
+                  v.name() + " cannot reduce an array in chunks (" + L.str() + "): " + why);
   return plan;
 }
 
@@ -358,9 +358,8 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, st
     refuse_unsupported(v.name(), d, v.unsupported(ctx, p));
     plan = v.plan(ctx, p, o.local_size);
   }
-  const std::string what =
-      v.name() + " " + op_name(op) + " of " + std::to_string(n) + " " + dtype_name(type) +
-      " elements";
+  const std::string what = v.name() + " " + op_name(op) + " of " + std::to_string(n) + " " +
+                           dtype_name(type) + " elements";
   if (plan && host && (L.in_place || L.chunks > 1 || L.streamed())) {
     // The chunk driver: in place, in chunks or streamed.
     const HostArray view = host_view(type, host, n);
@@ -408,8 +407,7 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, st
   }
   r.builds = ctx.programs_built() - builds;
   if (check) {
-    const HostArray a =
-        host ? host_copy(type, host, n) : read_back(ctx, type, *user_in, first, n);
+    const HostArray a = host ? host_copy(type, host, n) : read_back(ctx, type, *user_in, first, n);
     r.expected = reference_reduce(a, op, p.acc_type);
     // A float product's error grows with each of its n - 1 multiplications whatever the order;
     // a sum's with the variant's tree (its chains' partial sums, or its depth).
@@ -540,7 +538,8 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
   }
   r.builds = ctx.programs_built() - builds;
   if (check) {
-    const HostArray a = host_in ? host_copy(type, host_in, n) : read_back(ctx, type, *user_in, 0, n);
+    const HostArray a =
+        host_in ? host_copy(type, host_in, n) : read_back(ctx, type, *user_in, 0, n);
     HostArray got;
     if (!host_out) got = read_back(ctx, p.acc_type, *user_out, 0, n);
     const ScanMode mode{op, p.acc_type, p.exclusive};
@@ -693,7 +692,8 @@ std::vector<cl::Event> gate(Context& ctx, std::optional<cl::CommandQueue>& progr
                             const std::vector<cl::Event>& wait) {
   for (std::size_t k = 0; k < wait.size(); ++k) {
     if (wait[k]() == nullptr)
-      throw Error(Errc::kUsage, "wait list: event " + std::to_string(k) + " is empty (no cl_event)");
+      throw Error(Errc::kUsage,
+                  "wait list: event " + std::to_string(k) + " is empty (no cl_event)");
     if (wait[k].getInfo<CL_EVENT_CONTEXT>()() != ctx.context()())
       throw Error(Errc::kUsage, "wait list: event " + std::to_string(k) +
                                     " belongs to another cl::Context: a plan waits only for "
@@ -789,9 +789,10 @@ cl::Event Reduction::enqueue(const cl::Buffer& in, std::size_t first, std::size_
   check_result_buffer(ctx, out, out_offset, p.acc_bytes(), "output");
   if (n && !reads_at(ctx, impl_->call->plan(), first))
     throw Error(Errc::kUsage,
-                "a Reduction with " + impl_->call->plan().variant() + " reads a range from element " +
-                    std::to_string(first) + " only where it starts at a multiple of " +
-                    std::to_string(ctx.base_align()) + " bytes (the device's base alignment): " +
+                "a Reduction with " + impl_->call->plan().variant() +
+                    " reads a range from element " + std::to_string(first) +
+                    " only where it starts at a multiple of " + std::to_string(ctx.base_align()) +
+                    " bytes (the device's base alignment): " +
                     "make the plan with the variant fast or exact, which take any first element, "
                     "or copy the range");
   const std::vector<cl::Event> gated = gate(ctx, impl_->dev->program_queue, wait);

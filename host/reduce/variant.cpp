@@ -56,8 +56,9 @@ void ReducePlan::enqueue(const cl::Buffer& in, std::size_t offset, std::size_t l
   const std::size_t bytes = in.getInfo<CL_MEM_SIZE>();
   if (offset > bytes / size || length > bytes / size - offset)
     throw Error(Errc::kUsage, variant_ + ": elements [" + std::to_string(offset) + ", " +
-                                  std::to_string(offset + length) + ") pass the end of a buffer of " +
-                                  std::to_string(bytes) + " bytes");
+                                  std::to_string(offset + length) +
+                                  ") pass the end of a buffer of " + std::to_string(bytes) +
+                                  " bytes");
   launch_at(in, offset, length, out, events);
 }
 
@@ -67,8 +68,7 @@ void ReducePlan::launch_at(const cl::Buffer&, std::size_t, std::size_t, const cl
 }
 
 TicketPlan::TicketPlan(Context& ctx, std::string variant, const ReduceProblem& p,
-                       LaunchPolicy policy, std::uint64_t depth, cl::Kernel kernel,
-                       bool first_arg)
+                       LaunchPolicy policy, std::uint64_t depth, cl::Kernel kernel, bool first_arg)
     : ReducePlan(ctx, std::move(variant), p, std::move(policy), depth),
       kernel_(std::move(kernel)),
       first_arg_(first_arg),

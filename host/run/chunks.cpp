@@ -134,10 +134,10 @@ ChunkedArray::ChunkedArray(Context& ctx, const ChunkLayout& layout, const HostAr
   if (layout_.in_place &&
       !in_place_aligned(ctx.info(), layout_, e_, HostArrays{data.bytes.data(), flags, out},
                         layout_.align))
-    throw Error(Errc::kInternal, "internal: host arrays used in place are not aligned to " +
-                                     std::to_string(layout_.align ? layout_.align
-                                                                  : in_place_alignment(ctx.info())) +
-                                     " bytes (choose_layout() was not given them)");
+    throw Error(Errc::kInternal,
+                "internal: host arrays used in place are not aligned to " +
+                    std::to_string(layout_.align ? layout_.align : in_place_alignment(ctx.info())) +
+                    " bytes (choose_layout() was not given them)");
   noflags_ = ctx.zeroed_buffer(1);
   if (layout_.chunks == 0) return;
   cl::Context& cc = ctx.context();

@@ -81,7 +81,7 @@ struct CLREDUCE_API Result {
   // A reduction's result (value.index: argmin/argmax's first index of the extreme); a scan's
   // last output element. For n = 0: the identity (sum, prod), or for a scan nothing.
   Value value;
-  std::string plan;        // the launch plan: "wg=256 groups=4 items=1 vec=4 path=..."
+  std::string plan;  // the launch plan: "wg=256 groups=4 items=1 vec=4 path=..."
   // Where the input lay (reductions and scans of host arrays; a device buffer's range): "whole,
   // in place" (the caller's memory read where it lies, no copy: CPU devices), "whole, copied",
   // "4 chunks of 1048576, resident" (copied chunk by chunk), "streamed: ...", "range copied" (a

@@ -90,9 +90,9 @@ template <class T> Want<T> host_answer(const T* x, std::size_t n) {
 }
 
 double as_double(const clreduce::Value& v) {
-  return clreduce::is_float(v.type)      ? v.f
+  return clreduce::is_float(v.type)    ? v.f
          : clreduce::is_signed(v.type) ? static_cast<double>(v.i)
-                                        : static_cast<double>(v.u);
+                                       : static_cast<double>(v.u);
 }
 
 // Reduces n elements of T at every element offset 0..15 from a 4096-byte boundary with
@@ -239,8 +239,7 @@ TEST_CASE("any place: host scans are read and written in place where 128-byte al
     }
     clreduce::Options o;
     o.verify = true;
-    const clreduce::Result r =
-        dev.scan(Op::kSum, DType::kFloat, in, n, DType::kFloat, out, o);
+    const clreduce::Result r = dev.scan(Op::kSum, DType::kFloat, in, n, DType::kFloat, out, o);
     CAPTURE(in_off, r.layout, r.verdict);
     CHECK(std::equal(ref.begin(), ref.end(), out));
     CHECK(r.verified);
@@ -302,6 +301,5 @@ TEST_CASE("any place: ranges of a buffer at element offsets 1, 3, 1000, blocking
         clreduce::Errc::kUsage);
   cl::Buffer out(dev.context(), CL_MEM_READ_WRITE, 16);
   clreduce::Reduction plan(dev, Op::kSum, DType::kFloat, n);
-  CHECK(error_category([&] { plan.enqueue(buf, total - 10, 11, out); }) ==
-        clreduce::Errc::kUsage);
+  CHECK(error_category([&] { plan.enqueue(buf, total - 10, 11, out); }) == clreduce::Errc::kUsage);
 }

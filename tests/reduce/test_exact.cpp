@@ -541,8 +541,7 @@ TEST_CASE("exact: a plan on a range, small", "[.oclgrind]") {
       const auto plan = find_reduce_variant("exact")->plan(ctx, sum_of(type, 300),
                                                            std::string(shape) == "gpu" ? 16 : 4);
       for (const std::size_t first : {step, std::size_t{1}, std::size_t{3}})
-        CHECK(bits(run_range(ctx, *plan, in, first, 300)) ==
-              bits(exact_sum(slice(a, first, 300))));
+        CHECK(bits(run_range(ctx, *plan, in, first, 300)) == bits(exact_sum(slice(a, first, 300))));
     }
   }
 }

@@ -1,7 +1,8 @@
 // test_reduce_plan.cpp: reduction plans as a library user holds them: every variant run on
 // sub-ranges of one buffer at aligned but awkward offsets and lengths (arg indices counted from
 // the offset), and at any element offset where the plan reads any start (fast), a plan for n
-// run on shorter ranges, two plans in flight on one queue, and the ranges a plan refuses. Integer results are compared exactly with the host reference.
+// run on shorter ranges, two plans in flight on one queue, and the ranges a plan refuses. Integer
+// results are compared exactly with the host reference.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/generators/catch_generators_range.hpp>
@@ -169,8 +170,9 @@ TEST_CASE("a reduction plan refuses ranges it cannot run", "[reduce][plan]") {
     CHECK(plan->any_start() == (std::string(variant) == "fast"));
     for (const Case& c :
          {Case{0, 0, "cannot reduce 0"}, Case{0, 1001, "cannot reduce 1001"},
-          Case{4096 - 10, 20, "pass the end of a buffer"}, Case{4097, 1, "pass the end of a buffer"},
-          Case{1, 100, "base address alignment"}, Case{step + 1, 100, "base address alignment"}}) {
+          Case{4096 - 10, 20, "pass the end of a buffer"},
+          Case{4097, 1, "pass the end of a buffer"}, Case{1, 100, "base address alignment"},
+          Case{step + 1, 100, "base address alignment"}}) {
       if (plan->any_start() && std::string(c.says) == "base address alignment") continue;
       CAPTURE(variant, c.offset, c.length);
       try {
