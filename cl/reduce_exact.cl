@@ -524,10 +524,11 @@ inline ulong ex_round(__local long* sa, uint flags) {
 
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
     __global const T* restrict x, ulong n, __global long* gacc, __global volatile uint* gstate,
-    __global T* out, double one) {
+    __global T* out, double one, ulong first) {
   // gacc[0..SA_LIMBS): the global superaccumulator; gstate[0]: flags, gstate[1]: the ticket.
   // All zero between launches: each launch's last group clears them. one: 1.0 (EX_ADD).
   // out: the result (T), then at byte 8 the exact state (below); 8-byte aligned.
+  // first: the range's first element in x (any: the head below takes whatever alignment it has).
   __local long sa[SA_LIMBS];
   __local uint lflags;
   __local int is_last;
@@ -540,6 +541,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_exact(
 #ifdef EX_LIMBS
   __local long limbs[SA_LIMBS * WG_SIZE];
 #endif
+  x += first;
   const uint lid = (uint)get_local_id(0);
   const uint groups = (uint)get_num_groups(0);
   const ulong items = (ulong)groups * WG_SIZE;

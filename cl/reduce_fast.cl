@@ -157,9 +157,10 @@ inline MT fast_arg_hit(VT best, VT t) {
 
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_fast(
     __global const T* restrict x, ulong n, __global acc_t* partials, __global volatile uint* ticket,
-    __global acc_t* out) {
+    __global acc_t* out, ulong first) {
   __local acc_t s[WG_SIZE];
   __local int is_last;
+  x += first;  // the range's first element (any: the head below takes whatever alignment it has)
   const uint groups = (uint)get_num_groups(0);
   const vidx_t items = (vidx_t)groups * WG_SIZE;
   const vidx_t gid = (vidx_t)get_global_id(0);

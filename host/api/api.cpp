@@ -11,6 +11,8 @@
 #include "core/checked.hpp"
 #include "io/npy.hpp"
 #include "reduce/variant.hpp"
+#include "run/chunks.hpp"
+#include "run/fold.hpp"
 #include "run/runner.hpp"
 #include "runtime/context.hpp"
 #include "runtime/device.hpp"
@@ -85,22 +87,27 @@ std::string acc_hint(Op op, DType type, const std::string& acc) {
          " (wrapping on overflow)";
 }
 
-// A user's buffer must belong to this device's context and hold n elements of type t. `why`
-// says where t comes from and `hint` what else the caller may change, for the message.
-void check_buffer(Context& ctx, const cl::Buffer& b, std::size_t n, DType t, const char* what,
-                  const std::string& why = "", const std::string& hint = "") {
+// A user's buffer must belong to this device's context and hold elements [first, first + n) of
+// type t. `why` says where t comes from and `hint` what else the caller may change, for the
+// message.
+void check_buffer(Context& ctx, const cl::Buffer& b, std::size_t first, std::size_t n, DType t,
+                  const char* what, const std::string& why = "", const std::string& hint = "") {
   if (b() == nullptr) throw Error(Errc::kUsage, std::string(what) + " buffer is empty (no cl_mem)");
   if (b.getInfo<CL_MEM_CONTEXT>()() != ctx.context()())
     throw Error(Errc::kUsage,
                 std::string(what) +
                     " buffer belongs to another cl::Context: create it in Device::context()");
   const std::size_t size = b.getInfo<CL_MEM_SIZE>(), elem = dtype_size(t);
-  if (size / elem < n)
+  if (size / elem < first || size / elem - first < n) {
+    const std::string range = first ? "elements [" + std::to_string(first) + ", " +
+                                          std::to_string(sat_add(first, n)) + ")"
+                                    : "n = " + std::to_string(n);
     throw Error(Errc::kUsage, std::string(what) + " buffer holds " + std::to_string(size) +
                                   " bytes, " + std::to_string(size / elem) + " " + dtype_name(t) +
-                                  " elements, fewer than n = " + std::to_string(n) + why +
-                                  ": pass a buffer of " + std::to_string(n * elem) +
-                                  " bytes or a smaller n" + hint);
+                                  " elements, fewer than " + range + why + ": pass a buffer of " +
+                                  std::to_string(sat_mul(sat_add(first, n), elem)) +
+                                  " bytes or a smaller " + (first ? "range" : "n") + hint);
+  }
 }
 
 HostArray host_copy(DType type, const void* data, std::size_t n) {
@@ -118,12 +125,14 @@ void wait(Context& ctx, std::size_t bytes, const std::string& what) {
   finish(ctx.queue(), ctx.time_limit(static_cast<double>(bytes)), what);
 }
 
-HostArray read_back(Context& ctx, DType type, const cl::Buffer& b, std::size_t n) {
+HostArray read_back(Context& ctx, DType type, const cl::Buffer& b, std::size_t first,
+                    std::size_t n) {
   HostArray a;
   a.type = type;
   a.n = n;
   a.bytes.resize(checked_bytes(n, dtype_size(type), "reading a buffer back"));
-  enqueue_read(ctx.queue(), b, 0, a.bytes.size(), a.bytes.data(), ctx.tuning().transfer_piece);
+  enqueue_read(ctx.queue(), b, first * dtype_size(type), a.bytes.size(), a.bytes.data(),
+               ctx.tuning().transfer_piece);
   wait(ctx, a.bytes.size(), "reading a buffer back");
   return a;
 }
@@ -197,10 +206,11 @@ void check_result_buffer(Context& ctx, const cl::Buffer& b, std::size_t offset, 
                     " buffer belongs to another cl::Context: create it in Device::context()");
   const std::size_t size = b.getInfo<CL_MEM_SIZE>();
   if (offset > size || size - offset < bytes)
-    throw Error(Errc::kUsage, std::string(what) + " buffer holds " + std::to_string(size) +
-                                  " bytes: " + std::to_string(bytes) + " from byte offset " +
-                                  std::to_string(offset) + " do not fit; pass a buffer of at least " +
-                                  std::to_string(sat_add(offset, bytes)) + " bytes or a smaller offset");
+    throw Error(Errc::kUsage,
+                std::string(what) + " buffer holds " + std::to_string(size) +
+                    " bytes: " + std::to_string(bytes) + " from byte offset " +
+                    std::to_string(offset) + " do not fit; pass a buffer of at least " +
+                    std::to_string(sat_add(offset, bytes)) + " bytes or a smaller offset");
 }
 
 // The step every reduction takes, blocking or not: in[0, n) reduced by a plan made for up to
@@ -226,8 +236,8 @@ class ReduceCall {
   ReducePlan& plan() { return *plan_; }
   const ReduceProblem& problem() const { return p_; }
 
-  void enqueue(const cl::Buffer& in, std::size_t n, const cl::Buffer& out, std::size_t offset,
-               std::vector<cl::Event>& events, bool spill = false) {
+  void enqueue(const cl::Buffer& in, std::size_t first, std::size_t n, const cl::Buffer& out,
+               std::size_t offset, std::vector<cl::Event>& events, bool spill = false) {
     const std::size_t bytes = p_.acc_bytes();
     cl::CommandQueue& q = ctx_.queue();
     if (n == 0) {
@@ -236,10 +246,10 @@ class ReduceCall {
       return;
     }
     if (offset == 0 && (spill || plan_->out_bytes() == bytes)) {
-      plan_->enqueue(in, 0, n, out, events);
+      plan_->enqueue(in, first, n, out, events);
       return;
     }
-    plan_->enqueue(in, 0, n, result_, events);
+    plan_->enqueue(in, first, n, result_, events);
     events.emplace_back();
     q.enqueueCopyBuffer(result_, out, 0, offset, bytes, nullptr, &events.back());
   }
@@ -251,9 +261,71 @@ class ReduceCall {
   cl::Buffer result_, identity_;
 };
 
-// One reduction of `in` (a buffer of ctx's, or the upload target of `host` when host is set).
-Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, const void* host,
-                  std::size_t n, const Options& o, bool check) {
+// A view of the caller's n elements of `type` at `data`, for the chunk driver (nothing copied).
+HostArray host_view(DType type, const void* data, std::size_t n) {
+  HostArray a;
+  a.type = type;
+  a.n = n;
+  a.bytes.adopt(
+      static_cast<unsigned char*>(const_cast<void*>(data)),
+      checked_bytes(n, dtype_size(type), "the input"), [](void*, std::size_t, void*) {}, nullptr);
+  return a;
+}
+
+// Whether plan reads in[first, ...) where it lies: a range at element 0, at a multiple of the
+// base alignment (a sub-buffer), or any range of a plan whose kernels take its first element.
+bool reads_at(const Context& ctx, const ReducePlan& plan, std::size_t first) {
+  return first == 0 || plan.any_start() ||
+         first * dtype_size(plan.problem().type) % ctx.base_align() == 0;
+}
+
+// How a host array lies on device d for a reduction by variant v, and the plan for it (made for
+// a chunk's elements when there are several): used in place (a CPU device) at the element
+// type's alignment where the plan's kernels read any start, else at in_place_alignment(d);
+// otherwise copied, whole or in chunks (past one allocation, or tuning().max_chunk), or streamed
+// (past device memory).
+std::unique_ptr<ReducePlan> host_plan(Context& ctx, ReduceVariant& v, const ReduceProblem& p,
+                                      const void* host, std::size_t local_size, ChunkLayout& L) {
+  const DeviceInfo& d = ctx.info();
+  const ElementBytes e{dtype_size(p.type)};
+  const auto plan_for = [&](const ChunkLayout& layout) {
+    ReduceProblem pp = p;
+    if (layout.chunks > 1) pp.n = layout.chunk;
+    refuse_unsupported(v.name(), d, v.unsupported(ctx, pp));
+    return v.plan(ctx, pp, local_size);
+  };
+  L = choose_layout(d, ctx.tuning(), p.n, e, HostArrays{host}, e.in);
+  std::unique_ptr<ReducePlan> plan = plan_for(L);
+  if (L.in_place && !plan->any_start()) {
+    const ChunkLayout strict = choose_layout(d, ctx.tuning(), p.n, e, HostArrays{host});
+    if (strict.chunk != L.chunk || strict.chunks != L.chunks) plan = plan_for(strict);
+    L = strict;
+  }
+  if (L.chunks > 1)
+    if (const std::string why = ReduceFold::cannot_fold(*plan); !why.empty())
+      throw Error(Errc::kUnsupported,
+                  v.name() + " cannot reduce an array in chunks (" + L.str() + "): " + why);
+  return plan;
+}
+
+// The float error budget of plan's run over the host array `a` laid out as L: a sum's from each
+// chunk's tree and the chunks' fold; a product's n factors.
+ErrorBudget host_budget(const ReducePlan& plan, const HostArray& a, const ChunkLayout& L) {
+  const ReduceProblem& p = plan.problem();
+  if (p.op == Op::kProd) return ErrorBudget{a.n, 0.0L};
+  if (L.chunks <= 1 || p.op != Op::kSum || !is_float(p.acc()))
+    return sum_budget(plan.sum_model(a.n), a.type, a.bytes.data(), a.n).budget;
+  std::vector<SumPiece> pieces;
+  const std::size_t size = dtype_size(a.type);
+  for (std::size_t c = 0; c < L.chunks; ++c)
+    pieces.push_back(sum_budget(plan.sum_model(L.length(c)), a.type,
+                                a.bytes.data() + L.begin(c) * size, L.length(c)));
+  return fold_budgets(pieces).budget;
+}
+
+// One reduction of in[first, first + n) (a buffer of ctx's), or of n elements at `host`.
+Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, std::size_t first,
+                  const void* host, std::size_t n, const Options& o, bool check) {
   ReduceVariant& v = reduce_variant(o.variant);
   ReduceProblem p;
   p.op = op;
@@ -262,22 +334,51 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
   p.acc_type = resolve_acc(op, type, o.acc);
   const DeviceInfo& d = ctx.info();
   check_fp64(d, type, p.acc_type);
-  check_fits(d, type, n);
   if (n == 0 && !has_identity(op))
     throw Error(Errc::kUsage, op_name(op) + " of an empty array has no identity (n = 0)");
-  const std::size_t bytes = checked_bytes(n, dtype_size(type), "the input");
-  if (user_in) check_buffer(ctx, *user_in, n, type, "input");
-  refuse_unsupported(v.name(), d, v.unsupported(ctx, p));
+  const std::size_t size = dtype_size(type), bytes = checked_bytes(n, size, "the input");
+  if (user_in) {
+    check_fits(d, type, n);
+    check_buffer(ctx, *user_in, first, n, type, "input");
+    refuse_unsupported(v.name(), d, v.unsupported(ctx, p));
+  }
 
   Result r = start_result(v.name(), op, type, p.acc_type, n);
   const std::size_t builds = ctx.programs_built();
-  std::unique_ptr<ReduceCall> call;
+  std::unique_ptr<ReducePlan> plan;
+  ChunkLayout L;
+  L.n = n;
+  L.chunk = std::max<std::size_t>(n, 1);
+  L.chunks = n ? 1 : 0;
   if (n == 0) {  // sum and prod: the identity, with no launch
     r.value = identity_value(op, p.acc_type);
+  } else if (host) {
+    plan = host_plan(ctx, v, p, host, o.local_size, L);
   } else {
-    call = std::make_unique<ReduceCall>(ctx, v, p, o.local_size);
-    ReducePlan* plan = &call->plan();
-    const cl::Buffer in = user_in ? *user_in : ctx.scratch("api.input", bytes);
+    refuse_unsupported(v.name(), d, v.unsupported(ctx, p));
+    plan = v.plan(ctx, p, o.local_size);
+  }
+  const std::string what = v.name() + " " + op_name(op) + " of " + std::to_string(n) + " " +
+                           dtype_name(type) + " elements";
+  if (plan && host && (L.in_place || L.chunks > 1 || L.streamed())) {
+    // The chunk driver: in place, in chunks or streamed.
+    const HostArray view = host_view(type, host, n);
+    ChunkedArray array(ctx, L, view, nullptr, nullptr, ElementBytes{size});
+    timed_runs(
+        o, r, [&] { array.prepare_reduce(plan->out_bytes(), what); },
+        [&](std::vector<cl::Event>& events) {
+          array.upload(what);  // nothing in place or streamed
+          r.value = array.reduce(*plan, events, what);
+        });
+    r.layout = L.str();
+    r.plan = plan->policy().str();
+  } else if (plan) {
+    // One buffer: the caller's, read where it lies; else the host array, or a range of the
+    // caller's buffer the plan cannot read there (no kernel argument for its first element, and
+    // not at the base alignment: no sub-buffer), copied into scratch.
+    const bool direct = user_in && reads_at(ctx, *plan, first);
+    const cl::Buffer in = direct ? *user_in : ctx.scratch("api.input", bytes);
+    const std::size_t at = direct ? first : 0;
     // The accumulator, and after it whatever else the plan leaves (exact: its exact state).
     const cl::Buffer out = ctx.scratch("api.result", std::max<std::size_t>(16, plan->out_bytes()));
     const std::size_t piece = ctx.tuning().transfer_piece;
@@ -291,25 +392,27 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, co
         },
         [&](std::vector<cl::Event>& events) {
           if (host) enqueue_write(ctx.queue(), in, 0, bytes, host, piece);
-          call->enqueue(in, n, out, 0, events, true);
+          if (user_in && !direct)
+            for_each_piece(0, bytes, piece, 1, [&](std::size_t off, std::size_t len) {
+              ctx.queue().enqueueCopyBuffer(*user_in, in, first * size + off, off, len);
+            });
+          plan->enqueue(in, at, n, out, events);
           enqueue_read(ctx.queue(), out, 0, p.acc_bytes(), result, piece);
-          wait(ctx, bytes, v.name() + " " + op_name(op) + " of " + std::to_string(n) + " elements");
+          wait(ctx, bytes, what);
         });
     r.value = Value::from_bytes(p.acc_type, result);
     if (is_arg_op(op)) std::memcpy(&r.value.index, result + 8, 8);
+    r.layout = host ? "whole, copied" : direct ? "" : "range copied";
     r.plan = plan->policy().str();
   }
   r.builds = ctx.programs_built() - builds;
   if (check) {
-    const HostArray a = host ? host_copy(type, host, n) : read_back(ctx, type, *user_in, n);
+    const HostArray a = host ? host_copy(type, host, n) : read_back(ctx, type, *user_in, first, n);
     r.expected = reference_reduce(a, op, p.acc_type);
     // A float product's error grows with each of its n - 1 multiplications whatever the order;
     // a sum's with the variant's tree (its chains' partial sums, or its depth).
-    const ErrorBudget budget =
-        n == 0            ? ErrorBudget{}
-        : op == Op::kProd ? ErrorBudget{n, 0.0L}
-                          : sum_budget(call->plan().sum_model(n), a.type, a.bytes.data(), n).budget;
-    const Verdict verdict = call && call->plan().policy().correctly_rounded
+    const ErrorBudget budget = plan ? host_budget(*plan, a, L) : ErrorBudget{};
+    const Verdict verdict = plan && plan->policy().correctly_rounded
                                 ? verify_bitwise(r.value, r.expected)
                                 : verify(r.value, r.expected, op, budget, float_stats(a, op));
     set_verdict(r, verdict.ok, verdict.why);
@@ -337,23 +440,64 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
                                   " elements");
   const DeviceInfo& d = ctx.info();
   check_fp64(d, type, p.acc_type);
-  check_fits(d, type, n);
-  check_fits(d, p.acc_type, n);
   const std::size_t in_bytes = checked_bytes(n, dtype_size(type), "the input"),
                     out_bytes = checked_bytes(n, p.acc_bytes(), "the scan's output");
-  if (user_in) check_buffer(ctx, *user_in, n, type, "input");
+  if (user_in) check_buffer(ctx, *user_in, 0, n, type, "input");
   if (user_out)
-    check_buffer(ctx, *user_out, n, p.acc_type, "output",
+    check_buffer(ctx, *user_out, 0, n, p.acc_type, "output",
                  " (a " + op_name(op) + " scan of " + dtype_name(type) + " writes " +
                      dtype_name(p.acc_type) + ")",
                  acc_hint(op, type, o.acc));
-  refuse_unsupported(v.name(), d, v.unsupported(ctx, p));
+  // Host arrays: in place (a CPU device; the input, flags and output at in_place_alignment()),
+  // in chunks (past one allocation or tuning().max_chunk; each chunk takes the running value of
+  // those before it), or streamed (past device memory); else copied whole, as buffers are read.
+  ChunkLayout L;
+  const ElementBytes e{dtype_size(type), p.segmented ? 1u : 0u, p.acc_bytes()};
+  if (host_in && n > 0)
+    L = choose_layout(d, ctx.tuning(), n, e,
+                      HostArrays{host_in, p.segmented ? o.segments.data() : nullptr, host_out});
+  const bool driver = host_in && n > 0 && (L.in_place || L.chunks > 1 || L.streamed());
+  ScanProblem pp = p;
+  if (driver && L.chunks > 1) {
+    pp.n = L.chunk;
+    pp.carry_in = true;
+  }
+  if (!driver) {
+    check_fits(d, type, n);
+    check_fits(d, p.acc_type, n);
+  }
+  refuse_unsupported(v.name(), d, v.unsupported(ctx, pp));
 
   Result r = start_result(v.name(), op, type, p.acc_type, n);
   const std::size_t builds = ctx.programs_built();
   std::unique_ptr<ScanPlan> plan;
-  if (n > 0) {
+  if (driver) {
+    plan = v.plan(ctx, pp, o.local_size);
+    const std::string what = v.name() + " " + op_name(op) + " scan of " + std::to_string(n) + " " +
+                             dtype_name(type) + " elements";
+    const HostArray view = host_view(type, host_in, n);
+    ChunkedArray array(ctx, L, view, p.segmented ? o.segments.data() : nullptr,
+                       static_cast<unsigned char*>(host_out), e);
+    const unsigned char sentinel = is_float(p.acc_type) ? 0xFF : 0xA5;
+    timed_runs(
+        o, r,
+        [&] {
+          if (!check) return;  // the device writes every output element
+          std::memset(host_out, sentinel, out_bytes);
+          array.prepare_scan(what);
+        },
+        [&](std::vector<cl::Event>& events) {
+          array.upload(what);  // nothing in place or streamed
+          array.scan(*plan, events, what);
+        });
+    r.value = Value::from_bytes(
+        p.acc_type, static_cast<const unsigned char*>(host_out) + out_bytes - p.acc_bytes());
+    r.layout = L.str();
+    r.plan = plan->policy().str();
+    if (const std::string note = plan->run_note(); !note.empty()) r.plan += "; " + note;
+  } else if (n > 0) {
     plan = v.plan(ctx, p, o.local_size);
+    if (host_in) r.layout = "whole, copied";
     const cl::Buffer in = user_in ? *user_in : ctx.scratch("api.input", in_bytes);
     const cl::Buffer out = user_out ? *user_out : ctx.scratch("api.scan.output", out_bytes);
     const cl::Buffer flags =
@@ -394,11 +538,13 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
   }
   r.builds = ctx.programs_built() - builds;
   if (check) {
-    const HostArray a = host_in ? host_copy(type, host_in, n) : read_back(ctx, type, *user_in, n);
+    const HostArray a =
+        host_in ? host_copy(type, host_in, n) : read_back(ctx, type, *user_in, 0, n);
     HostArray got;
-    if (!host_out) got = read_back(ctx, p.acc_type, *user_out, n);
+    if (!host_out) got = read_back(ctx, p.acc_type, *user_out, 0, n);
     const ScanMode mode{op, p.acc_type, p.exclusive};
-    const std::uint64_t depth = n ? plan->depth() : 0;
+    // Each chunk's carry comes through the chunks before it: one more operation per chunk.
+    const std::uint64_t depth = n ? plan->depth() + (driver && L.chunks > 1 ? L.chunks : 0) : 0;
     const ScanVerdict verdict =
         verify_scan(a, mode, o.segments, depth,
                     host_out ? static_cast<const unsigned char*>(host_out) : got.bytes.data());
@@ -506,12 +652,17 @@ cl::Device Device::device() const { return impl_->ctx.info().device; }
 Tuning& Device::tuning() { return impl_->ctx.tuning(); }
 
 Result Device::reduce(Op op, DType type, const void* data, std::size_t n, const Options& options) {
-  return run_reduce(impl_->ready(), op, type, nullptr, data, n, options, options.verify);
+  return run_reduce(impl_->ready(), op, type, nullptr, 0, data, n, options, options.verify);
 }
 
 Result Device::reduce(Op op, DType type, const cl::Buffer& data, std::size_t n,
                       const Options& options) {
-  return run_reduce(impl_->ready(), op, type, &data, nullptr, n, options, options.verify);
+  return run_reduce(impl_->ready(), op, type, &data, 0, nullptr, n, options, options.verify);
+}
+
+Result Device::reduce(Op op, DType type, const cl::Buffer& data, std::size_t first, std::size_t n,
+                      const Options& options) {
+  return run_reduce(impl_->ready(), op, type, &data, first, nullptr, n, options, options.verify);
 }
 
 Result Device::scan(Op op, DType type, const void* in, std::size_t n, DType out_type, void* out,
@@ -541,7 +692,8 @@ std::vector<cl::Event> gate(Context& ctx, std::optional<cl::CommandQueue>& progr
                             const std::vector<cl::Event>& wait) {
   for (std::size_t k = 0; k < wait.size(); ++k) {
     if (wait[k]() == nullptr)
-      throw Error(Errc::kUsage, "wait list: event " + std::to_string(k) + " is empty (no cl_event)");
+      throw Error(Errc::kUsage,
+                  "wait list: event " + std::to_string(k) + " is empty (no cl_event)");
     if (wait[k].getInfo<CL_EVENT_CONTEXT>()() != ctx.context()())
       throw Error(Errc::kUsage, "wait list: event " + std::to_string(k) +
                                     " belongs to another cl::Context: a plan waits only for "
@@ -622,16 +774,30 @@ std::string Reduction::plan() const { return impl_->call->plan().policy().str();
 
 cl::Event Reduction::enqueue(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
                              std::size_t out_offset, const std::vector<cl::Event>& wait) {
+  return enqueue(in, 0, n, out, out_offset, wait);
+}
+
+cl::Event Reduction::enqueue(const cl::Buffer& in, std::size_t first, std::size_t n,
+                             const cl::Buffer& out, std::size_t out_offset,
+                             const std::vector<cl::Event>& wait) {
   Context& ctx = impl_->dev->ctx;
   const ReduceProblem& p = impl_->call->problem();
   check_plan_n(n, impl_->max_n, "a Reduction");
   if (n == 0 && !has_identity(p.op))
     throw Error(Errc::kUsage, op_name(p.op) + " of an empty array has no identity (n = 0)");
-  check_buffer(ctx, in, n, p.type, "input");
+  check_buffer(ctx, in, first, n, p.type, "input");
   check_result_buffer(ctx, out, out_offset, p.acc_bytes(), "output");
+  if (n && !reads_at(ctx, impl_->call->plan(), first))
+    throw Error(Errc::kUsage,
+                "a Reduction with " + impl_->call->plan().variant() +
+                    " reads a range from element " + std::to_string(first) +
+                    " only where it starts at a multiple of " + std::to_string(ctx.base_align()) +
+                    " bytes (the device's base alignment): " +
+                    "make the plan with the variant fast or exact, which take any first element, "
+                    "or copy the range");
   const std::vector<cl::Event> gated = gate(ctx, impl_->dev->program_queue, wait);
   return enqueue_gated(ctx, gated, [&](std::vector<cl::Event>& events) {
-    impl_->call->enqueue(in, n, out, out_offset, events);
+    impl_->call->enqueue(in, first, n, out, out_offset, events);
   });
 }
 
@@ -680,8 +846,8 @@ cl::Event Scan::Impl::enqueue(const cl::Buffer& in, std::size_t n, const cl::Buf
                               const cl::Buffer& out, const std::vector<cl::Event>& wait) {
   Context& ctx = dev->ctx;
   check_plan_n(n, max_n, "a Scan");
-  check_buffer(ctx, in, n, p.type, "input");
-  check_buffer(ctx, out, n, p.acc_type, "output",
+  check_buffer(ctx, in, 0, n, p.type, "input");
+  check_buffer(ctx, out, 0, n, p.acc_type, "output",
                " (a " + op_name(p.op) + " scan of " + dtype_name(p.type) + " writes " +
                    dtype_name(p.acc_type) + ")",
                acc_hint(p.op, p.type, ""));
@@ -749,8 +915,8 @@ cl::Event Compaction::enqueue(const cl::Buffer& in, std::size_t n, const cl::Buf
   Context& ctx = impl_->dev->ctx;
   Compactor& c = *impl_->compactor;
   check_plan_n(n, c.max_n(), "a Compaction");
-  check_buffer(ctx, in, n, c.type(), "input");
-  check_buffer(ctx, out, n, c.type(), "output");
+  check_buffer(ctx, in, 0, n, c.type(), "input");
+  check_buffer(ctx, out, 0, n, c.type(), "output");
   check_result_buffer(ctx, count, count_offset, 8, "count");
   if (n && in() == out()) throw Error(Errc::kUsage, "a compaction's output may not be its input");
   const std::vector<cl::Event> gated = gate(ctx, impl_->dev->program_queue, wait);

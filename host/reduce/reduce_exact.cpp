@@ -196,10 +196,16 @@ class ExactPlan : public ReducePlan {
         state_(ctx.zeroed_buffer(2 * sizeof(cl_uint))) {}
 
   std::size_t out_bytes() const override { return 8 + 8 * (sa_limbs(problem().type) + 1); }
+  bool any_start() const override { return true; }
 
  private:
   void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
               std::vector<cl::Event>& events) override {
+    launch_at(in, 0, n, out, events);
+  }
+  void launch_at(const cl::Buffer& in, std::size_t first, std::size_t n, const cl::Buffer& out,
+                 std::vector<cl::Event>& events) override {
+    kernel_.setArg(6, static_cast<cl_ulong>(first));
     kernel_.setArg(0, in);
     kernel_.setArg(1, static_cast<cl_ulong>(n));
     kernel_.setArg(2, acc_);

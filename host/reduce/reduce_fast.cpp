@@ -173,7 +173,8 @@ class ShapePlan : public TicketPlan {
  public:
   ShapePlan(Context& ctx, const ReduceProblem& p, Shape shape, LaunchPolicy pol,
             const cl::Kernel& kernel)
-      : TicketPlan(ctx, "fast", p, pol, shape_depth(p, pol, shape), kernel), shape_(shape) {}
+      : TicketPlan(ctx, "fast", p, pol, shape_depth(p, pol, shape), kernel, true),
+        shape_(shape) {}
 
   Shape shape() const { return shape_; }
 

@@ -49,18 +49,43 @@ void ReducePlan::enqueue(const cl::Buffer& in, std::size_t offset, std::size_t l
     throw Error(Errc::kUsage, variant_ + ": its output buffer holds " +
                                   std::to_string(out.getInfo<CL_MEM_SIZE>()) +
                                   " bytes, and a launch leaves " + std::to_string(out_bytes()));
-  launch(ctx_.view(in, offset * size, length * size), length, out, events);
+  if (!any_start()) {
+    launch(ctx_.view(in, offset * size, length * size), length, out, events);
+    return;
+  }
+  const std::size_t bytes = in.getInfo<CL_MEM_SIZE>();
+  if (offset > bytes / size || length > bytes / size - offset)
+    throw Error(Errc::kUsage, variant_ + ": elements [" + std::to_string(offset) + ", " +
+                                  std::to_string(offset + length) +
+                                  ") pass the end of a buffer of " + std::to_string(bytes) +
+                                  " bytes");
+  launch_at(in, offset, length, out, events);
+}
+
+void ReducePlan::launch_at(const cl::Buffer&, std::size_t, std::size_t, const cl::Buffer&,
+                           std::vector<cl::Event>&) {
+  throw Error(Errc::kInternal, "internal: " + variant_ + "'s plan takes no first element");
 }
 
 TicketPlan::TicketPlan(Context& ctx, std::string variant, const ReduceProblem& p,
-                       LaunchPolicy policy, std::uint64_t depth, cl::Kernel kernel)
+                       LaunchPolicy policy, std::uint64_t depth, cl::Kernel kernel, bool first_arg)
     : ReducePlan(ctx, std::move(variant), p, std::move(policy), depth),
       kernel_(std::move(kernel)),
+      first_arg_(first_arg),
       partials_(ctx.zeroed_buffer(this->policy().groups * p.acc_bytes())),
       ticket_(ctx.zeroed_buffer(sizeof(cl_uint))) {}
 
 void TicketPlan::launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
                         std::vector<cl::Event>& events) {
+  launch_at(in, 0, n, out, events);
+}
+
+void TicketPlan::launch_at(const cl::Buffer& in, std::size_t first, std::size_t n,
+                           const cl::Buffer& out, std::vector<cl::Event>& events) {
+  if (first_arg_)
+    kernel_.setArg(5, static_cast<cl_ulong>(first));
+  else if (first != 0)
+    ReducePlan::launch_at(in, first, n, out, events);  // throws
   kernel_.setArg(0, in);
   kernel_.setArg(1, static_cast<cl_ulong>(n));
   kernel_.setArg(2, partials_);

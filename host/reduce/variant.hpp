@@ -69,12 +69,19 @@ class ReducePlan {
   // Chunks, devices and ranks fold these bytes (run/fold.hpp).
   virtual std::size_t out_bytes() const { return problem_.acc_bytes(); }
 
+  // Whether the kernels read a range that starts at any element: they take its first element
+  // as an argument and fold the elements before the first vector-aligned address apart (fast's
+  // and exact's head), so a range needs no sub-buffer, and host memory used in place needs only
+  // its element type's alignment, not the device's base alignment.
+  virtual bool any_start() const { return false; }
+
   // Enqueues the reduction of in's elements [offset, offset + length), 1 <= length <=
   // problem().n, leaving the accumulator at out[0] (problem().acc_bytes() bytes); arg ops'
   // indices count from offset, and out_bytes() bytes of out are written (out must hold them).
-  // A range that does not start at element 0 is a sub-buffer: its first byte must be a multiple
-  // of Context::base_align(). Appends one event per launch. Throws Error(Errc::kUsage) for a
-  // range out of bounds, empty or not aligned, or an out smaller than out_bytes().
+  // A range that does not start at element 0 is, unless any_start(), a sub-buffer: its first
+  // byte must be a multiple of Context::base_align(). Appends one event per launch. Throws
+  // Error(Errc::kUsage) for a range out of bounds, empty or not aligned, or an out smaller than
+  // out_bytes().
   void enqueue(const cl::Buffer& in, std::size_t offset, std::size_t length, const cl::Buffer& out,
                std::vector<cl::Event>& events);
   // The whole problem: in[0, problem().n).
@@ -88,6 +95,9 @@ class ReducePlan {
   // Launches on in[0, n), 1 <= n <= problem().n: sets arguments and enqueues, nothing else.
   virtual void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
                       std::vector<cl::Event>& events) = 0;
+  // any_start() plans: launches on in[first, first + n) (first + n within in).
+  virtual void launch_at(const cl::Buffer& in, std::size_t first, std::size_t n,
+                         const cl::Buffer& out, std::vector<cl::Event>& events);
   // sum_model() for the kernels as built: the depth alone unless overridden.
   virtual SumModel model(std::size_t n) const;
 
@@ -103,16 +113,23 @@ class ReducePlan {
 // A plan of one launch whose groups fold their slices into partials and whose last group, by
 // an atomic ticket, folds the partials into out[0] (topdown's scheme, fast's shapes). The kernel
 // takes (in, n, partials, ticket, out); partials (one accumulator per group) and the ticket are
-// zeroed here, and each launch's last group resets the ticket.
+// zeroed here, and each launch's last group resets the ticket. A kernel made with first_arg
+// takes a sixth, the range's first element (ulong), and reads any start (any_start()).
 class TicketPlan : public ReducePlan {
+ public:
+  bool any_start() const override { return first_arg_; }
+
  protected:
   TicketPlan(Context& ctx, std::string variant, const ReduceProblem& p, LaunchPolicy policy,
-             std::uint64_t depth, cl::Kernel kernel);
+             std::uint64_t depth, cl::Kernel kernel, bool first_arg = false);
   void launch(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
               std::vector<cl::Event>& events) override;
+  void launch_at(const cl::Buffer& in, std::size_t first, std::size_t n, const cl::Buffer& out,
+                 std::vector<cl::Event>& events) override;
 
  private:
   cl::Kernel kernel_;
+  bool first_arg_;
   cl::Buffer partials_, ticket_;
 };
 

@@ -55,8 +55,8 @@ std::size_t in_place_alignment(const DeviceInfo& d) {
 }
 
 bool in_place_aligned(const DeviceInfo& d, const ChunkLayout& layout, ElementBytes e,
-                      const HostArrays& host) {
-  const std::size_t align = in_place_alignment(d);
+                      const HostArrays& host, std::size_t align) {
+  if (align == 0) align = in_place_alignment(d);
   const auto aligned = [&](const void* p, std::size_t size) {
     if (!p || size == 0) return true;
     return reinterpret_cast<std::uintptr_t>(p) % align == 0 &&
@@ -104,12 +104,13 @@ ChunkLayout layout_for(const DeviceInfo& d, const Tuning& t, std::size_t n, Elem
 }  // namespace
 
 ChunkLayout choose_layout(const DeviceInfo& d, const Tuning& t, std::size_t n, ElementBytes e,
-                          const HostArrays& host) {
+                          const HostArrays& host, std::size_t align) {
   const bool in_place = t.in_place == "on" || (t.in_place == "auto" && d.type == "CPU");
   ChunkLayout L = layout_for(d, t, n, e, in_place);
+  L.align = align ? align : in_place_alignment(d);
   // Memory the kernels could not read where it lies (a .npy whose data starts at byte 70, a
   // share or chunk that starts off the alignment) is copied to the device instead.
-  if (L.in_place && !in_place_aligned(d, L, e, host)) L = layout_for(d, t, n, e, false);
+  if (L.in_place && !in_place_aligned(d, L, e, host, L.align)) L = layout_for(d, t, n, e, false);
   return L;
 }
 
@@ -131,10 +132,12 @@ ChunkedArray::ChunkedArray(Context& ctx, const ChunkLayout& layout, const HostAr
       piece_(ctx.tuning().transfer_piece) {
   if (!flags_) e_.flags = 0;
   if (layout_.in_place &&
-      !in_place_aligned(ctx.info(), layout_, e_, HostArrays{data.bytes.data(), flags, out}))
-    throw Error(Errc::kInternal, "internal: host arrays used in place are not aligned to " +
-                                     std::to_string(in_place_alignment(ctx.info())) +
-                                     " bytes (choose_layout() was not given them)");
+      !in_place_aligned(ctx.info(), layout_, e_, HostArrays{data.bytes.data(), flags, out},
+                        layout_.align))
+    throw Error(Errc::kInternal,
+                "internal: host arrays used in place are not aligned to " +
+                    std::to_string(layout_.align ? layout_.align : in_place_alignment(ctx.info())) +
+                    " bytes (choose_layout() was not given them)");
   noflags_ = ctx.zeroed_buffer(1);
   if (layout_.chunks == 0) return;
   cl::Context& cc = ctx.context();

@@ -31,6 +31,7 @@ struct ChunkLayout {
   std::size_t chunks = 0;  // ceil(n / chunk); 0 for n = 0
   std::size_t slots = 0;   // streamed: chunks in flight (device buffer sets)
   std::string source;      // streamed: "write", "stage" or "host-ptr"
+  std::size_t align = 0;   // in place: the alignment the host arrays have (in_place_aligned())
 
   std::size_t begin(std::size_t c) const { return c * chunk; }
   std::size_t length(std::size_t c) const { return std::min(chunk, n - c * chunk); }
@@ -64,17 +65,20 @@ struct HostArrays {
 // the least the OpenCL specification allows.
 std::size_t in_place_alignment(const DeviceInfo& d);
 
-// Whether every chunk of every array in host starts at a multiple of in_place_alignment(d) under
-// `layout` (a layout's chunks start at multiples of its chunk length).
+// Whether every chunk of every array in host starts at a multiple of `align` (0:
+// in_place_alignment(d)) under `layout` (a layout's chunks start at multiples of its chunk
+// length).
 bool in_place_aligned(const DeviceInfo& d, const ChunkLayout& layout, ElementBytes e,
-                      const HostArrays& host);
+                      const HostArrays& host, std::size_t align = 0);
 
 // Chooses how n elements lie on device d under the tuning knobs (max-chunk, stream,
 // stream-bytes, stream-slots, stream-source, in-place). Host arrays are used in place (CPU
-// devices, or in-place=on) only where in_place_aligned() holds for them; otherwise the device
-// gets copies, as on any other device.
+// devices, or in-place=on) only where in_place_aligned(..., align) holds for them; otherwise the
+// device gets copies, as on any other device. align: 0 for in_place_alignment(d), what every
+// kernel may assume; a plan whose kernels read from any element (ReducePlan::any_start()) may
+// pass the element size.
 ChunkLayout choose_layout(const DeviceInfo& d, const Tuning& t, std::size_t n, ElementBytes e,
-                          const HostArrays& host = {});
+                          const HostArrays& host = {}, std::size_t align = 0);
 
 // Throws Error(Errc::kUnsupported) when n elements of t exceed the device's largest allocation
 // (for a caller's own device buffer, which cannot be chunked).
@@ -88,7 +92,8 @@ class ChunkedArray {
  public:
   // data: the input (alive as long as this); flags: n segment flags or null; out: the host
   // output of n elements of e.out bytes (scans; null for reductions). An in-place layout whose
-  // host arrays are not aligned for it (in_place_aligned()) is refused: Error(Errc::kInternal).
+  // host arrays are not aligned for it (in_place_aligned() at layout.align) is refused:
+  // Error(Errc::kInternal).
   ChunkedArray(Context& ctx, const ChunkLayout& layout, const HostArray& data,
                const std::uint8_t* flags, unsigned char* out, ElementBytes e);
   ~ChunkedArray();

@@ -81,7 +81,13 @@ struct CLREDUCE_API Result {
   // A reduction's result (value.index: argmin/argmax's first index of the extreme); a scan's
   // last output element. For n = 0: the identity (sum, prod), or for a scan nothing.
   Value value;
-  std::string plan;        // the launch plan: "wg=256 groups=4 items=1 vec=4 path=..."
+  std::string plan;  // the launch plan: "wg=256 groups=4 items=1 vec=4 path=..."
+  // Where the input lay (reductions and scans of host arrays; a device buffer's range): "whole,
+  // in place" (the caller's memory read where it lies, no copy: CPU devices), "whole, copied",
+  // "4 chunks of 1048576, resident" (copied chunk by chunk), "streamed: ...", "range copied" (a
+  // buffer's range the variant cannot read where it starts), or "" (a device buffer read where
+  // it lies).
+  std::string layout;
   double kernel_ms = 0.0;  // median over the timed runs of the summed kernel times of all launches
   double kernel_ms_min = 0.0;  // fastest and slowest timed run
   double kernel_ms_max = 0.0;
@@ -190,10 +196,17 @@ class CLREDUCE_API Device {
   // The tuning knobs; read when a plan is made, so a change applies to the next call.
   Tuning& tuning();
 
-  // Reduces n elements of `type` at `data` (host memory). Throws Error: Errc::kUsage for an
-  // unknown variant or n = 0 with an op that has no identity (min, max, argmin, argmax);
-  // kUnsupported for doubles on a device without fp64 or an array larger than the device's
-  // largest allocation.
+  // Reduces n elements of `type` at `data` (host memory, aligned at least to the element's size,
+  // as a C++ array is). Arrays of any size: past one allocation (or tuning().max_chunk bytes)
+  // they run in chunks, folded in order; past device memory (or with tuning().stream "on") they
+  // stream through a few device buffers. On a CPU device (tuning().in_place "auto", or "on"
+  // anywhere) the caller's memory is used in place, not copied (Result::layout says "in place"):
+  // at any element alignment with the variants fast and exact, whose kernels read any start, at
+  // a multiple of 128 bytes (and the device's base alignment) with the others; elsewhere, and
+  // with in_place "off", it is copied. The array must not change until the call returns. Throws
+  // Error: Errc::kUsage for an unknown variant or n = 0 with an op that has no identity (min,
+  // max, argmin, argmax); kUnsupported for doubles on a device without fp64, or a variant whose
+  // chunks' results cannot be folded (an array in chunks).
   Result reduce(Op op, DType type, const void* data, std::size_t n, const Options& options = {});
   template <class T> Result reduce(Op op, const std::vector<T>& data, const Options& options = {}) {
     return reduce(op, dtype_of<T>(), data.data(), data.size(), options);
@@ -203,10 +216,20 @@ class CLREDUCE_API Device {
   // elements, is Errc::kUsage.
   Result reduce(Op op, DType type, const cl::Buffer& data, std::size_t n,
                 const Options& options = {});
+  // Reduces elements [first, first + n) of a buffer created in context(), at any element
+  // offset: read where they lie by fast and exact (their kernels take the first element), and
+  // by the others where the range starts at a multiple of the device's base alignment (a
+  // sub-buffer); else the range is copied on the device first (Result::layout "range copied").
+  // argmin/argmax's index counts from first. A range past the buffer's end is Errc::kUsage.
+  Result reduce(Op op, DType type, const cl::Buffer& data, std::size_t first, std::size_t n,
+                const Options& options = {});
 
   // Scans n elements of `type` at `in` into `out`: n elements of out_type, which must be
   // result_dtype(op, type, options.acc). Scans take sum, prod, min and max (else Errc::kUsage);
-  // segment flags of another length than n are Errc::kInput.
+  // segment flags of another length than n are Errc::kInput. Arrays of any size, as reduce():
+  // in chunks (each takes the running value of those before it) or streamed; on a CPU device
+  // `in`, `out` (and the segment flags) are used in place where each starts at a multiple of
+  // 128 bytes (and the device's base alignment), else copied (Result::layout says which).
   Result scan(Op op, DType type, const void* in, std::size_t n, DType out_type, void* out,
               const Options& options = {});
   template <class T, class A>
@@ -277,6 +300,12 @@ class CLREDUCE_API Reduction {
   // (Errc::kUsage) for n > max_n(), a buffer of another context or too small, an event of
   // another context.
   cl::Event enqueue(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
+                    std::size_t out_offset = 0, const std::vector<cl::Event>& wait = {});
+  // Reduces in[first, first + n) (argmin/argmax's index counts from first) into out as above.
+  // Plans of fast (the default) and exact read a range at any element; other variants only
+  // where first * element size is a multiple of the device's base alignment (CL_DEVICE_MEM_
+  // BASE_ADDR_ALIGN; else Errc::kUsage: a plan copies nothing).
+  cl::Event enqueue(const cl::Buffer& in, std::size_t first, std::size_t n, const cl::Buffer& out,
                     std::size_t out_offset = 0, const std::vector<cl::Event>& wait = {});
 
  private:

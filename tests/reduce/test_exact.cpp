@@ -521,9 +521,10 @@ TEST_CASE("exact: two plans interleaved on one queue keep their own superaccumul
   }
 }
 
-// Small enough for Oclgrind (tests/oclgrind.sh runs it): exact's plans on a sub-buffer, in both
+// Small enough for Oclgrind (tests/oclgrind.sh runs it): exact's plans on ranges at the base
+// alignment and at element offsets off any vector (the kernel takes the first element), in both
 // shapes, with groups of 16 and 4.
-TEST_CASE("exact: a plan on a sub-buffer, small", "[.oclgrind]") {
+TEST_CASE("exact: a plan on a range, small", "[.oclgrind]") {
   // A context of its own: the shared one lives until exit, past Oclgrind's own teardown.
   Context ctx(select_device(list_devices(), clreduce::test::test_device_spec()),
               CLREDUCE_SOURCE_KERNEL_DIR, false, tuning_from_env());
@@ -539,7 +540,8 @@ TEST_CASE("exact: a plan on a sub-buffer, small", "[.oclgrind]") {
       const cl::Buffer in = upload(ctx, a.bytes);
       const auto plan = find_reduce_variant("exact")->plan(ctx, sum_of(type, 300),
                                                            std::string(shape) == "gpu" ? 16 : 4);
-      CHECK(bits(run_range(ctx, *plan, in, step, 300)) == bits(exact_sum(slice(a, step, 300))));
+      for (const std::size_t first : {step, std::size_t{1}, std::size_t{3}})
+        CHECK(bits(run_range(ctx, *plan, in, first, 300)) == bits(exact_sum(slice(a, first, 300))));
     }
   }
 }

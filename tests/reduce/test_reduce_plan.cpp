@@ -1,7 +1,8 @@
 // test_reduce_plan.cpp: reduction plans as a library user holds them: every variant run on
 // sub-ranges of one buffer at aligned but awkward offsets and lengths (arg indices counted from
-// the offset), a plan for n run on shorter ranges, two plans in flight on one queue, and the
-// ranges a plan refuses. Integer results are compared exactly with the host reference.
+// the offset), and at any element offset where the plan reads any start (fast), a plan for n
+// run on shorter ranges, two plans in flight on one queue, and the ranges a plan refuses. Integer
+// results are compared exactly with the host reference.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/generators/catch_generators_range.hpp>
@@ -19,6 +20,7 @@
 using namespace clreduce;
 using Catch::Matchers::ContainsSubstring;
 using clreduce::test::device_context;
+using clreduce::test::TuningGuard;
 
 namespace {
 
@@ -121,6 +123,15 @@ TEST_CASE("every reduction plan runs on sub-ranges at awkward offsets", "[reduce
       require_same(run_range(*exact, in, r.offset, r.length), want);
     }
   }
+  // A plan whose kernels take the range's first element: any element offset (rows of 1000).
+  if (big->any_start()) {
+    for (const Range& r : {Range{1, 1}, Range{1, 300}, Range{3, 4099}, Range{step + 5, 257},
+                           Range{1000, 7919}, Range{3000, 65537}, Range{7, longest}}) {
+      CAPTURE(r.offset, r.length);
+      require_same(run_range(*big, in, r.offset, r.length),
+                   reference_reduce(slice(a, r.offset, r.length), ot.op));
+    }
+  }
   // Two plans of one problem in flight on one queue, on two chunks, twice over before either is
   // read: each keeps its own scratch (partials, tickets).
   const auto other = v.plan(ctx, problem_of(ot.op, ot.type, longest), 0);
@@ -146,25 +157,31 @@ TEST_CASE("a reduction plan refuses ranges it cannot run", "[reduce][plan]") {
   const HostArray a = generate(DType::kInt32, 4096, 3);
   const cl::Buffer in = upload(a.bytes);
   cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, 16);
-  const auto plan =
-      find_reduce_variant("fast")->plan(ctx, problem_of(Op::kSum, DType::kInt32, 1000), 0);
   std::vector<cl::Event> events;
   struct Case {
     std::size_t offset, length;
     const char* says;
   };
   const std::size_t step = ctx.base_align() / 4;
-  for (const Case& c :
-       {Case{0, 0, "cannot reduce 0"}, Case{0, 1001, "cannot reduce 1001"},
-        Case{4096 - 10, 20, "pass the end of a buffer"}, Case{1, 100, "base address alignment"},
-        Case{step + 1, 100, "base address alignment"}}) {
-    CAPTURE(c.offset, c.length);
-    try {
-      plan->enqueue(in, c.offset, c.length, out, events);
-      FAIL("no error");
-    } catch (const Error& e) {
-      CHECK(e.category() == Errc::kUsage);
-      CHECK_THAT(e.what(), ContainsSubstring(c.says));
+  // topdown's ranges are sub-buffers, at the base alignment; fast's any element offset.
+  for (const char* variant : {"topdown", "fast"}) {
+    const auto plan =
+        find_reduce_variant(variant)->plan(ctx, problem_of(Op::kSum, DType::kInt32, 1000), 0);
+    CHECK(plan->any_start() == (std::string(variant) == "fast"));
+    for (const Case& c :
+         {Case{0, 0, "cannot reduce 0"}, Case{0, 1001, "cannot reduce 1001"},
+          Case{4096 - 10, 20, "pass the end of a buffer"},
+          Case{4097, 1, "pass the end of a buffer"}, Case{1, 100, "base address alignment"},
+          Case{step + 1, 100, "base address alignment"}}) {
+      if (plan->any_start() && std::string(c.says) == "base address alignment") continue;
+      CAPTURE(variant, c.offset, c.length);
+      try {
+        plan->enqueue(in, c.offset, c.length, out, events);
+        FAIL("no error");
+      } catch (const Error& e) {
+        CHECK(e.category() == Errc::kUsage);
+        CHECK_THAT(e.what(), ContainsSubstring(c.says));
+      }
     }
   }
   try {
@@ -172,5 +189,37 @@ TEST_CASE("a reduction plan refuses ranges it cannot run", "[reduce][plan]") {
     FAIL("no error");
   } catch (const Error& e) {
     CHECK(e.category() == Errc::kUsage);
+  }
+}
+
+// Small enough for Oclgrind (tests/oclgrind.sh runs it): fast's plans at element offsets that
+// are not vector-aligned (a head before the first vector), in both shapes over 3 groups.
+TEST_CASE("fast: plans at any element offset, small", "[.oclgrind]") {
+  // A context of its own: the shared one lives until exit, past Oclgrind's own teardown.
+  Context ctx(select_device(list_devices(), clreduce::test::test_device_spec()),
+              CLREDUCE_SOURCE_KERNEL_DIR, false, tuning_from_env());
+  for (const char* shape : {"gpu", "cpu"}) {
+    const TuningGuard force(ctx, "fast-shape", shape);
+    const TuningGuard groups(ctx, "fast-groups", "3");
+    for (const Op op : {Op::kSum, Op::kArgMin}) {
+      const DType type = op == Op::kSum ? DType::kInt32 : DType::kFloat;
+      const HostArray a = generate(type, 400, 11);
+      cl::Buffer in(ctx.context(), CL_MEM_READ_WRITE, a.bytes.size());
+      ctx.queue().enqueueWriteBuffer(in, CL_TRUE, 0, a.bytes.size(), a.bytes.data());
+      const auto plan = find_reduce_variant("fast")->plan(ctx, problem_of(op, type, 300),
+                                                          std::string(shape) == "gpu" ? 16 : 1);
+      for (const std::size_t first : {1, 3, 97}) {
+        CAPTURE(shape, op_name(op), first);
+        std::vector<unsigned char> bytes(16, 0xA5);
+        cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, 16);
+        ctx.queue().enqueueWriteBuffer(out, CL_TRUE, 0, 16, bytes.data());
+        std::vector<cl::Event> events;
+        plan->enqueue(in, first, 300, out, events);
+        ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, 16, bytes.data());
+        Value got = Value::from_bytes(plan->problem().acc_type, bytes.data());
+        if (is_arg_op(op)) std::memcpy(&got.index, bytes.data() + 8, 8);
+        require_same(got, reference_reduce(slice(a, first, 300), op));
+      }
+    }
   }
 }

@@ -323,7 +323,7 @@ TEST_CASE("host arrays are used in place only where every chunk is aligned for t
   cpu.base_align = 128;
   const Tuning t;
   REQUIRE(in_place_alignment(cpu) == 128);
-  alignas(128) static unsigned char buf[4096 * 8 + 256];
+  alignas(4096) static unsigned char buf[4096 * 8 + 256];  // buf + 128: never at 4096
   const ElementBytes doubles{8};
   // Aligned, or not known yet (the library's own memory is page-aligned): in place.
   CHECK(choose_layout(cpu, t, 1000, doubles, HostArrays{buf}).in_place);
@@ -337,6 +337,10 @@ TEST_CASE("host arrays are used in place only where every chunk is aligned for t
     CHECK(L.chunks == 1);
     CHECK_FALSE(L.streamed());
   }
+  // A plan whose kernels read any start asks only the element's alignment: 72 bytes in place,
+  // 70 bytes (a .npy's data at byte 70) copied.
+  CHECK(choose_layout(cpu, t, 1000, doubles, HostArrays{buf + 72}, 8).in_place);
+  CHECK_FALSE(choose_layout(cpu, t, 1000, doubles, HostArrays{buf + 70}, 8).in_place);
   // Chunks that start off the alignment (7 doubles: 56 bytes) are copied; 16 doubles are 128
   // bytes, aligned.
   Tuning small = t;

@@ -1,0 +1,305 @@
+// test_any_place.cpp: arrays of any size in any place through the public API: host arrays read
+// in place on a CPU device at every element offset from a 128-byte boundary (the variants whose
+// kernels read any start) or copied (the others, and memory not aligned to its element), arrays
+// past a small max-chunk in chunks and streamed, and ranges of a device buffer at any element
+// offset, blocking and through a Reduction plan.
+#include <clreduce/clreduce.hpp>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+using Catch::Matchers::ContainsSubstring;
+using clreduce::DType;
+using clreduce::Op;
+
+namespace {
+
+clreduce::Device& device() {
+  static clreduce::Device dev([] {
+    const char* s = std::getenv("CLREDUCE_TEST_DEVICE");
+    return std::string(s && *s ? s : "0");
+  }());
+  return dev;
+}
+
+bool cpu() { return device().summary().type == "CPU"; }
+
+template <class F> std::optional<clreduce::Errc> error_category(F&& f) {
+  try {
+    f();
+  } catch (const clreduce::Error& e) {
+    return e.category();
+  }
+  return std::nullopt;
+}
+
+// Sets knobs of the device's tuning for one scope, restoring them after.
+class ScopedTuning {
+ public:
+  explicit ScopedTuning(clreduce::Tuning t) : saved_(device().tuning()) { device().tuning() = t; }
+  ~ScopedTuning() { device().tuning() = saved_; }
+  ScopedTuning(const ScopedTuning&) = delete;
+  ScopedTuning& operator=(const ScopedTuning&) = delete;
+
+ private:
+  clreduce::Tuning saved_;
+};
+
+// Host memory that starts at a multiple of 4096 bytes, with `bytes` usable after any offset
+// below 4096.
+struct Aligned {
+  explicit Aligned(std::size_t bytes) : raw(bytes + 8192) {
+    const auto p = reinterpret_cast<std::uintptr_t>(raw.data());
+    base = raw.data() + (4096 - p % 4096) % 4096;
+  }
+  std::vector<unsigned char> raw;
+  unsigned char* base;
+};
+
+// Element i of a test array of T: small integers (exact float sums), a unique minimum.
+template <class T> T element(std::size_t i) {
+  return static_cast<T>(static_cast<int>((i * 7919) % 201) - 100) + (i == 1234 ? T(-1000) : T(0));
+}
+
+template <class T> struct Want {
+  double sum = 0;
+  T min = std::numeric_limits<T>::max();
+  std::int64_t argmin = -1;
+};
+
+template <class T> Want<T> host_answer(const T* x, std::size_t n) {
+  Want<T> w;
+  for (std::size_t i = 0; i < n; ++i) {
+    w.sum += static_cast<double>(x[i]);
+    if (x[i] < w.min) {
+      w.min = x[i];
+      w.argmin = static_cast<std::int64_t>(i);
+    }
+  }
+  return w;
+}
+
+double as_double(const clreduce::Value& v) {
+  return clreduce::is_float(v.type)    ? v.f
+         : clreduce::is_signed(v.type) ? static_cast<double>(v.i)
+                                       : static_cast<double>(v.u);
+}
+
+// Reduces n elements of T at every element offset 0..15 from a 4096-byte boundary with
+// `variant`: sum, min and argmin against the host's; in place on a CPU device where expected.
+template <class T> void every_offset(const std::string& variant, bool any_start) {
+  clreduce::Device& dev = device();
+  const std::size_t n = 4099;  // vectors, a head and a tail
+  Aligned mem((n + 16) * sizeof(T));
+  for (std::size_t off = 0; off < 16; ++off) {
+    T* x = reinterpret_cast<T*>(mem.base) + off;
+    for (std::size_t i = 0; i < n; ++i) x[i] = element<T>(i);
+    const Want<T> want = host_answer(x, n);
+    clreduce::Options o;
+    o.variant = variant;
+    o.verify = true;
+    CAPTURE(variant, clreduce::dtype_name(clreduce::dtype_of<T>()), off);
+    const clreduce::Result s = dev.reduce(Op::kSum, clreduce::dtype_of<T>(), x, n, o);
+    CAPTURE(s.layout, s.verdict);
+    CHECK(as_double(s.value) == want.sum);
+    CHECK(s.verified);
+    const bool aligned = off * sizeof(T) % 128 == 0;
+    if (cpu()) {
+      if (any_start || aligned)
+        CHECK(s.layout == "whole, in place");
+      else
+        CHECK(s.layout == "whole, copied");
+    }
+    if (variant == "exact") continue;  // sums only
+    const clreduce::Result m = dev.reduce(Op::kMin, clreduce::dtype_of<T>(), x, n, o);
+    CHECK(as_double(m.value) == static_cast<double>(want.min));
+    const clreduce::Result a = dev.reduce(Op::kArgMin, clreduce::dtype_of<T>(), x, n, o);
+    CHECK(a.index() == want.argmin);
+    CHECK(a.verified);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("any place: host arrays at element offsets 0..15 from 128 bytes, in place or copied",
+          "[api][any-place]") {
+  // fast and exact read any start in place; topdown's kernels may assume the base alignment,
+  // so its arrays are used in place only at a multiple of 128 bytes and copied elsewhere.
+  every_offset<float>("fast", true);
+  every_offset<double>("fast", true);
+  every_offset<std::int32_t>("fast", true);
+  every_offset<std::int64_t>("fast", true);
+  every_offset<float>("exact", true);
+  every_offset<double>("exact", true);
+  every_offset<float>("topdown", false);
+  every_offset<double>("multi-element", false);
+}
+
+TEST_CASE("any place: memory not aligned to its element is copied, never read in place",
+          "[api][any-place]") {
+  clreduce::Device& dev = device();
+  const std::size_t n = 3000;
+  Aligned mem((n + 1) * sizeof(double));
+  std::vector<double> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = element<double>(i);
+  const Want<double> want = host_answer(x.data(), n);
+  for (std::size_t byte : {1, 2, 4, 6}) {
+    void* p = mem.base + byte;
+    std::memcpy(p, x.data(), n * sizeof(double));
+    for (const char* v : {"fast", "exact"}) {
+      clreduce::Options o;
+      o.variant = v;
+      CAPTURE(byte, v);
+      const clreduce::Result r = dev.reduce(Op::kSum, DType::kDouble, p, n, o);
+      CHECK(r.value.f == want.sum);
+      CHECK(r.layout == "whole, copied");
+    }
+    const clreduce::Result a = dev.reduce(Op::kArgMin, DType::kDouble, p, n);
+    CHECK(a.index() == want.argmin);
+  }
+}
+
+TEST_CASE("any place: a host array past max-chunk runs in chunks, in place and copied; streamed",
+          "[api][any-place]") {
+  clreduce::Device& dev = device();
+  const std::size_t n = 100003;
+  Aligned mem((n + 16) * sizeof(float));
+  float* x = reinterpret_cast<float*>(mem.base) + 3;  // 12 bytes past 4096
+  for (std::size_t i = 0; i < n; ++i) x[i] = element<float>(i);
+  const Want<float> want = host_answer(x, n);
+  clreduce::Tuning t = dev.tuning();
+  t.max_chunk = 4096 * sizeof(float);  // 25 chunks of 4096 floats
+  for (const char* in_place : {"auto", "off"}) {
+    t.in_place = in_place;
+    for (const char* stream : {"off", "on"}) {
+      t.stream = stream;
+      const ScopedTuning scoped(t);
+      CAPTURE(in_place, stream);
+      clreduce::Options o;
+      o.verify = true;
+      const clreduce::Result s = dev.reduce(Op::kSum, DType::kFloat, x, n, o);
+      CAPTURE(s.layout, s.verdict);
+      CHECK(s.value.f == want.sum);
+      CHECK(s.verified);
+      const bool here = cpu() && std::string(in_place) == "auto";  // in place rules out streaming
+      CHECK_THAT(s.layout, ContainsSubstring("25 chunks of 4096"));
+      CHECK((s.layout.find("in place") != std::string::npos) == here);
+      CHECK((s.layout.find("streamed") != std::string::npos) ==
+            (!here && std::string(stream) == "on"));
+      const clreduce::Result a = dev.reduce(Op::kArgMin, DType::kFloat, x, n, o);
+      CHECK(a.index() == want.argmin);
+      CHECK(a.verified);
+      // exact folds the chunks' exact states: still the correctly rounded sum.
+      o.variant = "exact";
+      const clreduce::Result e = dev.reduce(Op::kSum, DType::kFloat, x, n, o);
+      CHECK(e.value.f == want.sum);
+      CHECK(e.verified);
+      // Scans carry each chunk's running value into the next.
+      std::vector<std::int32_t> in(n);
+      std::vector<std::int64_t> out, ref(n);
+      std::int64_t run = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        in[i] = static_cast<std::int32_t>(element<float>(i));
+        ref[i] = run += in[i];
+      }
+      clreduce::Options so;
+      so.verify = true;
+      const clreduce::Result sc = dev.scan(Op::kSum, in, out, so);
+      CAPTURE(sc.layout, sc.verdict);
+      CHECK(out == ref);
+      CHECK(sc.verified);
+      CHECK_THAT(sc.layout, ContainsSubstring("chunks of"));
+    }
+  }
+}
+
+TEST_CASE("any place: host scans are read and written in place where 128-byte aligned",
+          "[api][any-place]") {
+  clreduce::Device& dev = device();
+  const std::size_t n = 20000;
+  Aligned in_mem(n * sizeof(float) + 64), out_mem(n * sizeof(float) + 64);
+  for (std::size_t in_off : {0, 16}) {
+    float* in = reinterpret_cast<float*>(in_mem.base + in_off);
+    float* out = reinterpret_cast<float*>(out_mem.base);
+    std::vector<float> ref(n);
+    float run = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      in[i] = element<float>(i);
+      ref[i] = run += in[i];  // small integers: exact in any order
+    }
+    clreduce::Options o;
+    o.verify = true;
+    const clreduce::Result r = dev.scan(Op::kSum, DType::kFloat, in, n, DType::kFloat, out, o);
+    CAPTURE(in_off, r.layout, r.verdict);
+    CHECK(std::equal(ref.begin(), ref.end(), out));
+    CHECK(r.verified);
+    if (cpu()) CHECK(r.layout == (in_off == 0 ? "whole, in place" : "whole, copied"));
+  }
+}
+
+TEST_CASE("any place: ranges of a buffer at element offsets 1, 3, 1000, blocking and planned",
+          "[api][any-place]") {
+  clreduce::Device& dev = device();
+  const std::size_t total = 8000, n = 3001;
+  std::vector<float> host(total);
+  for (std::size_t i = 0; i < total; ++i) host[i] = element<float>(i);
+  cl::Buffer buf(dev.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, total * sizeof(float),
+                 host.data());
+  const std::size_t base_align = dev.device().getInfo<CL_DEVICE_MEM_BASE_ADDR_ALIGN>() / 8;
+  for (std::size_t first : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1000},
+                            base_align / sizeof(float)}) {
+    const Want<float> want = host_answer(host.data() + first, n);
+    const bool aligned = first * sizeof(float) % base_align == 0;
+    for (const char* v : {"fast", "exact", "topdown"}) {
+      CAPTURE(first, v);
+      clreduce::Options o;
+      o.variant = v;
+      o.verify = true;
+      const clreduce::Result s = dev.reduce(Op::kSum, DType::kFloat, buf, first, n, o);
+      CAPTURE(s.layout, s.verdict);
+      CHECK(s.value.f == want.sum);
+      CHECK(s.verified);
+      CHECK(s.layout == (std::string(v) == "topdown" && !aligned ? "range copied" : ""));
+      if (std::string(v) == "exact") continue;
+      const clreduce::Result a = dev.reduce(Op::kArgMin, DType::kFloat, buf, first, n, o);
+      CHECK(a.index() == want.argmin);  // from the range's start
+      CHECK(a.verified);
+    }
+    // A plan reads the range where it lies: fast at any offset; topdown only at the alignment.
+    cl::Buffer out(dev.context(), CL_MEM_READ_WRITE, 64);
+    clreduce::Reduction fast(dev, Op::kArgMin, DType::kFloat, n);
+    fast.enqueue(buf, first, n, out, 16).wait();
+    std::int64_t index = -2;
+    float value = 0;
+    dev.queue().enqueueReadBuffer(out, CL_TRUE, 16, 4, &value);
+    dev.queue().enqueueReadBuffer(out, CL_TRUE, 24, 8, &index);
+    CHECK(value == want.min);
+    CHECK(index == want.argmin);
+    clreduce::PlanOptions po;
+    po.variant = "topdown";
+    clreduce::Reduction top(dev, Op::kSum, DType::kFloat, n, po);
+    if (aligned) {
+      top.enqueue(buf, first, n, out, 0).wait();
+      dev.queue().enqueueReadBuffer(out, CL_TRUE, 0, 4, &value);
+      CHECK(value == want.sum);
+    } else {
+      CHECK(error_category([&] { top.enqueue(buf, first, n, out); }) == clreduce::Errc::kUsage);
+    }
+  }
+  // Past the buffer's end: a usage error naming the range, for both calls.
+  CHECK(error_category([&] { dev.reduce(Op::kSum, DType::kFloat, buf, 5000, 3001); }) ==
+        clreduce::Errc::kUsage);
+  cl::Buffer out(dev.context(), CL_MEM_READ_WRITE, 16);
+  clreduce::Reduction plan(dev, Op::kSum, DType::kFloat, n);
+  CHECK(error_category([&] { plan.enqueue(buf, total - 10, 11, out); }) == clreduce::Errc::kUsage);
+}
