@@ -18,6 +18,7 @@
 #include "io/report.hpp"
 #include "io/text.hpp"
 #include "reduce/expr.hpp"
+#include "reduce/expr_check.hpp"
 #include "reduce/expr_ops.hpp"
 #include "run/chunks.hpp"
 #include "run/runner.hpp"
@@ -30,17 +31,6 @@ namespace clreduce {
 namespace {
 
 const char* const kNames = "x, y, z, w";
-
-// gamma_k = k u / (1 - k u): the classic bound on k roundings of relative size u; infinite when
-// k u >= 1 (no bound).
-double gamma_k(double k, double u) {
-  const double ku = k * u;
-  return ku < 1.0 ? ku / (1.0 - ku) : std::numeric_limits<double>::infinity();
-}
-
-double unit_roundoff(DType t) {
-  return t == DType::kFloat ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
-}
 
 std::string input_words(const ExprArgs& a, std::size_t k) {
   return a.inputs[k] == "-" ? std::string("standard input") : "--input " + printable(a.inputs[k]);
@@ -185,37 +175,6 @@ int run_expr(const ExprArgs& a, Context& ctx,
                 << laws.samples << " values\n";
   }
 
-  // ---- The reference: a row's on the host (the predicate evaluated on the device, 2^20
-  // elements at a time), user expressions' by one work-item.
-  double magnitude = 0.0;
-  bool wider = false;
-  std::vector<cl::Event> seq_events;
-  Value reference;
-  ExprOpReference op_ref;
-  if (row) {
-    std::vector<unsigned char> mask;
-    if (!a.where.empty()) {
-      ExprSpec ms;
-      ms.map = "1";
-      ms.reduce = "a + b";
-      ms.identity = "0";
-      ms.where = a.where;
-      ms.inputs = spec.inputs;
-      ms.acc = DType::kInt32;
-      ExprReduction me(ctx, ms, n, a.local_size);
-      const double t0 = now_ms();
-      for (std::size_t first = 0; first < n; first += std::size_t{1} << 20) {
-        const std::size_t count = std::min<std::size_t>(n - first, std::size_t{1} << 20);
-        const std::vector<unsigned char> v = me.map_values(in, first, count, timeout);
-        for (std::size_t k = 0; k < count; ++k) mask.push_back(v[4 * k] | v[4 * k + 1]);
-      }
-      if (a.verbose) std::cerr << "expr: --where evaluated in " << now_ms() - t0 << " ms\n";
-    }
-    op_ref = expr_op_reference(a.op, arrays, mask, a.ddof, spec.acc, er.depth());
-    reference = op_ref.value;
-  } else {
-    reference = er.reference(in, n, timeout, &magnitude, &wider, seq_events);
-  }
   RunRecord rec;
   rec.variant = "expr";
   rec.op_text = row ? a.op : "expr";
@@ -223,98 +182,62 @@ int run_expr(const ExprArgs& a, Context& ctx,
   rec.acc = spec.acc;
   rec.n = n;
   rec.device = dev.name;
-  rec.seq_ms = events_ms(seq_events);
   rec.seq_runs = row ? 0 : 1;
   rec.policy = er.policy();
   rec.seed = a.seed;
   rec.warmup = a.warmup;
   rec.repeat = a.repeat;
   for (const std::string& f : a.inputs) rec.input += (rec.input.empty() ? "" : ",") + f;
-  Value result = reference;
+  // ---- The timed runs (n = 0 too: the launch writes the identity).
   const std::size_t as = er.acc_bytes();
   std::vector<unsigned char> got(as);
-  if (n > 0 || row) {
-    cl::Buffer out = ctx.zeroed_buffer(as);
-    const std::vector<unsigned char> sentinel(as, 0x5A);
-    set_timings(rec, repeat_runs(static_cast<std::uint64_t>(a.warmup),
-                                 static_cast<std::uint64_t>(a.repeat), [&] {
-                                   enqueue_write(ctx.queue(), out, 0, as, sentinel.data(),
-                                                 ctx.tuning().transfer_piece);
-                                   finish(ctx.queue(), timeout, "the user reduction's sentinel");
-                                   std::vector<cl::Event> events;
-                                   const double t0 = now_ms();
-                                   er.enqueue(in, n, out, events);
-                                   ctx.queue().flush();
-                                   wait(events.back(), timeout, "the user reduction");
-                                   enqueue_read(ctx.queue(), out, 0, as, got.data(),
-                                                ctx.tuning().transfer_piece);
-                                   finish(ctx.queue(), timeout, "the user reduction's result");
-                                   const double t1 = now_ms();
-                                   return Sample{events_ms(events), t1 - t0, events.size()};
-                                 }));
-    if (!row) result = Value::from_bytes(spec.acc, got.data());
-  }
-  bool ok = true;
-  std::string why;
-  double bound = 0.0;
-  const auto distance = [](double d) { return Value{DType::kDouble, 0, 0, d, -1}.str(); };
+  cl::Buffer out = ctx.zeroed_buffer(as);
+  const std::vector<unsigned char> sentinel(as, 0x5A);
+  set_timings(rec, repeat_runs(static_cast<std::uint64_t>(a.warmup),
+                               static_cast<std::uint64_t>(a.repeat), [&] {
+                                 enqueue_write(ctx.queue(), out, 0, as, sentinel.data(),
+                                               ctx.tuning().transfer_piece);
+                                 finish(ctx.queue(), timeout, "the user reduction's sentinel");
+                                 std::vector<cl::Event> events;
+                                 const double t0 = now_ms();
+                                 er.enqueue(in, n, out, events);
+                                 ctx.queue().flush();
+                                 wait(events.back(), timeout, "the user reduction");
+                                 enqueue_read(ctx.queue(), out, 0, as, got.data(),
+                                              ctx.tuning().transfer_piece);
+                                 finish(ctx.queue(), timeout, "the user reduction's result");
+                                 const double t1 = now_ms();
+                                 return Sample{events_ms(events), t1 - t0, events.size()};
+                               }));
+  // ---- Verified: a row after post against the host's reference in higher precision within
+  // the op's bound (the predicate evaluated on the device), user expressions before post
+  // against one work-item applying them in index order, then post applied to both.
+  ExprVerdict v;
+  std::vector<cl::Event> seq_events;
   if (row) {
-    // ---- A row: post on the device, then the host's reference: integers equal, a non-finite
-    // reference the same, else within the op's bound.
-    result = er.post_bytes(got, n, timeout).front();
-    rec.result = result;
-    rec.expected = reference;
-    if (op_ref.exact) {
-      ok = is_signed(spec.acc) ? result.i == reference.i : result.u == reference.u;
-      if (!ok) why = "integer results must be equal";
-    } else {
-      bound = op_ref.bound;
-      const bool same =
-          result.f == reference.f || (std::isnan(result.f) && std::isnan(reference.f));
-      ok = same || (std::isfinite(result.f) && std::isfinite(reference.f) &&
-                    std::fabs(result.f - reference.f) <= bound);
-      if (!ok)
-        why = "|result - reference| = " + distance(std::fabs(result.f - reference.f)) +
-              " exceeds the bound " + distance(bound);
-    }
-    if (op_ref.count == 0 && (a.op == "mean" || a.op == "var" || a.op == "std"))
+    const double t0 = now_ms();
+    const std::vector<unsigned char> mask = where_mask(ctx, spec, in, n, a.local_size, timeout);
+    if (a.verbose && !a.where.empty())
+      std::cerr << "expr: --where evaluated in " << now_ms() - t0 << " ms\n";
+    v = verify_row(a.op, arrays, mask, a.ddof, spec.acc, er.depth(),
+                   er.post_bytes(got, n, timeout).front());
+    if (v.count == 0 && (a.op == "mean" || a.op == "var" || a.op == "std"))
       std::cerr << "clreduce: warning: --op " << a.op
                 << " of an empty selection is nan (NumPy's answer, with its warning)\n";
-    else if ((a.op == "var" || a.op == "std") && a.ddof >= static_cast<double>(op_ref.count))
+    else if ((a.op == "var" || a.op == "std") && a.ddof >= static_cast<double>(v.count))
       std::cerr << "clreduce: warning: --ddof " << Value{DType::kDouble, 0, 0, a.ddof, -1}.str()
-                << " is not below the count " << op_ref.count
+                << " is not below the count " << v.count
                 << ": the divisor is 0 (NumPy's inf or nan, with its warning)\n";
   } else {
-    // ---- Verified before post: integers exactly; floats within (gamma_depth + gamma_n') times
-    // the larger of the reference's magnitude and the same fold of |map| (n' and the second
-    // roundoff are the reference's: double for a float accumulator where it builds so).
-    Value expected = reference;
-    if (is_float(spec.acc)) {
-      expected.type = spec.acc;
-      if (spec.acc == DType::kFloat) expected.f = static_cast<float>(reference.f);
-      const double scale = std::max(magnitude, std::fabs(reference.f));
-      bound = (gamma_k(static_cast<double>(er.depth()), unit_roundoff(spec.acc)) +
-               gamma_k(static_cast<double>(n), unit_roundoff(wider ? DType::kDouble : spec.acc))) *
-              scale;
-      const bool same =
-          result.f == reference.f || (std::isnan(result.f) && std::isnan(reference.f));
-      ok = same || (std::isfinite(result.f) && std::isfinite(reference.f) &&
-                    std::fabs(result.f - reference.f) <= bound);
-      if (!ok)
-        why = "|result - reference| = " + distance(std::fabs(result.f - reference.f)) +
-              " exceeds the bound " + distance(bound);
-    } else {
-      ok = is_signed(spec.acc) ? result.i == reference.i : result.u == reference.u;
-      if (!ok) why = "integer results must be equal";
-    }
-    // ---- Post, on the device, applied alike to the result and to the reference.
-    const std::vector<Value> posted = er.post({result, expected}, n, timeout);
-    rec.result = posted[0];
-    rec.expected = posted[1];
+    v = verify_user(er, in, n, Value::from_bytes(spec.acc, got.data()), timeout, seq_events);
   }
+  rec.seq_ms = events_ms(seq_events);
+  rec.result = v.result;
+  rec.expected = v.expected;
+  const bool ok = v.ok;
   rec.verified = ok;
-  rec.verify_note = why;
-  rec.bound = bound;
+  rec.verify_note = v.why;
+  rec.bound = v.bound;
   if (rec.kernel_ms > 0) {
     rec.gbps = bytes / (rec.kernel_ms * 1e6);
     if (rec.seq_ms > 0) rec.speedup = rec.seq_ms / rec.kernel_ms;
