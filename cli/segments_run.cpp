@@ -21,6 +21,7 @@
 #include "io/report.hpp"
 #include "io/text.hpp"
 #include "reduce/expr.hpp"
+#include "reduce/expr_check.hpp"
 #include "reduce/segments.hpp"
 #include "run/runner.hpp"
 #include "run/shares.hpp"
@@ -31,15 +32,6 @@
 
 namespace clreduce {
 namespace {
-
-double gamma_k(double k, double u) {
-  const double ku = k * u;
-  return ku < 1.0 ? ku / (1.0 - ku) : std::numeric_limits<double>::infinity();
-}
-
-double unit_roundoff(DType t) {
-  return t == DType::kFloat ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
-}
 
 std::string input_words(const SegmentArgs& a, std::size_t k) {
   return a.inputs[k] == "-" ? std::string("standard input") : "--input " + printable(a.inputs[k]);
@@ -60,21 +52,6 @@ std::string numpy_name(Op op) {
     case Op::kArgMax: return "argmax";
     default: return op_name(op);
   }
-}
-
-// Result q's elements of x, as an array of their own (a view where they lie together).
-HostArray gather(const HostArray& x, const SegmentLayout& L, std::uint64_t q) {
-  const std::uint64_t len = L.length(q);
-  if (!L.columns) return view_of(x, static_cast<std::size_t>(L.offsets[q]), len);
-  HostArray g;
-  g.type = x.type;
-  g.n = len;
-  const std::size_t es = dtype_size(x.type);
-  if (len == 0) return g;
-  g.bytes.allocate_uninit(len * es);
-  for (std::uint64_t k = 0; k < len; ++k)
-    std::memcpy(g.bytes.data() + k * es, x.bytes.data() + L.at(q, k) * es, es);
-  return g;
 }
 
 }  // namespace
@@ -288,81 +265,28 @@ int run_segments(
     results[q] = Value::from_bytes(value_type, got.data() + q * ab);
     if (!expr && is_arg_op(op)) std::memcpy(&results[q].index, got.data() + q * ab + 8, 8);
   }
-  bool ok = true;
-  std::string why;
-  double bound = 0.0;
-  std::uint64_t shown = 0;  // the result the row shows: the first, or the first that failed
-  std::vector<Value> expected(m);
-  const auto distance = [](double d) { return Value{DType::kDouble, 0, 0, d, -1}.str(); };
+  SegmentVerdict v;
   if (expr) {
-    // One work-item in index order per segment; floats within (gamma_depth + gamma_len') times
-    // the larger of the reference's magnitude and the same fold of |map|.
-    bool wider = false, wider_abs = false;
     std::vector<cl::Event> seq_events;
-    const std::vector<Value> ref = sr->reference(in, false, timeout, &wider, seq_events);
+    v = verify_segments_user(*sr, in, acc, results, timeout, seq_events);
     rec.seq_ms = events_ms(seq_events);
-    rec.seq_runs = 1;
-    std::vector<Value> mag;
-    if (is_float(acc)) mag = sr->reference(in, true, timeout, &wider_abs, seq_events);
-    for (std::uint64_t q = 0; q < m && ok; ++q) {
-      Value e = ref[q];
-      if (is_float(acc)) {
-        e.type = acc;
-        if (acc == DType::kFloat) e.f = static_cast<float>(ref[q].f);
-        const double scale = std::max(std::fabs(mag[q].f), std::fabs(ref[q].f));
-        const double b = (gamma_k(static_cast<double>(sr->depth(q)), unit_roundoff(acc)) +
-                          gamma_k(static_cast<double>(layout.length(q)),
-                                  unit_roundoff(wider ? DType::kDouble : acc))) *
-                         scale;
-        bound = std::max(bound, b);
-        const Value& r = results[q];
-        const bool same = r.f == ref[q].f || (std::isnan(r.f) && std::isnan(ref[q].f));
-        if (!same &&
-            !(std::isfinite(r.f) && std::isfinite(ref[q].f) && std::fabs(r.f - ref[q].f) <= b)) {
-          ok = false;
-          shown = q;
-          why = "segment " + std::to_string(q) +
-                ": |result - reference| = " + distance(std::fabs(r.f - ref[q].f)) +
-                " exceeds the bound " + distance(b);
-        }
-      } else {
-        const Value& r = results[q];
-        if (is_signed(acc) ? r.i != e.i : r.u != e.u) {
-          ok = false;
-          shown = q;
-          why = "segment " + std::to_string(q) + ": " + r.str() + " != expected " + e.str() +
-                " (integer results must be equal)";
-        }
-      }
-      expected[q] = e;
-    }
-    // Post, on the device, applied alike to the results and the references.
-    results = sr->post(results, timeout);
-    if (ok) expected = sr->post(expected, timeout);
   } else {
     const double t0 = now_ms();
-    for (std::uint64_t q = 0; q < m; ++q) {
-      const HostArray seg = gather(x, layout, q);
-      expected[q] = reference_reduce(seg, op, acc);
-      const Verdict v = verify(results[q], expected[q], op, sr->depth(q), float_stats(seg, op));
-      bound = std::max(bound, v.bound);
-      if (!v.ok && ok) {
-        ok = false;
-        shown = q;
-        why = "segment " + std::to_string(q) + ": " + v.why;
-      }
-      rec.overflow = rec.overflow || v.overflow;
-    }
+    v = verify_segments(*sr, op, acc, x, results);
     rec.seq_ms = now_ms() - t0;
-    rec.seq_runs = 1;
+    rec.overflow = v.overflow;
   }
+  rec.seq_runs = 1;
+  const bool ok = v.ok;
+  const std::uint64_t shown = v.shown;
+  const std::vector<Value>& expected = v.expected;
   if (m > 0) {
     rec.result = results[shown];
     rec.expected = expected[shown];
   }
   rec.verified = ok;
-  rec.verify_note = why;
-  rec.bound = bound;
+  rec.verify_note = v.why;
+  rec.bound = v.bound;
   if (rec.kernel_ms > 0) {
     rec.gbps = bytes / (rec.kernel_ms * 1e6);
     if (rec.seq_ms > 0) rec.speedup = rec.seq_ms / rec.kernel_ms;
@@ -379,9 +303,9 @@ int run_segments(
     for (std::uint64_t q = 0; q < m; ++q)
       dispatch_dtype(o.type, [&](auto zero) {
         using V = decltype(zero);
-        const V v =
+        const V val =
             !expr && is_arg_op(op) ? static_cast<V>(results[q].index) : value_as<V>(results[q]);
-        std::memcpy(o.bytes.data() + q * os, &v, os);
+        std::memcpy(o.bytes.data() + q * os, &val, os);
       });
     write_npy(a.output, o, out_shape);
     if (!ok)

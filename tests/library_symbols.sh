@@ -52,7 +52,9 @@ for want in 'clreduce::Device::Device(' 'clreduce::Device::reduce(' 'clreduce::D
             'clreduce::Device::from_environment(' 'clreduce::version()' 'typeinfo for clreduce::Error' \
             'clreduce::tuning_from_env()' 'clreduce::dtype_name' 'clreduce::Reduction::enqueue(' \
             'clreduce::Scan::enqueue(' 'clreduce::Scan::enqueue_segmented(' \
-            'clreduce::Compaction::enqueue(' 'clreduce::Predicate::where('; do
+            'clreduce::Compaction::enqueue(' 'clreduce::Predicate::where(' \
+            'clreduce::Device::reduce_segments(' 'clreduce::Segments::from_offsets(' \
+            'clreduce::Segments::along_axes(' 'clreduce::derived_name' 'clreduce::parse_derived('; do
   grep -qF -- "$want" <<<"$symbols" || fail "not exported: $want"
 done
 

@@ -10,6 +10,10 @@
 
 #include "core/checked.hpp"
 #include "io/npy.hpp"
+#include "reduce/expr.hpp"
+#include "reduce/expr_check.hpp"
+#include "reduce/expr_ops.hpp"
+#include "reduce/segments.hpp"
 #include "reduce/variant.hpp"
 #include "run/chunks.hpp"
 #include "run/fold.hpp"
@@ -165,6 +169,7 @@ void timed_runs(const Options& o, Result& r, Prepare prepare, Once once) {
 Result start_result(const std::string& variant, Op op, DType type, DType acc, std::size_t n) {
   Result r;
   r.variant = variant;
+  r.name = op_name(op);
   r.op = op;
   r.type = type;
   r.acc = acc;
@@ -680,6 +685,419 @@ Result Device::scan(Op op, DType type, const cl::Buffer& in, std::size_t n, cons
                     const Options& options) {
   return run_scan(impl_->ready(), op, type, &in, nullptr, n, &out, nullptr, options,
                   options.verify);
+}
+
+// ---- Derived ops, user expressions, segments and axes.
+
+const std::vector<Derived>& all_derived() {
+  static const std::vector<Derived> v = {Derived::kDot,   Derived::kNorm2, Derived::kMean,
+                                         Derived::kVar,   Derived::kStd,   Derived::kCount,
+                                         Derived::kAny,   Derived::kAll,   Derived::kLogSumExp};
+  return v;
+}
+
+std::string derived_name(Derived op) {
+  return expr_op_names().at(static_cast<std::size_t>(op));
+}
+
+Derived parse_derived(const std::string& name) {
+  for (Derived d : all_derived())
+    if (derived_name(d) == name) return d;
+  throw Error(Errc::kUsage,
+              "unknown derived op '" + name + "' (valid: " + join(expr_op_names()) + ")");
+}
+
+Segments Segments::from_offsets(std::vector<std::int64_t> offsets) {
+  Segments s;
+  s.offsets = std::move(offsets);
+  return s;
+}
+
+Segments Segments::along_axes(std::vector<std::uint64_t> shape, std::vector<std::int64_t> axes,
+                              bool keepdims) {
+  Segments s;
+  s.by_axes = true;
+  s.shape = std::move(shape);
+  s.axes = std::move(axes);
+  s.keepdims = keepdims;
+  return s;
+}
+
+namespace {
+
+static_assert(static_cast<int>(Derived::kLogSumExp) == 8, "Derived lists expr_op_names() in order");
+
+// The arrays of one call on the device: host arrays written into scratch buffers of their own
+// (a write enqueued by upload(), in the timed runs), buffers of the context checked and used
+// where they are.
+struct CallInputs {
+  std::vector<cl::Buffer> buffers;
+  std::vector<DType> types;
+  std::vector<const void*> host;  // per array: its host memory, or null for a buffer
+  std::size_t n = 0;
+
+  void upload(Context& ctx) const {
+    for (std::size_t k = 0; k < buffers.size(); ++k)
+      if (host[k] && n)
+        enqueue_write(ctx.queue(), buffers[k], 0, n * dtype_size(types[k]), host[k],
+                      ctx.tuning().transfer_piece);
+  }
+  std::size_t bytes() const {
+    std::size_t b = 0;
+    for (DType t : types) b += n * dtype_size(t);
+    return b;
+  }
+  // Host copies of every array (a buffer read back), for the references.
+  std::vector<HostArray> on_host(Context& ctx) const {
+    std::vector<HostArray> out;
+    for (std::size_t k = 0; k < buffers.size(); ++k)
+      out.push_back(host[k] ? host_copy(types[k], host[k], n)
+                            : read_back(ctx, types[k], buffers[k], 0, n));
+    return out;
+  }
+  // Element 0 of array 0 as a double (0 for n = 0).
+  double first(Context& ctx) const {
+    if (n == 0) return 0.0;
+    unsigned char b[8] = {};
+    if (host[0])
+      std::memcpy(b, host[0], dtype_size(types[0]));
+    else
+      ctx.read(buffers[0], dtype_size(types[0]), b, "an array's first element");
+    return dispatch_dtype(types[0], [&](auto zero) {
+      decltype(zero) v;
+      std::memcpy(&v, b, sizeof v);
+      return static_cast<double>(v);
+    });
+  }
+};
+
+CallInputs call_inputs(Context& ctx, const std::vector<ArrayRef>& arrays, std::size_t n,
+                       std::size_t wanted) {
+  if (arrays.empty() || arrays.size() > kMaxExprInputs)
+    throw Error(Errc::kUsage, "a derived op or a user expression takes 1 to 4 input arrays, not " +
+                                  std::to_string(arrays.size()));
+  if (arrays.size() < wanted)
+    throw Error(Errc::kUsage, "the expressions name " + std::string(1, "xyzw"[wanted - 1]) +
+                                  ", but " + std::to_string(arrays.size()) + " array" +
+                                  (arrays.size() == 1 ? " is" : "s are") +
+                                  " given (one per name: x, y, z, w)");
+  const DeviceInfo& d = ctx.info();
+  CallInputs c;
+  c.n = n;
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    const ArrayRef& a = arrays[k];
+    check_fp64(d, a.type, a.type);
+    check_fits(d, a.type, n);
+    const std::string what = "input " + std::to_string(k);
+    const std::size_t bytes = checked_bytes(n, dtype_size(a.type), "an input");
+    c.types.push_back(a.type);
+    c.host.push_back(a.data);
+    if (a.data) {
+      c.buffers.push_back(ctx.scratch("api.expr_input" + std::to_string(k),
+                                      std::max<std::size_t>(bytes, 1)));
+    } else {
+      if (a.buffer() == nullptr)
+        throw Error(Errc::kUsage, what + " holds neither host memory nor a buffer");
+      check_buffer(ctx, a.buffer, 0, n, a.type, what.c_str());
+      c.buffers.push_back(a.buffer);
+    }
+  }
+  return c;
+}
+
+// A user expression's spec over the inputs' types.
+ExprSpec user_spec(const Expression& e, const std::vector<DType>& types, const Options& o) {
+  ExprSpec spec;
+  spec.map = e.map;
+  spec.reduce = e.reduce;
+  spec.identity = e.identity;
+  spec.post = e.post;
+  spec.where = o.where;
+  spec.inputs = types;
+  spec.acc = e.acc.empty() ? default_expr_acc(types) : parse_dtype(e.acc);
+  for (const auto& [flag, text] : {std::pair<const char*, const std::string&>{"map", e.map},
+                                   {"reduce", e.reduce},
+                                   {"identity", e.identity}})
+    check_expression(flag, text);
+  if (!e.post.empty()) check_expression("post", e.post);
+  if (!o.where.empty()) check_expression("where", o.where);
+  return spec;
+}
+
+// The arrays a spec's expressions name (map and where).
+std::size_t named_arrays(const Expression& e, const Options& o) {
+  return std::max(inputs_named(e.map), o.where.empty() ? std::size_t{1} : inputs_named(o.where));
+}
+
+std::size_t named_arrays(Derived op, const Options& o) {
+  if (!o.where.empty()) check_expression("where", o.where);
+  return std::max(expr_op_arrays(derived_name(op)),
+                  o.where.empty() ? std::size_t{1} : inputs_named(o.where));
+}
+
+ExprSpec derived_spec(Context& ctx, Derived op, const CallInputs& c, const Options& o) {
+  ExprOpOptions eo;
+  eo.where = o.where;
+  eo.ddof = o.ddof;
+  eo.fp64 = ctx.info().fp64;
+  eo.shift = c.first(ctx);
+  return expr_op_spec(derived_name(op), c.types, eo);
+}
+
+void check_spec_fp64(const DeviceInfo& d, const ExprSpec& spec) {
+  check_fp64(d, spec.acc, spec.acc);
+}
+
+// One reduction of the engine (a derived op: row non-empty; else a user expression).
+Result run_expr_call(Context& ctx, const std::string& row, const ExprSpec& spec,
+                     const CallInputs& c, const Options& o) {
+  check_spec_fp64(ctx.info(), spec);
+  const std::size_t n = c.n;
+  const std::size_t builds = ctx.programs_built();
+  ExprReduction er(ctx, spec, n, o.local_size);
+  const TimeLimit limit = ctx.time_limit(static_cast<double>(c.bytes()));
+  if (row.empty()) {
+    c.upload(ctx);
+    const ExprLaws laws = er.check_laws(c.buffers, n, limit);
+    if (!laws.failure.empty()) throw Error(Errc::kUsage, laws.failure);
+  }
+  Result r = start_result("expr", Op::kSum, spec.inputs.front(), spec.acc, n);
+  r.name = row.empty() ? "expr" : row;
+  const std::size_t as = er.acc_bytes();
+  const cl::Buffer out = ctx.scratch("api.expr_result", as);
+  std::vector<unsigned char> got(as);
+  const std::vector<unsigned char> sentinel(as, 0xA5);
+  timed_runs(
+      o, r,
+      [&] {  // a sentinel first, so a result no kernel wrote cannot pass for one
+        ctx.write(out, as, sentinel.data(), "writing the result's sentinel");
+      },
+      [&](std::vector<cl::Event>& events) {
+        c.upload(ctx);
+        er.enqueue(c.buffers, n, out, events);
+        enqueue_read(ctx.queue(), out, 0, as, got.data(), ctx.tuning().transfer_piece);
+        wait(ctx, c.bytes(), "the reduction of " + std::to_string(n) + " elements");
+      });
+  r.plan = er.policy().str();
+  if (!row.empty()) {
+    r.value = er.post_bytes(got, n, limit).front();
+    if (o.verify) {
+      const ExprVerdict v =
+          verify_row(row, c.on_host(ctx),
+                     where_mask(ctx, spec, c.buffers, n, o.local_size, limit), o.ddof, spec.acc,
+                     er.depth(), r.value);
+      r.expected = v.expected;
+      set_verdict(r, v.ok, v.why);
+    }
+  } else {
+    const Value acc = Value::from_bytes(spec.acc, got.data());
+    if (o.verify) {
+      std::vector<cl::Event> seq;
+      const ExprVerdict v = verify_user(er, c.buffers, n, acc, limit, seq);
+      r.value = v.result;
+      r.expected = v.expected;
+      set_verdict(r, v.ok, v.why);
+    } else {
+      r.value = er.post({acc}, n, limit).front();
+    }
+  }
+  r.acc = r.value.type;
+  r.builds = ctx.programs_built() - builds;
+  return r;
+}
+
+SegmentLayout segment_layout(const Segments& s, std::size_t n, std::vector<std::uint64_t>* shape) {
+  if (s.by_axes) {
+    std::uint64_t count = 1;
+    for (std::uint64_t d : s.shape) count = sat_mul(count, d);
+    if (count != n)
+      throw Error(Errc::kUsage, "Segments::along_axes: a shape of " + std::to_string(count) +
+                                    " elements for an array of n = " + std::to_string(n));
+    AxisReduction r = axis_reduction(s.shape, s.axes, s.keepdims);
+    *shape = r.shape;
+    return std::move(r.layout);
+  }
+  HostArray off;
+  off.type = DType::kInt64;
+  off.n = s.offsets.size();
+  off.bytes.resize(off.n * 8);
+  if (off.n) std::memcpy(off.bytes.data(), s.offsets.data(), off.n * 8);
+  SegmentLayout L;
+  L.offsets = check_offsets(off, n, "Segments::from_offsets");
+  *shape = {L.results()};
+  return L;
+}
+
+// An op without identity refuses an empty segment, naming the first.
+void check_empty_segments(const SegmentLayout& L, bool by_axes, const std::string& op) {
+  for (std::uint64_t q = 0; q < L.results(); ++q)
+    if (L.length(q) == 0)
+      throw Error(Errc::kUsage,
+                  (by_axes ? std::string("the reduced axes hold no elements")
+                           : "segment " + std::to_string(q) + " ([" +
+                                 std::to_string(L.offsets[q]) + ", " +
+                                 std::to_string(L.offsets[q + 1]) + ")) is empty") +
+                      ": " + op + " has no identity");
+}
+
+// One segmented reduction: a built-in op (spec null) or the engine's (row: a derived op's name,
+// else a user expression).
+SegmentedResult run_segments_call(Context& ctx, Op op, const ExprSpec* spec,
+                                  const std::string& row, const CallInputs& c,
+                                  const Segments& segs, const Options& o) {
+  const DeviceInfo& d = ctx.info();
+  const std::size_t n = c.n;
+  SegmentedResult r;
+  SegmentLayout layout = segment_layout(segs, n, &r.shape);
+  const std::uint64_t m = layout.results();
+  DType acc;
+  if (spec) {
+    check_spec_fp64(d, *spec);
+    acc = spec->acc;
+    r.name = row.empty() ? "expr" : row;
+  } else {
+    if (is_arg_op(op) && segs.by_axes && segs.axes.size() != 1)
+      throw Error(Errc::kUsage, op_name(op) + " takes one axis, not " +
+                                    std::to_string(segs.axes.size()) + " (NumPy's does)");
+    acc = resolve_acc(op, c.types[0], o.acc);
+    check_fp64(d, c.types[0], acc);
+    if (!has_identity(op)) check_empty_segments(layout, segs.by_axes, op_name(op));
+    r.name = op_name(op);
+  }
+  r.type = c.types[0];
+  r.acc = acc;
+  r.n = n;
+  r.verdict = "not checked";
+  const std::size_t builds = ctx.programs_built();
+  std::unique_ptr<SegmentReduction> sr =
+      spec ? std::make_unique<SegmentReduction>(ctx, *spec, layout, o.local_size)
+           : std::make_unique<SegmentReduction>(ctx, op, c.types[0], acc, layout, o.local_size);
+  const TimeLimit limit = ctx.time_limit(static_cast<double>(c.bytes()));
+  if (spec && row.empty()) {
+    c.upload(ctx);
+    ExprReduction checks(ctx, *spec, n, o.local_size, false);
+    const ExprLaws laws = checks.check_laws(c.buffers, n, limit);
+    if (!laws.failure.empty()) throw Error(Errc::kUsage, laws.failure);
+  }
+  const std::size_t ab = sr->acc_bytes();
+  std::vector<unsigned char> got(m * ab);
+  if (m > 0) {
+    const cl::Buffer out = ctx.scratch("api.segments_result", m * ab);
+    const std::vector<unsigned char> sentinel(m * ab, 0x5A);
+    Result t;
+    timed_runs(
+        o, t, [&] { ctx.write(out, m * ab, sentinel.data(), "the segments' sentinel"); },
+        [&](std::vector<cl::Event>& events) {
+          c.upload(ctx);
+          sr->enqueue(c.buffers, out, events);
+          enqueue_read(ctx.queue(), out, 0, m * ab, got.data(), ctx.tuning().transfer_piece);
+          wait(ctx, c.bytes() + m * ab, "the segmented reduction");
+        });
+    r.kernel_ms = t.kernel_ms;
+    r.wall_ms = t.wall_ms;
+    r.launches = t.launches;
+  }
+  r.plan = sr->policy().str();
+  // The results: a built-in op's from the bytes (arg ops: the index at byte 8), the engine's
+  // after post.
+  std::vector<Value> results;
+  std::vector<Value> accs;  // user expressions: before post, for verify
+  if (!spec) {
+    for (std::uint64_t q = 0; q < m; ++q) {
+      results.push_back(Value::from_bytes(acc, got.data() + q * ab));
+      if (is_arg_op(op)) std::memcpy(&results.back().index, got.data() + q * ab + 8, 8);
+    }
+  } else if (!row.empty() || !o.verify) {
+    results = sr->post_bytes(got, limit);
+  } else {
+    for (std::uint64_t q = 0; q < m; ++q)
+      results.push_back(Value::from_bytes(acc, got.data() + q * ab));
+  }
+  if (o.verify) {
+    SegmentVerdict v;
+    if (!spec) {
+      v = verify_segments(*sr, op, acc, c.on_host(ctx)[0], results);
+    } else if (!row.empty()) {
+      v = verify_segments_row(*sr, row, c.on_host(ctx),
+                              where_mask(ctx, *spec, c.buffers, n, o.local_size, limit), o.ddof,
+                              acc, results);
+    } else {
+      std::vector<cl::Event> seq;
+      v = verify_segments_user(*sr, c.buffers, acc, results, limit, seq);
+    }
+    r.checked = true;
+    r.verified = v.ok;
+    r.verdict = v.ok ? "verified" : v.why;
+  }
+  // Every result as a value of acc (post's type for the engine's: acc too).
+  r.values.type = spec && !results.empty() ? results.front().type : acc;
+  r.acc = r.values.type;
+  r.values.n = m;
+  const std::size_t vs = dtype_size(r.values.type);
+  r.values.bytes.resize(m * vs);
+  for (std::uint64_t q = 0; q < m; ++q)
+    dispatch_dtype(r.values.type, [&](auto zero) {
+      const auto v = value_as<decltype(zero)>(results[q]);
+      std::memcpy(r.values.bytes.data() + q * vs, &v, vs);
+    });
+  if (!spec && is_arg_op(op))
+    for (const Value& v : results) r.indices.push_back(v.index);
+  r.builds = ctx.programs_built() - builds;
+  return r;
+}
+
+CallInputs one_input(Context& ctx, DType type, const void* host, const cl::Buffer* buffer,
+                     std::size_t n) {
+  return call_inputs(ctx, {buffer ? ArrayRef(type, *buffer) : ArrayRef(type, host)}, n, 1);
+}
+
+}  // namespace
+
+Result Device::reduce(Derived op, const std::vector<ArrayRef>& inputs, std::size_t n,
+                      const Options& options) {
+  Context& ctx = impl_->ready();
+  const CallInputs c = call_inputs(ctx, inputs, n, named_arrays(op, options));
+  return run_expr_call(ctx, derived_name(op), derived_spec(ctx, op, c, options), c, options);
+}
+
+Result Device::reduce(const Expression& expression, const std::vector<ArrayRef>& inputs,
+                      std::size_t n, const Options& options) {
+  Context& ctx = impl_->ready();
+  const std::size_t named = named_arrays(expression, options);
+  const CallInputs c = call_inputs(ctx, inputs, n, named);
+  return run_expr_call(ctx, "", user_spec(expression, c.types, options), c, options);
+}
+
+SegmentedResult Device::reduce_segments(Op op, DType type, const void* data, std::size_t n,
+                                        const Segments& segments, const Options& options) {
+  Context& ctx = impl_->ready();
+  return run_segments_call(ctx, op, nullptr, "", one_input(ctx, type, data, nullptr, n), segments,
+                           options);
+}
+
+SegmentedResult Device::reduce_segments(Op op, DType type, const cl::Buffer& data, std::size_t n,
+                                        const Segments& segments, const Options& options) {
+  Context& ctx = impl_->ready();
+  return run_segments_call(ctx, op, nullptr, "", one_input(ctx, type, nullptr, &data, n),
+                           segments, options);
+}
+
+SegmentedResult Device::reduce_segments(Derived op, const std::vector<ArrayRef>& inputs,
+                                        std::size_t n, const Segments& segments,
+                                        const Options& options) {
+  Context& ctx = impl_->ready();
+  const CallInputs c = call_inputs(ctx, inputs, n, named_arrays(op, options));
+  const ExprSpec spec = derived_spec(ctx, op, c, options);
+  return run_segments_call(ctx, Op::kSum, &spec, derived_name(op), c, segments, options);
+}
+
+SegmentedResult Device::reduce_segments(const Expression& expression,
+                                        const std::vector<ArrayRef>& inputs, std::size_t n,
+                                        const Segments& segments, const Options& options) {
+  Context& ctx = impl_->ready();
+  const CallInputs c = call_inputs(ctx, inputs, n, named_arrays(expression, options));
+  const ExprSpec spec = user_spec(expression, c.types, options);
+  return run_segments_call(ctx, Op::kSum, &spec, "", c, segments, options);
 }
 
 // ---- Calls that only enqueue.

@@ -162,7 +162,10 @@ SegmentReduction::SegmentReduction(Context& ctx, Op op, DType t, DType acc, Segm
 SegmentReduction::SegmentReduction(Context& ctx, const ExprSpec& spec, SegmentLayout layout,
                                    std::size_t local_size)
     : ctx_(ctx), expr_(true), spec_(spec), layout_(std::move(layout)) {
-  if (spec_.width != 1) throw Error(Errc::kUsage, "segments and axes take one-value accumulators");
+  if (!(spec_.width == 1 || ((spec_.width == 2 || spec_.width == 4) && is_float(spec_.acc))))
+    throw Error(Errc::kUsage, "an accumulator of " + std::to_string(spec_.width) + " values of " +
+                                  dtype_name(spec_.acc) +
+                                  " is not one the engine has (1; 2 or 4 of a float type)");
   for (const auto& [flag, text] : {std::pair<const char*, const std::string&>{"--map", spec_.map},
                                    {"--reduce", spec_.reduce},
                                    {"--identity", spec_.identity}})
@@ -171,7 +174,7 @@ SegmentReduction::SegmentReduction(Context& ctx, const ExprSpec& spec, SegmentLa
   if (!spec_.where.empty()) check_expression("--where", spec_.where);
   options_ = expr_options(spec_);
   tail_ = expr_tail(spec_);
-  acc_bytes_ = dtype_size(spec_.acc);
+  acc_bytes_ = dtype_size(spec_.acc) * spec_.width;
   plan(local_size, acc_bytes_);
 }
 
@@ -328,7 +331,9 @@ void SegmentReduction::enqueue(const std::vector<cl::Buffer>& in, const cl::Buff
 std::vector<Value> SegmentReduction::reference(const std::vector<cl::Buffer>& in, bool abs,
                                                TimeLimit limit, bool* wider,
                                                std::vector<cl::Event>& events) {
-  if (!expr_) throw Error(Errc::kInternal, "the one-work-item reference is a user reduction's");
+  if (!expr_ || spec_.width != 1)
+    throw Error(Errc::kInternal,
+                "the one-work-item reference is a user reduction's, of one-value accumulators");
   const std::uint64_t m = layout_.results();
   DType t = spec_.acc;
   *wider = false;
@@ -380,10 +385,26 @@ std::vector<Value> SegmentReduction::post(const std::vector<Value>& accs, TimeLi
       const auto x = value_as<decltype(zero)>(accs[q]);
       std::memcpy(bytes.data() + q * as, &x, as);
     });
+  return post_bytes(bytes, limit);
+}
+
+std::vector<Value> SegmentReduction::post_bytes(const std::vector<unsigned char>& accs,
+                                                TimeLimit limit) {
+  const DType t = spec_.acc;
+  const std::size_t vs = dtype_size(t), m = accs.size() / acc_bytes_;
+  std::vector<Value> r;
+  if (!expr_ || spec_.post.empty()) {
+    if (expr_ && spec_.width != 1)
+      throw Error(Errc::kInternal, "an accumulator of several values needs a post");
+    for (std::size_t q = 0; q < m; ++q)
+      r.push_back(Value::from_bytes(t, accs.data() + q * acc_bytes_));
+    return r;
+  }
+  if (m == 0) return r;
   cl::Kernel k = build("reduce_segments_post");
-  cl::Buffer in = buffer_of(ctx_, bytes);
+  cl::Buffer in = buffer_of(ctx_, accs);
   cl::Buffer off = buffer_of(ctx_, layout_.offsets);
-  cl::Buffer out = ctx_.zeroed_buffer(m * as);
+  cl::Buffer out = ctx_.zeroed_buffer(m * vs);
   k.setArg(0, in);
   k.setArg(1, static_cast<cl_ulong>(m));
   k.setArg(2, off);
@@ -391,10 +412,10 @@ std::vector<Value> SegmentReduction::post(const std::vector<Value>& accs, TimeLi
   k.setArg(4, static_cast<cl_long>(layout_.R1 * layout_.R2));
   k.setArg(5, out);
   run_one(ctx_, k, m, limit, "--post of the segments");
+  std::vector<unsigned char> bytes(m * vs);
   enqueue_read(ctx_.queue(), out, 0, bytes.size(), bytes.data(), ctx_.tuning().transfer_piece);
   finish(ctx_.queue(), limit, "--post of the segments");
-  std::vector<Value> r;
-  for (std::size_t q = 0; q < m; ++q) r.push_back(Value::from_bytes(t, bytes.data() + q * as));
+  for (std::size_t q = 0; q < m; ++q) r.push_back(Value::from_bytes(t, bytes.data() + q * vs));
   return r;
 }
 

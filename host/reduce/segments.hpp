@@ -61,7 +61,8 @@ class SegmentReduction {
   // A built-in op over elements of type t, accumulated in acc (resolve_acc()).
   SegmentReduction(Context& ctx, Op op, DType t, DType acc, SegmentLayout layout,
                    std::size_t local_size);
-  // A user reduction (one-value accumulators).
+  // A user reduction, or a row of expr_ops.hpp (accumulators of one value; 2 or 4 of a float
+  // type).
   SegmentReduction(Context& ctx, const ExprSpec& spec, SegmentLayout layout,
                    std::size_t local_size);
 
@@ -77,7 +78,7 @@ class SegmentReduction {
   void enqueue(const std::vector<cl::Buffer>& in, const cl::Buffer& out,
                std::vector<cl::Event>& events);
 
-  // User reductions: every result folded by one work-item in index order from the identity, in
+  // User reductions (one-value accumulators): every result folded by one work-item in index order from the identity, in
   // the accumulator type or, for a float accumulator on a device with fp64 where the expressions
   // build so, in double (*wider = true); abs: the fold of |map| (the float bound's scale). One
   // Value each.
@@ -86,6 +87,9 @@ class SegmentReduction {
   // User reductions: post(a, n) of each accumulator (spec().acc, one per result), n the result's
   // element count; accs unchanged without a post.
   std::vector<Value> post(const std::vector<Value>& accs, TimeLimit limit);
+  // post(a, n) of each accumulator in accs (acc_bytes() each, as the launch leaves them), one
+  // value of spec().acc each; without a post, the accumulators' values (one-value ones).
+  std::vector<Value> post_bytes(const std::vector<unsigned char>& accs, TimeLimit limit);
 
  private:
   void plan(std::size_t local_size, std::size_t local_bytes);

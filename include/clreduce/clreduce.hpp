@@ -66,6 +66,10 @@ struct CLREDUCE_API Options {
   // device buffer is read back) and a sequential pass over it, many times the reduction's own
   // cost. Off unless the caller asks; Result::checked and verified say what happened.
   bool verify = false;
+  // Derived ops and user expressions (reduce(Derived, ...), reduce(const Expression&, ...)).
+  std::string where;  // an OpenCL C predicate over x, y, z, w (the inputs' elements at one index):
+                      // where it is false the element is left out, as NumPy's where=; "" none
+  double ddof = 0;    // var, std: the divisor is count - ddof (NumPy's ddof)
   // Scans only.
   bool exclusive = false;              // element i combines the elements before it (identity first)
   std::vector<std::uint8_t> segments;  // empty, or one flag per element: nonzero starts a segment
@@ -73,8 +77,9 @@ struct CLREDUCE_API Options {
 
 // The outcome of one reduce or scan.
 struct CLREDUCE_API Result {
-  std::string variant;  // the variant that ran
-  Op op = Op::kSum;
+  std::string variant;  // the variant that ran ("expr" for derived ops and user expressions)
+  std::string name;     // the op's name: op_name(op), derived_name(), or "expr"
+  Op op = Op::kSum;     // the built-in op (kSum for derived ops and user expressions)
   DType type = DType::kInt32;  // element type
   DType acc = DType::kInt64;   // accumulator type: the type of value and of a scan's output
   std::size_t n = 0;
@@ -132,6 +137,101 @@ CLREDUCE_API std::vector<std::string> scan_variant_names();
 // file renamed into place: `path` never holds a partial file. Throws Error(Errc::kInput) when
 // it cannot.
 CLREDUCE_API void save_npy(const std::string& path, DType t, const void* data, std::size_t n);
+
+// ---- Reductions beyond the six ops: derived ops, the user's own expressions, segments, axes.
+
+// The derived ops, each one pass of the reduction engine with an accumulator of one to four
+// values (the command's --op dot ... logsumexp), verified against the host's reference in higher
+// precision within the op's bound (docs/LIBRARY.md lists them):
+// - kDot: sum of x*y over two arrays; floats as a compensated sum of exact products, integers
+//   wrapping modulo 2^64 (int64, or uint64 when both are unsigned);
+// - kNorm2: sqrt(sum x^2), scaled as BLAS nrm2 (no overflow or underflow the norm has not);
+// - kMean, kVar, kStd: one pass, partial moments combined pairwise (Chan et al.); Options::ddof;
+//   NaN for no element (NumPy's, without its warning);
+// - kCount: the elements where Options::where holds (all of them without it); kAny, kAll:
+//   whether any or all (of those) are nonzero, 0 or 1;
+// - kLogSumExp: log(sum exp x), max-shifted, in one pass.
+// Float results are in the working type: double, or float on a device without fp64 (int32 and
+// other integers are read as that type); kCount, kAny, kAll give int64.
+enum class Derived { kDot, kNorm2, kMean, kVar, kStd, kCount, kAny, kAll, kLogSumExp };
+CLREDUCE_API std::string derived_name(Derived op);  // "dot", "norm2", ..., "logsumexp"
+// Parses a name; throws Error(kUsage) listing the valid names when unknown.
+CLREDUCE_API Derived parse_derived(const std::string& name);
+CLREDUCE_API const std::vector<Derived>& all_derived();
+
+// A user-defined reduction in OpenCL C (the command's --map, --reduce, --identity, --post, --acc;
+// docs/CLI.md "User-defined reductions"). Each field is one expression: text that would end it
+// or add code (';', braces, '#', comment markers) is refused (Errc::kUsage) before any build, and
+// one that does not compile is Errc::kUsage with the compiler's message pointing into the text.
+// Before its first launch on a call's data, a check on the device refuses (Errc::kUsage, saying
+// which law failed on which values) a reduce that is not associative or commutative on sample
+// values, or an identity that is not neutral. Built once per distinct text on a Device.
+struct CLREDUCE_API Expression {
+  std::string map;       // over x, y, z, w: the elements of input arrays 0 to 3 at one index
+  std::string reduce;    // over a and b, two accumulator values
+  std::string identity;  // the neutral element: reduce(identity, a) == a
+  std::string post;      // over a (the reduced value) and n (the element count, a long); "" none
+  // The accumulator type's name (as dtype_name()), the type of every expression's value and of
+  // the result; "" picks double if an input is double, else float if one is float, else int64
+  // if one is signed, else uint64.
+  std::string acc;
+};
+
+// One input array of a derived op or a user expression: elements of `type` in host memory, or
+// in a buffer created in the Device's context. The n of the call is every array's length.
+struct CLREDUCE_API ArrayRef {
+  ArrayRef(DType t, const void* host) : type(t), data(host) {}
+  ArrayRef(DType t, const cl::Buffer& device_buffer) : type(t), buffer(device_buffer) {}
+  template <class T>
+  ArrayRef(const std::vector<T>& v) : type(dtype_of<T>()), data(v.data()) {}  // NOLINT: implicit
+
+  DType type;
+  const void* data = nullptr;  // host memory, or null for a buffer
+  cl::Buffer buffer;
+};
+
+// Which elements each result of a segmented reduction combines.
+struct CLREDUCE_API Segments {
+  // S + 1 offsets (S >= 0), ascending, within [0, n]: result s combines elements [offsets[s],
+  // offsets[s+1]) (CUB's begin = offsets[s], end = offsets[s+1]); an empty segment gives the
+  // identity (min, max and the arg ops have none: Errc::kUsage naming it).
+  static Segments from_offsets(std::vector<std::int64_t> offsets);
+  // An N-dimensional C-order array of `shape` (n is the product) reduced along `axes` (negative
+  // from the end, as NumPy; each at most once): one result per element of the kept axes, in C
+  // order, the result's shape NumPy's (keepdims: the reduced axes kept as 1). Arg ops take one
+  // axis and give the index along it. Reduced axes may form at most two runs between kept ones
+  // (Errc::kUsage beyond).
+  static Segments along_axes(std::vector<std::uint64_t> shape, std::vector<std::int64_t> axes,
+                             bool keepdims = false);
+
+  bool by_axes = false;
+  std::vector<std::int64_t> offsets;  // from_offsets
+  std::vector<std::uint64_t> shape;   // along_axes
+  std::vector<std::int64_t> axes;
+  bool keepdims = false;
+};
+
+// The outcome of one segmented reduction: every result, in C order.
+struct CLREDUCE_API SegmentedResult {
+  std::string name;            // the op's name, as Result::name
+  DType type = DType::kInt32;  // the (first) input's element type
+  DType acc = DType::kInt64;   // the results' type (arg ops: the element type of the extremes)
+  std::size_t n = 0;
+  std::vector<std::uint64_t> shape;   // the results' shape: (S,), or NumPy's for axes
+  HostArray values;                   // one value of acc per result
+  std::vector<std::int64_t> indices;  // arg ops: each extreme's first index within its segment
+                                      // or along the axis (NumPy's); else empty
+  std::string plan;
+  double kernel_ms = 0.0;  // median over the timed runs of the launches' kernel time
+  double wall_ms = 0.0;    // median host-clock time of upload, launches and read-back
+  std::size_t launches = 0;
+  std::size_t builds = 0;
+  bool checked = false;  // every result compared with its own segment's reference
+  bool verified = false;
+  std::string verdict;  // "verified", "not checked", or the first result that failed and why
+
+  std::size_t results() const { return values.n; }
+};
 
 // Every wait on the device has a time limit (a minute plus a second per 256 MiB moved): past it
 // a call throws Error(Errc::kTimeout); the device may then be hung, and destroying its Device may
@@ -241,6 +341,38 @@ class CLREDUCE_API Device {
   // result_dtype(op, type, options.acc)), both created in context().
   Result scan(Op op, DType type, const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
               const Options& options = {});
+
+  // A derived op over `inputs` (kDot takes two, the others one; Options::where may name up to
+  // four), each of n elements. Result::value is the result (acc: its type); Options::verify
+  // checks it against the host's reference within the op's bound. Throws Error: Errc::kUsage for
+  // the wrong number of arrays, a buffer of another context or too small, a `where` that is not
+  // an expression or does not compile; kUnsupported as reduce().
+  Result reduce(Derived op, const std::vector<ArrayRef>& inputs, std::size_t n,
+                const Options& options = {});
+  // A user expression over 1 to 4 arrays of n elements (the map names x to w: as many arrays).
+  // Result::value is post(reduce of the mapped elements, n), or the reduced value without a
+  // post; n = 0 gives post(identity, 0). Options::where leaves elements out; Options::verify
+  // checks the value before post against one work-item applying the expressions in index order
+  // (floats: within (gamma_depth + gamma_n) times the fold of |map|).
+  Result reduce(const Expression& expression, const std::vector<ArrayRef>& inputs, std::size_t n,
+                const Options& options = {});
+
+  // Segmented reductions: every segment, or every line along the axes, reduced in one launch
+  // (docs/LIBRARY.md, "Segments and axes"). A built-in op over n elements of `type` (host
+  // memory or a buffer of context()); Options::acc as reduce(); Options::verify checks every
+  // result against its own segment's sequential reference.
+  SegmentedResult reduce_segments(Op op, DType type, const void* data, std::size_t n,
+                                  const Segments& segments, const Options& options = {});
+  SegmentedResult reduce_segments(Op op, DType type, const cl::Buffer& data, std::size_t n,
+                                  const Segments& segments, const Options& options = {});
+  // A derived op per segment (an empty one: mean, var and std give NaN, the others their value
+  // for no element).
+  SegmentedResult reduce_segments(Derived op, const std::vector<ArrayRef>& inputs, std::size_t n,
+                                  const Segments& segments, const Options& options = {});
+  // A user expression per segment: post(a, n) with n the segment's length.
+  SegmentedResult reduce_segments(const Expression& expression, const std::vector<ArrayRef>& inputs,
+                                  std::size_t n, const Segments& segments,
+                                  const Options& options = {});
 
  private:
   friend class Reduction;

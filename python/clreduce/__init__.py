@@ -10,9 +10,10 @@ on an OpenCL device: a GPU through its vendor's driver, or the CPU through PoCL:
     >>> clreduce.argmax(x, device="cpu")
     np.int64(999999)
 
-Supported: sum, prod, min, max, argmin, argmax over the whole array (axis=None, or every axis),
-and cumsum, cumprod over the whole array or along the last axis (exclusive=True for exclusive
-scans). Element types: int32, uint32, int64, uint64, float32, float64 as they are; bool, int8,
+Supported: sum, prod, min, max, argmin, argmax, mean, var, std over the whole array or along
+axes (axis= an int or a tuple, keepdims), dot of two 1-D arrays, reduce() for reductions of your
+own in OpenCL C (the command line's --map, --reduce, --identity, --post), and cumsum, cumprod
+over the whole array or along the last axis (exclusive=True for exclusive scans). Element types: int32, uint32, int64, uint64, float32, float64 as they are; bool, int8,
 int16, uint8 and uint16 are widened to 32 bits first (a copy). devices() lists the devices;
 device= takes a Device, an index or what the command line's --device takes ('gpu', 'cpu',
 'nvidia', 'pocl', '0'). Errors of the library raise clreduce.Error (a RuntimeError) with a
@@ -24,6 +25,7 @@ from __future__ import annotations
 import builtins
 import os
 import threading
+import warnings
 from typing import Any, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -44,6 +46,11 @@ __all__ = [
     "max",
     "argmin",
     "argmax",
+    "mean",
+    "var",
+    "std",
+    "dot",
+    "reduce",
     "cumsum",
     "cumprod",
     "__version__",
@@ -276,17 +283,6 @@ def _axes(axis: Any, ndim: int, fname: str, single: bool = False) -> Optional[Tu
     return tuple(out)
 
 
-def _whole(axes: Optional[Tuple[int, ...]], ndim: int, fname: str) -> None:
-    """A reduction over every axis, or a clear refusal."""
-    if axes is None or set(axes) == set(range(ndim)):
-        return
-    raise ValueError(
-        f"clreduce.{fname}: reductions run over the whole array (axis=None, or every axis); "
-        f"axis={axes if len(axes) != 1 else axes[0]} of a {ndim}-d array is not supported yet "
-        f"(numpy.{fname} does it)"
-    )
-
-
 def _check_out(out: Any, shape: Tuple[int, ...], fname: str) -> np.ndarray:
     if not isinstance(out, np.ndarray):
         raise TypeError(f"clreduce.{fname}: out must be a numpy.ndarray, not {type(out).__name__}")
@@ -343,17 +339,66 @@ def _finish(value: Any, shape: Tuple[int, ...], out: Optional[np.ndarray], keepd
     return value
 
 
+def _partial(axes: Optional[Tuple[int, ...]], ndim: int) -> bool:
+    """Whether axes name some of the axes but not all (a reduction along them)."""
+    return axes is not None and set(axes) != set(range(ndim))
+
+
+def _kept_shape(shape: Tuple[int, ...], axes: Tuple[int, ...], keepdims: bool) -> Tuple[int, ...]:
+    """NumPy's result shape of a reduction of `shape` along axes."""
+    return tuple(1 if k in axes else d for k, d in enumerate(shape) if keepdims or k not in axes)
+
+
+def _along(device: DeviceSpec, kind: str, name: str, arrays: Sequence[np.ndarray],
+           axes: Tuple[int, ...], keepdims: bool, acc: str = "", where: str = "",
+           ddof: float = 0.0, text: Sequence[str] = ("", "", "", "", "")) -> np.ndarray:
+    """One device call of the segments engine: arrays (one shape, C order) reduced along axes.
+    Returns the values (arg ops: the indices) in NumPy's shape."""
+    xs = [np.ascontiguousarray(x) for x in arrays]
+    shape = xs[0].shape
+    flat = [x.reshape(-1) for x in xs]
+    values, indices, rshape, _ = _device(device)._dev.segments(
+        kind, name, list(text), flat, [], [int(d) for d in shape], list(axes), True,
+        bool(keepdims), acc, where, float(ddof))
+    res = indices if indices is not None else values
+    return res.reshape(tuple(rshape))
+
+
+def _empty_along(fname: str, op: str, shape: Tuple[int, ...], axes: Tuple[int, ...],
+                 rshape: Tuple[int, ...], dt: np.dtype) -> np.ndarray:
+    """A reduction along axes of an array with no element, as NumPy gives it."""
+    count = int(np.prod([shape[k] for k in axes], dtype=np.int64))
+    if int(np.prod(rshape, dtype=np.int64)) == 0:
+        return np.empty(rshape, dtype=dt)
+    if count == 0 and op in ("min", "max"):
+        name = "minimum" if op == "min" else "maximum"
+        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+    if count == 0 and op in ("argmin", "argmax"):
+        raise ValueError(f"attempt to get {op} of an empty sequence")
+    return np.full(rshape, 0 if op == "sum" else 1, dtype=dt)
+
+
 def _reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdims: bool,
             device: DeviceSpec):
     arr = _as_array(a, fname)
     axes = _axes(axis, arr.ndim, fname, single=op.startswith("arg"))
-    _whole(axes, arr.ndim, fname)
-    shape = (1,) * arr.ndim if keepdims else ()
+    partial = _partial(axes, arr.ndim)
+    if partial:
+        shape = _kept_shape(arr.shape, axes, keepdims)
+    else:
+        shape = (1,) * arr.ndim if keepdims else ()
     if out is not None:
         out = _check_out(out, shape, fname)
     if op.startswith("arg"):
         if out is not None and out.dtype.kind not in "iu":
             raise TypeError(f"clreduce.{fname}: out must have an integer dtype, not {out.dtype}")
+        if partial:
+            if arr.size == 0:
+                res = _empty_along(fname, op, arr.shape, axes, shape, np.dtype(np.intp))
+            else:
+                x = arr if arr.dtype in _LIB_NAME else arr.astype(_WIDEN[arr.dtype])
+                res = _along(device, "op", op, [x], axes, keepdims).astype(np.intp, copy=False)
+            return _finish_array(res, out)
         if arr.size == 0:
             raise ValueError(f"attempt to get {op} of an empty sequence")
         x = arr if arr.dtype in _LIB_NAME else arr.astype(_WIDEN[arr.dtype])
@@ -361,7 +406,7 @@ def _reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdi
         _, index, _, _, _ = _device(device)._dev.reduce(op, x, "", "")
         return _finish(np.intp(index), shape, out, keepdims)
     if op in ("min", "max"):
-        if arr.size == 0:
+        if arr.size == 0 and not partial:
             name = "minimum" if op == "min" else "maximum"
             raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
         x, acc, back = arr, "", arr.dtype if arr.dtype in _WIDEN else None
@@ -370,6 +415,15 @@ def _reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdi
     else:
         dt = _op_dtype(arr, dtype, out, fname)
         x, acc, back = _device_input(arr, dt)
+    if partial:
+        rt = _FROM_LIB[_clreduce.result_dtype(op, _LIB_NAME[x.dtype], acc)]
+        if x.size == 0:
+            res = _empty_along(fname, op, arr.shape, axes, shape, rt)
+        else:
+            res = _along(device, "op", op, [x], axes, keepdims, acc)
+        if back is not None:
+            res = res.astype(back)
+        return _finish_array(res, out)
     # Every element once, in any order: a C- or Fortran-ordered array is read where it lies.
     if x.flags.f_contiguous and not x.flags.c_contiguous:
         x = x.T
@@ -385,6 +439,14 @@ def _reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdi
     return _finish(value, shape, out, keepdims)
 
 
+def _finish_array(res: np.ndarray, out: Optional[np.ndarray]):
+    """An array result, or written into out (cast as NumPy casts into out)."""
+    if out is not None:
+        out[...] = res
+        return out
+    return res
+
+
 def sum(a: Any, axis: Union[None, int, Tuple[int, ...]] = None, dtype: Any = None,
         out: Optional[np.ndarray] = None, keepdims: bool = False, *,
         device: DeviceSpec = None) -> Any:
@@ -393,8 +455,9 @@ def sum(a: Any, axis: Union[None, int, Tuple[int, ...]] = None, dtype: Any = Non
     int32 and smaller sums accumulate in int64 (unsigned: uint64), others in their own type;
     dtype= sets the type (the array is converted to it first: a copy), 32-bit integer dtypes
     wrap as NumPy's. Float sums are within clreduce's error bound of the exact sum
-    (docs/ACCURACY.md), not bit-equal to NumPy's pairwise sum. A NaN gives NaN. axis: None or
-    every axis. Returns a NumPy scalar (an array with keepdims, or out).
+    (docs/ACCURACY.md), not bit-equal to NumPy's pairwise sum. A NaN gives NaN. axis: None, an
+    int or a tuple of ints (negative from the end), reduced in one device call. Returns a NumPy
+    scalar (an array along axes or with keepdims, or out).
     """
     return _reduce("sum", "sum", a, axis, dtype, out, keepdims, device)
 
@@ -422,16 +485,200 @@ def max(a: Any, axis: Union[None, int, Tuple[int, ...]] = None,
 
 def argmin(a: Any, axis: Optional[int] = None, out: Optional[np.ndarray] = None, *,
            keepdims: bool = False, device: DeviceSpec = None) -> Any:
-    """Index of the smallest element in the flattened (C-order) array, as numpy.argmin: the
-    first one on ties, the first NaN if any. ValueError on an empty array."""
+    """Index of the smallest element in the flattened (C-order) array, or along axis, as
+    numpy.argmin: the first one on ties, the first NaN if any. ValueError on an empty array."""
     return _reduce("argmin", "argmin", a, axis, None, out, keepdims, device)
 
 
 def argmax(a: Any, axis: Optional[int] = None, out: Optional[np.ndarray] = None, *,
            keepdims: bool = False, device: DeviceSpec = None) -> Any:
-    """Index of the largest element in the flattened (C-order) array, as numpy.argmax: the
-    first one on ties, the first NaN if any. ValueError on an empty array."""
+    """Index of the largest element in the flattened (C-order) array, or along axis, as
+    numpy.argmax: the first one on ties, the first NaN if any. ValueError on an empty array."""
     return _reduce("argmax", "argmax", a, axis, None, out, keepdims, device)
+
+
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+
+
+def _stat_dtype(arr: np.ndarray, dtype: Any, fname: str) -> np.dtype:
+    """The result type of mean, var and std, as NumPy's: dtype=, else float64 for integers and
+    bool, else the array's own float type."""
+    if dtype is not None:
+        dt = np.dtype(dtype)
+        if dt not in (_F32, _F64):
+            raise TypeError(f"clreduce.{fname}: dtype must be float32 or float64, not {dt}")
+        return dt
+    return arr.dtype if arr.dtype in (_F32, _F64) else _F64
+
+
+def _stat(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdims: bool,
+          ddof: Any, device: DeviceSpec):
+    arr = _as_array(a, fname)
+    axes = _axes(axis, arr.ndim, fname)
+    rt = _stat_dtype(arr, dtype, fname)
+    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float, np.integer, np.floating)):
+        raise TypeError(f"clreduce.{fname}: ddof must be a number, not {type(ddof).__name__}")
+    partial = _partial(axes, arr.ndim)
+    shape = _kept_shape(arr.shape, axes, keepdims) if partial else (1,) * arr.ndim if keepdims else ()
+    if out is not None:
+        out = _check_out(out, shape, fname)
+    x = arr if arr.dtype in _LIB_NAME else arr.astype(_WIDEN[arr.dtype])
+    # The elements per result, for NumPy's warnings.
+    count = arr.size if not partial else int(np.prod([arr.shape[k] for k in axes], dtype=np.int64))
+    if count == 0 and int(np.prod(shape, dtype=np.int64)) > 0:
+        warnings.warn("Mean of empty slice" if op == "mean" else "Degrees of freedom <= 0 for slice",
+                      RuntimeWarning, stacklevel=3)
+    elif op != "mean" and count - ddof <= 0 and count > 0:
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
+    if partial:
+        if x.size == 0:
+            res = np.full(shape, np.nan, dtype=rt)
+        else:
+            res = _along(device, "derived", op, [x], axes, keepdims, ddof=float(ddof)).astype(rt)
+        return _finish_array(res, out)
+    if x.size == 0:
+        value = rt.type(np.nan)
+    else:
+        # Every element once, in any order: a C- or Fortran-ordered array is read where it lies.
+        if x.flags.f_contiguous and not x.flags.c_contiguous:
+            x = x.T
+        x = np.ascontiguousarray(x).reshape(-1)
+        v, _ = _device(device)._dev.derived(op, [x], "", float(ddof))
+        value = rt.type(v)
+    return _finish(value, shape, out, keepdims)
+
+
+def mean(a: Any, axis: Union[None, int, Tuple[int, ...]] = None, dtype: Any = None,
+         out: Optional[np.ndarray] = None, keepdims: bool = False, *,
+         device: DeviceSpec = None) -> Any:
+    """Arithmetic mean, as numpy.mean(a, axis, dtype, out, keepdims): float64 for integer and
+    bool arrays, else the array's float type (dtype= float32 or float64 sets it).
+
+    One pass on the device: a compensated sum in double (float on a device without fp64),
+    divided by the count; within a few units of roundoff of the exact mean, so never less
+    accurate than NumPy's. NaN in gives NaN; an empty array or slice gives NaN with NumPy's
+    RuntimeWarning. axis: None, an int or a tuple (one device call for every result).
+    """
+    return _stat("mean", "mean", a, axis, dtype, out, keepdims, 0, device)
+
+
+def var(a: Any, axis: Union[None, int, Tuple[int, ...]] = None, dtype: Any = None,
+        out: Optional[np.ndarray] = None, ddof: Union[int, float] = 0, keepdims: bool = False,
+        *, device: DeviceSpec = None) -> Any:
+    """Variance, as numpy.var(a, axis, dtype, out, ddof, keepdims): the mean of squared
+    deviations, divided by count - ddof. Types as mean's.
+
+    One pass on the device: counts, means and sums of squared deviations (of values shifted by
+    the first element) combined pairwise (Chan, Golub and LeVeque), in double where the device
+    has it. NaN or inf in gives NaN; count - ddof <= 0 gives inf or NaN with NumPy's warning.
+    """
+    return _stat("var", "var", a, axis, dtype, out, keepdims, ddof, device)
+
+
+def std(a: Any, axis: Union[None, int, Tuple[int, ...]] = None, dtype: Any = None,
+        out: Optional[np.ndarray] = None, ddof: Union[int, float] = 0, keepdims: bool = False,
+        *, device: DeviceSpec = None) -> Any:
+    """Standard deviation, as numpy.std: the square root of var (same arguments and types)."""
+    return _stat("std", "std", a, axis, dtype, out, keepdims, ddof, device)
+
+
+def dot(a: Any, b: Any, out: Optional[np.ndarray] = None, *, device: DeviceSpec = None) -> Any:
+    """Inner product of two 1-D arrays of one length, as numpy.dot(a, b, out): the type is
+    numpy.result_type(a, b).
+
+    Floats: a compensated sum of exact products (fma) in double where the device has it, so
+    within a few units of roundoff of the exact dot product. Integers wrap as NumPy's do (the
+    products and sum are exact modulo 2^64, then cast). bool: whether any pair is both true.
+    """
+    A = _as_array(a, "dot")
+    B = _as_array(b, "dot")
+    if A.ndim != 1 or B.ndim != 1:
+        raise ValueError(
+            f"clreduce.dot takes two 1-D arrays, not arrays of {A.ndim} and {B.ndim} dimensions "
+            f"(numpy.dot does the others)"
+        )
+    if A.shape != B.shape:
+        raise ValueError(
+            f"shapes {A.shape} and {B.shape} not aligned: {A.shape[0]} (dim 0) != "
+            f"{B.shape[0]} (dim 0)"
+        )
+    rt = np.result_type(A, B)
+    if out is not None:
+        out = _check_out(out, (), "dot")
+    if rt.kind == "f":
+        if rt not in (_F32, _F64):
+            raise TypeError(f"clreduce.dot: unsupported result type {rt}")
+        xs = [x if x.dtype == rt else x.astype(rt) for x in (A, B)]
+    else:
+        xs = [x if x.dtype in _LIB_NAME else x.astype(_WIDEN[x.dtype]) for x in (A, B)]
+    if A.size == 0:
+        value = rt.type(0)
+    else:
+        xs = [np.ascontiguousarray(x) for x in xs]
+        v, tname = _device(device)._dev.derived("dot", xs, "", 0.0)
+        value = _FROM_LIB[tname].type(v)
+        value = np.bool_(value != 0) if rt == np.dtype(np.bool_) else np.asarray(value).astype(rt)[()]
+    return _finish(value, (), out, False)
+
+
+def reduce(*arrays: Any, map: str, reduce: str, identity: str, post: Optional[str] = None,
+           dtype: Any = None, axis: Union[None, int, Tuple[int, ...]] = None,
+           keepdims: bool = False, where: Optional[str] = None,
+           device: DeviceSpec = None) -> Any:
+    """A reduction of your own, in OpenCL C (the command line's --map, --reduce, --identity,
+    --post, --acc and --where).
+
+    arrays: 1 to 4 arrays of one shape; their elements at one index are x, y, z and w in the
+    expressions. map: an expression over x..w giving one accumulator value; reduce: an
+    expression over a and b combining two (associative and commutative: checked on sample values
+    before the device runs it, else clreduce.Error naming the law and the values); identity: its
+    neutral element; post: an expression over the reduced a and the count n (a long) giving the
+    result; where: a predicate over x..w (elements where it is false are left out). dtype: the
+    accumulator and result type (default float64 if an array is float64, else float32 if one is
+    float, else int64, or uint64 for unsigned arrays). axis: as sum's, keepdims too.
+
+    >>> clreduce.reduce(x, y, map="x * y", reduce="a + b", identity="0")   # a dot product
+    >>> clreduce.reduce(x, map="fabs(x)", reduce="fmax(a, b)", identity="-INFINITY")  # max |x|
+
+    An expression that is not one (';', braces, '#', comments) or does not compile raises
+    clreduce.Error (category 'usage') with the compiler's message pointing into it.
+    """
+    if not 1 <= len(arrays) <= 4:
+        raise TypeError(f"clreduce.reduce takes 1 to 4 arrays, not {len(arrays)}")
+    texts = []
+    for name, t in (("map", map), ("reduce", reduce), ("identity", identity), ("post", post),
+                    ("where", where)):
+        if t is not None and not isinstance(t, str):
+            raise TypeError(f"clreduce.reduce: {name} must be a string (an OpenCL C expression)")
+        texts.append("" if t is None else t)
+    arrs = [_as_array(x, "reduce") for x in arrays]
+    for k, x in enumerate(arrs[1:], 1):
+        if x.shape != arrs[0].shape:
+            raise ValueError(
+                f"clreduce.reduce: array {k} has shape {x.shape}, array 0 {arrs[0].shape}: the "
+                f"arrays must have one shape"
+            )
+    acc = ""
+    if dtype is not None:
+        dt = np.dtype(dtype)
+        if dt not in _LIB_NAME:
+            raise TypeError(
+                f"clreduce.reduce: dtype must be int32, uint32, int64, uint64, float32 or "
+                f"float64, not {dt}"
+            )
+        acc = _LIB_NAME[dt]
+    xs = [x if x.dtype in _LIB_NAME else x.astype(_WIDEN[x.dtype]) for x in arrs]
+    axes = _axes(axis, arrs[0].ndim, "reduce")
+    text = [texts[0], texts[1], texts[2], texts[3], acc]
+    if _partial(axes, arrs[0].ndim):
+        return _along(device, "expr", "", xs, axes, keepdims, where=texts[4], text=text)
+    flat = [np.ascontiguousarray(x).reshape(-1) for x in xs]
+    v, tname = _device(device)._dev.expr(text, flat, texts[4])
+    value = _FROM_LIB[tname].type(v)
+    if keepdims:
+        return np.full((1,) * arrs[0].ndim, value, dtype=value.dtype)
+    return value
 
 
 def _scan(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, exclusive: bool,

@@ -2,7 +2,8 @@
 // (<clreduce/clreduce.hpp> and libclreduce alone). It reduces and scans C-contiguous host
 // arrays of the library's six element types; NumPy's rules (dtypes, axes, out=, keepdims) live in
 // the Python package around it (python/clreduce/__init__.py), which hands this module only
-// arrays it can take as they are.
+// arrays it can take as they are. Besides: the derived ops (mean, var, std, dot, ...), user
+// expressions, and segmented and axis reductions of every kind, results as NumPy arrays.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -10,6 +11,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <string>
@@ -88,6 +90,44 @@ clreduce::Op reduce_op(const std::string& name) {
   return clreduce::parse_op(name);  // Error(kUsage) naming the valid ones
 }
 
+// The inputs of a derived op or an expression: C-contiguous arrays of one length.
+std::vector<clreduce::ArrayRef> array_refs(const std::vector<InArray>& arrays, const char* what) {
+  std::vector<clreduce::ArrayRef> refs;
+  for (const InArray& a : arrays) {
+    if (a.size() != arrays.front().size())
+      throw nb::value_error((std::string(what) + ": the arrays must have one size").c_str());
+    refs.emplace_back(checked_dtype(a.dtype(), what), static_cast<const void*>(a.data()));
+  }
+  if (refs.empty()) throw nb::value_error((std::string(what) + ": no array").c_str());
+  return refs;
+}
+
+// A 1-D NumPy array that owns what `values` held (no copy).
+template <class T> nb::object owned_array(std::vector<T>&& values) {
+  auto* holder = new std::vector<T>(std::move(values));
+  nb::capsule owner(holder, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  const std::size_t shape[1] = {holder->size()};
+  return nb::cast(nb::ndarray<nb::numpy, T, nb::ndim<1>>(holder->data(), 1, shape, owner));
+}
+
+nb::object values_array(const clreduce::HostArray& a) {
+  return clreduce::dispatch_dtype(a.type, [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> v(a.n);
+    if (a.n) std::memcpy(v.data(), a.bytes.data(), a.n * sizeof(T));
+    return owned_array(std::move(v));
+  });
+}
+
+// What a segmented call takes: offsets, or a shape and its axes.
+clreduce::Segments segments_of(const std::vector<std::int64_t>& offsets,
+                               const std::vector<std::uint64_t>& shape,
+                               const std::vector<std::int64_t>& axes, bool by_axes,
+                               bool keepdims) {
+  return by_axes ? clreduce::Segments::along_axes(shape, axes, keepdims)
+                 : clreduce::Segments::from_offsets(offsets);
+}
+
 // One open device. The library's Device is used by one thread at a time: calls take the mutex
 // after the GIL is released, so Python threads sharing one Device wait for each other.
 class PyDevice {
@@ -150,6 +190,75 @@ class PyDevice {
       r = dev_->scan(op, t, a.data(), a.size(), ot, out.data(), o);
     }
     return {r.builds, r.kernel_ms};
+  }
+
+  // (value, result type name) of a derived op (dot, mean, ...) over arrays of one length.
+  std::tuple<nb::object, std::string> derived(const std::string& op_name,
+                                              const std::vector<InArray>& arrays,
+                                              const std::string& where, double ddof) {
+    const clreduce::Derived op = clreduce::parse_derived(op_name);
+    const std::vector<clreduce::ArrayRef> refs = array_refs(arrays, op_name.c_str());
+    clreduce::Options o;
+    o.where = where;
+    o.ddof = ddof;
+    clreduce::Result r;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      r = dev_->reduce(op, refs, arrays.front().size(), o);
+    }
+    return {value_object(r.value), clreduce::dtype_name(r.value.type)};
+  }
+
+  // (value, result type name) of a user expression over arrays of one length.
+  std::tuple<nb::object, std::string> expr(const std::vector<std::string>& text,
+                                           const std::vector<InArray>& arrays,
+                                           const std::string& where) {
+    clreduce::Expression e{text.at(0), text.at(1), text.at(2), text.at(3), text.at(4)};
+    const std::vector<clreduce::ArrayRef> refs = array_refs(arrays, "reduce");
+    clreduce::Options o;
+    o.where = where;
+    clreduce::Result r;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      r = dev_->reduce(e, refs, arrays.front().size(), o);
+    }
+    return {value_object(r.value), clreduce::dtype_name(r.value.type)};
+  }
+
+  // A segmented reduction: kind "op" (a built-in op), "derived" or "expr" (text: map, reduce,
+  // identity, post, acc). Returns (values, indices or None, shape, values' type name).
+  std::tuple<nb::object, nb::object, std::vector<std::uint64_t>, std::string> segments(
+      const std::string& kind, const std::string& name, const std::vector<std::string>& text,
+      const std::vector<InArray>& arrays, const std::vector<std::int64_t>& offsets,
+      const std::vector<std::uint64_t>& shape, const std::vector<std::int64_t>& axes,
+      bool by_axes, bool keepdims, const std::string& acc, const std::string& where,
+      double ddof) {
+    const std::vector<clreduce::ArrayRef> refs = array_refs(arrays, "segments");
+    const clreduce::Segments segs = segments_of(offsets, shape, axes, by_axes, keepdims);
+    clreduce::Options o;
+    o.acc = acc;
+    o.where = where;
+    o.ddof = ddof;
+    const std::size_t n = arrays.front().size();
+    clreduce::SegmentedResult r;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (kind == "op") {
+        r = dev_->reduce_segments(reduce_op(name), refs[0].type, refs[0].data, n, segs, o);
+      } else if (kind == "derived") {
+        r = dev_->reduce_segments(clreduce::parse_derived(name), refs, n, segs, o);
+      } else {
+        clreduce::Expression e{text.at(0), text.at(1), text.at(2), text.at(3), text.at(4)};
+        r = dev_->reduce_segments(e, refs, n, segs, o);
+      }
+    }
+    nb::object indices = nb::none();
+    if (!r.indices.empty() || (kind == "op" && clreduce::is_arg_op(reduce_op(name))))
+      indices = owned_array(std::move(r.indices));
+    return {values_array(r.values), indices, r.shape, clreduce::dtype_name(r.values.type)};
   }
 
  private:
@@ -217,5 +326,12 @@ NB_MODULE(_clreduce, m) {
            nb::arg("variant"))
       .def("scan", &PyDevice::scan, nb::arg("op"), nb::arg("a").noconvert(),
            nb::arg("out").noconvert(), nb::arg("exclusive"), nb::arg("row"), nb::arg("acc"),
-           nb::arg("variant"));
+           nb::arg("variant"))
+      .def("derived", &PyDevice::derived, nb::arg("op"), nb::arg("arrays"), nb::arg("where"),
+           nb::arg("ddof"))
+      .def("expr", &PyDevice::expr, nb::arg("text"), nb::arg("arrays"), nb::arg("where"))
+      .def("segments", &PyDevice::segments, nb::arg("kind"), nb::arg("name"), nb::arg("text"),
+           nb::arg("arrays"), nb::arg("offsets"), nb::arg("shape"), nb::arg("axes"),
+           nb::arg("by_axes"), nb::arg("keepdims"), nb::arg("acc"), nb::arg("where"),
+           nb::arg("ddof"));
 }

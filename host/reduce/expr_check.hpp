@@ -1,0 +1,78 @@
+// expr_check.hpp: the verification of user reductions, of the built-in ops that are rows of the
+// engine (expr_ops.hpp) and of segmented reductions (segments.hpp), shared by the command line
+// and the library's API: the predicate's mask, the references (the host's in higher precision for
+// the rows, one work-item in index order for user expressions, the sequential reference of each
+// segment for the built-in ops) and the bound each result must meet.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "clreduce/cl.hpp"
+#include "clreduce/types.hpp"
+#include "reduce/expr.hpp"
+#include "reduce/segments.hpp"
+#include "runtime/context.hpp"
+
+namespace clreduce {
+
+// One byte per element of in (n elements each), nonzero where spec.where holds, evaluated by the
+// engine's own map on the device 2^20 elements at a time; empty when spec has no predicate.
+std::vector<unsigned char> where_mask(Context& ctx, const ExprSpec& spec,
+                                      const std::vector<cl::Buffer>& in, std::size_t n,
+                                      std::size_t local_size, TimeLimit limit);
+
+// The verdict on one result.
+struct ExprVerdict {
+  bool ok = true;
+  std::string why;          // empty when ok
+  double bound = 0;         // floats: the largest distance allowed
+  Value result;             // the result, post applied
+  Value expected;           // the reference, post applied alike
+  std::uint64_t count = 0;  // rows: the elements the predicate selected
+};
+
+// A row (op of expr_op_names()): `result` (after post) against the host's reference of `arrays`
+// in higher precision within the op's bound (integers equal).
+ExprVerdict verify_row(const std::string& op, const std::vector<HostArray>& arrays,
+                       const std::vector<unsigned char>& mask, double ddof, DType acc,
+                       std::uint64_t depth, const Value& result);
+
+// A user reduction: `result` (the reduced accumulator, before post) against one work-item
+// folding in index order (er.reference()); floats within (gamma_depth + gamma_n') times the
+// larger of the reference's magnitude and the fold of |map|. The verdict's values have post
+// applied, on the device. The reference's launch is appended to seq_events.
+ExprVerdict verify_user(ExprReduction& er, const std::vector<cl::Buffer>& in, std::size_t n,
+                        const Value& result, TimeLimit limit, std::vector<cl::Event>& seq_events);
+
+// Result q's elements of x, as an array of their own (a view where they lie together).
+HostArray gather_segment(const HostArray& x, const SegmentLayout& layout, std::uint64_t q);
+
+// The verdict on every result of a segmented reduction.
+struct SegmentVerdict {
+  bool ok = true;
+  std::string why;              // "segment q: ..." of the first result that failed
+  double bound = 0;             // floats: the largest bound of any result
+  std::uint64_t shown = 0;      // the first result that failed, else 0
+  std::vector<Value> expected;  // per result (user reductions: post applied)
+  bool overflow = false;        // a float result verified as an overflow
+};
+
+// A built-in op: each of results (one per segment of sr's layout) against the sequential
+// reference of its own elements of x.
+SegmentVerdict verify_segments(const SegmentReduction& sr, Op op, DType acc, const HostArray& x,
+                               const std::vector<Value>& results);
+// A user reduction: each of results (accumulators before post) against sr's one-work-item
+// reference, as verify_user(); results and the verdict's expected values get post applied.
+SegmentVerdict verify_segments_user(SegmentReduction& sr, const std::vector<cl::Buffer>& in,
+                                    DType acc, std::vector<Value>& results, TimeLimit limit,
+                                    std::vector<cl::Event>& seq_events);
+// A row per segment: each of results (post applied) against the host's reference of its own
+// elements of arrays and mask, as verify_row().
+SegmentVerdict verify_segments_row(const SegmentReduction& sr, const std::string& op,
+                                   const std::vector<HostArray>& arrays,
+                                   const std::vector<unsigned char>& mask, double ddof, DType acc,
+                                   const std::vector<Value>& results);
+
+}  // namespace clreduce
