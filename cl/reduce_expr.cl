@@ -50,8 +50,10 @@
 #define EXPR_VEC 1
 #endif
 
-#if !EXPR_CPU && EXPR_VEC > 1
-// The GPU shape's vector loads (EXPR_VEC > 1, set by the host): each
+#if !EXPR_CPU && EXPR_VEC > 1 && !EXPR_ARG && !defined(CLR_H0) && !defined(CLR_H1) && \
+    !defined(CLR_H2) && !defined(CLR_H3)
+// The GPU shape's vector loads (EXPR_VEC > 1, set by the host; not for the arg rows, whose map
+// takes each element's index, nor for float16 inputs, read with vload_half): each
 // round reads EXPR_VEC consecutive elements of every input with one load per input (16 bytes of
 // the widest input, as fast's loads), and maps and folds them lane by lane into one accumulator.
 // A work-item's chain grows by EXPR_VEC a round over UNROLL accumulators: no longer than the

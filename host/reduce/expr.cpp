@@ -323,7 +323,11 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
   // GPU shape: 16 bytes of the widest input per load (as fast's), each lane mapped.
   std::size_t widest = 1;
   for (DType t : spec_.inputs) widest = std::max(widest, dtype_size(t));
-  const std::size_t vec = !cpu ? std::max<std::size_t>(1, 16 / widest) : 1;
+  // Not for the arg rows (their map takes the index) or float16 inputs (read with vload_half).
+  const bool scalar_only =
+      spec_.arg != 0 ||
+      std::find(spec_.inputs.begin(), spec_.inputs.end(), DType::kFloat16) != spec_.inputs.end();
+  const std::size_t vec = !cpu && !scalar_only ? std::max<std::size_t>(1, 16 / widest) : 1;
   const std::string shape = " -DEXPR_CPU=" + std::string(cpu ? "1" : "0") +
                             " -DUNROLL=" + std::to_string(unroll) +
                             (vec > 1 ? " -DEXPR_VEC=" + std::to_string(vec) : "");
