@@ -426,9 +426,31 @@ Result run_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, st
 }
 
 // One scan of `in` into `out` (buffers of ctx's), or of host memory `host_in` into `host_out`.
-Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, const void* host_in,
-                std::size_t n, const cl::Buffer* user_out, void* host_out, const Options& o,
-                bool check) {
+// Copies bytes [src_at, src_at + bytes) of src to dst from byte dst_at on ctx's queue, in
+// transfer pieces; the last copy's event is appended to events.
+void enqueue_copy(Context& ctx, const cl::Buffer& src, std::size_t src_at, const cl::Buffer& dst,
+                  std::size_t dst_at, std::size_t bytes, std::vector<cl::Event>& events) {
+  for_each_piece(0, bytes, ctx.tuning().transfer_piece, 1, [&](std::size_t off, std::size_t len) {
+    const bool last = off + len == bytes;
+    if (last) events.emplace_back();
+    ctx.queue().enqueueCopyBuffer(src, dst, src_at + off, dst_at + off, len, nullptr,
+                                  last ? &events.back() : nullptr);
+  });
+}
+
+// What a buffer scan copied: its input range, its output range, both or neither (Result::layout).
+std::string ranges_copied(bool in, bool out) {
+  return in && out ? "input and output ranges copied"
+         : in      ? "input range copied"
+         : out     ? "output range copied"
+                   : "";
+}
+
+// One scan of in[first, first + n) into out[out_first, out_first + n) (buffers of ctx's), or of
+// n elements at host_in into host_out.
+Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, std::size_t first,
+                const void* host_in, std::size_t n, const cl::Buffer* user_out,
+                std::size_t out_first, void* host_out, const Options& o, bool check) {
   ScanVariant& v = scan_variant(o.variant);
   if (is_arg_op(op))
     throw Error(Errc::kUsage, op_name(op) + " has no prefix scan (scans take sum, prod, min, max)");
@@ -447,9 +469,9 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
   check_fp64(d, type, p.acc_type);
   const std::size_t in_bytes = checked_bytes(n, dtype_size(type), "the input"),
                     out_bytes = checked_bytes(n, p.acc_bytes(), "the scan's output");
-  if (user_in) check_buffer(ctx, *user_in, 0, n, type, "input");
+  if (user_in) check_buffer(ctx, *user_in, first, n, type, "input");
   if (user_out)
-    check_buffer(ctx, *user_out, 0, n, p.acc_type, "output",
+    check_buffer(ctx, *user_out, out_first, n, p.acc_type, "output",
                  " (a " + op_name(op) + " scan of " + dtype_name(type) + " writes " +
                      dtype_name(p.acc_type) + ")",
                  acc_hint(op, type, o.acc));
@@ -503,8 +525,16 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
   } else if (n > 0) {
     plan = v.plan(ctx, p, o.local_size);
     if (host_in) r.layout = "whole, copied";
-    const cl::Buffer in = user_in ? *user_in : ctx.scratch("api.input", in_bytes);
-    const cl::Buffer out = user_out ? *user_out : ctx.scratch("api.scan.output", out_bytes);
+    // A buffer's range where it lies (a sub-buffer) when it starts at a multiple of the base
+    // alignment, else a copy in scratch: the input's before the scan, the output's after it.
+    const std::size_t in_at = first * dtype_size(type), out_at = out_first * p.acc_bytes();
+    const bool copy_in = user_in && in_at % ctx.base_align() != 0,
+               copy_out = user_out && out_at % ctx.base_align() != 0;
+    if (user_in) r.layout = ranges_copied(copy_in, copy_out);
+    const cl::Buffer in = user_in && !copy_in ? ctx.view(*user_in, in_at, in_bytes)
+                                              : ctx.scratch("api.input", in_bytes);
+    const cl::Buffer out = user_out && !copy_out ? ctx.view(*user_out, out_at, out_bytes)
+                                                 : ctx.scratch("api.scan.output", out_bytes);
     const cl::Buffer flags =
         ctx.scratch(p.segmented ? "api.scan.flags" : "api.scan.noflags", p.segmented ? n : 1);
     const std::size_t piece = ctx.tuning().transfer_piece;
@@ -525,7 +555,9 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
         },
         [&](std::vector<cl::Event>& events) {
           if (host_in) enqueue_write(ctx.queue(), in, 0, in_bytes, host_in, piece);
+          if (copy_in) enqueue_copy(ctx, *user_in, in_at, in, 0, in_bytes, events);
           plan->enqueue(in, flags, out, events);
+          if (copy_out) enqueue_copy(ctx, out, 0, *user_out, out_at, out_bytes, events);
           if (host_out) enqueue_read(ctx.queue(), out, 0, out_bytes, host_out, piece);
           wait(ctx, in_bytes + out_bytes, v.name() + " of " + std::to_string(n) + " elements");
         });
@@ -544,9 +576,9 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, cons
   r.builds = ctx.programs_built() - builds;
   if (check) {
     const HostArray a =
-        host_in ? host_copy(type, host_in, n) : read_back(ctx, type, *user_in, 0, n);
+        host_in ? host_copy(type, host_in, n) : read_back(ctx, type, *user_in, first, n);
     HostArray got;
-    if (!host_out) got = read_back(ctx, p.acc_type, *user_out, 0, n);
+    if (!host_out) got = read_back(ctx, p.acc_type, *user_out, out_first, n);
     const ScanMode mode{op, p.acc_type, p.exclusive};
     // Each chunk's carry comes through the chunks before it: one more operation per chunk.
     const std::uint64_t depth = n ? plan->depth() + (driver && L.chunks > 1 ? L.chunks : 0) : 0;
@@ -678,13 +710,20 @@ Result Device::scan(Op op, DType type, const void* in, std::size_t n, DType out_
                                   dtype_name(acc) + ", not " + dtype_name(out_type) +
                                   ": pass an output of " + dtype_name(acc) +
                                   acc_hint(op, type, options.acc));
-  return run_scan(impl_->ready(), op, type, nullptr, in, n, nullptr, out, options, options.verify);
+  return run_scan(impl_->ready(), op, type, nullptr, 0, in, n, nullptr, 0, out, options,
+                  options.verify);
 }
 
 Result Device::scan(Op op, DType type, const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
                     const Options& options) {
-  return run_scan(impl_->ready(), op, type, &in, nullptr, n, &out, nullptr, options,
+  return run_scan(impl_->ready(), op, type, &in, 0, nullptr, n, &out, 0, nullptr, options,
                   options.verify);
+}
+
+Result Device::scan(Op op, DType type, const cl::Buffer& in, std::size_t first, std::size_t n,
+                    const cl::Buffer& out, std::size_t out_first, const Options& options) {
+  return run_scan(impl_->ready(), op, type, &in, first, nullptr, n, &out, out_first, nullptr,
+                  options, options.verify);
 }
 
 // ---- Derived ops, user expressions, segments and axes.
@@ -1224,9 +1263,13 @@ struct Scan::Impl {
   ScanProblem p;
   std::size_t max_n;
   std::unique_ptr<ScanPlan> plan;
+  // PlanOptions::any_offset: where ranges off the base alignment are copied (max_n elements).
+  bool any_offset = false;
+  cl::Buffer in_copy, flags_copy, out_copy;
 
-  cl::Event enqueue(const cl::Buffer& in, std::size_t n, const cl::Buffer* flags,
-                    const cl::Buffer& out, const std::vector<cl::Event>& wait);
+  cl::Event enqueue(const cl::Buffer& in, std::size_t first, std::size_t n,
+                    const cl::Buffer* flags, const cl::Buffer& out, std::size_t out_first,
+                    const std::vector<cl::Event>& wait);
 };
 
 Scan::Scan(Device& device, Op op, DType type, std::size_t max_n, const PlanOptions& options)
@@ -1249,6 +1292,12 @@ Scan::Scan(Device& device, Op op, DType type, std::size_t max_n, const PlanOptio
   impl_->dev = &d;
   impl_->max_n = max_n;
   impl_->plan = make_enqueue_only_scan_plan(ctx, p, options.variant, options.local_size);
+  impl_->any_offset = options.any_offset;
+  if (options.any_offset) {
+    impl_->in_copy = ctx.zeroed_buffer(p.n * dtype_size(type));
+    impl_->out_copy = ctx.zeroed_buffer(p.n * p.acc_bytes());
+    if (p.segmented) impl_->flags_copy = ctx.zeroed_buffer(p.n);
+  }
 }
 Scan::~Scan() = default;
 Scan::Scan(Scan&&) noexcept = default;
@@ -1260,35 +1309,73 @@ DType Scan::result_type() const { return impl_->p.acc_type; }
 std::size_t Scan::max_n() const { return impl_->max_n; }
 std::string Scan::plan() const { return impl_->plan->policy().str(); }
 
-cl::Event Scan::Impl::enqueue(const cl::Buffer& in, std::size_t n, const cl::Buffer* flags,
-                              const cl::Buffer& out, const std::vector<cl::Event>& wait) {
+cl::Event Scan::Impl::enqueue(const cl::Buffer& in, std::size_t first, std::size_t n,
+                              const cl::Buffer* flags, const cl::Buffer& out,
+                              std::size_t out_first, const std::vector<cl::Event>& wait) {
   Context& ctx = dev->ctx;
   check_plan_n(n, max_n, "a Scan");
-  check_buffer(ctx, in, 0, n, p.type, "input");
-  check_buffer(ctx, out, 0, n, p.acc_type, "output",
+  check_buffer(ctx, in, first, n, p.type, "input");
+  check_buffer(ctx, out, out_first, n, p.acc_type, "output",
                " (a " + op_name(p.op) + " scan of " + dtype_name(p.type) + " writes " +
                    dtype_name(p.acc_type) + ")",
                acc_hint(p.op, p.type, ""));
-  if (flags) check_result_buffer(ctx, *flags, 0, n, "flags (one byte per element)");
+  if (flags) check_result_buffer(ctx, *flags, first, n, "flags (one byte per element)");
+  // Each range where it lies (a sub-buffer) at a multiple of the base alignment, else through
+  // the plan's copy of it.
+  const std::size_t in_at = first * dtype_size(p.type), out_at = out_first * p.acc_bytes();
+  const std::size_t align = ctx.base_align();
+  const bool copy_in = in_at % align != 0, copy_flags = flags && first % align != 0,
+             copy_out = out_at % align != 0;
+  if (n && (copy_in || copy_flags || copy_out) && !any_offset)
+    throw Error(Errc::kUsage,
+                std::string("a Scan reads and writes ranges only where they start at a multiple "
+                            "of ") +
+                    std::to_string(align) + " bytes (the device's base alignment), not " +
+                    (copy_out && !copy_in && !copy_flags
+                         ? "the output at element " + std::to_string(out_first)
+                         : "the input at element " + std::to_string(first)) +
+                    ": make the plan with PlanOptions::any_offset, which copies such ranges");
+  cl::Buffer x, f, y;
+  if (n) {  // views first, so a runtime's refusal throws before anything is enqueued
+    x = copy_in ? in_copy : ctx.view(in, in_at, n * dtype_size(p.type));
+    f = !flags ? in : copy_flags ? flags_copy : ctx.view(*flags, first, n);
+    y = copy_out ? out_copy : ctx.view(out, out_at, n * p.acc_bytes());
+  }
   const std::vector<cl::Event> gated = gate(ctx, dev->program_queue, wait);
   return enqueue_gated(ctx, gated, [&](std::vector<cl::Event>& events) {
-    if (n) plan->enqueue(in, flags ? *flags : in, out, 0, n, nullptr, events);
+    if (!n) return;
+    if (copy_in) enqueue_copy(ctx, in, in_at, x, 0, n * dtype_size(p.type), events);
+    if (copy_flags) enqueue_copy(ctx, *flags, first, f, 0, n, events);
+    plan->enqueue(x, f, y, 0, n, nullptr, events);
+    if (copy_out) enqueue_copy(ctx, y, 0, out, out_at, n * p.acc_bytes(), events);
   });
 }
 
 cl::Event Scan::enqueue(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
                         const std::vector<cl::Event>& wait) {
+  return enqueue(in, 0, n, out, 0, wait);
+}
+
+cl::Event Scan::enqueue(const cl::Buffer& in, std::size_t first, std::size_t n,
+                        const cl::Buffer& out, std::size_t out_first,
+                        const std::vector<cl::Event>& wait) {
   if (impl_->p.segmented)
     throw Error(Errc::kUsage, "a segmented Scan takes its flags: call enqueue_segmented()");
-  return impl_->enqueue(in, n, nullptr, out, wait);
+  return impl_->enqueue(in, first, n, nullptr, out, out_first, wait);
 }
 
 cl::Event Scan::enqueue_segmented(const cl::Buffer& in, std::size_t n, const cl::Buffer& flags,
                                   const cl::Buffer& out, const std::vector<cl::Event>& wait) {
+  return enqueue_segmented(in, 0, n, flags, out, 0, wait);
+}
+
+cl::Event Scan::enqueue_segmented(const cl::Buffer& in, std::size_t first, std::size_t n,
+                                  const cl::Buffer& flags, const cl::Buffer& out,
+                                  std::size_t out_first, const std::vector<cl::Event>& wait) {
   if (!impl_->p.segmented)
     throw Error(Errc::kUsage,
                 "a Scan made without PlanOptions::segmented takes no flags: call enqueue()");
-  return impl_->enqueue(in, n, &flags, out, wait);
+  return impl_->enqueue(in, first, n, &flags, out, out_first, wait);
 }
 
 Predicate Predicate::where(const std::string& expression) {

@@ -341,6 +341,14 @@ class CLREDUCE_API Device {
   // result_dtype(op, type, options.acc)), both created in context().
   Result scan(Op op, DType type, const cl::Buffer& in, std::size_t n, const cl::Buffer& out,
               const Options& options = {});
+  // Scans elements [first, first + n) of `type` of buffer `in` into elements [out_first,
+  // out_first + n) of buffer `out` (of result_dtype(op, type, options.acc)), at any element
+  // offsets: a range that starts at a multiple of the device's base alignment is read or written
+  // where it lies (a sub-buffer), another is copied on the device into scratch first (the input)
+  // or after (the output; Result::layout names what was copied). Options::segments holds the
+  // range's n flags. A range past its buffer's end is Errc::kUsage.
+  Result scan(Op op, DType type, const cl::Buffer& in, std::size_t first, std::size_t n,
+              const cl::Buffer& out, std::size_t out_first, const Options& options = {});
 
   // A derived op over `inputs` (kDot takes two, the others one; Options::where may name up to
   // four), each of n elements. Result::value is the result (acc: its type); Options::verify
@@ -403,6 +411,9 @@ struct CLREDUCE_API PlanOptions {
   std::size_t local_size = 0;  // work-group size override; 0 the variant's choice
   bool exclusive = false;      // scans: element i combines the elements before it
   bool segmented = false;      // scans: enqueue_segmented() takes one flag byte per element
+  bool any_offset = false;     // scans: enqueue() takes ranges at any element offset (scratch
+                               // for a copy of each array's range, max_n elements, made with the
+                               // plan)
 };
 
 // A reduction that only enqueues: the result of in's first n elements (n <= max_n) written
@@ -445,9 +456,9 @@ class CLREDUCE_API Reduction {
   std::unique_ptr<Impl> impl_;
 };
 
-// A scan that only enqueues: in's first n elements (n <= max_n) into out's first n, elements
-// of result_type(); segmented plans read one flag byte per element (cl_uchar, nonzero: a
-// segment starts there) from a device buffer.
+// A scan that only enqueues: in's first n elements (n <= max_n) into out's first n, or any
+// range of in into any range of out, elements of result_type(); segmented plans read one flag
+// byte per element (cl_uchar, nonzero: a segment starts there) from a device buffer.
 class CLREDUCE_API Scan {
  public:
   // Scans take sum, prod, min and max (else Errc::kUsage).
@@ -471,6 +482,17 @@ class CLREDUCE_API Scan {
   // A segmented plan's scan, flags[0, n) read on the device (an unsegmented one throws).
   cl::Event enqueue_segmented(const cl::Buffer& in, std::size_t n, const cl::Buffer& flags,
                               const cl::Buffer& out, const std::vector<cl::Event>& wait = {});
+  // The scan of in[first, first + n) into out[out_first, out_first + n) (segmented: flags read
+  // over in's range, flags[first, first + n)). Each array's range is read or written where it
+  // lies when it starts at a multiple of the device's base alignment (CL_DEVICE_MEM_BASE_ADDR_
+  // ALIGN; a sub-buffer); elsewhere a plan made with PlanOptions::any_offset copies it on the
+  // device through its own scratch (the input and flags before the scan, the output after it),
+  // and one made without throws Errc::kUsage. A range past its buffer's end is Errc::kUsage.
+  cl::Event enqueue(const cl::Buffer& in, std::size_t first, std::size_t n, const cl::Buffer& out,
+                    std::size_t out_first, const std::vector<cl::Event>& wait = {});
+  cl::Event enqueue_segmented(const cl::Buffer& in, std::size_t first, std::size_t n,
+                              const cl::Buffer& flags, const cl::Buffer& out,
+                              std::size_t out_first, const std::vector<cl::Event>& wait = {});
 
  private:
   struct Impl;

@@ -303,3 +303,135 @@ TEST_CASE("any place: ranges of a buffer at element offsets 1, 3, 1000, blocking
   clreduce::Reduction plan(dev, Op::kSum, DType::kFloat, n);
   CHECK(error_category([&] { plan.enqueue(buf, total - 10, 11, out); }) == clreduce::Errc::kUsage);
 }
+
+// The host's scan of x[first, first + n) with flags[first, first + n) (empty: none), as A.
+template <class A, class T>
+std::vector<A> host_scan(const std::vector<T>& x, const std::vector<unsigned char>& flags,
+                         std::size_t first, std::size_t n, bool exclusive) {
+  std::vector<A> want(n);
+  A run = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!flags.empty() && flags[first + i]) run = 0;
+    if (exclusive) want[i] = run;
+    run += static_cast<A>(x[first + i]);
+    if (!exclusive) want[i] = run;
+  }
+  return want;
+}
+
+// Scans of a buffer's range into another buffer's range, blocking and through a Scan plan, at
+// element offsets 0, 1, 3, 1000 and the base alignment, in and out apart; every element of out
+// outside its range keeps its sentinel. Floats hold small integers, so every sum is exact.
+template <class T, class A> void check_scan_ranges(DType type) {
+  clreduce::Device& dev = device();
+  const std::size_t total = 6000, n = 3001;
+  std::vector<T> x(total);
+  std::vector<unsigned char> flags(total, 0);
+  for (std::size_t i = 0; i < total; ++i) {
+    x[i] = static_cast<T>(static_cast<int>((i * 7919) % 2001) - 1000);
+    flags[i] = i % (1 + i % 41) == 0;
+  }
+  cl::Buffer in(dev.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, total * sizeof(T),
+                x.data());
+  cl::Buffer fl(dev.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, total, flags.data());
+  cl::Buffer out(dev.context(), CL_MEM_READ_WRITE, total * sizeof(A));
+  const std::size_t align = dev.device().getInfo<CL_DEVICE_MEM_BASE_ADDR_ALIGN>() / 8;
+  const std::vector<std::size_t> offsets = {0, 1, 3, 1000, align / sizeof(T)};
+  const A sentinel = static_cast<A>(-7);
+  const auto reset = [&] {
+    const std::vector<A> s(total, sentinel);
+    dev.queue().enqueueWriteBuffer(out, CL_TRUE, 0, total * sizeof(A), s.data());
+  };
+  // out[out_first, out_first + n) is want, the rest the sentinel.
+  const auto check_out = [&](std::size_t out_first, const std::vector<A>& want) {
+    std::vector<A> got(total);
+    dev.queue().enqueueReadBuffer(out, CL_TRUE, 0, total * sizeof(A), got.data());
+    std::vector<A> expect(total, sentinel);
+    std::copy(want.begin(), want.end(), expect.begin() + static_cast<std::ptrdiff_t>(out_first));
+    CHECK(got == expect);
+  };
+  for (int mode = 0; mode < 3; ++mode) {  // inclusive, exclusive, segmented exclusive
+    const bool exclusive = mode > 0, segmented = mode == 2;
+    clreduce::PlanOptions po;
+    po.exclusive = exclusive;
+    po.segmented = segmented;
+    po.any_offset = true;
+    clreduce::Scan anywhere(dev, Op::kSum, type, n, po);
+    po.any_offset = false;
+    clreduce::Scan aligned_only(dev, Op::kSum, type, n, po);
+    REQUIRE(anywhere.result_type() == clreduce::dtype_of<A>());
+    for (std::size_t k = 0; k < offsets.size(); ++k) {
+      const std::size_t first = offsets[k];
+      for (const std::size_t out_first : {first, offsets[(k + 1) % offsets.size()]}) {
+        CAPTURE(mode, first, out_first);
+        const std::vector<A> want =
+            host_scan<A>(x, segmented ? flags : std::vector<unsigned char>{}, first, n, exclusive);
+        reset();
+        (segmented ? anywhere.enqueue_segmented(in, first, n, fl, out, out_first)
+                   : anywhere.enqueue(in, first, n, out, out_first))
+            .wait();
+        check_out(out_first, want);
+        // Without any_offset: where it lies at the alignment, refused elsewhere, nothing written.
+        reset();
+        const bool at_align = first * sizeof(T) % align == 0 && (!segmented || first % align == 0) &&
+                              out_first * sizeof(A) % align == 0;
+        const auto plain = [&] {
+          return segmented ? aligned_only.enqueue_segmented(in, first, n, fl, out, out_first)
+                           : aligned_only.enqueue(in, first, n, out, out_first);
+        };
+        if (at_align) {
+          plain().wait();
+          check_out(out_first, want);
+        } else {
+          CHECK(error_category(plain) == clreduce::Errc::kUsage);
+          check_out(out_first, std::vector<A>{});
+        }
+        // Blocking: flags from the host, the copies named in the layout, verified.
+        clreduce::Options o;
+        o.exclusive = exclusive;
+        o.verify = true;
+        if (segmented) o.segments.assign(flags.begin() + first, flags.begin() + first + n);
+        reset();
+        const clreduce::Result r = dev.scan(Op::kSum, type, in, first, n, out, out_first, o);
+        CAPTURE(r.verdict, r.layout);
+        CHECK(r.verified);
+        CHECK(clreduce::value_as<A>(r.value) == want.back());
+        const bool cin = first * sizeof(T) % align != 0, cout = out_first * sizeof(A) % align != 0;
+        CHECK(r.layout == (cin && cout ? "input and output ranges copied"
+                           : cin       ? "input range copied"
+                           : cout      ? "output range copied"
+                                       : ""));
+        check_out(out_first, want);
+      }
+    }
+    // Ranges past the end of in, out or flags: usage errors before anything is written.
+    reset();
+    const auto enq = [&](clreduce::Scan& s, std::size_t first, std::size_t out_first,
+                         const cl::Buffer& f) {
+      return [&, first, out_first] {
+        segmented ? s.enqueue_segmented(in, first, n, f, out, out_first)
+                  : s.enqueue(in, first, n, out, out_first);
+      };
+    };
+    CHECK(error_category(enq(anywhere, total - n + 1, 0, fl)) == clreduce::Errc::kUsage);
+    CHECK(error_category(enq(anywhere, 0, total - n + 1, fl)) == clreduce::Errc::kUsage);
+    if (segmented) {  // n bytes of flags: the range [1, n + 1) passes their end
+      cl::Buffer short_flags(dev.context(), CL_MEM_READ_WRITE, n);
+      CHECK(error_category(enq(anywhere, 1, 0, short_flags)) == clreduce::Errc::kUsage);
+    }
+    clreduce::Options o;
+    o.exclusive = exclusive;
+    CHECK(error_category([&] { dev.scan(Op::kSum, type, in, total - n + 1, n, out, 0, o); }) ==
+          clreduce::Errc::kUsage);
+    CHECK(error_category([&] { dev.scan(Op::kSum, type, in, 0, n, out, total - n + 1, o); }) ==
+          clreduce::Errc::kUsage);
+    check_out(0, std::vector<A>{});
+  }
+}
+
+TEST_CASE("any place: scans of buffer ranges at any element offsets in and out, planned and "
+          "blocking",
+          "[api][any-place][scan-ranges]") {
+  SECTION("int32 into int64") { check_scan_ranges<std::int32_t, std::int64_t>(DType::kInt32); }
+  SECTION("float") { check_scan_ranges<float, float>(DType::kFloat); }
+}
