@@ -85,7 +85,7 @@ TEST_CASE("bad arguments get one line and exit code 2", "[cli]") {
        {Case{"--device 99", "no device 99"}, Case{"--device nosuchdevice", "no device matches"},
         Case{"--variant nope", "unknown variant 'nope' (valid: all"},
         Case{"--op nope", "unknown op 'nope' (valid: sum"},
-        Case{"--type int8", "unknown type 'int8'"},
+        Case{"--type int128", "unknown type 'int128'"},
         Case{"--size abc", "--size must be a count from 0 to 2^64-1, written N, 2^K"},
         Case{"--size -5", "not '-5'"}, Case{"--repeat x", "repeat"}, Case{"--format xml", "format"},
         Case{"--bogus", "bogus"}, Case{"--input /nonexistent.npy", "cannot open /nonexistent.npy"},

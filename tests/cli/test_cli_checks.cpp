@@ -55,7 +55,7 @@ TEST_CASE("every value is checked up front: one line in words, exit 2", "[cli][c
       {"--local-size -1", "not '-1'"},
       {"--local-size 99999999999", "--local-size must be a whole number from 1"},
       {"--acc int32 --op min", "--acc applies to sum and prod only"},
-      {"--acc int8", "unknown type 'int8'"},
+      {"--acc int128", "unknown type 'int128'"},
       {"--acc uint32 --type int32", "--acc uint32 is not available for sum of int32"},
       {"--segment-length 99999999999999999999 --size 10",
        "--segment-length must be a count from 1 to 2^64-1, written N, 2^K, NeK, 2^K+M or 2^K-M"},
