@@ -203,7 +203,8 @@ TEST_CASE(
   // Uniform floats and a last element of 0.75, which the edited map drops.
   save(d / "u.npy", data(n + 1, false, 0.75f));
   fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, d.dir / "cl", fs::copy_options::recursive);
-  edit(d.dir / "cl" / "clr_expr.h", "ax == 0 ? (acc_t)(0, 0)", "ax == 0 || ax == (A)0.75 ? (acc_t)(0, 0)");
+  edit(d.dir / "cl" / "clr_expr.h", "ax == 0 ? (acc_t)(0, 0)",
+       "ax == 0 || ax == (A)0.75 ? (acc_t)(0, 0)");
   for (const std::string shape : {"cpu", "gpu"}) {
     CAPTURE(shape);
     const std::string env = kTimeout + " env CLREDUCE_FAST_SHAPE=" + shape;
