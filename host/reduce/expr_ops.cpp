@@ -441,17 +441,82 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
     return r;
   }
   if (op == "norm2") {
-    long double ss = 0;
+    // The sum of squares exactly, not in a running long double sum: that one rounds each of n
+    // additions (gamma_n relative, linear in n where the squares' dropped low bits lean one way,
+    // as uniform floats' do: 6.5e-14 relative at 2^26, past the kernel's bound), so correct
+    // results failed. Each element scaled by 2^-e (e: the largest |x|'s exponent, so no square
+    // overflows, and a float's square stays exact) and squared as an exact pair (x^2 rounded,
+    // its error by fma), the pairs summed exactly (exact_sum.hpp) in blocks; the sum taken as
+    // two doubles (its rounding and the rounding of the rest), its root in long double.
+    long double largest = 0;
+    bool any_nan = false, any_inf = false;
     for (std::size_t i = 0; i < n; ++i)
       if (selected(i)) {
-        const long double v = as_working(x, i, w);
-        ss += v * v;  // long double's range holds every double's square
+        const double a = std::fabs(as_working(x, i, w));
+        any_nan = any_nan || std::isnan(a);
+        any_inf = any_inf || std::isinf(a);
+        if (std::isfinite(a)) largest = std::max<long double>(largest, a);
       }
-    const long double norm = std::sqrt(ss);
+    long double norm = 0;
+    if (any_nan) {
+      norm = nan;
+    } else if (any_inf) {
+      norm = inf;
+    } else if (largest > 0) {
+      const int e = std::ilogb(static_cast<double>(largest));
+      ExactState ss;
+      HostArray block;
+      block.type = DType::kDouble;
+      std::vector<double> terms;
+      const auto flush = [&] {
+        if (terms.empty()) return;
+        block.n = terms.size();
+        block.bytes.resize(terms.size() * sizeof(double));
+        std::memcpy(block.bytes.data(), terms.data(), block.bytes.size());
+        exact_add(ss, exact_state(block));
+        terms.clear();
+      };
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!selected(i)) continue;
+        const double a = std::ldexp(as_working(x, i, w), -e);  // |a| < 2
+        const double p = a * a;
+        terms.push_back(p);
+        terms.push_back(std::fma(a, a, -p));
+        if (terms.size() >= (std::size_t{1} << 16)) flush();
+      }
+      flush();
+      const double hi = exact_round(DType::kDouble, ss).f;
+      HostArray minus;
+      minus.type = DType::kDouble;
+      minus.n = 1;
+      minus.bytes.resize(sizeof(double));
+      const double neg = -hi;
+      std::memcpy(minus.bytes.data(), &neg, sizeof neg);
+      exact_add(ss, exact_state(minus));
+      const double lo = exact_round(DType::kDouble, ss).f;
+      norm = std::ldexp(std::sqrt(static_cast<long double>(hi) + lo), e);
+    }
     r.value = make_float(w, norm);
-    // The scaled sum of squares: gamma_{4d+2} relative, halved by the root, its rounding and the
-    // scale's product: gamma_{2d+3} relative.
-    r.bound = gamma_k(2 * d + 3, u) * static_cast<double>(norm);
+    // The kernel: scales are elements, exact. A combine of (a.x, a.y) and (b.x, b.y), a.x >=
+    // b.x, computes a.y + b.y (r r), r = b.x / a.x: a's ssq takes the sum's rounding, b's also
+    // r's (twice), r r's and the product's, (1 + u)^5 in double, where division is correctly
+    // rounded; float's division may be 2.5 ulp (5u), (1 + u)^13. An element's share passes d
+    // combines: the ssq is within gamma_{kd} relative (k = 5 or 13; sums of positive terms).
+    // The root turns gamma into gamma / (1 + sqrt(1 - gamma)) (about half), then its own
+    // rounding (double u, float 3 ulp: 6u) and the scale's product (u). Where subnormals flush
+    // (float), each combine's r r may lose the smallest normal eta, times b.y <= count, against
+    // a final ssq >= 1 (the largest element's own 1): count^2 eta relative (which also covers
+    // the reference's squares below double's normal range). The reference itself is the norm
+    // within u (its rounding to the working type) and 2^-62 (long double's part).
+    const bool single = w == DType::kFloat;
+    const double g = gamma_k((single ? 13 : 5) * d, u);
+    const double root = g < 1 ? g / (1 + std::sqrt(1 - g)) : g;
+    const double rel = (1 + root) * (1 + (single ? 6 : 1) * u) * (1 + u) - 1;
+    const double eta =
+        single ? std::numeric_limits<float>::min() : std::numeric_limits<double>::min();
+    const double count = static_cast<double>(r.count);
+    r.bound = (rel + u + std::ldexp(1.0, -62) + count * count * eta) *
+              std::fabs(static_cast<double>(norm));
     return r;
   }
   if (op == "logsumexp") {

@@ -1,7 +1,8 @@
 // test_float_bound.cpp: the command line's float checks end to end. A kernel edited to skip its
-// last element is caught (topdown and fast, in a copy of the kernel directory); sorted, same-sign,
-// cancelling and constant data raise no false alarm in any variant; a sum of -0s is +0 everywhere,
-// as NumPy's; an overflow is reported with the sign the input allows.
+// last element is caught (topdown and fast, in a copy of the kernel directory), as is norm2's map
+// edited to drop one; sorted, same-sign, cancelling and constant data raise no false alarm in any
+// variant, nor norm2 where a running sum of squares drifts; a sum of -0s is +0 everywhere, as
+// NumPy's; an overflow is reported with the sign the input allows.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
@@ -186,4 +187,36 @@ TEST_CASE("an overflow is reported with the sign its input can reach", "[cli][bo
   CHECK(unverified(r.out) == 0);
   CHECK_THAT(r.out, !ContainsSubstring("\"-inf\""));
   CHECK_THAT(r.out, !ContainsSubstring("\"nan\""));
+}
+
+TEST_CASE(
+    "norm2 verifies where a running sum of squares drifts, and fails with an element dropped "
+    "(clr_nrm_map edited to drop 0.75)",
+    "[cli][bound][norm2]") {
+  const TempDir d;
+  // 2^32 and then ones: a running sum of squares in long double keeps 2^64 (each 1 is half its
+  // ulp), 1.2e-4 from the norm, while the engine's result is the norm to the last bit.
+  const std::size_t n = std::size_t{1} << 20;
+  std::vector<float> big(n, 1.0f);
+  big[0] = std::ldexp(1.0f, 32);
+  save(d / "big.npy", big);
+  // Uniform floats and a last element of 0.75, which the edited map drops.
+  save(d / "u.npy", data(n + 1, false, 0.75f));
+  fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, d.dir / "cl", fs::copy_options::recursive);
+  edit(d.dir / "cl" / "clr_expr.h", "ax == 0 ? (acc_t)(0, 0)",
+       "ax == 0 || ax == (A)0.75 ? (acc_t)(0, 0)");
+  for (const std::string shape : {"cpu", "gpu"}) {
+    CAPTURE(shape);
+    const std::string env = kTimeout + " env CLREDUCE_FAST_SHAPE=" + shape;
+    const std::string args = " --op norm2 --repeat 1 --format json --input ";
+    for (const std::string f : {"big.npy", "u.npy"}) {
+      CAPTURE(f);
+      const auto r = run_cli(args + (d / f), env);
+      CHECK(r.code == 0);
+      CHECK(unverified(r.out) == 0);
+    }
+    const auto dropped = run_cli(args + (d / "u.npy") + " --kernel-dir " + (d / "cl"), env);
+    CHECK(dropped.code == 1);
+    CHECK(unverified(dropped.out) == 1);
+  }
 }
