@@ -171,9 +171,9 @@ inline acc_t clr_lse_op(acc_t a, acc_t b) {
 // mean: (s, c, count, 0): a compensated sum and the count of its elements.
 inline acc_t clr_mean_op(acc_t a, acc_t b) { return (acc_t)(clr_csum(a.xy, b.xy), a.z + b.z, 0); }
 
-// var, std: (count, mean, M2, 0) of values shifted by a constant, combined pairwise (Chan,
-// Golub and LeVeque's parallel variance). An element d is (1, d, d - d, 0): M2 is NaN for an
-// infinite d, as NumPy's x - mean is.
+// var, std: (count, mean, M2, 0) of values shifted by a constant (the map's clr_shift, a kernel
+// argument), combined pairwise (Chan, Golub and LeVeque's parallel variance). An element d is
+// (1, d, d - d, 0): M2 is NaN for an infinite d, as NumPy's x - mean is.
 inline acc_t clr_var_map(A d) { return (acc_t)(1, d, d - d, 0); }
 
 inline acc_t clr_var_op(acc_t a, acc_t b) {
@@ -188,9 +188,11 @@ inline acc_t clr_var_op(acc_t a, acc_t b) {
 #endif
 
 // The user's map (defined after this file), and the element-i call of it. Every kernel takes
-// four input buffers; those past CLR_INPUTS are not read. An input k built with -DCLR_Hk=1 is
-// float16 ('half' buffers, read with vload_half: no cl_khr_fp16 needed), and its CLR_Tk is float,
-// the type the expressions see. With EXPR_WHERE, the user's predicate over the same elements:
+// four input buffers; those past CLR_INPUTS are not read; then clr_shift, a run-time value of A
+// that the map and predicate may name (var and std: the value subtracted from every element, so
+// that another value needs no new program). An input k built with -DCLR_Hk=1 is float16 ('half'
+// buffers, read with vload_half: no cl_khr_fp16 needed), and its CLR_Tk is float, the type the
+// expressions see. With EXPR_WHERE, the user's predicate over the same elements:
 // where it is false, the element is the identity (NumPy's where=). With EXPR_ARG the map also
 // takes the element's index i.
 #ifdef CLR_H0
@@ -222,17 +224,17 @@ inline acc_t clr_var_op(acc_t a, acc_t b) {
 #define CLR_LD3(i) x3[i]
 #endif
 #if CLR_INPUTS == 1
-#define EXPR_PARAMS CLR_T0 x
-#define EXPR_ARGS(i) CLR_LD0(i)
+#define EXPR_PARAMS CLR_T0 x, A clr_shift
+#define EXPR_ARGS(i) CLR_LD0(i), clr_shift
 #elif CLR_INPUTS == 2
-#define EXPR_PARAMS CLR_T0 x, CLR_T1 y
-#define EXPR_ARGS(i) CLR_LD0(i), CLR_LD1(i)
+#define EXPR_PARAMS CLR_T0 x, CLR_T1 y, A clr_shift
+#define EXPR_ARGS(i) CLR_LD0(i), CLR_LD1(i), clr_shift
 #elif CLR_INPUTS == 3
-#define EXPR_PARAMS CLR_T0 x, CLR_T1 y, CLR_T2 z
-#define EXPR_ARGS(i) CLR_LD0(i), CLR_LD1(i), CLR_LD2(i)
+#define EXPR_PARAMS CLR_T0 x, CLR_T1 y, CLR_T2 z, A clr_shift
+#define EXPR_ARGS(i) CLR_LD0(i), CLR_LD1(i), CLR_LD2(i), clr_shift
 #else
-#define EXPR_PARAMS CLR_T0 x, CLR_T1 y, CLR_T2 z, CLR_T3 w
-#define EXPR_ARGS(i) CLR_LD0(i), CLR_LD1(i), CLR_LD2(i), CLR_LD3(i)
+#define EXPR_PARAMS CLR_T0 x, CLR_T1 y, CLR_T2 z, CLR_T3 w, A clr_shift
+#define EXPR_ARGS(i) CLR_LD0(i), CLR_LD1(i), CLR_LD2(i), CLR_LD3(i), clr_shift
 #endif
 #if EXPR_ARG
 acc_t clr_expr_map(EXPR_PARAMS, long i);
@@ -249,11 +251,12 @@ int clr_expr_where(EXPR_PARAMS);
 #endif
 #define EXPR_INPUTS                                                       \
   __global const CLR_B0 *restrict x0, __global const CLR_B1 *restrict x1, \
-      __global const CLR_B2 *restrict x2, __global const CLR_B3 *restrict x3
+      __global const CLR_B2 *restrict x2, __global const CLR_B3 *restrict x3, const A clr_shift
 #define EXPR_UNUSED \
   (void)x0;         \
   (void)x1;         \
   (void)x2;         \
-  (void)x3
+  (void)x3;         \
+  (void)clr_shift
 
 #endif  // CLR_EXPR_H

@@ -13,6 +13,8 @@
 //   reduce_expr_seq   one work-item applies the expressions in index order: the reference.
 //   reduce_expr_post  post(a, n) of m accumulators, one work-item.
 //   reduce_expr_sample, reduce_expr_laws: the check of the reduce's laws on sample values.
+// Every kernel that reads the inputs takes EXPR_INPUTS first: four buffers and clr_shift, a
+// run-time value of A the expressions may name (clr_expr.h).
 // Host sets via -D (plus clreduce.h's CLR_ACC, and CLR_OP = CLR_EXPR):
 //   CLR_INPUTS 1..4, CLR_T0..CLR_T3 the inputs' OpenCL C types, EXPR_POST 1 when a post is given,
 //   EXPR_WHERE 1 when a predicate (--where) is given, WG_SIZE, EXPR_CPU, UNROLL, EXPR_ABS;
@@ -80,25 +82,25 @@ typedef union {
 // Loads vector `at` of every input into l0..l3[k]; the lane arguments of element j of it.
 #if CLR_INPUTS == 1
 #define EXPR_VLOAD(k, at) l0[k].v = ((__global const EXPR_VT(CLR_T0, EXPR_VEC)*)x0)[at]
-#define EXPR_LARGS(k, j) l0[k].s[j]
+#define EXPR_LARGS(k, j) l0[k].s[j], clr_shift
 #elif CLR_INPUTS == 2
 #define EXPR_VLOAD(k, at)                                          \
   l0[k].v = ((__global const EXPR_VT(CLR_T0, EXPR_VEC)*)x0)[at]; \
   l1[k].v = ((__global const EXPR_VT(CLR_T1, EXPR_VEC)*)x1)[at]
-#define EXPR_LARGS(k, j) l0[k].s[j], l1[k].s[j]
+#define EXPR_LARGS(k, j) l0[k].s[j], l1[k].s[j], clr_shift
 #elif CLR_INPUTS == 3
 #define EXPR_VLOAD(k, at)                                          \
   l0[k].v = ((__global const EXPR_VT(CLR_T0, EXPR_VEC)*)x0)[at]; \
   l1[k].v = ((__global const EXPR_VT(CLR_T1, EXPR_VEC)*)x1)[at]; \
   l2[k].v = ((__global const EXPR_VT(CLR_T2, EXPR_VEC)*)x2)[at]
-#define EXPR_LARGS(k, j) l0[k].s[j], l1[k].s[j], l2[k].s[j]
+#define EXPR_LARGS(k, j) l0[k].s[j], l1[k].s[j], l2[k].s[j], clr_shift
 #else
 #define EXPR_VLOAD(k, at)                                          \
   l0[k].v = ((__global const EXPR_VT(CLR_T0, EXPR_VEC)*)x0)[at]; \
   l1[k].v = ((__global const EXPR_VT(CLR_T1, EXPR_VEC)*)x1)[at]; \
   l2[k].v = ((__global const EXPR_VT(CLR_T2, EXPR_VEC)*)x2)[at]; \
   l3[k].v = ((__global const EXPR_VT(CLR_T3, EXPR_VEC)*)x3)[at]
-#define EXPR_LARGS(k, j) l0[k].s[j], l1[k].s[j], l2[k].s[j], l3[k].s[j]
+#define EXPR_LARGS(k, j) l0[k].s[j], l1[k].s[j], l2[k].s[j], l3[k].s[j], clr_shift
 #endif
 #if EXPR_WHERE
 #define EXPR_LMAP(k, j) \

@@ -38,6 +38,7 @@ std::string generated_tail(const ExprSpec& s) {
   for (std::size_t k = 0; k < s.inputs.size(); ++k)
     params += std::string(k ? ", " : "") + "CLR_T" + std::to_string(k) + " " + kInputNames[k];
   // An indexed accumulator is a struct, which C casts cannot name: its expressions give it.
+  params += ", A clr_shift";  // the run-time value (cl/clr_expr.h's EXPR_PARAMS)
   const std::string index = s.arg ? ", long i" : "", open = s.arg ? "(" : "(acc_t)(";
   std::string t = define("--map", "acc_t clr_expr_map(" + params + index + ")", s.map, open) +
                   define("--reduce", "acc_t clr_expr_reduce(acc_t a, acc_t b)", s.reduce, open) +
@@ -153,12 +154,16 @@ void read_back(Context& ctx, const cl::Buffer& buf, std::size_t bytes, void* dst
   finish(ctx.queue(), limit, what);
 }
 
-void set_inputs(cl::Kernel& k, const std::vector<cl::Buffer>& in) {
+}  // namespace
+
+void set_expr_inputs(cl::Kernel& k, const std::vector<cl::Buffer>& in, DType acc, double shift) {
   for (cl_uint a = 0; a < kMaxExprInputs; ++a)
     k.setArg(a, in[std::min<std::size_t>(a, in.size() - 1)]);
+  dispatch_dtype(acc, [&](auto zero) {
+    const auto v = static_cast<decltype(zero)>(shift);
+    k.setArg(kMaxExprInputs, sizeof v, &v);
+  });
 }
-
-}  // namespace
 
 std::string expr_tail(const ExprSpec& s) { return generated_tail(s); }
 
@@ -376,11 +381,11 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
 
 void ExprReduction::enqueue(const std::vector<cl::Buffer>& in, std::size_t n, const cl::Buffer& out,
                             std::vector<cl::Event>& events) {
-  set_inputs(main_, in);
-  main_.setArg(4, static_cast<cl_ulong>(n));
-  main_.setArg(5, partials_);
-  main_.setArg(6, ticket_);
-  main_.setArg(7, out);
+  set_expr_inputs(main_, in, spec_.acc, spec_.shift);
+  main_.setArg(kExprArgs, static_cast<cl_ulong>(n));
+  main_.setArg(kExprArgs + 1, partials_);
+  main_.setArg(kExprArgs + 2, ticket_);
+  main_.setArg(kExprArgs + 3, out);
   events.emplace_back();
   ctx_.queue().enqueueNDRangeKernel(main_, cl::NullRange,
                                     cl::NDRange(policy_.groups * policy_.wg_size),
@@ -410,10 +415,10 @@ ExprLaws ExprReduction::check_laws(const std::vector<cl::Buffer>& in, std::size_
   cl::Buffer mapped = ctx_.zeroed_buffer(std::max<std::size_t>(idx.size(), 1) * as);
   std::vector<unsigned char> pool(idx.size() * as);
   if (m > 0) {
-    set_inputs(sample, in);
-    sample.setArg(4, idx_buf);
-    sample.setArg(5, m);
-    sample.setArg(6, mapped);
+    set_expr_inputs(sample, in, t, spec_.shift);
+    sample.setArg(kExprArgs, idx_buf);
+    sample.setArg(kExprArgs + 1, m);
+    sample.setArg(kExprArgs + 2, mapped);
     run_one(ctx_, sample, m, limit, "the law check's sample of " + named("--map", spec_.map));
     read_back(ctx_, mapped, pool.size(), pool.data(), limit, "the law check's sample");
   }
@@ -501,9 +506,9 @@ Value ExprReduction::reference(const std::vector<cl::Buffer>& in, std::size_t n,
   }
   if (!*wider) k = build("reduce_expr_seq", options_ + acc_option(t));
   cl::Buffer out = ctx_.zeroed_buffer(acc_size(t));
-  set_inputs(k, in);
-  k.setArg(4, static_cast<cl_ulong>(n));
-  k.setArg(5, out);
+  set_expr_inputs(k, in, t, spec_.shift);
+  k.setArg(kExprArgs, static_cast<cl_ulong>(n));
+  k.setArg(kExprArgs + 1, out);
   run_one(ctx_, k, 1, limit, "the one-work-item reference of " + named("--map", spec_.map),
           &events);
   unsigned char bytes[8] = {};
@@ -515,9 +520,9 @@ Value ExprReduction::reference(const std::vector<cl::Buffer>& in, std::size_t n,
     cl::Kernel mk = ctx_.kernel(
         "reduce_expr.cl", "reduce_expr_seq",
         options_ + (*wider ? " -DCLR_TYPE=5" : "") + acc_option(t) + " -DEXPR_ABS=1", tail_);
-    set_inputs(mk, in);
-    mk.setArg(4, static_cast<cl_ulong>(n));
-    mk.setArg(5, out);
+    set_expr_inputs(mk, in, t, spec_.shift);
+    mk.setArg(kExprArgs, static_cast<cl_ulong>(n));
+    mk.setArg(kExprArgs + 1, out);
     run_one(ctx_, mk, 1, limit, "the one-work-item fold of |map|");
     read_back(ctx_, out, acc_size(t), bytes, limit, "the one-work-item fold of |map|");
     *magnitude = std::fabs(Value::from_bytes(t, bytes).f);
@@ -575,10 +580,10 @@ std::vector<unsigned char> ExprReduction::map_values(const std::vector<cl::Buffe
   cl::Buffer idx_buf(ctx_.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                      idx.size() * sizeof(cl_ulong), idx.data());
   cl::Buffer out = ctx_.zeroed_buffer(r.size());
-  set_inputs(sample, in);
-  sample.setArg(4, idx_buf);
-  sample.setArg(5, static_cast<cl_uint>(count));
-  sample.setArg(6, out);
+  set_expr_inputs(sample, in, spec_.acc, spec_.shift);
+  sample.setArg(kExprArgs, idx_buf);
+  sample.setArg(kExprArgs + 1, static_cast<cl_uint>(count));
+  sample.setArg(kExprArgs + 2, out);
   run_one(ctx_, sample, count, limit, named("--map", spec_.map));
   read_back(ctx_, out, r.size(), r.data(), limit, named("--map", spec_.map));
   return r;

@@ -22,6 +22,9 @@ namespace clreduce {
 
 // The most input arrays a map takes (x, y, z, w).
 constexpr std::size_t kMaxExprInputs = 4;
+// The arguments every kernel that reads the inputs takes first (cl/clr_expr.h's EXPR_INPUTS): the
+// four input buffers, then clr_shift (set_expr_inputs()).
+constexpr cl_uint kExprArgs = kMaxExprInputs + 1;
 
 struct ExprSpec {
   std::string map;       // over x (and y, z, w: one name per input array)
@@ -43,6 +46,10 @@ struct ExprSpec {
   // greatest values and their indices (minmax). The map then takes the element's index, i (a
   // long), and acc is float, double, int64 or uint64. The built-in ops' rows use it (width 1).
   unsigned arg = 0;
+  // A run-time value the map and predicate may name as clr_shift: a kernel argument (of the
+  // accumulator's type), not text, so that another value builds no new program. var and std
+  // subtract it from every element (expr_ops.hpp); 0 for the rest.
+  double shift = 0;
 };
 
 // One user expression as a function of a generated tail: `signature` { return open TEXT close; },
@@ -68,6 +75,10 @@ std::size_t inputs_named(const std::string& map);
 // float16, else int64 if one is signed or bool, else uint64 (NumPy's sum of narrower ints
 // widens; so does this).
 DType default_expr_acc(const std::vector<DType>& inputs);
+
+// Sets k's first kExprArgs arguments: the input buffers (those past in.size() repeat the last:
+// they are not read) and clr_shift, `shift` as a value of acc (the CLR_ACC k was built with).
+void set_expr_inputs(cl::Kernel& k, const std::vector<cl::Buffer>& in, DType acc, double shift);
 
 // Bytes of one accumulator of spec (ExprReduction::acc_bytes()).
 std::size_t expr_acc_bytes(const ExprSpec& spec);

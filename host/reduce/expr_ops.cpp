@@ -231,9 +231,11 @@ ExprSpec expr_op_spec(const std::string& op, const std::vector<DType>& inputs,
   } else if (op == "mean") {
     floats(4, "(acc_t)((A)x, 0, 1, 0)", "clr_mean_op(a, b)", "0", "clr_csum_value(a.xy) / a.z");
   } else if (op == "var" || op == "std") {
-    const double shift = std::isfinite(o.shift) ? o.shift : 0.0;
+    // The shift is the kernels' argument clr_shift (a value of A, rounded as a literal of A
+    // would be), not text: one program for every data set.
+    s.shift = std::isfinite(o.shift) ? o.shift : 0.0;
     const std::string var = "a.z / fmax(a.x - " + literal(o.ddof, w) + ", (A)0)";
-    floats(4, "clr_var_map((A)x - " + literal(shift, w) + ")", "clr_var_op(a, b)", "0",
+    floats(4, "clr_var_map((A)x - clr_shift)", "clr_var_op(a, b)", "0",
            op == "std" ? "sqrt(" + var + ")" : var);
   } else if (op == "norm2") {
     floats(2, "clr_nrm_map((A)x)", "clr_nrm_op(a, b)", "0", "a.x * sqrt(a.y)");

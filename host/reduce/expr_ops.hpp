@@ -36,6 +36,7 @@ struct ExprOpOptions {
   double ddof = 0;    // var, std: the divisor is count - ddof (NumPy's)
   bool fp64 = true;   // the device has double: float ops work in double
   double shift = 0;   // var, std: a value near the data (its first element), subtracted first
+                      // (ExprSpec::shift: a kernel argument, so no new program per value)
   std::string acc;    // sum, prod: --acc (empty: NumPy's; double for float16 and float inputs)
 };
 

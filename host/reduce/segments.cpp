@@ -28,11 +28,6 @@ void run_one(Context& ctx, cl::Kernel& k, std::size_t items, TimeLimit limit,
   if (events) events->push_back(e);
 }
 
-void set_inputs(cl::Kernel& k, const std::vector<cl::Buffer>& in) {
-  for (cl_uint a = 0; a < kMaxExprInputs; ++a)
-    k.setArg(a, in[std::min<std::size_t>(a, in.size() - 1)]);
-}
-
 // A read-only buffer holding v (one byte when v is empty: no buffer may be empty).
 template <class T> cl::Buffer buffer_of(Context& ctx, const std::vector<T>& v) {
   if (v.empty()) return ctx.zeroed_buffer(sizeof(T));
@@ -151,7 +146,7 @@ cl::Kernel SegmentReduction::build(const std::string& name, const std::string& e
 
 SegmentReduction::SegmentReduction(Context& ctx, Op op, DType t, DType acc, SegmentLayout layout,
                                    std::size_t local_size)
-    : ctx_(ctx), op_(op), layout_(std::move(layout)) {
+    : ctx_(ctx), op_(op), acc_(acc), layout_(std::move(layout)) {
   options_ = "-DCLR_TYPE=" + std::to_string(static_cast<int>(t)) +
              " -DCLR_ACC=" + std::to_string(static_cast<int>(acc)) +
              " -DCLR_OP=" + std::to_string(static_cast<int>(op));
@@ -161,7 +156,7 @@ SegmentReduction::SegmentReduction(Context& ctx, Op op, DType t, DType acc, Segm
 
 SegmentReduction::SegmentReduction(Context& ctx, const ExprSpec& spec, SegmentLayout layout,
                                    std::size_t local_size)
-    : ctx_(ctx), expr_(true), spec_(spec), layout_(std::move(layout)) {
+    : ctx_(ctx), expr_(true), spec_(spec), acc_(spec.acc), layout_(std::move(layout)) {
   if (!(spec_.width == 1 || ((spec_.width == 2 || spec_.width == 4) && is_float(spec_.acc))))
     throw Error(Errc::kUsage, "an accumulator of " + std::to_string(spec_.width) + " values of " +
                                   dtype_name(spec_.acc) +
@@ -281,17 +276,17 @@ void SegmentReduction::enqueue(const std::vector<cl::Buffer>& in, const cl::Buff
   const std::uint64_t results = layout_.results();
   if (results == 0) return;
   const std::size_t wg = policy_.wg_size;
+  set_expr_inputs(main_, in, acc_, spec_.shift);
   if (layout_.columns) {
-    set_inputs(main_, in);
-    main_.setArg(4, static_cast<cl_ulong>(layout_.R1));
-    main_.setArg(5, static_cast<cl_ulong>(layout_.I));
-    main_.setArg(6, static_cast<cl_ulong>(layout_.R2));
-    main_.setArg(7, static_cast<cl_ulong>(layout_.J));
-    main_.setArg(8, static_cast<cl_ulong>(results));
-    main_.setArg(9, static_cast<cl_ulong>(pieces_));
-    main_.setArg(10, static_cast<cl_ulong>(rows_));
-    main_.setArg(11, out);
-    main_.setArg(12, partials_.get() ? partials_ : out);
+    main_.setArg(kExprArgs, static_cast<cl_ulong>(layout_.R1));
+    main_.setArg(kExprArgs + 1, static_cast<cl_ulong>(layout_.I));
+    main_.setArg(kExprArgs + 2, static_cast<cl_ulong>(layout_.R2));
+    main_.setArg(kExprArgs + 3, static_cast<cl_ulong>(layout_.J));
+    main_.setArg(kExprArgs + 4, static_cast<cl_ulong>(results));
+    main_.setArg(kExprArgs + 5, static_cast<cl_ulong>(pieces_));
+    main_.setArg(kExprArgs + 6, static_cast<cl_ulong>(rows_));
+    main_.setArg(kExprArgs + 7, out);
+    main_.setArg(kExprArgs + 8, partials_.get() ? partials_ : out);
     events.emplace_back();
     ctx_.queue().enqueueNDRangeKernel(main_, cl::NullRange,
                                       cl::NDRange(ceil_div(results * pieces_, wg) * wg),
@@ -308,11 +303,10 @@ void SegmentReduction::enqueue(const std::vector<cl::Buffer>& in, const cl::Buff
     }
     return;
   }
-  set_inputs(main_, in);
-  main_.setArg(4, offsets_);
-  main_.setArg(5, tasks_buf_);
-  main_.setArg(6, out);
-  main_.setArg(7, partials_);
+  main_.setArg(kExprArgs, offsets_);
+  main_.setArg(kExprArgs + 1, tasks_buf_);
+  main_.setArg(kExprArgs + 2, out);
+  main_.setArg(kExprArgs + 3, partials_);
   events.emplace_back();
   ctx_.queue().enqueueNDRangeKernel(main_, cl::NullRange, cl::NDRange(policy_.groups * wg),
                                     cl::NDRange(wg), nullptr, &events.back());
@@ -358,15 +352,15 @@ std::vector<Value> SegmentReduction::reference(const std::vector<cl::Buffer>& in
   const std::size_t as = dtype_size(t);
   cl::Buffer out = ctx_.zeroed_buffer(m * as);
   cl::Buffer off = buffer_of(ctx_, layout_.offsets);
-  set_inputs(k, in);
-  k.setArg(4, off);
-  k.setArg(5, static_cast<cl_ulong>(m));
-  k.setArg(6, static_cast<cl_int>(layout_.columns ? 1 : 0));
-  k.setArg(7, static_cast<cl_ulong>(layout_.R1));
-  k.setArg(8, static_cast<cl_ulong>(layout_.I));
-  k.setArg(9, static_cast<cl_ulong>(layout_.R2));
-  k.setArg(10, static_cast<cl_ulong>(layout_.J));
-  k.setArg(11, out);
+  set_expr_inputs(k, in, t, spec_.shift);
+  k.setArg(kExprArgs, off);
+  k.setArg(kExprArgs + 1, static_cast<cl_ulong>(m));
+  k.setArg(kExprArgs + 2, static_cast<cl_int>(layout_.columns ? 1 : 0));
+  k.setArg(kExprArgs + 3, static_cast<cl_ulong>(layout_.R1));
+  k.setArg(kExprArgs + 4, static_cast<cl_ulong>(layout_.I));
+  k.setArg(kExprArgs + 5, static_cast<cl_ulong>(layout_.R2));
+  k.setArg(kExprArgs + 6, static_cast<cl_ulong>(layout_.J));
+  k.setArg(kExprArgs + 7, out);
   run_one(ctx_, k, 1, limit, "the one-work-item reference of the segments", &events);
   std::vector<unsigned char> bytes(m * as);
   enqueue_read(ctx_.queue(), out, 0, bytes.size(), bytes.data(), ctx_.tuning().transfer_piece);

@@ -78,10 +78,10 @@ class SegmentReduction {
   void enqueue(const std::vector<cl::Buffer>& in, const cl::Buffer& out,
                std::vector<cl::Event>& events);
 
-  // User reductions (one-value accumulators): every result folded by one work-item in index order from the identity, in
-  // the accumulator type or, for a float accumulator on a device with fp64 where the expressions
-  // build so, in double (*wider = true); abs: the fold of |map| (the float bound's scale). One
-  // Value each.
+  // User reductions (one-value accumulators): every result folded by one work-item in index order
+  // from the identity, in the accumulator type or, for a float accumulator on a device with fp64
+  // where the expressions build so, in double (*wider = true); abs: the fold of |map| (the float
+  // bound's scale). One Value each.
   std::vector<Value> reference(const std::vector<cl::Buffer>& in, bool abs, TimeLimit limit,
                                bool* wider, std::vector<cl::Event>& events);
   // User reductions: post(a, n) of each accumulator (spec().acc, one per result), n the result's
@@ -99,6 +99,7 @@ class SegmentReduction {
   bool expr_ = false;
   Op op_ = Op::kSum;
   ExprSpec spec_;
+  DType acc_ = DType::kInt64;  // CLR_ACC of the launch's kernels (their clr_shift's type)
   std::string options_, tail_;
   SegmentLayout layout_;
   std::size_t acc_bytes_ = 0;

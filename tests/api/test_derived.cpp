@@ -360,3 +360,53 @@ TEST_CASE("axes: NumPy's shapes, keepdims, arg ops along an axis, derived ops an
                               Segments::along_axes({A, B, C}, {0, 1}));
         }).category() == clreduce::Errc::kUsage);
 }
+
+TEST_CASE("var and std build their programs once: the shift is a kernel argument",
+          "[api][derived][shift]") {
+  clreduce::Device& dev = device();
+  const bool fp64 = dev.summary().fp64;
+  const double rel = fp64 ? 1e-12 : 1e-4;
+  // Two arrays with large means and different first elements (the shift): the second call of
+  // each op builds nothing, and both results meet the references.
+  const std::size_t n = 4099;
+  std::vector<float> x = floats(n, 3), y = floats(n, 4);
+  for (float& v : x) v += 1000.0f;
+  for (float& v : y) v -= 3000.5f;
+  REQUIRE(x[0] != y[0]);
+  const auto m2_of = [&](const std::vector<float>& v, std::size_t first, std::size_t len) {
+    long double m = 0, m2 = 0;
+    for (std::size_t i = first; i < first + len; ++i) m += v[i];
+    m /= static_cast<long double>(len);
+    for (std::size_t i = first; i < first + len; ++i) m2 += (v[i] - m) * (v[i] - m);
+    return m2;
+  };
+  clreduce::Options ddof1 = checked();
+  ddof1.ddof = 1;
+  for (const Derived op : {Derived::kVar, Derived::kStd}) {
+    const bool root = op == Derived::kStd;
+    std::size_t call = 0;
+    for (const std::vector<float>* v : {&x, &y}) {
+      const clreduce::Result r = dev.reduce(op, {*v}, n, ddof1);
+      CHECK(r.verified);
+      const long double var = m2_of(*v, 0, n) / (n - 1);
+      CHECK(near(r.value.f, root ? std::sqrt(var) : var, rel));
+      if (call++ > 0) CHECK(r.builds == 0);
+    }
+  }
+  // Segments (rows of a 2-D array) the same way.
+  const std::uint64_t rows = 3, cols = n / rows;
+  for (std::size_t call = 0; call < 2; ++call) {
+    const std::vector<float>& v = call ? y : x;
+    const clreduce::SegmentedResult s =
+        dev.reduce_segments(Derived::kVar, {ArrayRef(DType::kFloat, v.data())}, rows * cols,
+                            Segments::along_axes({rows, cols}, {1}), checked());
+    CHECK(s.verified);
+    REQUIRE(s.results() == rows);
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      const double got =
+          s.values.type == DType::kDouble ? s.values.as<double>()[r] : s.values.as<float>()[r];
+      CHECK(near(got, m2_of(v, r * cols, cols) / cols, fp64 ? 1e-9 : 1e-3));
+    }
+    if (call > 0) CHECK(s.builds == 0);
+  }
+}
