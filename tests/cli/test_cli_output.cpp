@@ -184,7 +184,11 @@ TEST_CASE("beside the ladder, the peer and the copy are rows of their own, outsi
           "[cli][output]") {
   Result r = run_cli("--variant ladder --peers --measure-copy --size 20000 --repeat 2");
   CHECK(r.code == 0);
-  CHECK(lines(r.out) == 11);  // device line, header, omp, copy, kernels 1-7
+  // Device line, header, omp, copy, kernels 1-7; and the noisy footnote ("~ noisy: ...") where a
+  // timing varied by 4x, as one may on a loaded machine.
+  std::size_t footnotes = 0;
+  for (std::size_t at = 0; (at = r.out.find("\n~ ", at)) != std::string::npos; ++at) ++footnotes;
+  CHECK(lines(r.out) - footnotes == 11);
   CHECK_THAT(r.out, ContainsSubstring("\n -  omp "));
   CHECK_THAT(r.out, ContainsSubstring("\n -  copy "));
   const std::size_t k1 = r.out.find("\n 1  interleaved-divergent");
