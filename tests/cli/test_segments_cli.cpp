@@ -141,7 +141,7 @@ TEST_CASE("segments and axes refuse bad offsets, axes and flags in one line, wri
             2},
            {I + "--offsets " + down + " --op argmax --where 'x > 0'",
             "--where applies to --map and to --op", 2},
-           {I + "--offsets " + down + " --op mean --acc double",
+           {I + "--offsets " + empty + " --op mean --acc double",
             "--acc does not apply to --op mean", 2},
            {I + "--offsets " + down + " --op dot", "--op dot takes 2 arrays, but 1 is given", 2},
            {I + "--offsets " + down + " --peers", "--peers does not apply to --offsets", 2},
