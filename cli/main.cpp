@@ -523,7 +523,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
   }
   const bool engine_row = !user_expr && (is_expr_op(op) || builtin_row);
   const bool select_op = !user_expr && op == "select";
-  if (app.count("--where") && !user_expr && !engine_row && !select_op)
+  if (app.count("--where") && !user_expr && !engine_row && !select_op &&
+      !(segmenting_early && is_builtin_row(op) && !is_arg_op(parse_op(op))))
     throw Error(
         Errc::kUsage, "--where applies to --map and to --op " +
                           [] {
@@ -554,9 +555,9 @@ int run(int argc, char** argv, const Ranks& ranks) {
                   "of an N-dimensional one");
     const std::string with = app.count("--axis") ? "--axis" : "--offsets";
     if (select_op) throw Error(Errc::kUsage, "--op select does not take " + with);
-    if (engine_row)
-      throw Error(Errc::kUsage, "--op " + op + " does not take " + with +
-                                    " yet (sum, prod, min, max, argmin, argmax and --map do)");
+    if (engine_row && op == "minmax")
+      throw Error(Errc::kUsage,
+                  "--op minmax does not take " + with + " yet (every other op and --map do)");
     for (const char* f : {"--map", "--reduce", "--identity"})
       if (user_expr && !app.count(f))
         throw Error(Errc::kUsage,
@@ -566,9 +567,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
       throw Error(Errc::kUsage, "--op " + printable(op) +
                                     " and --map exclude each other: --map, --reduce and "
                                     "--identity define the reduction");
-    if (!user_expr) parse_op(op);
-    if (!user_expr && app.count("--where"))
-      throw Error(Errc::kUsage, "--where applies to --map here, not to --op " + op);
+    if (!user_expr && !engine_row) parse_op(op);
     if (app.count("--variant") && variant != "segments")
       throw Error(Errc::kUsage, "--variant " + printable(variant) + " and " + with +
                                     " exclude each other: it runs as the engine's own variant, "
@@ -594,13 +593,14 @@ int run(int argc, char** argv, const Ranks& ranks) {
     sa.acc = acc;
     if (!acc.empty()) {
       parse_dtype(acc);
-      if (!user_expr && parse_op(op) != Op::kSum && parse_op(op) != Op::kProd)
+      if (!user_expr && !engine_row && parse_op(op) != Op::kSum && parse_op(op) != Op::kProd)
         throw Error(Errc::kUsage,
                     "--acc applies to sum and prod only (" + op + " keeps the element type)");
     }
     sa.inputs = inputs;
-    if (user_expr) {
+    if (user_expr || engine_row) {
       ExprArgs ea;  // the expressions' text and the arrays' count, checked as for a whole array
+      if (engine_row) ea.op = op;
       ea.map = map_expr;
       ea.reduce = reduce_expr;
       ea.identity = identity_expr;
@@ -617,6 +617,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     if (sa.type_given || inputs.empty()) parse_dtype(type);
     sa.n = inputs.empty() ? parse_size_flag("--size", size, 0, UINT64_MAX, "from 0 to 2^64-1") : 0;
     sa.seed = seed;
+    sa.ddof = ddof;
     sa.offsets = offsets_file;
     sa.axis_given = app.count("--axis") > 0;
     if (sa.axis_given) sa.axes = parse_axes(axis_text);

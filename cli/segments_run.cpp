@@ -22,6 +22,7 @@
 #include "io/text.hpp"
 #include "reduce/expr.hpp"
 #include "reduce/expr_check.hpp"
+#include "reduce/expr_ops.hpp"
 #include "reduce/segments.hpp"
 #include "run/runner.hpp"
 #include "run/shares.hpp"
@@ -54,6 +55,57 @@ std::string numpy_name(Op op) {
   }
 }
 
+// The dtype NumPy gives a row's results along an axis (types: the inputs'; acc: the engine's
+// accumulator, acc_given: --acc): count int64 and any, all bool (count_nonzero, any, all); sum
+// and prod NumPy's accumulator (float16's own type unless --acc) and min, max the element type;
+// mean, var, std, norm2 and logsumexp the float input's type, float64 for integers and bool; dot
+// as sum(x * y): the widest float of float inputs, float64 of mixed ones, else the accumulator.
+DType numpy_row_type(const std::string& op, const std::vector<DType>& types, DType acc,
+                     bool acc_given) {
+  const DType t = types.front();
+  if (op == "count") return DType::kInt64;
+  if (op == "any" || op == "all") return DType::kBool;
+  if (op == "min" || op == "max") return t;
+  if (op == "sum" || op == "prod") return t == DType::kFloat16 && !acc_given ? t : acc;
+  if (op == "dot") {
+    bool any_f = false, all_f = true;
+    DType widest = DType::kFloat16;
+    for (DType u : types) {
+      any_f = any_f || is_float(u);
+      all_f = all_f && is_float(u);
+      if (u == DType::kDouble || (u == DType::kFloat && widest == DType::kFloat16)) widest = u;
+    }
+    return all_f ? widest : any_f ? DType::kDouble : acc;
+  }
+  return is_float(t) ? t : DType::kDouble;
+}
+
+// v (a result of the engine, in its accumulator's type) as one element of type t.
+void store_as(DType t, const Value& v, unsigned char* at) {
+  const double d = is_float(v.type)    ? v.f
+                   : is_signed(v.type) ? static_cast<double>(v.i)
+                                       : static_cast<double>(v.u);
+  if (t == DType::kFloat16) {
+    const std::uint16_t h = double_to_half(d);
+    std::memcpy(at, &h, 2);
+  } else if (t == DType::kBool) {
+    at[0] = d != 0 || std::isnan(d);
+  } else if (is_float(t)) {
+    dispatch_dtype(t, [&](auto zero) {
+      const auto x = static_cast<decltype(zero)>(d);
+      std::memcpy(at, &x, sizeof x);
+    });
+  } else {
+    dispatch_dtype(t, [&](auto zero) {
+      using V = decltype(zero);
+      const V x = is_float(v.type)    ? static_cast<V>(v.f)
+                  : is_signed(v.type) ? static_cast<V>(v.i)
+                                      : static_cast<V>(v.u);
+      std::memcpy(at, &x, sizeof x);
+    });
+  }
+}
+
 }  // namespace
 
 std::vector<std::int64_t> parse_axes(const std::string& text) {
@@ -81,8 +133,8 @@ int run_segments(
     const SegmentArgs& a, Context& ctx,
     const std::function<HostArray(const std::string&, std::vector<std::uint64_t>*)>& read) {
   const DeviceInfo& dev = ctx.info();
-  const bool expr = a.op.empty();
-  const Op op = expr ? Op::kSum : parse_op(a.op);
+  const bool user = a.op.empty();
+  const Op op = user || is_expr_op(a.op) ? Op::kSum : parse_op(a.op);
   // ---- The arrays: read with their shapes (one shape), or generated (1-D).
   std::vector<HostArray> arrays;
   std::vector<std::uint64_t> shape;
@@ -101,10 +153,8 @@ int run_segments(
     }
   } else {
     const DType t = parse_dtype(a.type);
-    const std::size_t count =
-        expr ? std::max(inputs_named(a.map),
-                        a.where.empty() ? std::size_t{1} : inputs_named(a.where))
-             : 1;
+    const std::size_t count = std::max(user ? inputs_named(a.map) : expr_op_arrays(a.op),
+                                       a.where.empty() ? std::size_t{1} : inputs_named(a.where));
     MemoryNeed need;
     need.add("the arrays", sat_mul(count, sat_mul(a.n, dtype_size(t))));
     check_host_memory(need);
@@ -113,6 +163,18 @@ int run_segments(
   }
   const HostArray& x = arrays.front();
   const std::size_t n = x.n;
+  // A row of the engine (expr_ops.hpp): the derived ops, and the built-in ops with --where or on
+  // the engine's input types (float16, bool, int8, uint8, int16, uint16).
+  const bool row = !user && (is_expr_op(a.op) || !a.where.empty() || !is_variant_dtype(x.type));
+  const bool expr = user || row;  // the engine's kernels
+  if (row && is_builtin_row(a.op) && is_arg_op(op))
+    throw Error(Errc::kUsage, "--op " + a.op + " with " +
+                                  (a.axis_given ? std::string("--axis") : "--offsets") +
+                                  " takes int32, uint32, int64, uint64, float or double, not " +
+                                  dtype_name(x.type) + " (yet)");
+  if (!row && !user && arrays.size() > 1)
+    throw Error(Errc::kUsage, "--input is given " + std::to_string(arrays.size()) +
+                                  " times: --op " + a.op + " reduces one array");
   if (a.axis_given && shape.size() == 1 && a.inputs.empty())
     throw Error(Errc::kUsage,
                 "--axis needs an N-dimensional .npy (--input): generated arrays are "
@@ -143,7 +205,7 @@ int run_segments(
   }
   const std::uint64_t m = layout.results();
   // ---- Empty segments: the identity where the op has one, else refused, naming the first.
-  if (!expr && !has_identity(op))
+  if (!user && !is_expr_op(a.op) && !has_identity(op))
     for (std::uint64_t q = 0; q < m; ++q)
       if (layout.length(q) == 0) {
         const std::string which = a.axis_given
@@ -159,7 +221,18 @@ int run_segments(
   // ---- The op.
   ExprSpec spec;
   DType acc = DType::kInt64;
-  if (expr) {
+  if (row) {
+    ExprOpOptions o;
+    o.where = a.where;
+    o.ddof = a.ddof;
+    o.fp64 = dev.fp64;
+    o.acc = a.acc;
+    if (n > 0) o.shift = element_value(x, 0);
+    std::vector<DType> types;
+    for (const HostArray& h : arrays) types.push_back(h.type);
+    spec = expr_op_spec(a.op, types, o);
+    acc = spec.acc;
+  } else if (user) {
     spec.map = a.map;
     spec.reduce = a.reduce;
     spec.identity = a.identity;
@@ -169,12 +242,6 @@ int run_segments(
     spec.acc = a.acc.empty() ? default_expr_acc(spec.inputs) : parse_dtype(a.acc);
     acc = spec.acc;
   } else {
-    if (!is_variant_dtype(x.type))
-      throw Error(Errc::kUsage, "--op " + a.op + " with " +
-                                    (a.axis_given ? std::string("--axis") : "--offsets") +
-                                    " takes int32, uint32, int64, uint64, float or double, not " +
-                                    dtype_name(x.type) +
-                                    " (a user reduction, --map, takes every input type here)");
     acc = resolve_acc(op, x.type, a.acc);
   }
   bool fp64 = acc == DType::kDouble;
@@ -213,7 +280,7 @@ int run_segments(
     in.push_back(n ? cl::Buffer(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                                 h.bytes.size(), h.bytes.data())
                    : ctx.zeroed_buffer(1));
-  if (expr) {
+  if (user) {
     ExprReduction checks(ctx, spec, n, a.local_size, false);
     const ExprLaws laws = checks.check_laws(in, n, timeout);
     if (!laws.failure.empty()) throw Error(Errc::kUsage, laws.failure);
@@ -226,7 +293,7 @@ int run_segments(
   RunRecord rec;
   rec.variant = "segments";
   rec.op = op;
-  rec.op_text = expr ? "expr" : a.op;
+  rec.op_text = user ? "expr" : a.op;
   rec.type = x.type;
   rec.acc = acc;
   rec.n = n;
@@ -261,12 +328,36 @@ int run_segments(
   // ---- Every result against its own segment's reference.
   const DType value_type = !expr && is_arg_op(op) ? x.type : acc;
   std::vector<Value> results(m);
-  for (std::uint64_t q = 0; q < m; ++q) {
-    results[q] = Value::from_bytes(value_type, got.data() + q * ab);
-    if (!expr && is_arg_op(op)) std::memcpy(&results[q].index, got.data() + q * ab + 8, 8);
+  if (row) {
+    got.resize(m * ab);
+    results = sr->post_bytes(got, timeout);  // a row's results: post applied (its type: acc)
+  } else {
+    for (std::uint64_t q = 0; q < m; ++q) {
+      results[q] = Value::from_bytes(value_type, got.data() + q * ab);
+      if (!expr && is_arg_op(op)) std::memcpy(&results[q].index, got.data() + q * ab + 8, 8);
+    }
   }
   SegmentVerdict v;
-  if (expr) {
+  if (row) {
+    const double t0 = now_ms();
+    const std::vector<unsigned char> mask = where_mask(ctx, spec, in, n, a.local_size, timeout);
+    v = verify_segments_row(*sr, a.op, arrays, mask, a.ddof, expr_op_result_type(a.op, x.type, acc),
+                            results);
+    rec.seq_ms = now_ms() - t0;
+    if (a.op == "mean" || a.op == "var" || a.op == "std")
+      for (std::uint64_t q = 0; q < m; ++q) {
+        std::uint64_t selected = 0;
+        for (std::uint64_t k = 0; k < layout.length(q) && selected == 0; ++k)
+          selected += mask.empty() || mask[layout.at(q, k)] != 0;
+        if (selected == 0) {
+          std::cerr << "clreduce: warning: --op " << a.op << " of an empty "
+                    << (a.where.empty() ? "" : "selection in a ")
+                    << (a.axis_given ? "line" : "segment (" + std::to_string(q) + ")")
+                    << " is nan (NumPy's answer, with its warning)\n";
+          break;
+        }
+      }
+  } else if (user) {
     std::vector<cl::Event> seq_events;
     v = verify_segments_user(*sr, in, acc, results, timeout, seq_events);
     rec.seq_ms = events_ms(seq_events);
@@ -293,14 +384,21 @@ int run_segments(
   }
 
   // ---- The results, NumPy's shape and dtype: the accumulator's (sum, prod: NumPy's or --acc;
-  // min, max: the element type; a user reduction: --acc), int64 indices for arg ops.
+  // min, max: the element type; a user reduction: --acc), int64 indices for arg ops; a row's
+  // as numpy_row_type().
+  std::vector<DType> types;
+  for (const HostArray& h : arrays) types.push_back(h.type);
+  const DType out_type = row                      ? numpy_row_type(a.op, types, acc, !a.acc.empty())
+                         : !expr && is_arg_op(op) ? DType::kInt64
+                                                  : acc;
   if (!a.output.empty()) {
     HostArray o;
-    o.type = !expr && is_arg_op(op) ? DType::kInt64 : acc;
+    o.type = out_type;
     o.n = m;
     const std::size_t os = dtype_size(o.type);
     o.bytes.resize(m * os);
-    for (std::uint64_t q = 0; q < m; ++q)
+    for (std::uint64_t q = 0; q < m && row; ++q) store_as(o.type, results[q], &o.bytes[q * os]);
+    for (std::uint64_t q = 0; q < m && !row; ++q)
       dispatch_dtype(o.type, [&](auto zero) {
         using V = decltype(zero);
         const V val =
@@ -316,16 +414,16 @@ int run_segments(
   // ---- Printed as every run is.
   if (a.format == "table") {
     std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  ";
-    if (expr)
+    if (user)
       std::cout << "expr: --map '" << printable(a.map) << "' --reduce '" << printable(a.reduce)
                 << "' --identity '" << printable(a.identity) << "'"
                 << (a.post.empty() ? "" : " --post '" + printable(a.post) + "'")
                 << (a.where.empty() ? "" : " --where '" + printable(a.where) + "'");
     else
-      std::cout << "op: " << a.op;
+      std::cout << "op: " << a.op
+                << (a.where.empty() ? "" : " --where '" + printable(a.where) + "'");
     std::cout << "  " << dtype_name(x.type) << " " << shape_words(shape) << " -> "
-              << shape_words(out_shape) << " "
-              << dtype_name(!expr && is_arg_op(op) ? DType::kInt64 : acc) << "  results = " << m
+              << shape_words(out_shape) << " " << dtype_name(out_type) << "  results = " << m
               << "  (result: " << (ok ? "the first" : "the first that failed") << ")\n"
               << table_header(false, false) << table_row(rec, false, false);
   } else if (a.format == "json") {

@@ -1,8 +1,9 @@
 // segments_run.hpp: segmented reductions from the command line (--offsets FILE.npy), and
 // reductions of an N-dimensional .npy along axes (--axis K[,K...], --keepdims): a built-in op
-// (sum, prod, min, max, argmin, argmax) or a user reduction (--map ...), every result verified
-// against a sequential reference of its own segment, printed as one row ("segments") and written
-// with NumPy's shape and dtype to --output.
+// (sum, prod, min, max, argmin, argmax), a row of the engine (mean, var, std, dot, norm2, count,
+// any, all, logsumexp; the built-in ops too on the engine's input types or with --where) or a
+// user reduction (--map ...), every result verified against a reference of its own segment, printed
+// as one row ("segments") and written with NumPy's shape and dtype to --output.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +17,9 @@
 namespace clreduce {
 
 struct SegmentArgs {
-  std::string op;  // a built-in op's name; empty: the user reduction below
+  std::string op;  // a built-in op or a row of the engine (mean, ...); empty: the user reduction
   std::string map, reduce, identity, post, where;
+  double ddof = 0;                  // var, std
   std::string acc;                  // sum, prod: --acc; user reductions: the accumulator
   std::vector<std::string> inputs;  // .npy files ('-': standard input); empty: generated
   std::string type;                 // generated arrays' type; with inputs, what each must hold

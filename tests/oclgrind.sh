@@ -176,8 +176,8 @@ done
 check_env=""
 # Segments and axes (cl/reduce_segments.cl). Offsets of empty, one-element, short (a work-item or
 # a few lanes each), medium (a group) and long segments (groups of 4: pieces of 256 elements, 3
-# of them, folded), for a sum, a product, an arg op (no empty segment) and a user reduction with
-# post; axes of a 3-D array (columns, the last axis as segments, axes 0 and 2) and the long
+# of them, folded), for a sum, a product, an arg op (no empty segment), a user reduction with
+# post and the engine's rows; axes of a 3-D array (columns, the last axis as segments, axes 0 and 2) and the long
 # columns of a (300, 2) array (pieces of rows, folded). The .npy files are written here (python3,
 # no numpy needed).
 segdir=$(mktemp -d)
@@ -211,6 +211,16 @@ for combo in "--axis 0 --op sum" "--axis -1 --op max" "--axis 0,2 --op sum --kee
 done
 check --input "$segdir/c.npy" --axis 0 --op sum --local-size 4
 check --input "$segdir/c.npy" --axis 0 --op argmin --local-size 4
+# The engine's rows (accumulators of two and four values, post per result): var along axes 0
+# and 2 (columns), logsumexp along the long columns (pieces folded), mean over the offsets with
+# their empty segment (nan). Checked for races and API misuse: Oclgrind 21.10's --uninitialized
+# plugin stops on an instruction it does not support (LLVM's freeze) in these kernels' vector
+# accumulators, before any check of theirs.
+checks="--data-races --check-api"
+check --input "$segdir/m.npy" --axis 0,2 --op var --ddof 1 --local-size 4
+check --input "$segdir/c.npy" --axis 0 --op logsumexp --local-size 4
+check --input "$segdir/x.npy" --offsets "$segdir/off.npy" --op mean --local-size 4
+checks="--data-races --uninitialized --check-api"
 # The chunk driver: a reduction folded over 4 chunks (results written at offsets in one partials
 # buffer), a segmented exclusive scan whose carry crosses 4 chunk edges, both used in place and
 # copied; then streamed through 2 slots of 2 KiB, each way of feeding them.

@@ -8,7 +8,10 @@
 #     gives the identity (sum, prod) and is refused with exit 2 and no output for the others;
 #   - axes 0, 1, -1 and (0, 2) of a (6, 7, 5) array, with and without keepdims (arg ops one
 #     axis; several are refused), and one (3000, 2) array whose columns are cut into pieces;
-#   - user reductions (--map) over segments and axes, with --post and two arrays.
+#   - user reductions (--map) over segments and axes, with --post and two arrays;
+#   - the engine's rows (mean, var, std, norm2, logsumexp, dot, count --where) along axes and
+#     over segments (empty ones: nan for mean, var, std), and sum, max of int8, uint16, bool and
+#     float16 along an axis.
 # Ints must equal NumPy's; floats within a tolerance of the exact (long double) answer.
 # Usage: test_segments.py CLREDUCE_BIN (a Python 3 with numpy)
 import json
@@ -16,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import warnings
 
 import numpy as np
 
@@ -212,6 +216,100 @@ mi = rng.integers(-100, 100, (6, 7, 5)).astype(np.int32)
 got, _ = run(["--input", save("mi.npy", mi), "--axis", "1", "--map", "x", "--reduce", "a+b",
               "--identity", "0"])
 compare("--map x --axis 1 int32", got, np.sum(mi, axis=1), None, None)
+
+# The engine's rows along axes and segments (--op mean, var, std --ddof 1, norm2, logsumexp,
+# dot of two arrays, count with --where), as NumPy's same calls: their dtypes (float64 for
+# integers), shapes and values; mean, var and std of an empty segment are nan (with a warning).
+def row_np(op, a, axis, keepdims, b=None):
+    """NumPy's answer, and the exact (long double) one."""
+    kw = dict(axis=axis, keepdims=keepdims)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if op == "mean":
+            return np.mean(a, **kw), np.mean(a.astype(LD), **kw)
+        if op == "var":
+            return np.var(a, ddof=1, **kw), np.var(a.astype(LD), ddof=1, **kw)
+        if op == "std":
+            return np.std(a, ddof=1, **kw), np.sqrt(np.var(a.astype(LD), ddof=1, **kw))
+        if op == "norm2":
+            af = a if a.dtype.kind == "f" else a.astype(np.float64)
+            return np.sqrt(np.sum(af * af, **kw)), np.sqrt(np.sum(a.astype(LD) ** 2, **kw))
+        if op == "logsumexp":
+            af = a if a.dtype.kind == "f" else a.astype(np.float64)
+            mx = np.max(a.astype(LD), axis=axis, keepdims=True, initial=-np.inf)
+            e = np.log(np.sum(np.exp(a.astype(LD) - mx), **kw)) + (
+                mx if keepdims else np.squeeze(mx, axis=axis))
+            return e.astype(af.dtype), e
+        if op == "dot":
+            return np.sum(a * b, **kw), np.sum(a.astype(LD) * b.astype(LD), **kw)
+        if op == "count":  # --where 'x > 0'
+            return np.count_nonzero(a > 0, **kw), None
+
+
+def row_args(op):
+    return ["--op", op] + (["--ddof", "1"] if op in ("var", "std") else []) + \
+        (["--where", "x > 0"] if op == "count" else [])
+
+
+rm = {np.float32: rng.standard_normal((6, 7, 5)).astype(np.float32),
+      np.int32: rng.integers(-50, 50, (6, 7, 5)).astype(np.int32)}
+rm2 = rng.standard_normal((6, 7, 5)).astype(np.float32)
+rm2f = save("rm2.npy", rm2)
+for dtype, a in rm.items():
+    af = save("rm.npy", a)
+    for op in ("mean", "var", "std", "norm2", "logsumexp", "dot", "count"):
+        if op in ("dot", "logsumexp") and dtype == np.int32:
+            continue
+        for axis, keepdims in (((0,), False), ((-1,), False), ((0, 2), True)):
+            args = ["--input", af] + (["--input", rm2f] if op == "dot" else []) + \
+                ["--axis", ",".join(map(str, axis))] + (["--keepdims"] if keepdims else []) + \
+                row_args(op)
+            got, _ = run(args)
+            want, exact = row_np(op, a, axis, keepdims, rm2 if op == "dot" else None)
+            want = np.asarray(want)
+            eps = np.finfo(want.dtype).eps if want.dtype.kind == "f" else 0
+            tol = None if exact is None else \
+                np.asarray(8 * eps * (1 + np.abs(exact)) * (2 if op in ("var", "std") else 1), LD)
+            if op == "dot":
+                tol = np.asarray(8 * eps * np.sum(np.abs(a.astype(LD) * rm2), axis=axis,
+                                                  keepdims=keepdims), LD)
+            compare("%s %s --axis %s" % (op, np.dtype(dtype).name, axis), got, want, exact, tol)
+
+# Rows over segments, empty ones included: mean, var, std of an empty one are nan, norm2 0,
+# logsumexp -inf, count 0.
+sx = rng.standard_normal(n)
+sxf = save("sx.npy", sx)
+sy = rng.standard_normal(n)
+syf = save("sy.npy", sy)
+segs = list(zip(offsets[:-1], offsets[1:]))
+for op in ("mean", "var", "std", "norm2", "logsumexp", "dot", "count"):
+    args = ["--input", sxf] + (["--input", syf] if op == "dot" else []) + \
+        ["--offsets", off_file] + row_args(op)
+    got, p = run(args)
+    res = [row_np(op, sx[a:b], 0, False, sy[a:b]) for a, b in segs]
+    want = np.array([r[0] for r in res])
+    exact = None if op == "count" else np.array([r[1] for r in res], dtype=LD)
+    if op == "logsumexp":
+        want[[k for k, (a, b) in enumerate(segs) if a == b]] = -np.inf
+        exact[[k for k, (a, b) in enumerate(segs) if a == b]] = -np.inf
+    scale = np.array([np.sum(np.abs(sx[a:b] * (sy[a:b] if op == "dot" else 1))) for a, b in segs])
+    tol = None if exact is None else np.asarray(1e-13 * (1 + np.abs(exact) + scale), LD)
+    compare("%s --offsets" % op, got, want, exact, tol)
+    if op in ("mean", "var", "std") and "nan" not in p.stderr:
+        failures.append("%s --offsets: no warning of the empty segment's nan: %r" % (op, p.stderr))
+
+# The built-in ops on the engine's input types along an axis: NumPy's dtypes (int8 sums int64,
+# float16 sums float16, min keeps the type).
+for dtype in (np.int8, np.uint16, np.bool_, np.float16):
+    a = (rng.integers(0, 2, (6, 7, 5)) if dtype == np.bool_ else
+         rng.integers(-100 if dtype == np.int8 else 0, 100, (6, 7, 5))).astype(dtype)
+    af = save("t.npy", a)
+    for op in ("sum", "max"):
+        got, _ = run(["--input", af, "--axis", "1", "--op", op])
+        want = getattr(np, op)(a, axis=1)
+        exact = want.astype(LD) if op == "max" else np.sum(a.astype(LD), axis=1)
+        tol = np.asarray(np.abs(exact) * 2e-3 + 1e-3, LD) if dtype == np.float16 else None
+        compare("%s %s --axis 1" % (op, np.dtype(dtype).name), got, want, exact, tol)
 
 if failures:
     print("\n".join(failures))

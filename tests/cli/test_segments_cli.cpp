@@ -108,6 +108,7 @@ TEST_CASE("segments and axes refuse bad offsets, axes and flags in one line, wri
   const std::string empty = offsets("empty.npy", {0, 3, 3, 10});
   const std::string none = offsets("none.npy", {});
   const std::string ints = save(dir, "ints.npy", DType::kInt32, std::vector<std::int32_t>{0, 10});
+  const std::string i8 = save(dir, "i8.npy", DType::kInt8, std::vector<std::int8_t>(10, 1), {2, 5});
   const std::string out = dir / "out.npy";
   struct Case {
     std::string args, says;
@@ -134,7 +135,15 @@ TEST_CASE("segments and axes refuse bad offsets, axes and flags in one line, wri
            {"--size 10 --axis 0", "--axis needs an N-dimensional .npy (--input)", 2},
            {"--input " + m + " --axis 0 --offsets " + down, "exclude each other", 2},
            {I + "--keepdims", "--keepdims applies to --axis only", 2},
-           {I + "--offsets " + down + " --op mean", "--op mean does not take --offsets", 2},
+           {I + "--offsets " + down + " --op minmax", "--op minmax does not take --offsets yet", 2},
+           {"--input " + i8 + " --axis 0 --op argmin",
+            "--op argmin with --axis takes int32, uint32, int64, uint64, float or double, not int8",
+            2},
+           {I + "--offsets " + down + " --op argmax --where 'x > 0'",
+            "--where applies to --map and to --op", 2},
+           {I + "--offsets " + empty + " --op mean --acc double",
+            "--acc does not apply to --op mean", 2},
+           {I + "--offsets " + down + " --op dot", "--op dot takes 2 arrays, but 1 is given", 2},
            {I + "--offsets " + down + " --peers", "--peers does not apply to --offsets", 2},
            {"--input " + m + " --axis 0 --max-chunk 16", "do not run in chunks yet", 5},
        }) {
