@@ -13,7 +13,10 @@ on an OpenCL device: a GPU through its vendor's driver, or the CPU through PoCL:
 Supported: sum, prod, min, max, argmin, argmax, mean, var, std over the whole array or along
 axes (axis= an int or a tuple, keepdims), dot of two 1-D arrays, reduce() for reductions of your
 own in OpenCL C (the command line's --map, --reduce, --identity, --post), and cumsum, cumprod
-over the whole array or along the last axis (exclusive=True for exclusive scans). Element types: int32, uint32, int64, uint64, float32, float64 as they are; bool, int8,
+over the whole array or along the last axis (exclusive=True for exclusive scans; segments= or
+offsets= for segmented scans; offsets= on the reductions for one result per segment). A
+pyopencl.array.Array is reduced and scanned on its own context and queue (results that are
+arrays stay on the device as pyopencl arrays). Element types: int32, uint32, int64, uint64, float32, float64 as they are; bool, int8,
 int16, uint8 and uint16 are widened to 32 bits first (a copy). devices() lists the devices;
 device= takes a Device, an index or what the command line's --device takes ('gpu', 'cpu',
 'nvidia', 'pocl', '0'). Errors of the library raise clreduce.Error (a RuntimeError) with a
@@ -249,6 +252,9 @@ def _device(device: DeviceSpec) -> Device:
 
 
 def _as_array(a: Any, fname: str) -> np.ndarray:
+    if _is_clarray(a):
+        raise TypeError(f"clreduce.{fname} does not take a pyopencl array yet (sum, prod, min, "
+                        f"max, argmin, argmax, cumsum and cumprod do): pass array.get()")
     arr = a if isinstance(a, np.ndarray) else np.asarray(a)
     dt = arr.dtype
     if dt in _LIB_NAME or dt in _WIDEN:

@@ -135,3 +135,5 @@ def test_refusals(queue):
         clreduce.sum(a, out=np.zeros(()))
     with pytest.raises(TypeError, match="dtype"):
         clreduce.sum(cla.to_device(queue, np.zeros(4, np.float16)))
+    with pytest.raises(TypeError, match="does not take a pyopencl array"):
+        clreduce.mean(a)
