@@ -13,7 +13,10 @@ on an OpenCL device: a GPU through its vendor's driver, or the CPU through PoCL:
 Supported: sum, prod, min, max, argmin, argmax, mean, var, std over the whole array or along
 axes (axis= an int or a tuple, keepdims), dot of two 1-D arrays, reduce() for reductions of your
 own in OpenCL C (the command line's --map, --reduce, --identity, --post), and cumsum, cumprod
-over the whole array or along the last axis (exclusive=True for exclusive scans). Element types: int32, uint32, int64, uint64, float32, float64 as they are; bool, int8,
+over the whole array or along the last axis (exclusive=True for exclusive scans; segments= or
+offsets= for segmented scans; offsets= on the reductions for one result per segment). A
+pyopencl.array.Array is reduced and scanned on its own context and queue (results that are
+arrays stay on the device as pyopencl arrays). Element types: int32, uint32, int64, uint64, float32, float64 as they are; bool, int8,
 int16, uint8 and uint16 are widened to 32 bits first (a copy). devices() lists the devices;
 device= takes a Device, an index or what the command line's --device takes ('gpu', 'cpu',
 'nvidia', 'pocl', '0'). Errors of the library raise clreduce.Error (a RuntimeError) with a
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import sys
 import threading
 import warnings
 from typing import Any, NamedTuple, Optional, Sequence, Tuple, Union
@@ -248,6 +252,9 @@ def _device(device: DeviceSpec) -> Device:
 
 
 def _as_array(a: Any, fname: str) -> np.ndarray:
+    if _is_clarray(a):
+        raise TypeError(f"clreduce.{fname} does not take a pyopencl array yet (sum, prod, min, "
+                        f"max, argmin, argmax, cumsum and cumprod do): pass array.get()")
     arr = a if isinstance(a, np.ndarray) else np.asarray(a)
     dt = arr.dtype
     if dt in _LIB_NAME or dt in _WIDEN:
@@ -378,8 +385,52 @@ def _empty_along(fname: str, op: str, shape: Tuple[int, ...], axes: Tuple[int, .
     return np.full(rshape, 0 if op == "sum" else 1, dtype=dt)
 
 
+def _reduce_offsets(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any,
+                    keepdims: bool, device: DeviceSpec, offsets: Any):
+    """op over each segment [offsets[s], offsets[s+1]) of the flattened (C-order) array."""
+    arr = _as_array(a, fname)
+    if axis is not None or keepdims:
+        raise ValueError(f"clreduce.{fname}: offsets= reduces the flattened array: no axis, "
+                         f"no keepdims")
+    o = _offsets_array(offsets, arr.size, fname)
+    x, acc, back = _segment_input(fname, op, arr, dtype, out, o)
+    x = np.ascontiguousarray(x).reshape(-1)
+    s = o.size - 1
+    if out is not None:
+        out = _check_out(out, (s,), fname)
+    if op.startswith("arg"):
+        rt = np.dtype(np.intp)
+    else:
+        rt = _FROM_LIB[_clreduce.result_dtype(op, _LIB_NAME[x.dtype], acc)]
+    if x.size == 0 or s == 0:  # nothing to read: every segment empty (sum: 0, prod: 1)
+        res = np.full(s, 0 if op == "sum" else 1, dtype=rt)
+    else:
+        values, indices, _, _ = _device(device)._dev.segments(
+            "op", op, [""] * 5, [x], [int(v) for v in o], [], [], False, False, acc, "", 0.0)
+        res = indices.astype(np.intp, copy=False) if indices is not None else values
+    if back is not None:
+        res = res.astype(back)
+    return _finish_array(res, out)
+
+
+def _segment_input(fname: str, op: str, arr: Any, dtype: Any, out: Any, o: np.ndarray):
+    """The array a segmented reduction reads, its accumulator and the dtype to cast back to;
+    refuses an empty segment where op has no identity (NumPy's ValueError)."""
+    if op in ("min", "max", "argmin", "argmax"):
+        if np.any(o[1:] == o[:-1]):
+            raise ValueError(f"clreduce.{fname}: an empty segment has no {op} (offsets name one)")
+        if arr.dtype in _WIDEN:
+            return arr.astype(_WIDEN[arr.dtype]), "", None if op.startswith("arg") else arr.dtype
+        return arr, "", None
+    return _device_input(arr, _op_dtype(arr, dtype, out, fname))
+
+
 def _reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdims: bool,
-            device: DeviceSpec):
+            device: DeviceSpec, offsets: Any = None):
+    if _is_clarray(a):
+        return _cl_reduce(fname, op, a, axis, dtype, out, keepdims, device, offsets)
+    if offsets is not None:
+        return _reduce_offsets(fname, op, a, axis, dtype, out, keepdims, device, offsets)
     arr = _as_array(a, fname)
     axes = _axes(axis, arr.ndim, fname, single=op.startswith("arg"))
     partial = _partial(axes, arr.ndim)
@@ -449,7 +500,7 @@ def _finish_array(res: np.ndarray, out: Optional[np.ndarray]):
 
 def sum(a: Any, axis: Union[None, int, Tuple[int, ...]] = None, dtype: Any = None,
         out: Optional[np.ndarray] = None, keepdims: bool = False, *,
-        device: DeviceSpec = None) -> Any:
+        offsets: Any = None, device: DeviceSpec = None) -> Any:
     """Sum of every element, as numpy.sum(a, axis, dtype, out, keepdims).
 
     int32 and smaller sums accumulate in int64 (unsigned: uint64), others in their own type;
@@ -459,42 +510,42 @@ def sum(a: Any, axis: Union[None, int, Tuple[int, ...]] = None, dtype: Any = Non
     int or a tuple of ints (negative from the end), reduced in one device call. Returns a NumPy
     scalar (an array along axes or with keepdims, or out).
     """
-    return _reduce("sum", "sum", a, axis, dtype, out, keepdims, device)
+    return _reduce("sum", "sum", a, axis, dtype, out, keepdims, device, offsets)
 
 
 def prod(a: Any, axis: Union[None, int, Tuple[int, ...]] = None, dtype: Any = None,
          out: Optional[np.ndarray] = None, keepdims: bool = False, *,
-         device: DeviceSpec = None) -> Any:
+         offsets: Any = None, device: DeviceSpec = None) -> Any:
     """Product of every element, as numpy.prod; types as sum's. Integers wrap."""
-    return _reduce("prod", "prod", a, axis, dtype, out, keepdims, device)
+    return _reduce("prod", "prod", a, axis, dtype, out, keepdims, device, offsets)
 
 
 def min(a: Any, axis: Union[None, int, Tuple[int, ...]] = None,
         out: Optional[np.ndarray] = None, keepdims: bool = False, *,
-        device: DeviceSpec = None) -> Any:
+        offsets: Any = None, device: DeviceSpec = None) -> Any:
     """Smallest element, as numpy.min: NaN if any element is NaN; ValueError on an empty array."""
-    return _reduce("min", "min", a, axis, None, out, keepdims, device)
+    return _reduce("min", "min", a, axis, None, out, keepdims, device, offsets)
 
 
 def max(a: Any, axis: Union[None, int, Tuple[int, ...]] = None,
         out: Optional[np.ndarray] = None, keepdims: bool = False, *,
-        device: DeviceSpec = None) -> Any:
+        offsets: Any = None, device: DeviceSpec = None) -> Any:
     """Largest element, as numpy.max: NaN if any element is NaN; ValueError on an empty array."""
-    return _reduce("max", "max", a, axis, None, out, keepdims, device)
+    return _reduce("max", "max", a, axis, None, out, keepdims, device, offsets)
 
 
 def argmin(a: Any, axis: Optional[int] = None, out: Optional[np.ndarray] = None, *,
-           keepdims: bool = False, device: DeviceSpec = None) -> Any:
+           keepdims: bool = False, offsets: Any = None, device: DeviceSpec = None) -> Any:
     """Index of the smallest element in the flattened (C-order) array, or along axis, as
     numpy.argmin: the first one on ties, the first NaN if any. ValueError on an empty array."""
-    return _reduce("argmin", "argmin", a, axis, None, out, keepdims, device)
+    return _reduce("argmin", "argmin", a, axis, None, out, keepdims, device, offsets)
 
 
 def argmax(a: Any, axis: Optional[int] = None, out: Optional[np.ndarray] = None, *,
-           keepdims: bool = False, device: DeviceSpec = None) -> Any:
+           keepdims: bool = False, offsets: Any = None, device: DeviceSpec = None) -> Any:
     """Index of the largest element in the flattened (C-order) array, or along axis, as
     numpy.argmax: the first one on ties, the first NaN if any. ValueError on an empty array."""
-    return _reduce("argmax", "argmax", a, axis, None, out, keepdims, device)
+    return _reduce("argmax", "argmax", a, axis, None, out, keepdims, device, offsets)
 
 
 _F32 = np.dtype(np.float32)
@@ -681,13 +732,59 @@ def reduce(*arrays: Any, map: str, reduce: str, identity: str, post: Optional[st
     return value
 
 
+def _offsets_array(offsets: Any, n: int, fname: str) -> np.ndarray:
+    """offsets= as the library takes them: S + 1 ascending int64 offsets within [0, n]."""
+    if _is_clarray(offsets):
+        offsets = offsets.get()
+    o = np.asarray(offsets)
+    if o.ndim != 1 or o.size < 1 or (o.size and o.dtype.kind not in "iu"):
+        raise ValueError(f"clreduce.{fname}: offsets must be a 1-D integer array of S + 1 "
+                         f"offsets (S >= 0 segments)")
+    o = o.astype(np.int64)
+    if o[0] < 0 or o[-1] > n or np.any(np.diff(o) < 0):
+        raise ValueError(f"clreduce.{fname}: offsets must ascend within [0, {n}]")
+    return o
+
+
+def _scan_flags(fname: str, n: int, row: int, segments: Any, offsets: Any) -> Optional[np.ndarray]:
+    """The segment flags of a scan (a uint8 per element, nonzero starts a segment), or None."""
+    if segments is not None and offsets is not None:
+        raise TypeError(f"clreduce.{fname}: give segments= or offsets=, not both")
+    if segments is not None:
+        if _is_clarray(segments):
+            segments = segments.get()
+        f = np.asarray(segments)
+        if f.shape != (n,):
+            raise ValueError(f"clreduce.{fname}: segments must be a 1-D array of one flag per "
+                             f"element ({n}), not of shape {f.shape}")
+        return np.ascontiguousarray(f != 0, dtype=np.uint8)
+    if offsets is not None:
+        o = _offsets_array(offsets, n, fname)
+        if o[0] != 0 or o[-1] != n:
+            raise ValueError(f"clreduce.{fname}: offsets must start at 0 and end at {n} (every "
+                             f"element in one segment)")
+        f = np.zeros(n, dtype=np.uint8)
+        f[o[:-1][o[:-1] < n]] = 1
+        return f
+    if row > 0 and n > row:
+        f = np.zeros(n, dtype=np.uint8)
+        f[::row] = 1
+        return f
+    return None
+
+
 def _scan(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, exclusive: bool,
-          device: DeviceSpec):
+          device: DeviceSpec, segments: Any = None, offsets: Any = None):
+    if _is_clarray(a):
+        return _cl_scan(fname, op, a, axis, dtype, out, exclusive, device, segments, offsets)
     arr = _as_array(a, fname)
     axes = _axes(axis, arr.ndim, fname, single=True)
     if axes is None or arr.ndim <= 1:
         shape: Tuple[int, ...] = (arr.size,)
         row = 0
+    elif segments is not None or offsets is not None:
+        raise ValueError(f"clreduce.{fname}: segments= and offsets= scan the flattened array "
+                         f"(axis=None)")
     elif axes[0] == arr.ndim - 1:
         shape = arr.shape
         row = arr.shape[-1]
@@ -710,8 +807,9 @@ def _scan(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, exclusiv
         and not np.shares_memory(out, x)
     )
     res = out.reshape(-1) if direct else np.empty(x.size, dtype=rt)
+    flags = _scan_flags(fname, x.size, row, segments, offsets)
     if x.size:
-        _device(device)._dev.scan(op, x, res, bool(exclusive), row, acc, "")
+        _device(device)._dev.scan(op, x, res, bool(exclusive), flags, acc, "")
     if direct:
         return out
     res = res.reshape(shape)
@@ -725,16 +823,165 @@ def _scan(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, exclusiv
 
 def cumsum(a: Any, axis: Optional[int] = None, dtype: Any = None,
            out: Optional[np.ndarray] = None, *, exclusive: bool = False,
-           device: DeviceSpec = None) -> np.ndarray:
+           segments: Any = None, offsets: Any = None, device: DeviceSpec = None) -> Any:
     """Running sums, as numpy.cumsum(a, axis, dtype, out): of the flattened array (axis=None),
     or along the last axis (each row on its own, in one device call). int32 and smaller
     accumulate in int64 (unsigned: uint64). exclusive=True: element i sums the elements before
-    it (0 first). out (C-contiguous, of the result's dtype) is written in place."""
-    return _scan("cumsum", "sum", a, axis, dtype, out, exclusive, device)
+    it (0 first). out (C-contiguous, of the result's dtype) is written in place.
+
+    segments: one flag per element of the flattened array, nonzero where a segment starts (the
+    sums restart there); offsets: S + 1 ascending offsets from 0 to a.size, segment s being
+    [offsets[s], offsets[s+1]) (empty ones allowed). A pyopencl.array.Array is scanned on its
+    own queue into a new pyopencl array (docs/PYTHON.md)."""
+    return _scan("cumsum", "sum", a, axis, dtype, out, exclusive, device, segments, offsets)
 
 
 def cumprod(a: Any, axis: Optional[int] = None, dtype: Any = None,
             out: Optional[np.ndarray] = None, *, exclusive: bool = False,
-            device: DeviceSpec = None) -> np.ndarray:
-    """Running products, as numpy.cumprod; otherwise as cumsum (exclusive: 1 first)."""
-    return _scan("cumprod", "prod", a, axis, dtype, out, exclusive, device)
+            segments: Any = None, offsets: Any = None, device: DeviceSpec = None) -> Any:
+    """Running products, as numpy.cumprod; otherwise as cumsum (exclusive: 1 first; segments=,
+    offsets= and pyopencl arrays too)."""
+    return _scan("cumprod", "prod", a, axis, dtype, out, exclusive, device, segments, offsets)
+
+
+# --- pyopencl.array.Array: arrays already on a device
+
+
+def _is_clarray(a: Any) -> bool:
+    """Whether a is a pyopencl.array.Array (PyOpenCL is never imported here: an array of it
+    exists only once the program has imported it)."""
+    mod = sys.modules.get("pyopencl.array")
+    return mod is not None and isinstance(a, mod.Array)
+
+
+_cl_opened: dict = {}  # (context, queue handle) -> (queue, Device): one Device per queue
+
+
+def _cl_device(a: Any, device: DeviceSpec, fname: str) -> Device:
+    """The Device made of a pyopencl array's context, device and queue (kept for the process)."""
+    if device is not None:
+        raise ValueError(f"clreduce.{fname}: a pyopencl array is reduced on its own queue: "
+                         f"device= must be None")
+    q = a.queue
+    if q is None:
+        raise ValueError(f"clreduce.{fname}: the pyopencl array has no queue (array.with_queue)")
+    key = (q.context.int_ptr, q.int_ptr)
+    with _lock:
+        hit = _cl_opened.get(key)
+    if hit is None:
+        dev = Device.__new__(Device)
+        kernel_dir = os.environ.get("CLREDUCE_KERNEL_DIR") or _KERNEL_DIR
+        dev._dev = _clreduce._Device(q.context.int_ptr, q.device.int_ptr, q.int_ptr, kernel_dir,
+                                     [], True)
+        dev._info = DeviceInfo(**dev._dev.summary())
+        with _lock:
+            hit = _cl_opened.setdefault(key, (q, dev))
+    return hit[1]
+
+
+def _cl_check(a: Any, fname: str, c_order: bool) -> None:
+    if a.dtype not in _LIB_NAME and a.dtype not in _WIDEN:
+        raise TypeError(
+            f"clreduce.{fname}: unsupported dtype {a.dtype} (clreduce takes int32, uint32, int64, "
+            f"uint64, float32 and float64, and bool, int8, int16, uint8, uint16 widened to 32 bits)"
+        )
+    if not (a.flags.c_contiguous or (not c_order and a.flags.f_contiguous)):
+        raise ValueError(f"clreduce.{fname}: a pyopencl array must be contiguous (C order); "
+                         f"copy it first (array.copy())")
+
+
+def _cl_at(x: Any) -> Tuple[int, int]:
+    """A contiguous pyopencl array's buffer handle and first element."""
+    return x.base_data.int_ptr, x.offset // x.dtype.itemsize
+
+
+def _cl_result(a: Any, res: Any) -> Any:
+    """A NumPy result as the pyopencl array's call gives it: arrays on the device, scalars not."""
+    if isinstance(res, np.ndarray):
+        return sys.modules["pyopencl.array"].to_device(a.queue, np.ascontiguousarray(res))
+    return res
+
+
+def _cl_reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdims: bool,
+               device: DeviceSpec, offsets: Any):
+    """op over a pyopencl array, on its context and queue: a NumPy scalar, or a new pyopencl
+    array where NumPy gives an array (axes, keepdims, offsets)."""
+    dev = _cl_device(a, device, fname)
+    if out is not None:
+        raise TypeError(f"clreduce.{fname}: out= is not taken with a pyopencl array (the result "
+                        f"is a new pyopencl array or a NumPy scalar)")
+    _cl_check(a, fname, c_order=op.startswith("arg") or axis is not None or offsets is not None)
+    if a.size == 0:  # nothing on the device to read: NumPy's answer (or its error)
+        return _cl_result(a, _reduce(fname, op, np.empty(a.shape, a.dtype), axis, dtype, None,
+                                     keepdims, None, offsets))
+    if offsets is not None:
+        if axis is not None or keepdims:
+            raise ValueError(f"clreduce.{fname}: offsets= reduces the flattened array: no axis, "
+                             f"no keepdims")
+        o = _offsets_array(offsets, a.size, fname)
+        x, acc, back = _segment_input(fname, op, a, dtype, None, o)
+        if o.size == 1:
+            rt = np.dtype(np.intp) if op.startswith("arg") else back if back is not None else (
+                _FROM_LIB[_clreduce.result_dtype(op, _LIB_NAME[x.dtype], acc)])
+            return _cl_result(a, np.empty(0, dtype=rt))
+        mem, first = _cl_at(x)
+        values, indices, _, _ = dev._dev.segments_buffer(
+            op, _LIB_NAME[x.dtype], mem, first + x.size, [int(v) + first for v in o], [], [],
+            False, False, acc)
+        res = indices.astype(np.intp, copy=False) if indices is not None else values
+        return _cl_result(a, res if back is None else res.astype(back))
+    axes = _axes(axis, a.ndim, fname, single=op.startswith("arg"))
+    x, acc, back = _segment_input(fname, op, a, dtype, None, np.zeros(1, np.int64))
+    if _partial(axes, a.ndim):
+        if _cl_at(x)[1] != 0:
+            x = x.copy()  # the engine reads axes from the buffer's start: a view's range copied
+        values, indices, rshape, _ = dev._dev.segments_buffer(
+            op, _LIB_NAME[x.dtype], _cl_at(x)[0], x.size, [], [int(d) for d in a.shape],
+            list(axes), True, bool(keepdims), acc)
+        res = (indices.astype(np.intp, copy=False) if indices is not None else values)
+        res = res.reshape(tuple(rshape))
+        return _cl_result(a, res if back is None else res.astype(back))
+    mem, first = _cl_at(x)
+    v, index, rname = dev._dev.reduce_buffer(op, _LIB_NAME[x.dtype], mem, first, x.size, acc)
+    if op.startswith("arg"):
+        value = np.intp(index)
+    else:
+        value = _FROM_LIB[rname].type(v)
+        if back is not None:
+            value = np.asarray(value).astype(back)[()]
+    if keepdims:
+        return _cl_result(a, np.full((1,) * a.ndim, value, dtype=value.dtype))
+    return value
+
+
+def _cl_scan(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, exclusive: bool,
+             device: DeviceSpec, segments: Any, offsets: Any):
+    """A scan of a pyopencl array on its context and queue into a new pyopencl array."""
+    dev = _cl_device(a, device, fname)
+    if out is not None:
+        raise TypeError(f"clreduce.{fname}: out= is not taken with a pyopencl array (the result "
+                        f"is a new pyopencl array)")
+    _cl_check(a, fname, c_order=True)
+    axes = _axes(axis, a.ndim, fname, single=True)
+    row = 0
+    shape: Tuple[int, ...] = (a.size,)
+    if axes is not None and a.ndim > 1:
+        if segments is not None or offsets is not None:
+            raise ValueError(f"clreduce.{fname}: segments= and offsets= scan the flattened array "
+                             f"(axis=None)")
+        if axes[0] != a.ndim - 1:
+            raise ValueError(f"clreduce.{fname}: scans run over the whole array (axis=None) or "
+                             f"along the last axis")
+        shape, row = a.shape, a.shape[-1]
+    if not isinstance(exclusive, (bool, np.bool_)):
+        raise TypeError(f"clreduce.{fname}: exclusive must be True or False")
+    x, acc, back = _device_input(a, _op_dtype(a, dtype, None, fname))
+    rt = _FROM_LIB[_clreduce.result_dtype(op, _LIB_NAME[x.dtype], acc)]
+    flags = _scan_flags(fname, x.size, row, segments, offsets)
+    res = sys.modules["pyopencl.array"].empty(a.queue, x.size, rt)
+    if x.size:
+        mem, first = _cl_at(x)
+        dev._dev.scan_buffer(op, _LIB_NAME[x.dtype], mem, first, x.size, res.base_data.int_ptr,
+                             0, bool(exclusive), flags, acc)
+    res = res.reshape(shape)
+    return res if back is None else res.astype(back)

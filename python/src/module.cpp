@@ -128,6 +128,21 @@ clreduce::Segments segments_of(const std::vector<std::int64_t>& offsets,
                  : clreduce::Segments::from_offsets(offsets);
 }
 
+// A scan's segment flags: none, or n bytes (a C-contiguous uint8 array of n elements).
+std::vector<std::uint8_t> flag_bytes(const nb::object& flags, std::size_t n) {
+  if (flags.is_none()) return {};
+  const auto f = nb::cast<nb::ndarray<nb::ro, std::uint8_t, nb::ndim<1>, nb::c_contig,
+                                      nb::device::cpu>>(flags);
+  if (f.size() != n) throw nb::value_error("scan: one segment flag per element");
+  return std::vector<std::uint8_t>(f.data(), f.data() + n);
+}
+
+// An OpenCL object of the program's (PyOpenCL's int_ptr), kept by the C++ wrapper (retained).
+template <class T, class H> T cl_object(std::uintptr_t ptr) {
+  if (ptr == 0) throw nb::value_error("a null OpenCL handle");
+  return T(reinterpret_cast<H>(ptr), /*retainObject=*/true);
+}
+
 // One open device. The library's Device is used by one thread at a time: calls take the mutex
 // after the GIL is released, so Python threads sharing one Device wait for each other.
 class PyDevice {
@@ -140,7 +155,79 @@ class PyDevice {
     dev_ = std::make_unique<clreduce::Device>(spec, kernel_dir, t);
   }
 
+  // A Device on the program's own context, device and queue (PyOpenCL's, by their int_ptr).
+  PyDevice(std::uintptr_t context, std::uintptr_t device, std::uintptr_t queue,
+           const std::string& kernel_dir, const std::vector<std::string>& tune, bool from_env) {
+    clreduce::Tuning t = from_env ? clreduce::tuning_from_env() : clreduce::Tuning{};
+    for (const std::string& kv : tune) clreduce::set_tuning(t, kv);
+    const auto ctx = cl_object<cl::Context, cl_context>(context);
+    const auto dev = cl_object<cl::Device, cl_device_id>(device);
+    const auto q = cl_object<cl::CommandQueue, cl_command_queue>(queue);
+    nb::gil_scoped_release release;
+    dev_ = std::make_unique<clreduce::Device>(ctx, dev, q, kernel_dir, t);
+  }
+
   nb::dict summary() const { return summary_dict(dev_->summary()); }
+
+  // op over elements [first, first + n) of `type` (the library's name) of a buffer of the
+  // Device's context (a cl_mem by its int_ptr): (value, index, result type name).
+  std::tuple<nb::object, std::int64_t, std::string> reduce_buffer(
+      const std::string& op_name, const std::string& type, std::uintptr_t mem, std::size_t first,
+      std::size_t n, const std::string& acc) {
+    const clreduce::Op op = reduce_op(op_name);
+    const clreduce::DType t = clreduce::parse_dtype(type);
+    const auto buf = cl_object<cl::Buffer, cl_mem>(mem);
+    clreduce::Options o;
+    o.acc = acc;
+    clreduce::Result r;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      r = dev_->reduce(op, t, buf, first, n, o);
+    }
+    return {value_object(r.value), r.value.index, clreduce::dtype_name(r.acc)};
+  }
+
+  // Scans elements [first, first + n) of buffer `in` into [out_first, out_first + n) of buffer
+  // `out` (of result_dtype(op, type, acc)); flags as scan()'s.
+  void scan_buffer(const std::string& op_name, const std::string& type, std::uintptr_t in,
+                   std::size_t first, std::size_t n, std::uintptr_t out, std::size_t out_first,
+                   bool exclusive, const nb::object& flags, const std::string& acc) {
+    const clreduce::Op op = reduce_op(op_name);
+    const clreduce::DType t = clreduce::parse_dtype(type);
+    const auto ib = cl_object<cl::Buffer, cl_mem>(in);
+    const auto ob = cl_object<cl::Buffer, cl_mem>(out);
+    clreduce::Options o;
+    o.acc = acc;
+    o.exclusive = exclusive;
+    o.segments = flag_bytes(flags, n);
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    dev_->scan(op, t, ib, first, n, ob, out_first, o);
+  }
+
+  // A built-in op's segmented reduction of the first n elements of a buffer: as segments().
+  std::tuple<nb::object, nb::object, std::vector<std::uint64_t>, std::string> segments_buffer(
+      const std::string& name, const std::string& type, std::uintptr_t mem, std::size_t n,
+      const std::vector<std::int64_t>& offsets, const std::vector<std::uint64_t>& shape,
+      const std::vector<std::int64_t>& axes, bool by_axes, bool keepdims,
+      const std::string& acc) {
+    const clreduce::Op op = reduce_op(name);
+    const clreduce::DType t = clreduce::parse_dtype(type);
+    const auto buf = cl_object<cl::Buffer, cl_mem>(mem);
+    const clreduce::Segments segs = segments_of(offsets, shape, axes, by_axes, keepdims);
+    clreduce::Options o;
+    o.acc = acc;
+    clreduce::SegmentedResult r;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      r = dev_->reduce_segments(op, t, buf, n, segs, o);
+    }
+    nb::object indices = nb::none();
+    if (clreduce::is_arg_op(op)) indices = owned_array(std::move(r.indices));
+    return {values_array(r.values), indices, r.shape, clreduce::dtype_name(r.values.type)};
+  }
   std::string kernel_dir() const { return dev_->kernel_dir(); }
 
   // (value, index, result type name, builds, kernel_ms) of op over every element of a.
@@ -163,11 +250,11 @@ class PyDevice {
   }
 
   // Scans every element of a into out (as many elements, of result_dtype(op, a's type, acc)).
-  // row > 0: a segment starts every `row` elements (a scan along the last axis of rows of that
-  // length). Returns (builds, kernel_ms).
+  // flags: None, or a uint8 array of a's length (nonzero starts a segment: rows along the last
+  // axis, or the caller's segments). Returns (builds, kernel_ms).
   std::tuple<std::size_t, double> scan(const std::string& op_name, const InArray& a, OutArray& out,
-                                       bool exclusive, std::size_t row, const std::string& acc,
-                                       const std::string& variant) {
+                                       bool exclusive, const nb::object& flags,
+                                       const std::string& acc, const std::string& variant) {
     const clreduce::Op op = reduce_op(op_name);
     const clreduce::DType t = checked_dtype(a.dtype(), "scan input");
     const clreduce::DType ot = checked_dtype(out.dtype(), "scan output");
@@ -179,14 +266,11 @@ class PyDevice {
     o.acc = acc;
     o.variant = variant;
     o.exclusive = exclusive;
+    o.segments = flag_bytes(flags, a.size());
     clreduce::Result r;
     {
       nb::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(mutex_);
-      if (row > 0 && a.size() > row) {
-        o.segments.assign(a.size(), 0);
-        for (std::size_t i = 0; i < a.size(); i += row) o.segments[i] = 1;
-      }
       r = dev_->scan(op, t, a.data(), a.size(), ot, out.data(), o);
     }
     return {r.builds, r.kernel_ms};
@@ -320,12 +404,24 @@ NB_MODULE(_clreduce, m) {
   nb::class_<PyDevice>(m, "_Device")
       .def(nb::init<const std::string&, const std::string&, const std::vector<std::string>&, bool>(),
            nb::arg("spec"), nb::arg("kernel_dir"), nb::arg("tune"), nb::arg("from_env"))
+      .def(nb::init<std::uintptr_t, std::uintptr_t, std::uintptr_t, const std::string&,
+                    const std::vector<std::string>&, bool>(),
+           nb::arg("context"), nb::arg("device"), nb::arg("queue"), nb::arg("kernel_dir"),
+           nb::arg("tune"), nb::arg("from_env"))
       .def("summary", &PyDevice::summary)
+      .def("reduce_buffer", &PyDevice::reduce_buffer, nb::arg("op"), nb::arg("type"),
+           nb::arg("mem"), nb::arg("first"), nb::arg("n"), nb::arg("acc"))
+      .def("scan_buffer", &PyDevice::scan_buffer, nb::arg("op"), nb::arg("type"), nb::arg("in"),
+           nb::arg("first"), nb::arg("n"), nb::arg("out"), nb::arg("out_first"),
+           nb::arg("exclusive"), nb::arg("flags").none(), nb::arg("acc"))
+      .def("segments_buffer", &PyDevice::segments_buffer, nb::arg("name"), nb::arg("type"),
+           nb::arg("mem"), nb::arg("n"), nb::arg("offsets"), nb::arg("shape"), nb::arg("axes"),
+           nb::arg("by_axes"), nb::arg("keepdims"), nb::arg("acc"))
       .def("kernel_dir", &PyDevice::kernel_dir)
       .def("reduce", &PyDevice::reduce, nb::arg("op"), nb::arg("a").noconvert(), nb::arg("acc"),
            nb::arg("variant"))
       .def("scan", &PyDevice::scan, nb::arg("op"), nb::arg("a").noconvert(),
-           nb::arg("out").noconvert(), nb::arg("exclusive"), nb::arg("row"), nb::arg("acc"),
+           nb::arg("out").noconvert(), nb::arg("exclusive"), nb::arg("flags").none(), nb::arg("acc"),
            nb::arg("variant"))
       .def("derived", &PyDevice::derived, nb::arg("op"), nb::arg("arrays"), nb::arg("where"),
            nb::arg("ddof"))

@@ -3,8 +3,8 @@
 # virtual environment) and runs its tests (pytest, tests/python) against NumPy.
 # The environment and the wheel's CMake build directory are kept in WORK_DIR, so a later run
 # installs nothing new and recompiles only what changed; the first needs the package index
-# (scikit-build-core, nanobind, NumPy, pytest) and compiles the library (about 1.5 minutes on 2
-# cores).
+# (scikit-build-core, nanobind, NumPy, pytest; PyOpenCL where it installs) and compiles the
+# library (about 1.5 minutes on 2 cores).
 # usage: run.sh PYTHON3 SOURCE_DIR WORK_DIR [WERROR]   (WERROR: ON builds the module with
 # warnings as errors, as the CMake build it belongs to does)
 set -euo pipefail
@@ -25,6 +25,13 @@ py=$venv/bin/python
 if ! "$py" -c "import scikit_build_core, nanobind, numpy, pytest" 2>/dev/null; then
   "$py" -m pip install -q --disable-pip-version-check "scikit-build-core>=0.10" "nanobind>=2.0" \
     "numpy>=1.26" pytest || fail "pip could not install the build and test requirements"
+fi
+# PyOpenCL, optional: the tests of pyopencl arrays (test_pyopencl.py) skip without it. Tried
+# once per environment (a marker file), so a machine without the package index is not slowed.
+if ! "$py" -c "import pyopencl" 2>/dev/null && [[ ! -e $work/pyopencl-tried ]]; then
+  "$py" -m pip install -q --disable-pip-version-check pyopencl ||
+    echo "note: PyOpenCL could not be installed: the tests of pyopencl arrays are skipped" >&2
+  touch "$work/pyopencl-tried"
 fi
 # The package itself, every time (an unchanged tree rebuilds nothing). No build isolation: the
 # build requirements are the environment's, installed above, and so is its CMake build directory.

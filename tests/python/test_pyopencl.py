@@ -1,0 +1,139 @@
+"""pyopencl.array.Array inputs: reduced and scanned on the array's own context and queue, read
+where they lie (views with an offset too), results against NumPy. Skipped when PyOpenCL is not
+importable or finds no device that clreduce's test device names."""
+
+import os
+
+import numpy as np
+import pytest
+
+import clreduce
+
+try:
+    import pyopencl as cl
+    import pyopencl.array as cla
+except ImportError as e:  # not installed, or installed without a loadable OpenCL library
+    pytest.skip(f"PyOpenCL is not importable: {e}", allow_module_level=True)
+
+DEVICE = os.environ.get("CLREDUCE_TEST_DEVICE", "pocl")
+N = 2**16 + 5
+
+
+@pytest.fixture(scope="module")
+def queue():
+    """A PyOpenCL queue on the device clreduce's tests use (same platform and device name)."""
+    info = clreduce.Device(DEVICE).info
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as e:
+        pytest.skip(f"PyOpenCL finds no OpenCL platform: {e}")
+    for p in platforms:
+        for d in p.get_devices():
+            if p.name == info.platform and d.name == info.name:
+                return cl.CommandQueue(cl.Context([d]))
+    pytest.skip(f"PyOpenCL finds no device {info.name!r} of platform {info.platform!r}")
+
+
+def values(dtype, n=N, seed=5):
+    return np.random.default_rng(seed).integers(-1000, 1000, n).astype(dtype)
+
+
+VIEWS = [slice(None), slice(3, None), slice(5, -7)]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+@pytest.mark.parametrize("view", VIEWS, ids=["whole", "from3", "5to-7"])
+@pytest.mark.parametrize("name", ["sum", "min", "argmax"])
+def test_reductions(queue, dtype, view, name):
+    h = values(dtype)
+    a = cla.to_device(queue, h)[view]
+    assert (a.offset != 0) == (view.start is not None)
+    got = getattr(clreduce, name)(a)
+    want = getattr(np, name)(h[view])
+    assert isinstance(got, np.generic) and got.dtype == want.dtype  # a NumPy scalar
+    assert got == want
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+@pytest.mark.parametrize("view", VIEWS, ids=["whole", "from3", "5to-7"])
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_cumsum(queue, dtype, view, exclusive):
+    h = values(dtype)
+    a = cla.to_device(queue, h)[view]
+    got = clreduce.cumsum(a, exclusive=exclusive)
+    want = np.cumsum(h[view])
+    if exclusive:
+        want = want - h[view]
+    assert isinstance(got, cla.Array) and got.queue is queue and got.dtype == want.dtype
+    np.testing.assert_array_equal(got.get(), want)
+
+
+def test_sees_the_queues_earlier_work(queue):
+    h = values(np.int32)
+    b = cla.to_device(queue, h) + 1  # a kernel enqueued on the queue, not waited for
+    assert clreduce.sum(b) == h.sum() + N
+    np.testing.assert_array_equal(clreduce.cumsum(b * 2).get(), np.cumsum((h + 1) * 2))
+
+
+@pytest.mark.parametrize("view", VIEWS[:2], ids=["whole", "from3"])
+def test_axes_keepdims_and_dtype(queue, view):
+    h = values(np.int32, 40 * 33 + 3)
+    a = cla.to_device(queue, h)[view][: 40 * 33].reshape(40, 33)
+    hv = h[view][: 40 * 33].reshape(40, 33)
+    for axis in (0, 1):
+        for name in ("sum", "max", "argmin"):
+            got = getattr(clreduce, name)(a, axis=axis)
+            want = getattr(np, name)(hv, axis=axis)
+            assert isinstance(got, cla.Array) and got.dtype == want.dtype
+            np.testing.assert_array_equal(got.get(), want)
+    got = clreduce.sum(a, keepdims=True)
+    assert isinstance(got, cla.Array) and got.shape == (1, 1) and got.get()[0, 0] == hv.sum()
+    got = clreduce.sum(a, dtype=np.int32)
+    assert got.dtype == np.int32 and got == hv.sum(dtype=np.int32)
+    np.testing.assert_array_equal(clreduce.cumsum(a, axis=1).get(), np.cumsum(hv, axis=1))
+
+
+def test_narrow_and_empty(queue):
+    h = values(np.int16, 1000)
+    a = cla.to_device(queue, h)
+    assert clreduce.sum(a) == h.sum() and clreduce.sum(a).dtype == h.sum().dtype
+    assert clreduce.max(a) == h.max() and clreduce.max(a).dtype == np.int16
+    e = cla.empty(queue, 0, np.float32)
+    assert clreduce.sum(e) == 0
+    assert clreduce.cumsum(e).shape == (0,)
+    with pytest.raises(ValueError):
+        clreduce.min(e)
+
+
+def test_offsets(queue):
+    h = values(np.int32, 3012)
+    offsets = np.array([0, 0, 4, 4, 3000, 3009])
+    for view in VIEWS[:2]:
+        a = cla.to_device(queue, h)[view]
+        hv = h[view][:3009]
+        got = clreduce.sum(a, offsets=offsets)
+        assert isinstance(got, cla.Array) and got.dtype == np.int64
+        np.testing.assert_array_equal(
+            got.get(), [hv[offsets[s]:offsets[s + 1]].sum() for s in range(5)])
+        got = clreduce.argmax(a, offsets=[0, 4, 3000])
+        np.testing.assert_array_equal(got.get(), [np.argmax(hv[:4]), np.argmax(hv[4:3000])])
+    a = cla.to_device(queue, h)[3:]
+    scan_offsets = np.array([0, 0, 4, 4, 3000, a.size])
+    got = clreduce.cumsum(a, offsets=scan_offsets).get()
+    want = np.concatenate([np.cumsum(h[3:][scan_offsets[s]:scan_offsets[s + 1]])
+                           for s in range(5)])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_refusals(queue):
+    a = cla.to_device(queue, values(np.int32, 100))
+    with pytest.raises(ValueError, match="contiguous"):
+        clreduce.sum(a[::2])
+    with pytest.raises(ValueError, match="device="):
+        clreduce.sum(a, device=DEVICE)
+    with pytest.raises(TypeError, match="out="):
+        clreduce.sum(a, out=np.zeros(()))
+    with pytest.raises(TypeError, match="dtype"):
+        clreduce.sum(cla.to_device(queue, np.zeros(4, np.float16)))
+    with pytest.raises(TypeError, match="does not take a pyopencl array"):
+        clreduce.mean(a)
