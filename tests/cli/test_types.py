@@ -214,7 +214,7 @@ refused(["--input", save("refuse_empty", np.zeros(0, np.int8)), "--op", "minmax"
 refused(["--input", i8, "--op", "argmax", "--where", "x > 1000"], 2, "holds for no element")
 refused(["--input", i8, "--op", "sum", "--exclusive"], 2, "--exclusive")
 off = save("refuse_off", np.array([0, 5, 10], dtype=np.int64))
-refused(["--input", i8, "--op", "sum", "--offsets", off], 2, "not int8")
+refused(["--input", i8, "--op", "argmin", "--offsets", off], 2, "not int8")
 
 if failures:
     print("\n".join(failures[:40]))
