@@ -544,6 +544,19 @@ int run(int argc, char** argv, const Ranks& ranks) {
       throw Error(Errc::kUsage,
                   "--ddof must be a number from 0 to 1e18, not '" + printable(ddof_text) + "'");
   }
+  // The device of a run on one device only (segments, --op select, the engine's runs): --device
+  // naming several ("...: <runs_on_one>"), or a --local-size it cannot take, is exit 2.
+  const auto one_device = [&](const std::string& runs_on_one) {
+    const std::vector<DeviceInfo> devs = select_devices(list_devices(), device);
+    if (devs.size() > 1)
+      throw Error(Errc::kUsage, "--device " + device + " names several devices: " + runs_on_one);
+    if (local_size > devs.front().max_wg_size)
+      throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
+                                    " is larger than device " + std::to_string(devs.front().index) +
+                                    "'s largest work-group (" +
+                                    std::to_string(devs.front().max_wg_size) + ")");
+    return devs.front();
+  };
   const bool segmenting = app.count("--offsets") + app.count("--axis") > 0;
   if (keepdims && !app.count("--axis"))
     throw Error(Errc::kUsage, "--keepdims applies to --axis only");
@@ -629,16 +642,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     sa.local_size = local_size;
     sa.format = format;
     sa.verbose = verbose;
-    const std::vector<DeviceInfo> devs = select_devices(list_devices(), device);
-    if (devs.size() > 1)
-      throw Error(Errc::kUsage,
-                  "--device " + device + " names several devices: " + with + " runs on one device");
-    if (local_size > devs.front().max_wg_size)
-      throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
-                                    " is larger than device " + std::to_string(devs.front().index) +
-                                    "'s largest work-group (" +
-                                    std::to_string(devs.front().max_wg_size) + ")");
-    Context ctx(devs.front(), find_kernel_dir(kernel_dir, true), verbose, tuning);
+    Context ctx(one_device(with + " runs on one device"), find_kernel_dir(kernel_dir, true), verbose, tuning);
     return run_segments(sa, ctx, [](const std::string& path, std::vector<std::uint64_t>* shape) {
       if (path != "-") return read_npy_nd(path, shape);
       if (isatty(0) == 1)
@@ -681,16 +685,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
       throw Error(Errc::kUsage, "--where '" + printable(where_expr) + "' names " +
                                     std::string(1, "xyzw"[named - 1]) +
                                     ": --op select has one array, x");
-    const std::vector<DeviceInfo> devs = select_devices(list_devices(), device);
-    if (devs.size() > 1)
-      throw Error(Errc::kUsage,
-                  "--device " + device + " names several devices: --op select runs on one device");
-    if (local_size > devs.front().max_wg_size)
-      throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
-                                    " is larger than device " + std::to_string(devs.front().index) +
-                                    "'s largest work-group (" +
-                                    std::to_string(devs.front().max_wg_size) + ")");
-    Context ctx(devs.front(), find_kernel_dir(kernel_dir, true), verbose, tuning);
+    Context ctx(one_device("--op select runs on one device"), find_kernel_dir(kernel_dir, true), verbose, tuning);
     return run_select(ea, output, ctx, read_input);
   }
   if ((user_expr || engine_row) && !list_variants_flag && !list_devices_flag) {
@@ -751,16 +746,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     ea.verbose = verbose;
     ea.save_input = save_input;
     check_expr_args(ea);
-    const std::vector<DeviceInfo> devs = select_devices(list_devices(), device);
-    if (devs.size() > 1)
-      throw Error(Errc::kUsage, "--device " + device + " names several devices: " + what +
-                                    " runs on one device for now");
-    if (local_size > devs.front().max_wg_size)
-      throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
-                                    " is larger than device " + std::to_string(devs.front().index) +
-                                    "'s largest work-group (" +
-                                    std::to_string(devs.front().max_wg_size) + ")");
-    Context ctx(devs.front(), find_kernel_dir(kernel_dir, true), verbose, tuning);
+    Context ctx(one_device(what + " runs on one device for now"), find_kernel_dir(kernel_dir, true), verbose, tuning);
     return run_expr(ea, ctx, [&](const std::string& path) {
       if (path == "-" && stdin_array) return std::move(*stdin_array);
       return read_input(path);

@@ -136,17 +136,6 @@ std::vector<unsigned char> edge_bytes(DType t) {
   return out;
 }
 
-// One work-item's launch: waits for it (time limit), so its result can be read.
-void run_one(Context& ctx, cl::Kernel& k, std::size_t items, TimeLimit limit,
-             const std::string& what, std::vector<cl::Event>* events = nullptr) {
-  cl::Event e;
-  ctx.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(items), cl::NullRange, nullptr,
-                                   &e);
-  ctx.queue().flush();
-  wait(e, limit, what);
-  if (events) events->push_back(e);
-}
-
 // Reads buf's first `bytes` bytes into dst, waiting within the limit (as every wait).
 void read_back(Context& ctx, const cl::Buffer& buf, std::size_t bytes, void* dst, TimeLimit limit,
                const std::string& what) {
@@ -155,6 +144,16 @@ void read_back(Context& ctx, const cl::Buffer& buf, std::size_t bytes, void* dst
 }
 
 }  // namespace
+
+void run_one(Context& ctx, cl::Kernel& k, std::size_t items, TimeLimit limit,
+             const std::string& what, std::vector<cl::Event>* events) {
+  cl::Event e;
+  ctx.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(items), cl::NullRange, nullptr,
+                                   &e);
+  ctx.queue().flush();
+  wait(e, limit, what);
+  if (events) events->push_back(e);
+}
 
 void set_expr_inputs(cl::Kernel& k, const std::vector<cl::Buffer>& in, DType acc, double shift) {
   for (cl_uint a = 0; a < kMaxExprInputs; ++a)

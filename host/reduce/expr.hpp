@@ -52,6 +52,11 @@ struct ExprSpec {
   double shift = 0;
 };
 
+// Launches k over `items` work-items on ctx's queue and waits for it within the limit (so its
+// result can be read), adding its event to *events when given. The engines' one-off launches.
+void run_one(Context& ctx, cl::Kernel& k, std::size_t items, TimeLimit limit,
+             const std::string& what, std::vector<cl::Event>* events = nullptr);
+
 // One user expression as a function of a generated tail: `signature` { return open TEXT close; },
 // the text on lines of its own under `#line 1 "FLAG"` (so the compiler's line and column are the
 // text's own), the wrapper under "FLAG wrapper".

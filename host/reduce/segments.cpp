@@ -17,17 +17,6 @@ namespace {
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return b ? (a + b - 1) / b : 0; }
 
-// One work-item's launch, waited for within the limit.
-void run_one(Context& ctx, cl::Kernel& k, std::size_t items, TimeLimit limit,
-             const std::string& what, std::vector<cl::Event>* events = nullptr) {
-  cl::Event e;
-  ctx.queue().enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(items), cl::NullRange, nullptr,
-                                   &e);
-  ctx.queue().flush();
-  wait(e, limit, what);
-  if (events) events->push_back(e);
-}
-
 // A read-only buffer holding v (one byte when v is empty: no buffer may be empty).
 template <class T> cl::Buffer buffer_of(Context& ctx, const std::vector<T>& v) {
   if (v.empty()) return ctx.zeroed_buffer(sizeof(T));
