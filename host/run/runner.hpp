@@ -174,7 +174,9 @@ class Session {
                   const std::vector<Share>& shares) const;
   // Several devices: each one's share of the array (cfg.share_weights, equal when empty), after
   // checking there is a weight per device and that each has fp64 where acc or the array needs it.
-  std::vector<std::size_t> share_counts(const std::vector<Context*>& ctxs, DType acc) const;
+  // Elements per device: --shares' weights, else `defaults` (empty: equal shares).
+  std::vector<std::size_t> share_counts(const std::vector<Context*>& ctxs, DType acc,
+                                        std::vector<double> defaults = {}) const;
   // MPI, collective (every rank calls it at once): the whole's record from every rank's kernel
   // (median, fastest, slowest run), wall, upload and sequential-loop times in rec, gathered in
   // rank order: a PartInfo per rank (its slice, times and GB/s at bytes_per_element); as the

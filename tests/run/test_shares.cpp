@@ -289,6 +289,32 @@ TEST_CASE(
              !Catch::Matchers::ContainsSubstring("totals first, then carry-in"));
 }
 
+TEST_CASE(
+    "several devices, default shares: a scan's shares before the last, which also read their "
+    "elements for their totals, are smaller by (in + out) / (2 in + out); segmented ones equal",
+    "[shares][cli]") {
+  // {type flags, share 0's elements of 70000}: int32 -> int64 3/4 of the last's weight (3/7 of
+  // the array), float -> float 2/3 (2/5); segmented scans take no totals first: equal halves,
+  // cut at a multiple of the segment flags' grain.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--type int32", "30000"},
+      {"--type float", "28000"},
+      {"--type int32 --segment-length 77", "34992"}};
+  for (const auto& [flags, first_share] : cases) {
+    const std::string args = two_devices() + " --variant scan-fast --size 70000 " + flags +
+                             " --format json --repeat 1 --warmup 0";
+    CAPTURE(args);
+    const auto r = run_cli(args, kTimeout);
+    REQUIRE(r.code == 0);
+    const std::string row = first_row(r.out);
+    CAPTURE(row);
+    CHECK(field(row, "verified") == "true");
+    const std::size_t parts = row.find("\"parts\":");
+    REQUIRE(parts != std::string::npos);
+    CHECK(field(row.substr(parts), "n") == first_share);
+  }
+}
+
 TEST_CASE("device lists and --shares: bad values are one-line errors, exit 2", "[shares][cli]") {
   for (const std::string& args :
        {std::string("--device 0, --size 100"), std::string("--device 0,0 --shares 1 --size 100"),
