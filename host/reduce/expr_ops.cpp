@@ -84,6 +84,18 @@ bool any_float(const std::vector<DType>& inputs) {
   return std::any_of(inputs.begin(), inputs.end(), [](DType t) { return is_float(t); });
 }
 
+// Whether dot, mean and norm2 take the plain sum in double: the working type is double and every
+// input a float or float16, whose values, products of two and squares double holds exactly
+// (24-bit significands: 48-bit products) and whose squares neither overflow nor fall below
+// double's normal range (float's 2^-149 squared is 2^-298). A pairwise sum of exact terms in
+// double is then within gamma_d (2^-53 d) of sum |terms|, far below the float result's
+// rounding, with no compensation or scaling to pay for per element.
+bool plain_double(DType w, const std::vector<DType>& inputs) {
+  return w == DType::kDouble &&
+         std::all_of(inputs.begin(), inputs.end(),
+                     [](DType t) { return t == DType::kFloat || t == DType::kFloat16; });
+}
+
 }  // namespace
 
 double element_value(const HostArray& a, std::size_t k) {
@@ -226,8 +238,12 @@ ExprSpec expr_op_spec(const std::string& op, const std::vector<DType>& inputs,
     s.map = "(acc_t)((U)x * (U)y)";
     s.reduce = "(acc_t)((U)a + (U)b)";
     s.identity = "0";
+  } else if (op == "dot" && plain_double(w, s.inputs)) {
+    floats(1, "(A)x * (A)y", "a + b", "0", "");
   } else if (op == "dot") {
     floats(2, "clr_two_prod((A)x, (A)y)", "clr_csum(a, b)", "0", "clr_csum_value(a)");
+  } else if (op == "mean" && plain_double(w, s.inputs)) {
+    floats(2, "(acc_t)((A)x, 1)", "a + b", "0", "a.x / a.y");
   } else if (op == "mean") {
     floats(4, "(acc_t)((A)x, 0, 1, 0)", "clr_mean_op(a, b)", "0", "clr_csum_value(a.xy) / a.z");
   } else if (op == "var" || op == "std") {
@@ -237,6 +253,8 @@ ExprSpec expr_op_spec(const std::string& op, const std::vector<DType>& inputs,
     const std::string var = "a.z / fmax(a.x - " + literal(o.ddof, w) + ", (A)0)";
     floats(4, "clr_var_map((A)x - clr_shift)", "clr_var_op(a, b)", "0",
            op == "std" ? "sqrt(" + var + ")" : var);
+  } else if (op == "norm2" && plain_double(w, s.inputs)) {
+    floats(1, "(A)x * (A)x", "a + b", "0", "sqrt(a)");
   } else if (op == "norm2") {
     floats(2, "clr_nrm_map((A)x)", "clr_nrm_op(a, b)", "0", "a.x * sqrt(a.y)");
   } else if (op == "logsumexp") {
@@ -407,9 +425,13 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
     r.value = make_float(w, sum);
     // The compensated sum: u |S| from its last rounding (and the reference's, the mean's
     // division), plus its error terms' own sum, gamma_{d+1}^2 times sum |terms| (2 per element).
+    // The plain sum of exact terms (plain_double): gamma_{d+1} times sum |terms| instead.
     const double g = gamma_k(d + 1, u);
+    std::vector<DType> types = {x.type};
+    if (op == "dot") types.push_back(arrays[1].type);
+    const bool plain = plain_double(w, types);
     r.bound = (op == "mean" ? 3 : 2) * u * std::fabs(static_cast<double>(sum)) +
-              2 * g * g * static_cast<double>(magnitude);
+              (plain ? g : 2 * g * g) * static_cast<double>(magnitude);
     return r;
   }
   if (op == "var" || op == "std") {
@@ -511,6 +533,16 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
     // the reference's squares below double's normal range). The reference itself is the norm
     // within u (its rounding to the working type) and 2^-62 (long double's part).
     const bool single = w == DType::kFloat;
+    if (plain_double(w, {x.type})) {
+      // The plain sum of exact squares in double (plain_double): within gamma_{d+1} of the
+      // sum of squares (positive terms), the root about halving it, then the root's rounding
+      // and the reference's (u each) and long double's part.
+      const double g = gamma_k(d + 1, u);
+      const double root = g < 1 ? g / (1 + std::sqrt(1 - g)) : g;
+      r.bound = ((1 + root) * (1 + u) * (1 + u) - 1 + std::ldexp(1.0, -62)) *
+                std::fabs(static_cast<double>(norm));
+      return r;
+    }
     const double g = gamma_k((single ? 13 : 5) * d, u);
     const double root = g < 1 ? g / (1 + std::sqrt(1 - g)) : g;
     const double rel = (1 + root) * (1 + (single ? 6 : 1) * u) * (1 + u) - 1;
