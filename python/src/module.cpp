@@ -10,11 +10,15 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -163,6 +167,30 @@ std::vector<std::uint8_t> flag_bytes(const nb::object& flags, std::size_t n) {
 }
 
 
+// Waits for event e, polling its status (no blocking wait of the runtime, which has no time
+// limit): past limit_s seconds Error(kTimeout), as the library's own waits.
+void wait_for(const cl::Event& e, double limit_s, const char* what) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (unsigned polls = 0;; ++polls) {
+    const cl_int st = e.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
+    if (st == CL_COMPLETE) return;
+    if (st < 0)
+      throw clreduce::Error(clreduce::Errc::kRuntime,
+                            std::string(what) + " failed: " + clreduce::cl_error_name(st));
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s > limit_s)
+      throw clreduce::Error(clreduce::Errc::kTimeout,
+                            std::string(what) + " did not finish within " +
+                                std::to_string(limit_s) + " s");
+    // Short waits spin (a small reduction is done in microseconds), longer ones sleep.
+    if (polls < 2000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(polls < 20000 ? 20 : 500));
+  }
+}
+
 // One open device. The library's Device is used by one thread at a time: calls take the mutex
 // after the GIL is released, so Python threads sharing one Device wait for each other.
 class PyDevice {
@@ -191,12 +219,25 @@ class PyDevice {
 
   // op over elements [first, first + n) of `type` (the library's name) of a buffer of the
   // Device's context (a cl_mem by its int_ptr): (value, index, result type name).
+  // The variants' types run through a plan (clreduce::Reduction) kept per op, type, accumulator
+  // and power-of-two size class: no plan, scratch or program is made again, no sentinel is
+  // written and no timing is read, so a small call costs one launch, one read of the result and
+  // one wait. The engine's types go through Device::reduce.
   std::tuple<nb::object, std::int64_t, std::string> reduce_buffer(
       const std::string& op_name, const std::string& type, std::uintptr_t mem, std::size_t first,
       std::size_t n, const std::string& acc) {
     const clreduce::Op op = reduce_op(op_name);
     const clreduce::DType t = clreduce::parse_dtype(type);
     const auto buf = cl_object<cl::Buffer, cl_mem>(mem);
+    if (n > 0 && clreduce::is_variant_dtype(t)) {
+      clreduce::Value v;
+      {
+        nb::gil_scoped_release release;
+        std::lock_guard<std::mutex> lock(mutex_);
+        v = planned_reduce(op, t, acc, buf, first, n);
+      }
+      return {value_object(v), v.index, clreduce::dtype_name(v.type)};
+    }
     clreduce::Options o;
     o.acc = acc;
     clreduce::Result r;
@@ -223,6 +264,14 @@ class PyDevice {
     o.segments = flag_bytes(flags, n);
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
+    if (n > 0 && first == 0 && out_first == 0 && o.segments.empty() &&
+        clreduce::is_variant_dtype(t)) {
+      // Whole buffers, unsegmented: a kept plan (clreduce::Scan), as reduce_buffer's.
+      clreduce::Scan& plan = scan_plan(op, t, acc, exclusive, n);
+      const cl::Event done = plan.enqueue(ib, n, ob);
+      wait_for(done, limit_s(n, t), "the scan");
+      return;
+    }
     dev_->scan(op, t, ib, first, n, ob, out_first, o);
   }
 
@@ -430,8 +479,70 @@ class PyDevice {
   }
 
  private:
+  // A wait's time limit for n elements of t, as the library's: the tuning's timeout, else a
+  // minute plus a second per 256 MiB.
+  double limit_s(std::size_t n, clreduce::DType t) {
+    const double bytes = static_cast<double>(n) * static_cast<double>(clreduce::dtype_size(t));
+    return dev_->tuning().timeout > 0 ? dev_->tuning().timeout
+                                      : 60.0 + bytes / (256.0 * (1 << 20));
+  }
+
+  static unsigned size_class(std::size_t n) {
+    unsigned c = 0;
+    while ((std::size_t{1} << c) < n) ++c;
+    return c;
+  }
+
+  // The kept scan plan for op on t (mutex_ held).
+  clreduce::Scan& scan_plan(clreduce::Op op, clreduce::DType t, const std::string& acc,
+                            bool exclusive, std::size_t n) {
+    const unsigned c = size_class(n);
+    const auto key = std::make_tuple(static_cast<int>(op), static_cast<int>(t), acc, exclusive, c);
+    std::unique_ptr<clreduce::Scan>& plan = scans_[key];
+    if (!plan) {
+      clreduce::PlanOptions po;
+      po.acc = acc;
+      po.exclusive = exclusive;
+      plan = std::make_unique<clreduce::Scan>(*dev_, op, t, std::size_t{1} << c, po);
+    }
+    return *plan;
+  }
+
+  // op over buf[first, first + n) (n > 0, a variant type) with the kept plan; mutex_ held.
+  clreduce::Value planned_reduce(clreduce::Op op, clreduce::DType t, const std::string& acc,
+                                 const cl::Buffer& buf, std::size_t first, std::size_t n) {
+    const unsigned c = size_class(n);
+    const auto key = std::make_tuple(static_cast<int>(op), static_cast<int>(t), acc, c);
+    std::unique_ptr<clreduce::Reduction>& plan = plans_[key];
+    if (!plan) {
+      clreduce::PlanOptions po;
+      po.acc = acc;
+      plan = std::make_unique<clreduce::Reduction>(*dev_, op, t, std::size_t{1} << c, po);
+    }
+    if (!result_()) result_ = cl::Buffer(dev_->context(), CL_MEM_READ_WRITE, 16);
+    const cl::Event done = plan->enqueue(buf, first, n, result_, 0);
+    unsigned char bytes[16] = {};
+    // On the Device's queue after the plan's event: the program's own queue for a Device made
+    // of PyOpenCL's objects.
+    cl::Event read;
+    const std::vector<cl::Event> after = {done};
+    dev_->queue().enqueueReadBuffer(result_, CL_FALSE, 0, plan->result_bytes(), bytes, &after,
+                                    &read);
+    dev_->queue().flush();
+    wait_for(read, limit_s(n, t), "the reduction");
+    clreduce::Value v = clreduce::Value::from_bytes(plan->result_type(), bytes);
+    if (clreduce::is_arg_op(op)) std::memcpy(&v.index, bytes + 8, 8);
+    return v;
+  }
+
   std::unique_ptr<clreduce::Device> dev_;
   std::mutex mutex_;
+  // Kept plans by (op, type, accumulator, log2 of their largest n), and their result buffer.
+  std::map<std::tuple<int, int, std::string, unsigned>, std::unique_ptr<clreduce::Reduction>>
+      plans_;
+  std::map<std::tuple<int, int, std::string, bool, unsigned>, std::unique_ptr<clreduce::Scan>>
+      scans_;
+  cl::Buffer result_;
 };
 
 }  // namespace
