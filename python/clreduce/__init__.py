@@ -699,7 +699,9 @@ def mean(a: Any, axis: Union[None, int, Tuple[int, ...]] = None, dtype: Any = No
     One pass on the device: a compensated sum in double (float on a device without fp64),
     divided by the count; within a few units of roundoff of the exact mean, so never less
     accurate than NumPy's. NaN in gives NaN; an empty array or slice gives NaN with NumPy's
-    RuntimeWarning. axis: None, an int or a tuple (one device call for every result).
+    RuntimeWarning. axis: None, an int or a tuple (one device call for every result). A
+    pyopencl.array.Array is read on its own queue (arrays along axes come back as pyopencl
+    arrays; docs/PYTHON.md), as by var, std, dot and reduce.
     """
     return _stat("mean", "mean", a, axis, dtype, out, keepdims, 0, device)
 
@@ -731,6 +733,7 @@ def dot(a: Any, b: Any, out: Optional[np.ndarray] = None, *, device: DeviceSpec 
     Floats: a compensated sum of exact products (fma) in double where the device has it, so
     within a few units of roundoff of the exact dot product. Integers wrap as NumPy's do (the
     products and sum are exact modulo 2^64, then cast). bool: whether any pair is both true.
+    Two pyopencl arrays of one context are read where they lie, on a's queue.
     """
     cl_dev, (A, B) = _cl_inputs([a, b], "dot", device, out, c_order=False)
     if cl_dev is not None:
