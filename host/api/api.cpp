@@ -613,8 +613,8 @@ void save_npy(const std::string& path, DType t, const void* data, std::size_t n)
 }
 
 namespace {
-Result run_row_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in,
-                      std::size_t first, const void* host, std::size_t n, const Options& o);
+Result run_row_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, std::size_t first,
+                      const void* host, std::size_t n, const Options& o);
 }  // namespace
 
 struct Device::Impl {
@@ -946,11 +946,11 @@ Result run_expr_call(Context& ctx, const std::string& row, const ExprSpec& spec,
     if (o.verify) {
       const ExprOpReference ref =
           expr_op_reference(row, c.on_host(ctx), {}, o.ddof, r.value.type, er.depth());
-      const bool same = is_float(r.value.type)
-                            ? (r.value.f == ref.value.f ||
-                               (std::isnan(r.value.f) && std::isnan(ref.value.f)))
-                            : is_signed(r.value.type) ? r.value.i == ref.value.i
-                                                      : r.value.u == ref.value.u;
+      const bool same =
+          is_float(r.value.type)
+              ? (r.value.f == ref.value.f || (std::isnan(r.value.f) && std::isnan(ref.value.f)))
+          : is_signed(r.value.type) ? r.value.i == ref.value.i
+                                    : r.value.u == ref.value.u;
       r.expected = ref.value;
       set_verdict(r, same && r.value.index == ref.value.index,
                   same ? "the index differs from the first extreme's"
@@ -960,9 +960,8 @@ Result run_expr_call(Context& ctx, const std::string& row, const ExprSpec& spec,
     r.value = er.post_bytes(got, n, limit).front();
     if (o.verify) {
       const ExprVerdict v =
-          verify_row(row, c.on_host(ctx),
-                     where_mask(ctx, spec, c.buffers, n, o.local_size, limit), o.ddof, spec.acc,
-                     er.depth(), r.value);
+          verify_row(row, c.on_host(ctx), where_mask(ctx, spec, c.buffers, n, o.local_size, limit),
+                     o.ddof, spec.acc, er.depth(), r.value);
       r.expected = v.expected;
       set_verdict(r, v.ok, v.why);
     }
@@ -1132,8 +1131,8 @@ CallInputs one_input(Context& ctx, DType type, const void* host, const cl::Buffe
 // int16, uint16), which no variant takes: the engine's row for the op, as the command line runs
 // it. in[first, first + n) of a buffer is read where it lies when it starts at a multiple of the
 // base alignment (a sub-buffer), else copied on the device first.
-Result run_row_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in,
-                      std::size_t first, const void* host, std::size_t n, const Options& o) {
+Result run_row_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, std::size_t first,
+                      const void* host, std::size_t n, const Options& o) {
   if (!o.variant.empty())
     throw Error(Errc::kUsage, "variant " + o.variant + " does not take " + dtype_name(type) +
                                   " (the variants take int32, uint32, int64, uint64, float and "

@@ -1,7 +1,7 @@
 // module.cpp: clreduce._clreduce, the Python extension over the public C++ API
 // (<clreduce/clreduce.hpp> and libclreduce alone). It reduces C-contiguous host arrays of the
-// library's twelve element types (scans: its six); NumPy's rules (dtypes, axes, out=, keepdims) live in
-// the Python package around it (python/clreduce/__init__.py), which hands this module only
+// library's twelve element types (scans: its six); NumPy's rules (dtypes, axes, out=, keepdims)
+// live in the Python package around it (python/clreduce/__init__.py), which hands this module only
 // arrays it can take as they are. Besides: the derived ops (mean, var, std, dot, ...), user
 // expressions, and segmented and axis reductions of every kind, results as NumPy arrays.
 #include <nanobind/nanobind.h>
@@ -177,12 +177,11 @@ void wait_for(const cl::Event& e, double limit_s, const char* what) {
     if (st < 0)
       throw clreduce::Error(clreduce::Errc::kRuntime,
                             std::string(what) + " failed: " + clreduce::cl_error_name(st));
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (s > limit_s)
-      throw clreduce::Error(clreduce::Errc::kTimeout,
-                            std::string(what) + " did not finish within " +
-                                std::to_string(limit_s) + " s");
+      throw clreduce::Error(
+          clreduce::Errc::kTimeout,
+          std::string(what) + " did not finish within " + std::to_string(limit_s) + " s");
     // Short waits spin (a small reduction is done in microseconds), longer ones sleep.
     if (polls < 2000)
       std::this_thread::yield();
@@ -342,8 +341,8 @@ class PyDevice {
       const std::string& kind, const std::string& name, const std::vector<std::string>& text,
       const std::vector<std::tuple<std::string, std::uintptr_t>>& bufs, std::size_t n,
       const std::vector<std::int64_t>& offsets, const std::vector<std::uint64_t>& shape,
-      const std::vector<std::int64_t>& axes, bool by_axes, bool keepdims,
-      const std::string& where, double ddof) {
+      const std::vector<std::int64_t>& axes, bool by_axes, bool keepdims, const std::string& where,
+      double ddof) {
     const std::vector<clreduce::ArrayRef> refs = buffer_refs(bufs, "segments");
     const clreduce::Segments segs = segments_of(offsets, shape, axes, by_axes, keepdims);
     clreduce::Options o;
@@ -483,8 +482,7 @@ class PyDevice {
   // minute plus a second per 256 MiB.
   double limit_s(std::size_t n, clreduce::DType t) {
     const double bytes = static_cast<double>(n) * static_cast<double>(clreduce::dtype_size(t));
-    return dev_->tuning().timeout > 0 ? dev_->tuning().timeout
-                                      : 60.0 + bytes / (256.0 * (1 << 20));
+    return dev_->tuning().timeout > 0 ? dev_->tuning().timeout : 60.0 + bytes / (256.0 * (1 << 20));
   }
 
   static unsigned size_class(std::size_t n) {
