@@ -1016,10 +1016,13 @@ def _cl_start(x: Any) -> Tuple[int, Any]:
     align = _cl_aligns.get(dev.int_ptr)
     if align is None:
         align = _cl_aligns.setdefault(dev.int_ptr, builtins.max(dev.mem_base_addr_align // 8, 1))
-    if x.offset % align == 0:
-        sub = x.base_data.get_sub_region(x.offset, x.nbytes)
-        return sub.int_ptr, sub
     cl = sys.modules["pyopencl"]
+    if x.offset % align == 0:
+        try:
+            sub = x.base_data.get_sub_region(x.offset, x.nbytes)
+            return sub.int_ptr, sub
+        except (AttributeError, cl.Error):  # a pool's buffer, or a runtime that refuses it
+            pass
     c = cl.Buffer(x.context, cl.mem_flags.READ_WRITE, x.nbytes)  # its bytes (any dtype)
     cl.enqueue_copy(x.queue, c, x.base_data, byte_count=x.nbytes, src_offset=x.offset)
     return c.int_ptr, c
