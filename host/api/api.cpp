@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <optional>
 
@@ -611,6 +612,11 @@ void save_npy(const std::string& path, DType t, const void* data, std::size_t n)
   write_npy(path, host_copy(t, data, n));
 }
 
+namespace {
+Result run_row_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, std::size_t first,
+                      const void* host, std::size_t n, const Options& o);
+}  // namespace
+
 struct Device::Impl {
   Impl(const DeviceInfo& info, const std::string& kernel_dir, const Tuning& tuning)
       : summary(summarize(info)),
@@ -689,16 +695,22 @@ cl::Device Device::device() const { return impl_->ctx.info().device; }
 Tuning& Device::tuning() { return impl_->ctx.tuning(); }
 
 Result Device::reduce(Op op, DType type, const void* data, std::size_t n, const Options& options) {
+  if (!is_variant_dtype(type))
+    return run_row_reduce(impl_->ready(), op, type, nullptr, 0, data, n, options);
   return run_reduce(impl_->ready(), op, type, nullptr, 0, data, n, options, options.verify);
 }
 
 Result Device::reduce(Op op, DType type, const cl::Buffer& data, std::size_t n,
                       const Options& options) {
+  if (!is_variant_dtype(type))
+    return run_row_reduce(impl_->ready(), op, type, &data, 0, nullptr, n, options);
   return run_reduce(impl_->ready(), op, type, &data, 0, nullptr, n, options, options.verify);
 }
 
 Result Device::reduce(Op op, DType type, const cl::Buffer& data, std::size_t first, std::size_t n,
                       const Options& options) {
+  if (!is_variant_dtype(type))
+    return run_row_reduce(impl_->ready(), op, type, &data, first, nullptr, n, options);
   return run_reduce(impl_->ready(), op, type, &data, first, nullptr, n, options, options.verify);
 }
 
@@ -802,6 +814,11 @@ struct CallInputs {
       std::memcpy(b, host[0], dtype_size(types[0]));
     else
       ctx.read(buffers[0], dtype_size(types[0]), b, "an array's first element");
+    if (types[0] == DType::kFloat16) {  // no C++ type: its bits, converted exactly
+      std::uint16_t h;
+      std::memcpy(&h, b, sizeof h);
+      return half_to_double(h);
+    }
     return dispatch_dtype(types[0], [&](auto zero) {
       decltype(zero) v;
       std::memcpy(&v, b, sizeof v);
@@ -918,13 +935,33 @@ Result run_expr_call(Context& ctx, const std::string& row, const ExprSpec& spec,
         wait(ctx, c.bytes(), "the reduction of " + std::to_string(n) + " elements");
       });
   r.plan = er.policy().str();
-  if (!row.empty()) {
+  if (!row.empty() && expr_op_needs_elements(row)) {
+    // min, max, argmin, argmax (a built-in op on an engine type): the selected element exactly,
+    // with no post, in the element's type; the arg ops' index after the value.
+    r.value = Value::from_bytes(spec.acc, got.data());
+    r.value.type = expr_op_result_type(row, spec.inputs.front(), spec.acc);
+    if (spec.acc == DType::kInt64) r.value.u = static_cast<std::uint64_t>(r.value.i);
+    if (spec.acc == DType::kUInt64) r.value.i = static_cast<std::int64_t>(r.value.u);
+    if (spec.arg == 1) std::memcpy(&r.value.index, got.data() + 8, 8);
+    if (o.verify) {
+      const ExprOpReference ref =
+          expr_op_reference(row, c.on_host(ctx), {}, o.ddof, r.value.type, er.depth());
+      const bool same =
+          is_float(r.value.type)
+              ? (r.value.f == ref.value.f || (std::isnan(r.value.f) && std::isnan(ref.value.f)))
+          : is_signed(r.value.type) ? r.value.i == ref.value.i
+                                    : r.value.u == ref.value.u;
+      r.expected = ref.value;
+      set_verdict(r, same && r.value.index == ref.value.index,
+                  same ? "the index differs from the first extreme's"
+                       : "the selected element differs from the reference's");
+    }
+  } else if (!row.empty()) {
     r.value = er.post_bytes(got, n, limit).front();
     if (o.verify) {
       const ExprVerdict v =
-          verify_row(row, c.on_host(ctx),
-                     where_mask(ctx, spec, c.buffers, n, o.local_size, limit), o.ddof, spec.acc,
-                     er.depth(), r.value);
+          verify_row(row, c.on_host(ctx), where_mask(ctx, spec, c.buffers, n, o.local_size, limit),
+                     o.ddof, spec.acc, er.depth(), r.value);
       r.expected = v.expected;
       set_verdict(r, v.ok, v.why);
     }
@@ -1088,6 +1125,48 @@ SegmentedResult run_segments_call(Context& ctx, Op op, const ExprSpec* spec,
 CallInputs one_input(Context& ctx, DType type, const void* host, const cl::Buffer* buffer,
                      std::size_t n) {
   return call_inputs(ctx, {buffer ? ArrayRef(type, *buffer) : ArrayRef(type, host)}, n, 1);
+}
+
+// A built-in op over elements of one of the engine's input types (float16, bool, int8, uint8,
+// int16, uint16), which no variant takes: the engine's row for the op, as the command line runs
+// it. in[first, first + n) of a buffer is read where it lies when it starts at a multiple of the
+// base alignment (a sub-buffer), else copied on the device first.
+Result run_row_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in, std::size_t first,
+                      const void* host, std::size_t n, const Options& o) {
+  if (!o.variant.empty())
+    throw Error(Errc::kUsage, "variant " + o.variant + " does not take " + dtype_name(type) +
+                                  " (the variants take int32, uint32, int64, uint64, float and "
+                                  "double; the others run through the reduction engine: no "
+                                  "variant)");
+  if (n == 0 && !has_identity(op))
+    throw Error(Errc::kUsage, op_name(op) + " of an empty array has no identity (n = 0)");
+  static const unsigned char none[8] = {};
+  std::optional<cl::Buffer> range;
+  std::string layout;
+  if (user_in) {
+    check_buffer(ctx, *user_in, first, n, type, "input");
+    const std::size_t size = dtype_size(type), at = first * size,
+                      bytes = std::max<std::size_t>(n * size, 1);
+    if (n == 0) {
+      host = none;
+    } else if (at % ctx.base_align() == 0) {
+      range = ctx.view(*user_in, at, bytes);
+    } else {
+      range = ctx.scratch("api.row_input", bytes);
+      std::vector<cl::Event> events;
+      enqueue_copy(ctx, *user_in, at, *range, 0, n * size, events);
+      wait(ctx, bytes, "copying the input's range");
+      layout = "range copied";
+    }
+  }
+  const CallInputs c = one_input(ctx, type, range ? nullptr : host, range ? &*range : nullptr, n);
+  ExprOpOptions eo;
+  eo.acc = o.acc;
+  eo.fp64 = ctx.info().fp64;
+  Result r = run_expr_call(ctx, op_name(op), expr_op_spec(op_name(op), c.types, eo), c, o);
+  r.op = op;
+  r.layout = user_in ? layout : "whole, copied";
+  return r;
 }
 
 }  // namespace

@@ -307,6 +307,12 @@ class CLREDUCE_API Device {
   // Error: Errc::kUsage for an unknown variant or n = 0 with an op that has no identity (min,
   // max, argmin, argmax); kUnsupported for doubles on a device without fp64, or a variant whose
   // chunks' results cannot be folded (an array in chunks).
+  // The engine's input types (float16, bool, int8, uint8, int16, uint16), which no variant
+  // takes, run as the reduction engine's row for the op (the command line's, variant "expr"),
+  // host arrays copied whole and in one piece, as a derived op's (Options::variant must be ""):
+  // sum and prod accumulate as acc_dtype() says, float16 in float (Result::value is the float
+  // accumulator's, a compensated sum; result_dtype() names NumPy's float16); min, max and the
+  // arg ops give the element exactly (value.type the element type). Buffer ranges as below.
   Result reduce(Op op, DType type, const void* data, std::size_t n, const Options& options = {});
   template <class T> Result reduce(Op op, const std::vector<T>& data, const Options& options = {}) {
     return reduce(op, dtype_of<T>(), data.data(), data.size(), options);

@@ -16,8 +16,9 @@ own in OpenCL C (the command line's --map, --reduce, --identity, --post), and cu
 over the whole array or along the last axis (exclusive=True for exclusive scans; segments= or
 offsets= for segmented scans; offsets= on the reductions for one result per segment). A
 pyopencl.array.Array is reduced and scanned on its own context and queue (results that are
-arrays stay on the device as pyopencl arrays). Element types: int32, uint32, int64, uint64, float32, float64 as they are; bool, int8,
-int16, uint8 and uint16 are widened to 32 bits first (a copy). devices() lists the devices;
+arrays stay on the device as pyopencl arrays). Element types: int32, uint32, int64, uint64, float32,
+float64, float16, bool, int8, uint8, int16 and uint16, read as they are (scans, and the narrow
+types along axes or segments, widen them first: a copy). devices() lists the devices;
 device= takes a Device, an index or what the command line's --device takes ('gpu', 'cpu',
 'nvidia', 'pocl', '0'). Errors of the library raise clreduce.Error (a RuntimeError) with a
 `category`. See docs/PYTHON.md.
@@ -64,7 +65,9 @@ __version__: str = _clreduce.version()
 
 _KERNEL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cl")
 
-# The library's six element types, by NumPy dtype, and back from the library's names.
+# The library's element types, by NumPy dtype, and back from the library's names: the six every
+# variant takes, then the reduction engine's (float16, bool, int8, uint8, int16, uint16), which the
+# library reduces as they are (whole arrays, mean, var, std, dot and reduce()).
 _LIB_NAME = {
     np.dtype(np.int32): "int32",
     np.dtype(np.uint32): "uint32",
@@ -72,16 +75,35 @@ _LIB_NAME = {
     np.dtype(np.uint64): "uint64",
     np.dtype(np.float32): "float",
     np.dtype(np.float64): "double",
+    np.dtype(np.float16): "float16",
+    np.dtype(np.bool_): "bool",
+    np.dtype(np.int8): "int8",
+    np.dtype(np.uint8): "uint8",
+    np.dtype(np.int16): "int16",
+    np.dtype(np.uint16): "uint16",
 }
 _FROM_LIB = {name: dt for dt, name in _LIB_NAME.items()}
-# Narrower integers and bool, widened to 32 bits (signed or unsigned) before the device sees them.
+# The engine's types, widened where the library's scans and segmented arg ops want one of the six:
+# the integers and bool to 32 bits (signed or unsigned), float16 to float32 (exactly).
 _WIDEN = {
     np.dtype(np.bool_): np.dtype(np.int32),
     np.dtype(np.int8): np.dtype(np.int32),
     np.dtype(np.int16): np.dtype(np.int32),
     np.dtype(np.uint8): np.dtype(np.uint32),
     np.dtype(np.uint16): np.dtype(np.uint32),
+    np.dtype(np.float16): np.dtype(np.float32),
 }
+_NUMPY_RT: dict = {}  # (op, dtype, dtype=) -> NumPy's result dtype
+
+
+def _numpy_rt(op: str, dt: np.dtype, dtype: Optional[np.dtype]) -> np.dtype:
+    """NumPy's result dtype of numpy.<op> on an array of dt with dtype= (found once by asking
+    NumPy on one element)."""
+    key = (op, dt, dtype)
+    rt = _NUMPY_RT.get(key)
+    if rt is None:
+        rt = _NUMPY_RT.setdefault(key, getattr(np, op)(np.ones(1, dt), dtype=dtype).dtype)
+    return rt
 _AxisError = getattr(getattr(np, "exceptions", np), "AxisError")
 
 DeviceSpec = Union["Device", int, str, None]
@@ -251,21 +273,19 @@ def _device(device: DeviceSpec) -> Device:
 # --- arguments as NumPy has them
 
 
+_TYPES_TEXT = ("int32, uint32, int64, uint64, float32, float64, float16, bool, int8, uint8, "
+               "int16 and uint16")
+
+
 def _as_array(a: Any, fname: str) -> np.ndarray:
-    if _is_clarray(a):
-        raise TypeError(f"clreduce.{fname} does not take a pyopencl array yet (sum, prod, min, "
-                        f"max, argmin, argmax, cumsum and cumprod do): pass array.get()")
     arr = a if isinstance(a, np.ndarray) else np.asarray(a)
     dt = arr.dtype
-    if dt in _LIB_NAME or dt in _WIDEN:
+    if dt in _LIB_NAME:
         return arr
     native = dt.newbyteorder("=")
-    if dt.byteorder not in ("=", "|") and (native in _LIB_NAME or native in _WIDEN):
+    if dt.byteorder not in ("=", "|") and native in _LIB_NAME:
         return arr.astype(native)  # the other byte order: converted once (a copy)
-    raise TypeError(
-        f"clreduce.{fname}: unsupported dtype {dt} (clreduce takes int32, uint32, int64, "
-        f"uint64, float32 and float64, and bool, int8, int16, uint8, uint16 widened to 32 bits)"
-    )
+    raise TypeError(f"clreduce.{fname}: unsupported dtype {dt} (clreduce takes {_TYPES_TEXT})")
 
 
 def _axes(axis: Any, ndim: int, fname: str, single: bool = False) -> Optional[Tuple[int, ...]]:
@@ -311,24 +331,39 @@ def _op_dtype(a: np.ndarray, dtype: Any, out: Optional[np.ndarray], fname: str) 
         dt = out.dtype
     else:
         return None
-    if dt in _LIB_NAME or (dt in _WIDEN and dt != np.dtype(np.bool_)):
+    if dt in _LIB_NAME and dt != np.dtype(np.bool_):
         return dt
     if out is not None and dtype is None:
         return None  # out's type is not one clreduce works in: the default, cast into out
     raise TypeError(
         f"clreduce.{fname}: unsupported dtype {dt} (int32, uint32, int64, uint64, float32, "
-        f"float64, int8, int16, uint8, uint16)"
+        f"float64, float16, int8, int16, uint8, uint16)"
     )
 
 
-def _device_input(a: np.ndarray, dt: Optional[np.dtype]) -> Tuple[np.ndarray, str, Optional[np.dtype]]:
+def _widen(a: Any) -> Any:
+    """a of an engine type converted to its wider type of the six (_WIDEN): a copy (on the device
+    for a pyopencl array, whose kernels have no bool: read as its bytes)."""
+    wide = _WIDEN[a.dtype]
+    if a.dtype == np.dtype(np.bool_) and _is_clarray(a):
+        a = a.view(np.uint8)
+    return a.astype(wide)
+
+
+def _device_input(a: np.ndarray, dt: Optional[np.dtype],
+                  narrow: bool = False) -> Tuple[np.ndarray, str, Optional[np.dtype]]:
     """The array the device reads, the library's accumulator override and the dtype to cast the
-    result back to: (array, acc, final dtype or None)."""
+    result back to: (array, acc, final dtype or None). narrow: the call takes the engine's types
+    as they are (a whole-array reduction); else they are widened (scans, segments)."""
     if dt is None:
         if a.dtype in _WIDEN:
-            return a.astype(_WIDEN[a.dtype]), "", None
+            if narrow:  # NumPy's type: float16 sums are float16 (the engine's float, rounded)
+                return a, "", a.dtype if a.dtype == np.dtype(np.float16) else None
+            return _widen(a), "", a.dtype if a.dtype.kind == "f" else None
         return a, "", None
-    if dt in _WIDEN:  # a narrow integer: wraps as NumPy's, computed 32/64 bits wide and cast back
+    if dt in _WIDEN:  # a narrow type: wraps as NumPy's, computed wider and cast back
+        if narrow:
+            return a.astype(dt), "", dt
         return a.astype(dt).astype(_WIDEN[dt]), "", dt
     x = a if a.dtype == dt else a.astype(dt)
     acc = _LIB_NAME[dt] if dt in (np.dtype(np.int32), np.dtype(np.uint32)) else ""
@@ -360,7 +395,16 @@ def _along(device: DeviceSpec, kind: str, name: str, arrays: Sequence[np.ndarray
            axes: Tuple[int, ...], keepdims: bool, acc: str = "", where: str = "",
            ddof: float = 0.0, text: Sequence[str] = ("", "", "", "", "")) -> np.ndarray:
     """One device call of the segments engine: arrays (one shape, C order) reduced along axes.
-    Returns the values (arg ops: the indices) in NumPy's shape."""
+    Returns the values (arg ops: the indices) in NumPy's shape. pyopencl arrays (C-contiguous,
+    of one context; kinds 'derived' and 'expr') are read on the device where they lie."""
+    if _is_clarray(arrays[0]):
+        dev = _cl_device(arrays[0], None, kind)
+        bufs, keep = _cl_buffers(arrays)
+        values, _, rshape, _ = dev._dev.segments_buffers(
+            kind, name, list(text), bufs, arrays[0].size, [], [int(d) for d in arrays[0].shape],
+            list(axes), True, bool(keepdims), where, float(ddof))
+        del keep
+        return values.reshape(tuple(rshape))
     xs = [np.ascontiguousarray(x) for x in arrays]
     shape = xs[0].shape
     flat = [x.reshape(-1) for x in xs]
@@ -420,7 +464,7 @@ def _segment_input(fname: str, op: str, arr: Any, dtype: Any, out: Any, o: np.nd
         if np.any(o[1:] == o[:-1]):
             raise ValueError(f"clreduce.{fname}: an empty segment has no {op} (offsets name one)")
         if arr.dtype in _WIDEN:
-            return arr.astype(_WIDEN[arr.dtype]), "", None if op.startswith("arg") else arr.dtype
+            return _widen(arr), "", None if op.startswith("arg") else arr.dtype
         return arr, "", None
     return _device_input(arr, _op_dtype(arr, dtype, out, fname))
 
@@ -447,25 +491,24 @@ def _reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdi
             if arr.size == 0:
                 res = _empty_along(fname, op, arr.shape, axes, shape, np.dtype(np.intp))
             else:
-                x = arr if arr.dtype in _LIB_NAME else arr.astype(_WIDEN[arr.dtype])
+                x = _widen(arr) if arr.dtype in _WIDEN else arr
                 res = _along(device, "op", op, [x], axes, keepdims).astype(np.intp, copy=False)
             return _finish_array(res, out)
         if arr.size == 0:
             raise ValueError(f"attempt to get {op} of an empty sequence")
-        x = arr if arr.dtype in _LIB_NAME else arr.astype(_WIDEN[arr.dtype])
-        x = np.ascontiguousarray(x).reshape(-1)  # indices count in C order
+        x = np.ascontiguousarray(arr).reshape(-1)  # indices count in C order
         _, index, _, _, _ = _device(device)._dev.reduce(op, x, "", "")
         return _finish(np.intp(index), shape, out, keepdims)
     if op in ("min", "max"):
         if arr.size == 0 and not partial:
             name = "minimum" if op == "min" else "maximum"
             raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
-        x, acc, back = arr, "", arr.dtype if arr.dtype in _WIDEN else None
-        if back is not None:
-            x = arr.astype(_WIDEN[arr.dtype])
+        x, acc, back = arr, "", None
+        if partial and arr.dtype in _WIDEN:  # the segments take six types: widened, cast back
+            x, back = _widen(arr), arr.dtype
     else:
         dt = _op_dtype(arr, dtype, out, fname)
-        x, acc, back = _device_input(arr, dt)
+        x, acc, back = _device_input(arr, dt, narrow=not partial)
     if partial:
         rt = _FROM_LIB[_clreduce.result_dtype(op, _LIB_NAME[x.dtype], acc)]
         if x.size == 0:
@@ -548,6 +591,7 @@ def argmax(a: Any, axis: Optional[int] = None, out: Optional[np.ndarray] = None,
     return _reduce("argmax", "argmax", a, axis, None, out, keepdims, device, offsets)
 
 
+_F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 
@@ -557,15 +601,63 @@ def _stat_dtype(arr: np.ndarray, dtype: Any, fname: str) -> np.dtype:
     bool, else the array's own float type."""
     if dtype is not None:
         dt = np.dtype(dtype)
-        if dt not in (_F32, _F64):
-            raise TypeError(f"clreduce.{fname}: dtype must be float32 or float64, not {dt}")
+        if dt not in (_F16, _F32, _F64):
+            raise TypeError(f"clreduce.{fname}: dtype must be float16, float32 or float64, not {dt}")
         return dt
-    return arr.dtype if arr.dtype in (_F32, _F64) else _F64
+    return arr.dtype if arr.dtype in (_F16, _F32, _F64) else _F64
+
+
+def _engine_whole(device: DeviceSpec, kind: str, name: str, text: Sequence[str],
+                  arrays: Sequence[Any], where: str, ddof: float) -> Tuple[Any, str]:
+    """One device call of the engine over every element of arrays (one size, at least one
+    element): a derived op (kind 'derived', name) or a user expression ('expr', text). NumPy
+    arrays are read in memory order (a C- or Fortran-ordered single array as it lies);
+    pyopencl arrays on their own queue, where they lie. Returns (value, the library's type
+    name)."""
+    if _is_clarray(arrays[0]):
+        dev = _cl_device(arrays[0], None, kind)
+        bufs, keep = _cl_buffers(arrays)
+        if kind == "derived":
+            r = dev._dev.derived_buffers(name, bufs, arrays[0].size, where, float(ddof))
+        else:
+            r = dev._dev.expr_buffers(list(text), bufs, arrays[0].size, where)
+        del keep
+        return r
+    xs = list(arrays)
+    if len(xs) == 1 and xs[0].flags.f_contiguous and not xs[0].flags.c_contiguous:
+        xs[0] = xs[0].T  # every element once, in any order: read where it lies
+    flat = [np.ascontiguousarray(x).reshape(-1) for x in xs]
+    if kind == "derived":
+        return _device(device)._dev.derived(name, flat, where, float(ddof))
+    return _device(device)._dev.expr(list(text), flat, where)
+
+
+def _cl_inputs(arrays: Sequence[Any], fname: str, device: DeviceSpec, out: Any,
+               c_order: bool) -> Tuple[Optional[Device], list]:
+    """(None, NumPy arrays) for NumPy inputs; for pyopencl arrays (all of them, of one context):
+    their queue's Device and the arrays, checked."""
+    cl = [_is_clarray(x) for x in arrays]
+    if not any(cl):
+        return None, [_as_array(x, fname) for x in arrays]
+    if not all(cl):
+        raise TypeError(f"clreduce.{fname}: pyopencl arrays cannot be mixed with host arrays "
+                        f"(pass array.get(), or pyopencl.array.to_device(queue, x))")
+    dev = _cl_device(arrays[0], device, fname)
+    if out is not None:
+        raise TypeError(f"clreduce.{fname}: out= is not taken with a pyopencl array (the result "
+                        f"is a new pyopencl array or a NumPy scalar)")
+    for x in arrays:
+        _cl_check(x, fname, c_order)
+        if x.context != arrays[0].context:
+            raise ValueError(f"clreduce.{fname}: the pyopencl arrays must share one context")
+    return dev, list(arrays)
 
 
 def _stat(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdims: bool,
           ddof: Any, device: DeviceSpec):
-    arr = _as_array(a, fname)
+    cl_dev, (arr,) = _cl_inputs([a], fname, device, out, c_order=axis is not None)
+    if cl_dev is not None:
+        device = cl_dev
     axes = _axes(axis, arr.ndim, fname)
     rt = _stat_dtype(arr, dtype, fname)
     if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float, np.integer, np.floating)):
@@ -574,7 +666,7 @@ def _stat(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdims
     shape = _kept_shape(arr.shape, axes, keepdims) if partial else (1,) * arr.ndim if keepdims else ()
     if out is not None:
         out = _check_out(out, shape, fname)
-    x = arr if arr.dtype in _LIB_NAME else arr.astype(_WIDEN[arr.dtype])
+    x = arr  # every type as it is: the engine reads the narrow ones too
     # The elements per result, for NumPy's warnings.
     count = arr.size if not partial else int(np.prod([arr.shape[k] for k in axes], dtype=np.int64))
     if count == 0 and int(np.prod(shape, dtype=np.int64)) > 0:
@@ -587,16 +679,14 @@ def _stat(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdims
             res = np.full(shape, np.nan, dtype=rt)
         else:
             res = _along(device, "derived", op, [x], axes, keepdims, ddof=float(ddof)).astype(rt)
-        return _finish_array(res, out)
+        return _finish_array(res, out) if cl_dev is None else _cl_result(a, res)
     if x.size == 0:
         value = rt.type(np.nan)
     else:
-        # Every element once, in any order: a C- or Fortran-ordered array is read where it lies.
-        if x.flags.f_contiguous and not x.flags.c_contiguous:
-            x = x.T
-        x = np.ascontiguousarray(x).reshape(-1)
-        v, _ = _device(device)._dev.derived(op, [x], "", float(ddof))
+        v, _ = _engine_whole(device, "derived", op, (), [x], "", float(ddof))
         value = rt.type(v)
+    if cl_dev is not None:
+        return _cl_result(a, _finish(value, shape, None, keepdims))
     return _finish(value, shape, out, keepdims)
 
 
@@ -609,7 +699,9 @@ def mean(a: Any, axis: Union[None, int, Tuple[int, ...]] = None, dtype: Any = No
     One pass on the device: a compensated sum in double (float on a device without fp64),
     divided by the count; within a few units of roundoff of the exact mean, so never less
     accurate than NumPy's. NaN in gives NaN; an empty array or slice gives NaN with NumPy's
-    RuntimeWarning. axis: None, an int or a tuple (one device call for every result).
+    RuntimeWarning. axis: None, an int or a tuple (one device call for every result). A
+    pyopencl.array.Array is read on its own queue (arrays along axes come back as pyopencl
+    arrays; docs/PYTHON.md), as by var, std, dot and reduce.
     """
     return _stat("mean", "mean", a, axis, dtype, out, keepdims, 0, device)
 
@@ -641,9 +733,11 @@ def dot(a: Any, b: Any, out: Optional[np.ndarray] = None, *, device: DeviceSpec 
     Floats: a compensated sum of exact products (fma) in double where the device has it, so
     within a few units of roundoff of the exact dot product. Integers wrap as NumPy's do (the
     products and sum are exact modulo 2^64, then cast). bool: whether any pair is both true.
+    Two pyopencl arrays of one context are read where they lie, on a's queue.
     """
-    A = _as_array(a, "dot")
-    B = _as_array(b, "dot")
+    cl_dev, (A, B) = _cl_inputs([a, b], "dot", device, out, c_order=False)
+    if cl_dev is not None:
+        device = cl_dev
     if A.ndim != 1 or B.ndim != 1:
         raise ValueError(
             f"clreduce.dot takes two 1-D arrays, not arrays of {A.ndim} and {B.ndim} dimensions "
@@ -654,22 +748,22 @@ def dot(a: Any, b: Any, out: Optional[np.ndarray] = None, *, device: DeviceSpec 
             f"shapes {A.shape} and {B.shape} not aligned: {A.shape[0]} (dim 0) != "
             f"{B.shape[0]} (dim 0)"
         )
-    rt = np.result_type(A, B)
+    rt = np.result_type(A.dtype, B.dtype)
     if out is not None:
         out = _check_out(out, (), "dot")
-    if rt.kind == "f":
-        if rt not in (_F32, _F64):
-            raise TypeError(f"clreduce.dot: unsupported result type {rt}")
-        xs = [x if x.dtype == rt else x.astype(rt) for x in (A, B)]
-    else:
-        xs = [x if x.dtype in _LIB_NAME else x.astype(_WIDEN[x.dtype]) for x in (A, B)]
+    if rt not in _LIB_NAME:
+        raise TypeError(f"clreduce.dot: unsupported result type {rt}")
+    # Read as they are (the engine works in double for floats, modulo 2^64 for integers), except
+    # an integer beside a float result type (int64 with uint64 too): converted as NumPy does.
+    xs = [x if rt.kind != "f" or x.dtype.kind == "f" else x.astype(rt) for x in (A, B)]
     if A.size == 0:
         value = rt.type(0)
     else:
-        xs = [np.ascontiguousarray(x) for x in xs]
-        v, tname = _device(device)._dev.derived("dot", xs, "", 0.0)
+        v, tname = _engine_whole(device, "derived", "dot", (), xs, "", 0.0)
         value = _FROM_LIB[tname].type(v)
         value = np.bool_(value != 0) if rt == np.dtype(np.bool_) else np.asarray(value).astype(rt)[()]
+    if cl_dev is not None:
+        return value
     return _finish(value, (), out, False)
 
 
@@ -703,7 +797,10 @@ def reduce(*arrays: Any, map: str, reduce: str, identity: str, post: Optional[st
         if t is not None and not isinstance(t, str):
             raise TypeError(f"clreduce.reduce: {name} must be a string (an OpenCL C expression)")
         texts.append("" if t is None else t)
-    arrs = [_as_array(x, "reduce") for x in arrays]
+    cl_dev, arrs = _cl_inputs(arrays, "reduce", device, None,
+                              c_order=len(arrays) > 1 or axis is not None)
+    if cl_dev is not None:
+        device = cl_dev
     for k, x in enumerate(arrs[1:], 1):
         if x.shape != arrs[0].shape:
             raise ValueError(
@@ -713,22 +810,26 @@ def reduce(*arrays: Any, map: str, reduce: str, identity: str, post: Optional[st
     acc = ""
     if dtype is not None:
         dt = np.dtype(dtype)
-        if dt not in _LIB_NAME:
+        if dt not in _LIB_NAME or dt in _WIDEN:
             raise TypeError(
                 f"clreduce.reduce: dtype must be int32, uint32, int64, uint64, float32 or "
                 f"float64, not {dt}"
             )
         acc = _LIB_NAME[dt]
-    xs = [x if x.dtype in _LIB_NAME else x.astype(_WIDEN[x.dtype]) for x in arrs]
+    xs = arrs  # every type as it is: the engine reads the narrow ones too
     axes = _axes(axis, arrs[0].ndim, "reduce")
     text = [texts[0], texts[1], texts[2], texts[3], acc]
     if _partial(axes, arrs[0].ndim):
-        return _along(device, "expr", "", xs, axes, keepdims, where=texts[4], text=text)
-    flat = [np.ascontiguousarray(x).reshape(-1) for x in xs]
-    v, tname = _device(device)._dev.expr(text, flat, texts[4])
+        res = _along(device, "expr", "", xs, axes, keepdims, where=texts[4], text=text)
+        return res if cl_dev is None else _cl_result(arrs[0], res)
+    if xs[0].size:
+        v, tname = _engine_whole(device, "expr", "", text, xs, texts[4], 0.0)
+    else:  # no element: post(identity, 0), on the device, from host arrays of none
+        v, tname = _device(device)._dev.expr(text, [np.empty(0, x.dtype) for x in xs], texts[4])
     value = _FROM_LIB[tname].type(v)
     if keepdims:
-        return np.full((1,) * arrs[0].ndim, value, dtype=value.dtype)
+        res = np.full((1,) * arrs[0].ndim, value, dtype=value.dtype)
+        return res if cl_dev is None else _cl_result(arrs[0], res)
     return value
 
 
@@ -773,11 +874,20 @@ def _scan_flags(fname: str, n: int, row: int, segments: Any, offsets: Any) -> Op
     return None
 
 
+def _scan_type(dt: np.dtype, dtype: Any, fname: str) -> None:
+    """Scans take every type but float16 (NumPy rounds each running value to float16; the
+    library's scans have no float16 yet)."""
+    if dt == _F16 or (dtype is not None and np.dtype(dtype) == _F16):
+        raise TypeError(f"clreduce.{fname}: unsupported dtype float16 for a scan (the scans take "
+                        f"the other types: convert to float32 first)")
+
+
 def _scan(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, exclusive: bool,
           device: DeviceSpec, segments: Any = None, offsets: Any = None):
     if _is_clarray(a):
         return _cl_scan(fname, op, a, axis, dtype, out, exclusive, device, segments, offsets)
     arr = _as_array(a, fname)
+    _scan_type(arr.dtype, dtype, fname)
     axes = _axes(axis, arr.ndim, fname, single=True)
     if axes is None or arr.ndim <= 1:
         shape: Tuple[int, ...] = (arr.size,)
@@ -880,11 +990,9 @@ def _cl_device(a: Any, device: DeviceSpec, fname: str) -> Device:
 
 
 def _cl_check(a: Any, fname: str, c_order: bool) -> None:
-    if a.dtype not in _LIB_NAME and a.dtype not in _WIDEN:
-        raise TypeError(
-            f"clreduce.{fname}: unsupported dtype {a.dtype} (clreduce takes int32, uint32, int64, "
-            f"uint64, float32 and float64, and bool, int8, int16, uint8, uint16 widened to 32 bits)"
-        )
+    if a.dtype not in _LIB_NAME:
+        raise TypeError(f"clreduce.{fname}: unsupported dtype {a.dtype} (clreduce takes "
+                        f"{_TYPES_TEXT})")
     if not (a.flags.c_contiguous or (not c_order and a.flags.f_contiguous)):
         raise ValueError(f"clreduce.{fname}: a pyopencl array must be contiguous (C order); "
                          f"copy it first (array.copy())")
@@ -893,6 +1001,42 @@ def _cl_check(a: Any, fname: str, c_order: bool) -> None:
 def _cl_at(x: Any) -> Tuple[int, int]:
     """A contiguous pyopencl array's buffer handle and first element."""
     return x.base_data.int_ptr, x.offset // x.dtype.itemsize
+
+
+_cl_aligns: dict = {}  # device handle -> CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes
+
+
+def _cl_start(x: Any) -> Tuple[int, Any]:
+    """A buffer whose element 0 is a contiguous pyopencl array's first element, and the object
+    that keeps it alive: the array's own buffer (offset 0), a sub-buffer of it (an offset at the
+    device's base alignment), else a copy of the view on the device."""
+    if x.offset == 0:
+        return x.base_data.int_ptr, x
+    dev = x.queue.device
+    align = _cl_aligns.get(dev.int_ptr)
+    if align is None:
+        align = _cl_aligns.setdefault(dev.int_ptr, builtins.max(dev.mem_base_addr_align // 8, 1))
+    cl = sys.modules["pyopencl"]
+    if x.offset % align == 0:
+        try:
+            sub = x.base_data.get_sub_region(x.offset, x.nbytes)
+            return sub.int_ptr, sub
+        except (AttributeError, cl.Error):  # a pool's buffer, or a runtime that refuses it
+            pass
+    c = cl.Buffer(x.context, cl.mem_flags.READ_WRITE, x.nbytes)  # its bytes (any dtype)
+    cl.enqueue_copy(x.queue, c, x.base_data, byte_count=x.nbytes, src_offset=x.offset)
+    return c.int_ptr, c
+
+
+def _cl_buffers(arrays: Sequence[Any]) -> Tuple[list, list]:
+    """The engine's inputs of pyopencl arrays: [(the library's type name, cl_mem handle)], and the
+    objects to keep alive until the call returns."""
+    bufs, keep = [], []
+    for x in arrays:
+        mem, k = _cl_start(x)
+        bufs.append((_LIB_NAME[x.dtype], mem))
+        keep.append(k)
+    return bufs, keep
 
 
 def _cl_result(a: Any, res: Any) -> Any:
@@ -931,16 +1075,21 @@ def _cl_reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, kee
         res = indices.astype(np.intp, copy=False) if indices is not None else values
         return _cl_result(a, res if back is None else res.astype(back))
     axes = _axes(axis, a.ndim, fname, single=op.startswith("arg"))
-    x, acc, back = _segment_input(fname, op, a, dtype, None, np.zeros(1, np.int64))
     if _partial(axes, a.ndim):
-        if _cl_at(x)[1] != 0:
-            x = x.copy()  # the engine reads axes from the buffer's start: a view's range copied
+        x, acc, back = _segment_input(fname, op, a, dtype, None, np.zeros(1, np.int64))
+        mem, keep = _cl_start(x)  # the engine reads axes from the buffer's start
         values, indices, rshape, _ = dev._dev.segments_buffer(
-            op, _LIB_NAME[x.dtype], _cl_at(x)[0], x.size, [], [int(d) for d in a.shape],
+            op, _LIB_NAME[x.dtype], mem, x.size, [], [int(d) for d in a.shape],
             list(axes), True, bool(keepdims), acc)
+        del keep
         res = (indices.astype(np.intp, copy=False) if indices is not None else values)
         res = res.reshape(tuple(rshape))
         return _cl_result(a, res if back is None else res.astype(back))
+    # The whole array: every type as it is (the library runs the narrow ones on its engine).
+    if op in ("min", "max", "argmin", "argmax"):
+        x, acc, back = a, "", None
+    else:
+        x, acc, back = _device_input(a, _op_dtype(a, dtype, None, fname), narrow=True)
     mem, first = _cl_at(x)
     v, index, rname = dev._dev.reduce_buffer(op, _LIB_NAME[x.dtype], mem, first, x.size, acc)
     if op.startswith("arg"):
@@ -962,6 +1111,7 @@ def _cl_scan(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, exclu
         raise TypeError(f"clreduce.{fname}: out= is not taken with a pyopencl array (the result "
                         f"is a new pyopencl array)")
     _cl_check(a, fname, c_order=True)
+    _scan_type(a.dtype, dtype, fname)
     axes = _axes(axis, a.ndim, fname, single=True)
     row = 0
     shape: Tuple[int, ...] = (a.size,)

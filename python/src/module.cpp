@@ -1,7 +1,7 @@
 // module.cpp: clreduce._clreduce, the Python extension over the public C++ API
-// (<clreduce/clreduce.hpp> and libclreduce alone). It reduces and scans C-contiguous host
-// arrays of the library's six element types; NumPy's rules (dtypes, axes, out=, keepdims) live in
-// the Python package around it (python/clreduce/__init__.py), which hands this module only
+// (<clreduce/clreduce.hpp> and libclreduce alone). It reduces C-contiguous host arrays of the
+// library's twelve element types (scans: its six); NumPy's rules (dtypes, axes, out=, keepdims)
+// live in the Python package around it (python/clreduce/__init__.py), which hands this module only
 // arrays it can take as they are. Besides: the derived ops (mean, var, std, dot, ...), user
 // expressions, and segmented and axis reductions of every kind, results as NumPy arrays.
 #include <nanobind/nanobind.h>
@@ -10,11 +10,15 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -35,7 +39,8 @@ void raise_error(const char* category, const std::string& what) {
 }
 
 // The library's element type of a NumPy array's dtype, by its code, bits and lanes; false when it
-// is none of the six.
+// is none of the twelve (the variants' six and the engine's float16, bool, int8, uint8, int16,
+// uint16, which the library reduces through its engine).
 bool dtype_of(const nb::dlpack::dtype& d, clreduce::DType& t) {
   if (d.lanes != 1) return false;
   const auto code = static_cast<nb::dlpack::dtype_code>(d.code);
@@ -45,6 +50,12 @@ bool dtype_of(const nb::dlpack::dtype& d, clreduce::DType& t) {
   else if (code == nb::dlpack::dtype_code::UInt && d.bits == 64) t = clreduce::DType::kUInt64;
   else if (code == nb::dlpack::dtype_code::Float && d.bits == 32) t = clreduce::DType::kFloat;
   else if (code == nb::dlpack::dtype_code::Float && d.bits == 64) t = clreduce::DType::kDouble;
+  else if (code == nb::dlpack::dtype_code::Float && d.bits == 16) t = clreduce::DType::kFloat16;
+  else if (code == nb::dlpack::dtype_code::Bool && d.bits == 8) t = clreduce::DType::kBool;
+  else if (code == nb::dlpack::dtype_code::Int && d.bits == 8) t = clreduce::DType::kInt8;
+  else if (code == nb::dlpack::dtype_code::UInt && d.bits == 8) t = clreduce::DType::kUInt8;
+  else if (code == nb::dlpack::dtype_code::Int && d.bits == 16) t = clreduce::DType::kInt16;
+  else if (code == nb::dlpack::dtype_code::UInt && d.bits == 16) t = clreduce::DType::kUInt16;
   else return false;
   return true;
 }
@@ -56,8 +67,8 @@ clreduce::DType checked_dtype(const nb::dlpack::dtype& d, const char* what) {
   clreduce::DType t{};
   if (!dtype_of(d, t))
     throw nb::type_error((std::string(what) +
-                          ": the element type must be int32, uint32, int64, uint64, float32 or "
-                          "float64")
+                          ": the element type must be int32, uint32, int64, uint64, float32, "
+                          "float64, float16, bool, int8, uint8, int16 or uint16")
                              .c_str());
   return t;
 }
@@ -102,6 +113,24 @@ std::vector<clreduce::ArrayRef> array_refs(const std::vector<InArray>& arrays, c
   return refs;
 }
 
+// An OpenCL object of the program's (PyOpenCL's int_ptr), kept by the C++ wrapper (retained).
+template <class T, class H> T cl_object(std::uintptr_t ptr) {
+  if (ptr == 0) throw nb::value_error("a null OpenCL handle");
+  return T(reinterpret_cast<H>(ptr), /*retainObject=*/true);
+}
+
+// The inputs of a derived op or an expression on buffers of the Device's context: (the library's
+// type name, a cl_mem by its int_ptr) each, every buffer holding the call's n elements from its
+// start.
+std::vector<clreduce::ArrayRef> buffer_refs(
+    const std::vector<std::tuple<std::string, std::uintptr_t>>& buffers, const char* what) {
+  std::vector<clreduce::ArrayRef> refs;
+  for (const auto& [type, mem] : buffers)
+    refs.emplace_back(clreduce::parse_dtype(type), cl_object<cl::Buffer, cl_mem>(mem));
+  if (refs.empty()) throw nb::value_error((std::string(what) + ": no array").c_str());
+  return refs;
+}
+
 // A 1-D NumPy array that owns what `values` held (no copy).
 template <class T> nb::object owned_array(std::vector<T>&& values) {
   auto* holder = new std::vector<T>(std::move(values));
@@ -137,10 +166,28 @@ std::vector<std::uint8_t> flag_bytes(const nb::object& flags, std::size_t n) {
   return std::vector<std::uint8_t>(f.data(), f.data() + n);
 }
 
-// An OpenCL object of the program's (PyOpenCL's int_ptr), kept by the C++ wrapper (retained).
-template <class T, class H> T cl_object(std::uintptr_t ptr) {
-  if (ptr == 0) throw nb::value_error("a null OpenCL handle");
-  return T(reinterpret_cast<H>(ptr), /*retainObject=*/true);
+
+// Waits for event e, polling its status (no blocking wait of the runtime, which has no time
+// limit): past limit_s seconds Error(kTimeout), as the library's own waits.
+void wait_for(const cl::Event& e, double limit_s, const char* what) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (unsigned polls = 0;; ++polls) {
+    const cl_int st = e.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
+    if (st == CL_COMPLETE) return;
+    if (st < 0)
+      throw clreduce::Error(clreduce::Errc::kRuntime,
+                            std::string(what) + " failed: " + clreduce::cl_error_name(st));
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s > limit_s)
+      throw clreduce::Error(
+          clreduce::Errc::kTimeout,
+          std::string(what) + " did not finish within " + std::to_string(limit_s) + " s");
+    // Short waits spin (a small reduction is done in microseconds), longer ones sleep.
+    if (polls < 2000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(polls < 20000 ? 20 : 500));
+  }
 }
 
 // One open device. The library's Device is used by one thread at a time: calls take the mutex
@@ -171,12 +218,25 @@ class PyDevice {
 
   // op over elements [first, first + n) of `type` (the library's name) of a buffer of the
   // Device's context (a cl_mem by its int_ptr): (value, index, result type name).
+  // The variants' types run through a plan (clreduce::Reduction) kept per op, type, accumulator
+  // and power-of-two size class: no plan, scratch or program is made again, no sentinel is
+  // written and no timing is read, so a small call costs one launch, one read of the result and
+  // one wait. The engine's types go through Device::reduce.
   std::tuple<nb::object, std::int64_t, std::string> reduce_buffer(
       const std::string& op_name, const std::string& type, std::uintptr_t mem, std::size_t first,
       std::size_t n, const std::string& acc) {
     const clreduce::Op op = reduce_op(op_name);
     const clreduce::DType t = clreduce::parse_dtype(type);
     const auto buf = cl_object<cl::Buffer, cl_mem>(mem);
+    if (n > 0 && clreduce::is_variant_dtype(t)) {
+      clreduce::Value v;
+      {
+        nb::gil_scoped_release release;
+        std::lock_guard<std::mutex> lock(mutex_);
+        v = planned_reduce(op, t, acc, buf, first, n);
+      }
+      return {value_object(v), v.index, clreduce::dtype_name(v.type)};
+    }
     clreduce::Options o;
     o.acc = acc;
     clreduce::Result r;
@@ -203,6 +263,14 @@ class PyDevice {
     o.segments = flag_bytes(flags, n);
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
+    if (n > 0 && first == 0 && out_first == 0 && o.segments.empty() &&
+        clreduce::is_variant_dtype(t)) {
+      // Whole buffers, unsegmented: a kept plan (clreduce::Scan), as reduce_buffer's.
+      clreduce::Scan& plan = scan_plan(op, t, acc, exclusive, n);
+      const cl::Event done = plan.enqueue(ib, n, ob);
+      wait_for(done, limit_s(n, t), "the scan");
+      return;
+    }
     dev_->scan(op, t, ib, first, n, ob, out_first, o);
   }
 
@@ -229,6 +297,70 @@ class PyDevice {
     return {values_array(r.values), indices, r.shape, clreduce::dtype_name(r.values.type)};
   }
   std::string kernel_dir() const { return dev_->kernel_dir(); }
+
+  // (value, result type name) of a derived op (dot, mean, ...) over n elements of buffers, as
+  // derived()'s.
+  std::tuple<nb::object, std::string> derived_buffers(
+      const std::string& op_name, const std::vector<std::tuple<std::string, std::uintptr_t>>& bufs,
+      std::size_t n, const std::string& where, double ddof) {
+    const clreduce::Derived op = clreduce::parse_derived(op_name);
+    const std::vector<clreduce::ArrayRef> refs = buffer_refs(bufs, op_name.c_str());
+    clreduce::Options o;
+    o.where = where;
+    o.ddof = ddof;
+    clreduce::Result r;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      r = dev_->reduce(op, refs, n, o);
+    }
+    return {value_object(r.value), clreduce::dtype_name(r.value.type)};
+  }
+
+  // (value, result type name) of a user expression over n elements of buffers, as expr()'s.
+  std::tuple<nb::object, std::string> expr_buffers(
+      const std::vector<std::string>& text,
+      const std::vector<std::tuple<std::string, std::uintptr_t>>& bufs, std::size_t n,
+      const std::string& where) {
+    clreduce::Expression e{text.at(0), text.at(1), text.at(2), text.at(3), text.at(4)};
+    const std::vector<clreduce::ArrayRef> refs = buffer_refs(bufs, "reduce");
+    clreduce::Options o;
+    o.where = where;
+    clreduce::Result r;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      r = dev_->reduce(e, refs, n, o);
+    }
+    return {value_object(r.value), clreduce::dtype_name(r.value.type)};
+  }
+
+  // A derived op's ("derived") or a user expression's ("expr") segmented reduction of n elements
+  // of buffers: as segments().
+  std::tuple<nb::object, nb::object, std::vector<std::uint64_t>, std::string> segments_buffers(
+      const std::string& kind, const std::string& name, const std::vector<std::string>& text,
+      const std::vector<std::tuple<std::string, std::uintptr_t>>& bufs, std::size_t n,
+      const std::vector<std::int64_t>& offsets, const std::vector<std::uint64_t>& shape,
+      const std::vector<std::int64_t>& axes, bool by_axes, bool keepdims, const std::string& where,
+      double ddof) {
+    const std::vector<clreduce::ArrayRef> refs = buffer_refs(bufs, "segments");
+    const clreduce::Segments segs = segments_of(offsets, shape, axes, by_axes, keepdims);
+    clreduce::Options o;
+    o.where = where;
+    o.ddof = ddof;
+    clreduce::SegmentedResult r;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (kind == "derived") {
+        r = dev_->reduce_segments(clreduce::parse_derived(name), refs, n, segs, o);
+      } else {
+        clreduce::Expression e{text.at(0), text.at(1), text.at(2), text.at(3), text.at(4)};
+        r = dev_->reduce_segments(e, refs, n, segs, o);
+      }
+    }
+    return {values_array(r.values), nb::none(), r.shape, clreduce::dtype_name(r.values.type)};
+  }
 
   // (value, index, result type name, builds, kernel_ms) of op over every element of a.
   std::tuple<nb::object, std::int64_t, std::string, std::size_t, double> reduce(
@@ -346,8 +478,69 @@ class PyDevice {
   }
 
  private:
+  // A wait's time limit for n elements of t, as the library's: the tuning's timeout, else a
+  // minute plus a second per 256 MiB.
+  double limit_s(std::size_t n, clreduce::DType t) {
+    const double bytes = static_cast<double>(n) * static_cast<double>(clreduce::dtype_size(t));
+    return dev_->tuning().timeout > 0 ? dev_->tuning().timeout : 60.0 + bytes / (256.0 * (1 << 20));
+  }
+
+  static unsigned size_class(std::size_t n) {
+    unsigned c = 0;
+    while ((std::size_t{1} << c) < n) ++c;
+    return c;
+  }
+
+  // The kept scan plan for op on t (mutex_ held).
+  clreduce::Scan& scan_plan(clreduce::Op op, clreduce::DType t, const std::string& acc,
+                            bool exclusive, std::size_t n) {
+    const unsigned c = size_class(n);
+    const auto key = std::make_tuple(static_cast<int>(op), static_cast<int>(t), acc, exclusive, c);
+    std::unique_ptr<clreduce::Scan>& plan = scans_[key];
+    if (!plan) {
+      clreduce::PlanOptions po;
+      po.acc = acc;
+      po.exclusive = exclusive;
+      plan = std::make_unique<clreduce::Scan>(*dev_, op, t, std::size_t{1} << c, po);
+    }
+    return *plan;
+  }
+
+  // op over buf[first, first + n) (n > 0, a variant type) with the kept plan; mutex_ held.
+  clreduce::Value planned_reduce(clreduce::Op op, clreduce::DType t, const std::string& acc,
+                                 const cl::Buffer& buf, std::size_t first, std::size_t n) {
+    const unsigned c = size_class(n);
+    const auto key = std::make_tuple(static_cast<int>(op), static_cast<int>(t), acc, c);
+    std::unique_ptr<clreduce::Reduction>& plan = plans_[key];
+    if (!plan) {
+      clreduce::PlanOptions po;
+      po.acc = acc;
+      plan = std::make_unique<clreduce::Reduction>(*dev_, op, t, std::size_t{1} << c, po);
+    }
+    if (!result_()) result_ = cl::Buffer(dev_->context(), CL_MEM_READ_WRITE, 16);
+    const cl::Event done = plan->enqueue(buf, first, n, result_, 0);
+    unsigned char bytes[16] = {};
+    // On the Device's queue after the plan's event: the program's own queue for a Device made
+    // of PyOpenCL's objects.
+    cl::Event read;
+    const std::vector<cl::Event> after = {done};
+    dev_->queue().enqueueReadBuffer(result_, CL_FALSE, 0, plan->result_bytes(), bytes, &after,
+                                    &read);
+    dev_->queue().flush();
+    wait_for(read, limit_s(n, t), "the reduction");
+    clreduce::Value v = clreduce::Value::from_bytes(plan->result_type(), bytes);
+    if (clreduce::is_arg_op(op)) std::memcpy(&v.index, bytes + 8, 8);
+    return v;
+  }
+
   std::unique_ptr<clreduce::Device> dev_;
   std::mutex mutex_;
+  // Kept plans by (op, type, accumulator, log2 of their largest n), and their result buffer.
+  std::map<std::tuple<int, int, std::string, unsigned>, std::unique_ptr<clreduce::Reduction>>
+      plans_;
+  std::map<std::tuple<int, int, std::string, bool, unsigned>, std::unique_ptr<clreduce::Scan>>
+      scans_;
+  cl::Buffer result_;
 };
 
 }  // namespace
@@ -417,6 +610,14 @@ NB_MODULE(_clreduce, m) {
       .def("segments_buffer", &PyDevice::segments_buffer, nb::arg("name"), nb::arg("type"),
            nb::arg("mem"), nb::arg("n"), nb::arg("offsets"), nb::arg("shape"), nb::arg("axes"),
            nb::arg("by_axes"), nb::arg("keepdims"), nb::arg("acc"))
+      .def("derived_buffers", &PyDevice::derived_buffers, nb::arg("op"), nb::arg("buffers"),
+           nb::arg("n"), nb::arg("where"), nb::arg("ddof"))
+      .def("expr_buffers", &PyDevice::expr_buffers, nb::arg("text"), nb::arg("buffers"),
+           nb::arg("n"), nb::arg("where"))
+      .def("segments_buffers", &PyDevice::segments_buffers, nb::arg("kind"), nb::arg("name"),
+           nb::arg("text"), nb::arg("buffers"), nb::arg("n"), nb::arg("offsets"), nb::arg("shape"),
+           nb::arg("axes"), nb::arg("by_axes"), nb::arg("keepdims"), nb::arg("where"),
+           nb::arg("ddof"))
       .def("kernel_dir", &PyDevice::kernel_dir)
       .def("reduce", &PyDevice::reduce, nb::arg("op"), nb::arg("a").noconvert(), nb::arg("acc"),
            nb::arg("variant"))

@@ -410,3 +410,60 @@ TEST_CASE("var and std build their programs once: the shift is a kernel argument
     if (call > 0) CHECK(s.builds == 0);
   }
 }
+
+TEST_CASE("the built-in ops on the engine's types: Device::reduce runs the engine's rows",
+          "[api][derived][engine-types]") {
+  clreduce::Device& dev = device();
+  const std::size_t n = 5003;
+  std::vector<std::int8_t> x(n);
+  std::uint32_t s = 7;
+  for (auto& v : x) {
+    s = s * 1664525u + 1013904223u;
+    v = static_cast<std::int8_t>(static_cast<int>(s >> 24) % 100);
+  }
+  x[1234] = 127;  // the largest, once
+  x[77] = -128;   // the least, once
+  x[4000] = -128;
+  std::int64_t sum = 0;
+  for (auto v : x) sum += v;
+  const auto run = [&](Op op, const clreduce::Options& o = checked()) {
+    return dev.reduce(op, DType::kInt8, x.data(), n, o);
+  };
+  const clreduce::Result r = run(Op::kSum);
+  CHECK(r.verified);
+  CHECK(r.variant == "expr");
+  CHECK(r.acc == DType::kInt64);
+  CHECK(r.value.i == sum);
+  const clreduce::Result mx = run(Op::kMax), mn = run(Op::kMin);
+  CHECK((mx.verified && mn.verified));
+  CHECK((mx.value.type == DType::kInt8 && mx.value.i == 127));
+  CHECK(mn.value.i == -128);
+  const clreduce::Result am = run(Op::kArgMin), ax = run(Op::kArgMax);
+  CHECK((am.verified && ax.verified));
+  CHECK(am.index() == 77);  // the first of two
+  CHECK(ax.index() == 1234);
+
+  // A buffer's range at an element offset (copied on the device: not at the base alignment)
+  // and at 0: the index counts from first.
+  cl::Buffer b(dev.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n, x.data());
+  const clreduce::Result ar = dev.reduce(Op::kArgMax, DType::kInt8, b, 3, n - 3, checked());
+  CHECK(ar.verified);
+  CHECK(ar.index() == 1231);
+  CHECK(dev.reduce(Op::kSum, DType::kInt8, b, n).value.i == sum);
+
+  // float16 and bool: min exact, sums in the wider accumulator.
+  const std::vector<std::uint16_t> h = {clreduce::double_to_half(1.5), clreduce::double_to_half(-2),
+                                        clreduce::double_to_half(0.25)};
+  const clreduce::Result hm = dev.reduce(Op::kMin, DType::kFloat16, h.data(), 3, checked());
+  CHECK((hm.verified && hm.value.type == DType::kFloat16 && hm.value.f == -2.0));
+  CHECK(dev.reduce(Op::kSum, DType::kFloat16, h.data(), 3).value.f == -0.25);
+  const std::vector<std::uint8_t> t = {1, 0, 1, 1};
+  CHECK(dev.reduce(Op::kSum, DType::kBool, t.data(), 4, checked()).value.i == 3);
+
+  // No variant takes them; min of nothing has no identity.
+  clreduce::Options fast;
+  fast.variant = "fast";
+  CHECK(error_of([&] { run(Op::kSum, fast); }).category() == clreduce::Errc::kUsage);
+  CHECK(error_of([&] { dev.reduce(Op::kMin, DType::kInt8, x.data(), 0); }).category() ==
+        clreduce::Errc::kUsage);
+}
