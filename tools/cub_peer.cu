@@ -71,10 +71,13 @@ const char kUsage[] =
     "  dot        sum of x[i] * y[i] over two arrays, x from seed S and y from seed S + 1 (as\n"
     "             clreduce's generated arrays): cub::DeviceReduce::TransformReduce over a\n"
     "             thrust::zip_iterator of the two arrays with a multiply transform and plus,\n"
-    "             one pass, the path thrust::inner_product itself takes (it dispatches to the\n"
-    "             same CUB reduction), without Thrust's allocation and synchronisation around\n"
-    "             it; int32 products and sum in int64, int64 in int64 (wrapping), float in\n"
-    "             float, double in double. GB/s counts both arrays\n"
+    "             one pass: the CUB reduction thrust::inner_product itself runs (a reduce of\n"
+    "             the zipped arrays through the product), without the temporary allocation and\n"
+    "             synchronisation Thrust adds around each call. int32 products and sum in\n"
+    "             int64, int64 in int64 (both wrapping modulo 2^64, as clreduce's); float in\n"
+    "             float and double in double, as thrust::inner_product with an init of the\n"
+    "             element type (clreduce's float dot is compensated, in double where the\n"
+    "             device has fp64). GB/s counts both arrays\n"
     "  segsum     cub::DeviceSegmentedReduce::Sum over the --offsets segments (begin off[s],\n"
     "             end off[s+1]; an empty segment gives 0): int32 in int64 as NumPy, int64 in\n"
     "             int64, float in float, double in double. The offsets are read and uploaded\n"
@@ -246,7 +249,8 @@ std::vector<std::int64_t> read_offsets(const std::string& path, std::size_t n) {
       descr.compare(descr.find_first_not_of(' '), 5, "'<i8'") != 0)
     usage_error(where + "the offsets must be int64 ('<i8')");
   const std::string fortran = value_of("fortran_order");
-  if (fortran.compare(fortran.find_first_not_of(' '), 5, "False") != 0)
+  if (fortran.find_first_not_of(' ') == std::string::npos ||
+      fortran.compare(fortran.find_first_not_of(' '), 5, "False") != 0)
     usage_error(where + "the offsets must be in C order");
   const std::string shape = value_of("shape");
   const std::size_t open = shape.find('('), close = shape.find(')');
