@@ -359,25 +359,29 @@ def cmd_run(a):
     def offsets_file(n, length):
         if (n, length) not in offsets:
             path = os.path.join(out_dir, "offsets_%d_%s.npy" % (n, length))
+            print("writing %s (%s over %d elements)" % (os.path.basename(path), "power-law lengths"
+                  if length == "powerlaw" else "length %d" % length, n), flush=True)
             offsets[(n, length)] = (path, write_offsets(path, n, length, a.seed))
         return offsets[(n, length)]
 
     def new_ops_round(t, n, k, rnd, run_ops, matrix=None):
         """One round at (t, n): the baseline, then each op (segsum once per length)."""
+        label = " (round %d of %d)" % (rnd + 1, a.rounds) if a.rounds > 1 else ""
+        print("n = 2^%d fast sum %s, the baseline%s" % (k, t, label), flush=True)
         got = bench_baseline(a, meta, t, n, k, copy=(rnd == 0))
         for op in run_ops:
             if op in SEGMENT_OPS:
                 for length in lengths:
                     path, segs = offsets_file(n, length)
                     got += bench_new(a, meta, op, t, n, k, "powerlaw" if length == "powerlaw"
-                                     else "len=%d" % length, segs, offsets=path)
+                                     else "len=%d" % length, segs, offsets=path, label=label)
             elif op in AXIS_OPS:
                 r, c = shape
                 path = offsets_file(n, c)[0] if op == "axis1" and a.cub_peer else None
                 got += bench_new(a, meta, op, t, n, k, "%dx%d" % (r, c), c if op == "axis0" else r,
-                                 offsets=path, matrix=matrix)
+                                 offsets=path, matrix=matrix, label=label)
             else:
-                got += bench_new(a, meta, op, t, n, k)
+                got += bench_new(a, meta, op, t, n, k, label=label)
         for r in got:  # each op's vs_fast is against this baseline
             r["round"] = rnd
             r["baseline_id"] = "%s %d %d %s" % (t, n, rnd, "axes" if matrix else "flat")
@@ -545,7 +549,7 @@ def bench_baseline(a, meta, t, n, k, copy):
     return rows
 
 
-def bench_new(a, meta, op, t, n, k, shape="", segments=None, offsets=None, matrix=None):
+def bench_new(a, meta, op, t, n, k, shape="", segments=None, offsets=None, matrix=None, label=""):
     """Every row for one of the engine's, segment or axis ops at (t, n): clreduce's, then
     cub_peer's where it has the op."""
     base = {"device": meta["device"], "driver": meta["driver"], "commit": meta["commit"],
@@ -560,7 +564,7 @@ def bench_new(a, meta, op, t, n, k, shape="", segments=None, offsets=None, matri
     else:  # an axis of the matrix file
         cmd += ["--op", "sum", "--input", matrix, "--axis", str(AXIS_OPS[op]), "--warmup", str(a.warmup),
                 "--repeat", str(a.repeat)]
-    print("n = 2^%d %s %s%s" % (k, op, t, " " + shape if shape else ""), flush=True)
+    print("n = 2^%d %s %s%s%s" % (k, op, t, " " + shape if shape else "", label), flush=True)
     rows = clreduce_rows(a, base, cmd, op)
     if a.cub_peer:
         why = cub_unsupported(op, t)
