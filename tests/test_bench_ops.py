@@ -86,11 +86,11 @@ with tempfile.TemporaryDirectory() as out:
         r = mine[0]
         dropped = r["note"][len("noisy timing: "):].split(" not quoted")[0].split(", ") \
             if r["note"].startswith("noisy timing: ") else []
-        for col in ("vs_fast", "vs_cub") if op in ("dot", "segsum", "axis1") else ("vs_fast",):
+        for col in ("vs_fast", "vs_cub") if op in ("dot", "minmax", "segsum", "axis1") else ("vs_fast",):
             check(bool(r[col]) != (col in dropped), "%s %s: %s quoted unless noisy (%r)" % (op, shape, col, r))
         check(float(r["of_copy"]) > 0, "%s %s: of_copy" % (op, shape))
         cub = [c for c in rows if (c["op"], c["shape"], c["tool"]) == (op, shape, "cub_peer")]
-        if op in ("dot", "segsum", "axis1"):
+        if op in ("dot", "minmax", "segsum", "axis1"):
             check(len(cub) == 1 and cub[0]["verified"] == "True", "%s %s: cub_peer runs it" % (op, shape))
         else:
             check(len(cub) == 1 and cub[0]["skipped"] == "True" and cub[0]["note"],

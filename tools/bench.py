@@ -40,8 +40,8 @@ once per (n, lengths) under --out and deleted at the end); axis0 and axis1 (clre
 at its one size). Each round of each (n, type) first runs `fast` sum on the same generated data
 (the baseline, with the copy ceilings in the first round), then these ops: vs_fast is the
 baseline's time / the op's, of_copy its GB/s (bytes read) / the best copy GB/s. cub_peer runs
-dot, segsum (on the same offsets file) and axis1 (segsum with offsets k*C); CUB has no call for
-axis0. These ops need numpy (segsum; axis1 with --cub-peer) to write the offsets.
+dot, minmax, segsum (on the same offsets file) and axis1 (segsum with offsets k*C); CUB has no
+call for axis0. These ops need numpy (segsum; axis1 with --cub-peer) to write the offsets.
 """
 
 import argparse
@@ -81,7 +81,7 @@ SEGMENT_OPS = ["segsum"]
 AXIS_OPS = {"axis0": 0, "axis1": 1}
 NEW_OPS = list(ENGINE_OPS) + SEGMENT_OPS + list(AXIS_OPS)
 POWERLAW_EXPONENT = 1.1
-CUB_OPS.update({"dot": "dot", "segsum": "segsum", "axis1": "segsum"})
+CUB_OPS.update({"minmax": "minmax", "dot": "dot", "segsum": "segsum", "axis1": "segsum"})
 CUB_MISSING = {"axis0": "CUB has no call for a reduction along axis 0 of a row-major matrix"}
 CSV_COLUMNS = ["device", "driver", "commit", "round", "op", "type", "acc", "n", "log2n", "variant", "kind",
                "tool", "verified", "skipped", "kernel_ms", "kernel_ms_min", "kernel_ms_max", "noisy",

@@ -2,10 +2,11 @@
 // runs one cub::DeviceReduce / cub::DeviceSegmentedReduce / cub::DeviceScan call (or a
 // device-to-device copy, the bandwidth ceiling), verifies it against a host loop and prints one
 // JSON line in clreduce's format. Every op and element type of clreduce's benchmark: sum, min,
-// max, argmin, argmax, dot (two arrays), segmented sums over an --offsets file, inclusive and
-// exclusive prefix sums (segmented with --segment-length, as clreduce's), copy; int32, int64,
+// max, argmin, argmax, minmax, dot (two arrays), segmented sums over an --offsets file, inclusive
+// and exclusive prefix sums (segmented with --segment-length, as clreduce's), copy; int32, int64,
 // float, double.
 #include <cuda_runtime.h>
+#include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 #include <thrust/iterator/zip_iterator.h>
 #include <thrust/tuple.h>
@@ -53,7 +54,8 @@ void cuda_check(cudaError_t err, const char* what, int line) {
 const char kUsage[] =
     "usage: cub_peer --op OP --type TYPE --size N [--seed S] [--warmup W] [--repeat R]\n"
     "                [--acc int32|int64] [--segment-length L] [--offsets FILE.npy]\n"
-    "  --op     sum, min, max, argmin, argmax, dot, segsum, scan-inclusive, scan-exclusive or copy\n"
+    "  --op     sum, min, max, argmin, argmax, minmax, dot, segsum, scan-inclusive,\n"
+    "           scan-exclusive or copy\n"
     "  --type   int32, int64, float or double\n"
     "  --size   N, 2^K or NeK elements        --seed    data seed (default 1)\n"
     "  --warmup untimed runs (default 1)      --repeat  timed runs, medians reported (default 5)\n"
@@ -68,6 +70,11 @@ const char kUsage[] =
     "  min, max   cub::DeviceReduce::Min / Max, in the element type\n"
     "  argmin, argmax  cub::DeviceReduce::ArgMin / ArgMax: the extreme and its int64 index; on\n"
     "             ties the lowest index\n"
+    "  minmax     the least and the greatest element with their first indices in one pass:\n"
+    "             cub::DeviceReduce::TransformReduce of the indices (a counting iterator) into\n"
+    "             (min, its index, max, its index), ties to the lower index, as\n"
+    "             thrust::minmax_element reduces (value, index) pairs; clreduce's --op minmax.\n"
+    "             JSON: result and index_min the minimum, result_max and index_max the maximum\n"
     "  dot        sum of x[i] * y[i] over two arrays, x from seed S and y from seed S + 1 (as\n"
     "             clreduce's generated arrays): cub::DeviceReduce::TransformReduce over a\n"
     "             thrust::zip_iterator of the two arrays with a multiply transform and plus,\n"
@@ -150,6 +157,7 @@ enum class Op {
   kMax,
   kArgMin,
   kArgMax,
+  kMinMax,
   kDot,
   kSegSum,
   kScanInclusive,
@@ -169,8 +177,8 @@ struct Args {
   int repeat = 5;
   bool acc64 = true;  // int32 sum and scans: accumulate and output in int64
   bool acc_given = false;
-  std::size_t segment_length = 0;  // scans: a segment starts every L elements; 0: one segment
-  std::string offsets_path;        // segsum: the .npy of S + 1 int64 offsets
+  std::size_t segment_length = 0;     // scans: a segment starts every L elements; 0: one segment
+  std::string offsets_path;           // segsum: the .npy of S + 1 int64 offsets
   std::vector<std::int64_t> offsets;  // read and checked with the command line
 
   bool scan() const { return op == Op::kScanInclusive || op == Op::kScanExclusive; }
@@ -307,6 +315,7 @@ Args parse_args(int argc, char** argv) {
                   {"max", Op::kMax},
                   {"argmin", Op::kArgMin},
                   {"argmax", Op::kArgMax},
+                  {"minmax", Op::kMinMax},
                   {"dot", Op::kDot},
                   {"segsum", Op::kSegSum},
                   {"scan-inclusive", Op::kScanInclusive},
@@ -320,7 +329,7 @@ Args parse_args(int argc, char** argv) {
         }
       if (!have_op)
         usage_error("unknown op '" + value +
-                    "' (sum, min, max, argmin, argmax, dot, segsum, scan-inclusive, "
+                    "' (sum, min, max, argmin, argmax, minmax, dot, segsum, scan-inclusive, "
                     "scan-exclusive, copy)");
       a.op_name = value;
     } else if (flag == "--type") {
@@ -379,7 +388,7 @@ Args parse_args(int argc, char** argv) {
     usage_error("--op segsum needs --offsets FILE.npy");
   if (a.op != Op::kSegSum && !a.offsets_path.empty())
     usage_error("--offsets applies to --op segsum only");
-  if ((a.op == Op::kMin || a.op == Op::kMax || a.arg()) && a.n == 0)
+  if ((a.op == Op::kMin || a.op == Op::kMax || a.op == Op::kMinMax || a.arg()) && a.n == 0)
     usage_error(a.op_name + " of an empty array has no answer");
   if (a.op == Op::kSegSum) a.offsets = read_offsets(a.offsets_path, a.n);
   return a;
@@ -513,8 +522,9 @@ struct Report {
   Timing t;
   double bytes = 0.0;  // bytes moved for gbps
   double seq_ms = 0.0;
-  std::string acc;            // accumulator / output type, where it applies
+  std::string acc;             // accumulator / output type, where it applies
   std::int64_t segments = -1;  // segsum: the number of segments
+  std::string more;            // further JSON fields, each with its leading comma
 };
 
 struct DeviceDesc {
@@ -568,6 +578,7 @@ int print_report(const Args& a, const DeviceDesc& d, const Report& r) {
   if (a.arg()) s += ",\"index\":" + std::to_string(r.index);
   s += ",\"expected\":" + r.expected;
   if (a.arg()) s += ",\"expected_index\":" + std::to_string(r.expected_index);
+  s += r.more;
   s += std::string(",\"verified\":") + (r.verified ? "true" : "false");
   if (!r.verified) s += ",\"error\":\"" + json_escape(r.error) + "\"";
   const double gbps = r.t.kernel_ms > 0 ? r.bytes / (r.t.kernel_ms * 1e6) : 0.0;
@@ -891,12 +902,90 @@ Report run_scan(const Args& a, const std::vector<In>& x, bool inclusive) {
   return r;
 }
 
+// The least and greatest element with their first indices, folded by one TransformReduce.
+template <class T> struct MinMax {
+  T lo;
+  std::int64_t ilo;
+  T hi;
+  std::int64_t ihi;
+};
+
+template <class T> struct ToMinMax {
+  const T* x;
+  __host__ __device__ MinMax<T> operator()(std::int64_t i) const { return {x[i], i, x[i], i}; }
+};
+
+// Associative and commutative: ties go to the lower index (the identity's index is the largest).
+template <class T> struct CombineMinMax {
+  __host__ __device__ MinMax<T> operator()(const MinMax<T>& a, const MinMax<T>& b) const {
+    MinMax<T> r = a;
+    if (b.lo < a.lo || (b.lo == a.lo && b.ilo < a.ilo)) {
+      r.lo = b.lo;
+      r.ilo = b.ilo;
+    }
+    if (b.hi > a.hi || (b.hi == a.hi && b.ihi < a.ihi)) {
+      r.hi = b.hi;
+      r.ihi = b.ihi;
+    }
+    return r;
+  }
+};
+
+// One pass over the array for both extremes and their first indices (clreduce's --op minmax).
+template <class T> Report run_minmax(const Args& a, const std::vector<T>& x) {
+  Report r;
+  const std::size_t n = a.n;
+  DeviceBuffer d_in(n * sizeof(T)), d_out(sizeof(MinMax<T>));
+  const MinMax<T> init{std::numeric_limits<T>::max(), std::numeric_limits<std::int64_t>::max(),
+                       std::numeric_limits<T>::lowest(), std::numeric_limits<std::int64_t>::max()};
+  auto call = [&](void* tmp, std::size_t& bytes) {
+    return with_count(n, [&](auto count) {
+      return cub::DeviceReduce::TransformReduce(
+          tmp, bytes, thrust::counting_iterator<std::int64_t>(0), d_out.as<MinMax<T>>(), count,
+          CombineMinMax<T>{}, ToMinMax<T>{d_in.as<const T>()}, init);
+    });
+  };
+  std::size_t temp_bytes = 0;
+  DeviceBuffer temp = make_temp(call, &temp_bytes);
+  MinMax<T> got{};
+  r.t = time_runs(
+      a, x.data(), d_in.p, n * sizeof(T),
+      [&] { CUDA_CHECK(cudaMemset(d_out.p, 0xA5, sizeof(MinMax<T>))); },
+      [&] { return call(temp.p, temp_bytes); },
+      [&] { CUDA_CHECK(cudaMemcpy(&got, d_out.p, sizeof(MinMax<T>), cudaMemcpyDeviceToHost)); });
+  MinMax<T> seq{};
+  r.seq_ms = time_host(a.repeat, [&] {
+    MinMax<T> m{x[0], 0, x[0], 0};
+    for (std::size_t i = 1; i < n; ++i) {  // strict: a tie keeps the earlier index
+      if (x[i] < m.lo) {
+        m.lo = x[i];
+        m.ilo = static_cast<std::int64_t>(i);
+      }
+      if (x[i] > m.hi) {
+        m.hi = x[i];
+        m.ihi = static_cast<std::int64_t>(i);
+      }
+    }
+    seq = m;
+  });
+  r.bytes = static_cast<double>(n * sizeof(T));
+  r.result = value_str(got.lo);
+  r.expected = value_str(seq.lo);
+  r.more = ",\"index_min\":" + std::to_string(got.ilo) + ",\"result_max\":" + value_str(got.hi) +
+           ",\"index_max\":" + std::to_string(got.ihi) +
+           ",\"expected_index_min\":" + std::to_string(seq.ilo) +
+           ",\"expected_max\":" + value_str(seq.hi) +
+           ",\"expected_index_max\":" + std::to_string(seq.ihi);
+  r.verified = got.lo == seq.lo && got.ilo == seq.ilo && got.hi == seq.hi && got.ihi == seq.ihi;
+  if (!r.verified) r.error = "minimum, maximum or a first index differs";
+  return r;
+}
+
 // ---- dot and segmented sums ----
 
 // x * y in Acc; integers as uint64 (the product and the sum wrap modulo 2^64, as clreduce's
 // integer dot: an int64 overflow would be undefined), floats in the element type.
-template <class T>
-using DotAcc = std::conditional_t<std::is_integral_v<T>, std::uint64_t, T>;
+template <class T> using DotAcc = std::conditional_t<std::is_integral_v<T>, std::uint64_t, T>;
 
 template <class Acc> struct Multiply {
   template <class Tuple> __host__ __device__ Acc operator()(const Tuple& t) const {
@@ -975,8 +1064,8 @@ template <class In, class Out> Report run_segsum(const Args& a, const std::vecto
   const std::size_t segs = off.size() - 1;
   DeviceBuffer d_in(n * sizeof(In)), d_off(off.size() * sizeof(std::int64_t)),
       d_out(segs * sizeof(Out));
-  CUDA_CHECK(cudaMemcpy(d_off.p, off.data(), off.size() * sizeof(std::int64_t),
-                        cudaMemcpyHostToDevice));
+  CUDA_CHECK(
+      cudaMemcpy(d_off.p, off.data(), off.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice));
   const std::int64_t* begin = d_off.as<const std::int64_t>();
   auto call = [&](void* tmp, std::size_t& bytes) {
     return cub::DeviceSegmentedReduce::Sum(tmp, bytes, d_in.as<const In>(), d_out.as<Out>(),
@@ -1067,6 +1156,7 @@ template <class T> Report run_op(const Args& a, const std::vector<T>& x) {
     case Op::kMax: return run_extreme<T, true>(a, x);
     case Op::kArgMin: return run_arg<T, false>(a, x);
     case Op::kArgMax: return run_arg<T, true>(a, x);
+    case Op::kMinMax: return run_minmax(a, x);
     case Op::kDot: return run_dot(a, x);
     case Op::kSegSum:
       if constexpr (kInt32)
