@@ -8,7 +8,8 @@
   bench.py run --clreduce BIN [--device D] [--cub-peer BIN] [--variants fast,topdown]
                [--ops sum,min,argmin] [--types int32,float] [--min-log 10] [--max-log 30]
                [--repeat R] [--warmup W] [--seed S] [--acc int32|int64]
-               [--segment-length L] [--logs 10,16,20] [--no-peers] [--rounds R] --out DIR
+               [--segment-length L] [--logs 10,16,20] [--no-peers] [--rounds R]
+               [--segment-lengths 1,8,100,powerlaw] [--matrix R,C] --out DIR
   bench.py plot DIR
 
 Ops: sum, prod, min, max, argmin, argmax (reductions), scan-inclusive and scan-exclusive (prefix
@@ -28,11 +29,26 @@ then cub_peer, then clreduce again ...): each round's ratios are its own, and a 
 variant's median ratio over the rounds with its range (results.json's "summary", summary.csv).
 Cells below 2^24 move by tens of percent between processes; judge them by the median of at least
 three rounds, never by one process.
+
+The reduction engine's ops: dot, mean, var, std, norm2, minmax, logsumexp, count (clreduce's --op
+of that name) and expr-sum (--map x --reduce 'a+b' --identity 0, a user expression that spells
+sum); segsum (clreduce's --op sum --offsets FILE, one segmented sum per --segment-lengths entry:
+a fixed length L, the offsets 0, L, 2L, ..., n (the last segment shorter), or powerlaw, lengths
+drawn with P(length >= l) = l^-1.1 from --seed and cut to sum to n; each offsets file is written
+once per (n, lengths) under --out and deleted at the end); axis0 and axis1 (clreduce's --op sum
+--axis K on an R x C C-order .npy of clreduce's generated data, --matrix, default 16384,16384,
+at its one size). Each round of each (n, type) first runs `fast` sum on the same generated data
+(the baseline, with the copy ceilings in the first round), then these ops: vs_fast is the
+baseline's time / the op's, of_copy its GB/s (bytes read) / the best copy GB/s. cub_peer runs
+dot, minmax, segsum (on the same offsets file) and axis1 (segsum with offsets k*C); CUB has no
+call for axis0. These ops need numpy (segsum; axis1 with --cub-peer) to write the offsets.
 """
 
 import argparse
+import ast
 import csv
 import datetime
+import importlib.util
 import json
 import os
 import shutil
@@ -52,10 +68,26 @@ CUB_OPS = {"sum": "sum", "min": "min", "max": "max", "argmin": "argmin", "argmax
            "scan-inclusive": "scan-inclusive", "scan-exclusive": "scan-exclusive",
            "scan-inclusive-segmented": "scan-inclusive", "scan-exclusive-segmented": "scan-exclusive"}
 CUB_TYPES = ["int32", "int64", "float", "double"]
+# The reduction engine's ops (clreduce's row `expr`): clreduce's flags for each. The engine takes
+# neither --peers nor --measure-copy: each round's `fast` sum of the same n and type (the
+# baseline) gives vs_fast and, in the first round, the copy ceilings.
+ENGINE_OPS = {"dot": ["--op", "dot"], "mean": ["--op", "mean"], "var": ["--op", "var"],
+              "std": ["--op", "std"], "norm2": ["--op", "norm2"], "minmax": ["--op", "minmax"],
+              "logsumexp": ["--op", "logsumexp"], "count": ["--op", "count"],
+              "expr-sum": ["--map", "x", "--reduce", "a+b", "--identity", "0"]}
+# Segmented sums over an offsets file, one per --segment-lengths entry; sums along an axis of an
+# R x C matrix (--matrix). powerlaw lengths: P(length >= l) = l^-POWERLAW_EXPONENT, l = 1, 2, ...
+SEGMENT_OPS = ["segsum"]
+AXIS_OPS = {"axis0": 0, "axis1": 1}
+NEW_OPS = list(ENGINE_OPS) + SEGMENT_OPS + list(AXIS_OPS)
+POWERLAW_EXPONENT = 1.1
+CUB_OPS.update({"minmax": "minmax", "dot": "dot", "segsum": "segsum", "axis1": "segsum"})
+CUB_MISSING = {"axis0": "CUB has no call for a reduction along axis 0 of a row-major matrix"}
 CSV_COLUMNS = ["device", "driver", "commit", "round", "op", "type", "acc", "n", "log2n", "variant", "kind",
                "tool", "verified", "skipped", "kernel_ms", "kernel_ms_min", "kernel_ms_max", "noisy",
                "wall_ms", "gbps", "gbps_min", "gbps_max", "launches", "vs_omp", "vs_cub",
-               "vs_seq", "vs_omp_best", "vs_cub_best", "of_copy", "policy", "note"]
+               "vs_seq", "vs_omp_best", "vs_cub_best", "of_copy", "policy", "note",
+               "shape", "segments", "vs_fast"]
 
 
 def fail(msg, code=2):
@@ -164,6 +196,8 @@ def cub_op_args(op, segment_length=1000):
 
 def cub_unsupported(op, t):
     """Why cub_peer cannot run op on t, or "" when it can."""
+    if op in CUB_MISSING:
+        return CUB_MISSING[op]
     if op not in CUB_OPS:
         return "cub_peer has no %s (it has %s)" % (op, ", ".join(CUB_OPS))
     if t not in CUB_TYPES:
@@ -179,12 +213,49 @@ def known_variants(clreduce):
     return [r["name"] for r in rows]
 
 
+def parse_count(text):
+    """A count written N, NeK or 2^K (as clreduce's --size), or None."""
+    try:
+        if text.startswith("2^"):
+            return 1 << int(text[2:])
+        if "e" in text:
+            base, exp = text.split("e")
+            return int(base) * 10 ** int(exp)
+        return int(text)
+    except ValueError:
+        return None
+
+
+def segment_lengths(text):
+    """--segment-lengths: fixed lengths (N, NeK, 2^K; >= 1) and `powerlaw`, in the order given."""
+    out = []
+    for x in (x.strip() for x in text.split(",")):
+        if x == "powerlaw":
+            out.append(x)
+            continue
+        v = parse_count(x)
+        if v is None or v < 1:
+            fail("--segment-lengths takes lengths >= 1 (N, NeK or 2^K) and powerlaw, not '%s'" % x)
+        out.append(v)
+    if not out:
+        fail("--segment-lengths needs at least one length")
+    return out
+
+
+def matrix_shape(text):
+    """--matrix R,C: two counts >= 1."""
+    parts = [parse_count(x.strip()) for x in text.split(",")]
+    if len(parts) != 2 or any(v is None or v < 1 for v in parts):
+        fail("--matrix takes R,C (two counts >= 1, e.g. 16384,16384 or 2^14,2^14), not '%s'" % text)
+    return parts
+
+
 def check_sweep(a, ops, types, variants):
     """Everything the sweep is asked for, checked before it starts (exit 2 with the reason)."""
     for t in types:
         if t not in ELEM_BYTES:
             fail("unknown type '%s' (valid: %s)" % (t, ", ".join(ELEM_BYTES)))
-    valid_ops = REDUCE_OPS + list(SCAN_OPS)
+    valid_ops = REDUCE_OPS + list(SCAN_OPS) + NEW_OPS
     for op in ops:
         if op not in valid_ops:
             fail("unknown op '%s' (valid: %s)" % (op, ", ".join(valid_ops)))
@@ -195,7 +266,7 @@ def check_sweep(a, ops, types, variants):
         if v not in names:
             fail("unknown variant '%s' (valid: %s)" % (v, ", ".join(names)))
     for op in ops:
-        if not variants_for(op, variants):
+        if op not in NEW_OPS and not variants_for(op, variants):
             fail("--ops %s needs a %s variant in --variants" % (op, "scan-*" if op in SCAN_OPS else "reduction"))
     if a.acc and a.acc not in ("int32", "int64"):
         fail("--acc must be int32 or int64, not '%s'" % a.acc)
@@ -203,6 +274,11 @@ def check_sweep(a, ops, types, variants):
         fail("need --repeat >= 1, --warmup >= 0 and --rounds >= 1")
     if a.segment_length < 1:
         fail("need --segment-length >= 1")
+    if "segsum" in ops or ("axis1" in ops and a.cub_peer):
+        if importlib.util.find_spec("numpy") is None:  # it writes the offsets files
+            fail("--ops %s needs numpy, which this Python (%s) cannot import: install it for this interpreter "
+                 "(%s -m pip install numpy) or run bench.py with a Python that has it"
+                 % ("segsum" if "segsum" in ops else "axis1 with --cub-peer", sys.executable, sys.executable))
     if a.cub_peer and not shutil.which(a.cub_peer):
         fail("--cub-peer %s: not found or not executable. The build makes build/tools/cub_peer only where nvcc and an "
              "NVIDIA GPU are found; configure with -DCLREDUCE_CUB_PEER=ON to build it wherever nvcc is"
@@ -235,6 +311,8 @@ def cmd_run(a):
         if not logs or logs[0] < 0 or logs[-1] > 40:
             fail("--logs takes powers from 0 to 40")
     check_sweep(a, ops, types, variants)
+    lengths = segment_lengths(a.segment_lengths) if "segsum" in ops else []
+    shape = matrix_shape(a.matrix)
     dev = describe_device(a.clreduce, a.device)
     version, commit = clreduce_build(a.clreduce)
     meta = {
@@ -250,6 +328,11 @@ def cmd_run(a):
     }
     if any(SCAN_OPS.get(op, (False, False))[1] for op in ops):
         meta["segment_length"] = a.segment_length
+    if "segsum" in ops:
+        meta["segment_lengths"] = lengths
+        meta["powerlaw_exponent"] = POWERLAW_EXPONENT
+    if any(op in AXIS_OPS for op in ops):
+        meta["matrix"] = shape
     os.makedirs(out_dir, exist_ok=True)
     open(os.path.join(out_dir, "rows.partial.jsonl"), "w").close()
     print("device %s (%s), driver %s, commit %s" % (meta["device"], meta["platform"],
@@ -262,25 +345,92 @@ def cmd_run(a):
                 if why:
                     notes.append("cub_peer skipped for %s %s: %s" % (op, t, why))
                     print(notes[-1], flush=True)
-    for t in types:
-        limit, why = size_limit(dev, t)
-        for k in logs:
-            n = 1 << k
-            if n > limit:
-                notes.append("%s from 2^%d up skipped: more than %s" % (t, k, why))
-                break
-            for i, op in enumerate(ops):
-                got = []
-                for rnd in range(a.rounds):  # interleaved process pairs
-                    one = bench_one(a, meta, op, t, n, k, variants, copy=(i == 0 and rnd == 0),
-                                    label=" (round %d of %d)" % (rnd + 1, a.rounds) if a.rounds > 1 else "")
-                    for r in one:
-                        r["round"] = rnd
-                    got += one
-                rows += got
-                with open(os.path.join(out_dir, "rows.partial.jsonl"), "a") as f:
-                    # as they come: a sweep cut short keeps what it measured
-                    f.writelines(json.dumps(r) + "\n" for r in got)
+    classic = [op for op in ops if op not in NEW_OPS]
+    flat = [op for op in ops if op in ENGINE_OPS or op in SEGMENT_OPS]
+    axes = [op for op in ops if op in AXIS_OPS]
+    offsets = {}  # (n, length) -> (path, S): each written once, all deleted at the end
+
+    def keep(got):
+        rows.extend(got)
+        with open(os.path.join(out_dir, "rows.partial.jsonl"), "a") as f:
+            # as they come: a sweep cut short keeps what it measured
+            f.writelines(json.dumps(r) + "\n" for r in got)
+
+    def offsets_file(n, length):
+        if (n, length) not in offsets:
+            path = os.path.join(out_dir, "offsets_%d_%s.npy" % (n, length))
+            print("writing %s (%s over %d elements)" % (os.path.basename(path), "power-law lengths"
+                  if length == "powerlaw" else "length %d" % length, n), flush=True)
+            offsets[(n, length)] = (path, write_offsets(path, n, length, a.seed))
+        return offsets[(n, length)]
+
+    def new_ops_round(t, n, k, rnd, run_ops, matrix=None):
+        """One round at (t, n): the baseline, then each op (segsum once per length)."""
+        label = " (round %d of %d)" % (rnd + 1, a.rounds) if a.rounds > 1 else ""
+        print("n = 2^%d fast sum %s, the baseline%s" % (k, t, label), flush=True)
+        got = bench_baseline(a, meta, t, n, k, copy=(rnd == 0))
+        for op in run_ops:
+            if op in SEGMENT_OPS:
+                for length in lengths:
+                    path, segs = offsets_file(n, length)
+                    got += bench_new(a, meta, op, t, n, k, "powerlaw" if length == "powerlaw"
+                                     else "len=%d" % length, segs, offsets=path, label=label)
+            elif op in AXIS_OPS:
+                r, c = shape
+                path = offsets_file(n, c)[0] if op == "axis1" and a.cub_peer else None
+                got += bench_new(a, meta, op, t, n, k, "%dx%d" % (r, c), c if op == "axis0" else r,
+                                 offsets=path, matrix=matrix, label=label)
+            else:
+                got += bench_new(a, meta, op, t, n, k, label=label)
+        for r in got:  # each op's vs_fast is against this baseline
+            r["round"] = rnd
+            r["baseline_id"] = "%s %d %d %s" % (t, n, rnd, "axes" if matrix else "flat")
+        keep(got)
+
+    try:
+        for t in types:
+            limit, why = size_limit(dev, t)
+            for k in logs:
+                n = 1 << k
+                if n > limit:
+                    notes.append("%s from 2^%d up skipped: more than %s" % (t, k, why))
+                    break
+                for i, op in enumerate(classic):
+                    got = []
+                    for rnd in range(a.rounds):  # interleaved process pairs
+                        one = bench_one(a, meta, op, t, n, k, variants, copy=(i == 0 and rnd == 0),
+                                        label=" (round %d of %d)" % (rnd + 1, a.rounds) if a.rounds > 1 else "")
+                        for r in one:
+                            r["round"] = rnd
+                        got += one
+                    keep(got)
+                for rnd in range(a.rounds if flat else 0):
+                    new_ops_round(t, n, k, rnd, flat)
+            if axes:
+                n = shape[0] * shape[1]
+                if n > limit:
+                    notes.append("%s %s skipped: a %dx%d matrix is more than %s" % (
+                        ",".join(axes), t, shape[0], shape[1], why))
+                    continue
+                path = os.path.join(out_dir, "matrix_%dx%d_%s.npy" % (shape[0], shape[1], t))
+                print("writing the %dx%d %s matrix" % (shape[0], shape[1], t), flush=True)
+                matrix = write_matrix(a, path, t, shape[0], shape[1])
+                try:
+                    for rnd in range(a.rounds if matrix else 0):
+                        new_ops_round(t, n, n.bit_length() - 1, rnd, axes, matrix)
+                    if not matrix:
+                        keep([dict(device=meta["device"], driver=meta["driver"], commit=meta["commit"],
+                                   op=op, type=t, n=n, log2n=n.bit_length() - 1, shape="%dx%d" % tuple(shape),
+                                   tool="clreduce", variant="segments",
+                                   kind="error", verified=False, note="the matrix could not be written")
+                              for op in axes])
+                finally:
+                    if os.path.exists(path):
+                        os.remove(path)
+    finally:
+        for path, _ in offsets.values():
+            if os.path.exists(path):
+                os.remove(path)
     for note in notes:
         print(note)
     meta["notes"] = notes
@@ -304,8 +454,7 @@ def bench_one(a, meta, op, t, n, k, variants, copy, label=""):
     rows = []
     base = {"device": meta["device"], "driver": meta["driver"], "commit": meta["commit"],
             "op": op, "type": t, "n": n, "log2n": k}
-    common = ["--size", str(n), "--seed", str(a.seed), "--warmup", str(a.warmup),
-              "--repeat", str(a.repeat)]
+    common = common_args(a, n)
     # --acc applies to int32 sums, products and scans, as in every tool
     acc = (["--acc", a.acc] if a.acc and t == "int32" and (op in ("sum", "prod") or op in SCAN_OPS)
            else [])
@@ -315,10 +464,8 @@ def bench_one(a, meta, op, t, n, k, variants, copy, label=""):
         cmd = ([a.clreduce, "--device", a.device, "--variant", ",".join(vs)] +
                clreduce_op_args(op, a.segment_length) +
                ["--type", t, "--format", "json"] + ([] if a.no_peers else ["--peers"]) + common + acc + (["--measure-copy"] if copy else []))
-        code, got, err = run_json_lines(cmd, a.timeout)
-        for r in got:
-            rows.append(dict(dict(base, tool="clreduce", **r), op=op))  # the sweep's op name
-        seq = next((r for r in got if r.get("seq_ms") and r.get("kernel_ms") and r.get("gbps")
+        rows += clreduce_rows(a, base, cmd, op)
+        seq = next((r for r in rows if r.get("seq_ms") and r.get("kernel_ms") and r.get("gbps")
                     and r.get("kind") == "clreduce"), None)
         if seq:  # the sequential loop, with the bytes the variants count, its spread and noise
             rows.append(dict(base, tool="clreduce", variant="seq", kind="peer", acc=seq.get("acc"),
@@ -328,10 +475,6 @@ def bench_one(a, meta, op, t, n, k, variants, copy, label=""):
                              noisy=bool(seq.get("seq_noisy")),
                              gbps=seq["gbps"] * seq["kernel_ms"] / seq["seq_ms"],
                              policy="host loop, one thread"))
-        if code not in (0, 1) or not got:
-            rows.append(dict(base, tool="clreduce", variant=",".join(vs), kind="error",
-                             note="exit %d: %s" % (code, err), verified=False))
-            print("  clreduce failed: exit %d: %s" % (code, err), flush=True)
     if a.cub_peer:
         why = cub_unsupported(op, t)
         jobs = ([] if why else [("cub", cub_op_args(op, a.segment_length) + acc)])
@@ -340,32 +483,188 @@ def bench_one(a, meta, op, t, n, k, variants, copy, label=""):
         if why:
             rows.append(dict(base, tool="cub_peer", variant="cub", kind="peer", skipped=True,
                              verified=False, reason=why))
-        for name, op_args in jobs:
-            cmd = [a.cub_peer] + op_args + ["--type", t] + common
-            code, got, err = run_json_lines(cmd, a.timeout)
-            if got:
-                r = got[0]
-                r["variant"] = name
-                if "driver" in r:  # CUDA's driver version; "driver" stays the OpenCL device's
-                    r["cuda_driver"] = r.pop("driver")
-                rows.append(dict(base, tool="cub_peer", kind="ceiling" if name == "cub-copy" else "peer",
-                                 **{key: v for key, v in r.items() if key not in ("op", "type", "n")}))
-            else:
-                rows.append(dict(base, tool="cub_peer", variant=name, kind="error", verified=False,
-                                 note="exit %d: %s" % (code, err)))
-                print("  cub_peer failed: exit %d: %s" % (code, err), flush=True)
+        rows += cub_rows(a, base, jobs, t, common)
     for r in rows:
         add_derived(r)
     return rows
 
 
+def cub_rows(a, base, jobs, t, common):
+    """cub_peer's rows for (name, its flags) jobs: `cub` a peer, `cub-copy` the copy ceiling."""
+    rows = []
+    for name, op_args in jobs:
+        cmd = [a.cub_peer] + op_args + ["--type", t] + common
+        code, got, err = run_json_lines(cmd, a.timeout)
+        if got:
+            r = got[0]
+            r["variant"] = name
+            if "driver" in r:  # CUDA's driver version; "driver" stays the OpenCL device's
+                r["cuda_driver"] = r.pop("driver")
+            rows.append(dict(base, tool="cub_peer", kind="ceiling" if name == "cub-copy" else "peer",
+                             **{key: v for key, v in r.items() if key not in ("op", "type", "n")}))
+        else:
+            rows.append(dict(base, tool="cub_peer", variant=name, kind="error", verified=False,
+                             note="exit %d: %s" % (code, err)))
+            print("  cub_peer failed: exit %d: %s" % (code, err), flush=True)
+    return rows
+
+
+def clreduce_rows(a, base, cmd, op):
+    """clreduce's rows from one process (`cmd`), named by the sweep's op, or an error row."""
+    code, got, err = run_json_lines(cmd, a.timeout)
+    rows = []
+    for r in got:
+        if not r.get("driver"):  # the engine's rows leave it empty: the meta's (OpenCL) driver
+            r.pop("driver", None)
+        rows.append(dict(dict(base, tool="clreduce", **r), op=op))  # the sweep's op name
+    if code not in (0, 1) or not got:
+        rows.append(dict(base, tool="clreduce", variant=cmd[cmd.index("--variant") + 1]
+                         if "--variant" in cmd else "expr", kind="error",
+                         note="exit %d: %s" % (code, err), verified=False))
+        print("  clreduce failed: exit %d: %s" % (code, err), flush=True)
+    return rows
+
+
+def common_args(a, n):
+    return ["--size", str(n), "--seed", str(a.seed), "--warmup", str(a.warmup), "--repeat", str(a.repeat)]
+
+
+def bench_baseline(a, meta, t, n, k, copy):
+    """One round's `fast` sum of (t, n) on the generated data (kind `baseline`, op sum): the time
+    the engine's ops are held against (vs_fast); with copy, clreduce's and cub_peer's copy
+    ceilings too."""
+    base = {"device": meta["device"], "driver": meta["driver"], "commit": meta["commit"],
+            "op": "sum", "type": t, "n": n, "log2n": k}
+    acc = ["--acc", a.acc] if a.acc and t == "int32" else []
+    cmd = ([a.clreduce, "--device", a.device, "--variant", "fast", "--op", "sum", "--type", t,
+            "--format", "json"] + common_args(a, n) + acc + (["--measure-copy"] if copy else []))
+    rows = clreduce_rows(a, base, cmd, "sum")
+    for r in rows:
+        if r.get("kind") == "clreduce":
+            r["kind"] = "baseline"
+    if a.cub_peer and copy and t in CUB_TYPES:
+        rows += cub_rows(a, base, [("cub-copy", ["--op", "copy"])], t, common_args(a, n))
+    for r in rows:
+        add_derived(r)
+    return rows
+
+
+def bench_new(a, meta, op, t, n, k, shape="", segments=None, offsets=None, matrix=None, label=""):
+    """Every row for one of the engine's, segment or axis ops at (t, n): clreduce's, then
+    cub_peer's where it has the op."""
+    base = {"device": meta["device"], "driver": meta["driver"], "commit": meta["commit"],
+            "op": op, "type": t, "n": n, "log2n": k, "shape": shape}
+    if segments is not None:
+        base["segments"] = segments
+    cmd = [a.clreduce, "--device", a.device, "--format", "json"]
+    if op in ENGINE_OPS:
+        cmd += ENGINE_OPS[op] + ["--type", t] + common_args(a, n)
+    elif op in SEGMENT_OPS:
+        cmd += ["--op", "sum", "--offsets", offsets, "--type", t] + common_args(a, n)
+    else:  # an axis of the matrix file
+        cmd += ["--op", "sum", "--input", matrix, "--axis", str(AXIS_OPS[op]), "--warmup", str(a.warmup),
+                "--repeat", str(a.repeat)]
+    print("n = 2^%d %s %s%s%s" % (k, op, t, " " + shape if shape else "", label), flush=True)
+    rows = clreduce_rows(a, base, cmd, op)
+    if a.cub_peer:
+        why = cub_unsupported(op, t)
+        if why:
+            rows.append(dict(base, tool="cub_peer", variant="cub", kind="peer", skipped=True,
+                             verified=False, reason=why))
+        else:
+            cub = ["--op", CUB_OPS[op]] + (["--offsets", offsets] if offsets else [])
+            rows += cub_rows(a, base, [("cub", cub)], t, common_args(a, n))
+    for r in rows:
+        add_derived(r)
+    return rows
+
+
+def powerlaw_lengths(n, seed):
+    """Segment lengths L >= 1 with P(L >= l) = l^-POWERLAW_EXPONENT (floor of a Pareto with
+    x_min 1), drawn from numpy's default_rng(seed) until they reach n, the last one cut so they sum
+    to n."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    parts, left = [], n
+    while left > 0:
+        u = 1.0 - rng.random(max(1024, left // 8))  # (0, 1]
+        lengths = np.minimum(np.floor(u ** (-1.0 / POWERLAW_EXPONENT)), n).astype(np.int64)
+        ends = np.cumsum(lengths)
+        stop = int(np.searchsorted(ends, left))  # the first whose end reaches what is left
+        if stop < len(lengths):
+            lengths = lengths[:stop + 1]
+            lengths[-1] -= int(ends[stop]) - left
+            parts.append(lengths)
+            break
+        parts.append(lengths)
+        left -= int(ends[-1])
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def write_offsets(path, n, length, seed):
+    """Writes S + 1 int64 offsets of n elements to path (.npy): a fixed length (0, L, 2L, ..., n;
+    the last segment shorter) or `powerlaw`; returns S. Big files go through a memmap in chunks."""
+    import numpy as np
+    if length == "powerlaw":
+        lengths = powerlaw_lengths(n, seed)
+        off = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=off[1:])
+        np.save(path, off)
+        return len(lengths)
+    segs = -(-n // length)
+    m = np.lib.format.open_memmap(path, mode="w+", dtype="<i8", shape=(segs + 1,))
+    step = 1 << 24
+    for s0 in range(0, segs, step):
+        s1 = min(segs, s0 + step)
+        m[s0:s1] = np.arange(s0, s1, dtype=np.int64) * length
+    m[segs] = n
+    m.flush()
+    del m
+    return segs
+
+
+def reshape_npy(path, shape):
+    """Rewrites a 1-D .npy's header in place to the C-order shape (its data unchanged)."""
+    with open(path, "r+b") as f:
+        magic = f.read(8)
+        if magic[:6] != b"\x93NUMPY":
+            fail("%s is not a .npy file" % path, 1)
+        size = 2 if magic[6] == 1 else 4
+        length = int.from_bytes(f.read(size), "little")
+        header = ast.literal_eval(f.read(length).decode("latin1"))
+        new = "{'descr': %r, 'fortran_order': False, 'shape': (%s), }" % (
+            header["descr"], ", ".join(str(d) for d in shape))
+        if len(new) + 1 > length:
+            fail("cannot reshape %s: its header has no room" % path, 1)
+        f.seek(8 + size)
+        f.write((new + " " * (length - len(new) - 1) + "\n").encode("latin1"))
+
+
+def write_matrix(a, path, t, rows, cols):
+    """An R x C .npy of clreduce's generated data (--seed, element i of the flat array as --size
+    R*C gives it, so cub_peer's generated array is the same), by clreduce's --save-input. None on
+    failure, with the reason printed."""
+    cmd = [a.clreduce, "--device", a.device, "--variant", "fast", "--op", "sum", "--type", t,
+           "--size", str(rows * cols), "--seed", str(a.seed), "--repeat", "1", "--warmup", "0",
+           "--format", "json", "--save-input", path]
+    code, _, err = run_json_lines(cmd, a.timeout)
+    if code != 0 or not os.path.exists(path):
+        print("  writing the matrix failed: exit %d: %s" % (code, err), flush=True)
+        return None
+    reshape_npy(path, (rows, cols))
+    return path
+
+
 def add_ratios(rows):
     """Each clreduce row: peer time / its time (vs_omp, vs_cub, vs_seq: medians; vs_omp_best,
     vs_cub_best: fastest runs), and its GB/s as a fraction of the best copy ceiling at that
-    (op, type, n)."""
+    (type, n); the engine's, segment and axis ops also the round's `fast` sum time / theirs
+    (vs_fast)."""
     groups = {}
     for r in rows:  # one round's rows are compared with that round's peers
-        groups.setdefault((r["op"], r["type"], r["n"], r.get("round", 0)), []).append(r)
+        groups.setdefault((r["op"], r["type"], r["n"], r.get("shape", ""), r.get("round", 0)), []).append(r)
+    baselines = {r.get("baseline_id"): r for r in rows
+                 if r.get("kind") == "baseline" and r.get("verified") and r.get("kernel_ms")}
     copies = {}
     for r in rows:
         if r.get("kind") == "ceiling" and r.get("gbps") and r.get("verified"):
@@ -389,6 +688,12 @@ def add_ratios(rows):
                     # Fastest against fastest: steadier than medians on a shared machine.
                     if peers[name].get("kernel_ms_min") and r.get("kernel_ms_min"):
                         r[col + "_best"] = peers[name]["kernel_ms_min"] / r["kernel_ms_min"]
+            fast = baselines.get(r.get("baseline_id")) if r["op"] in NEW_OPS else None
+            if fast:
+                if r.get("noisy") or fast.get("noisy"):
+                    noisy.append("vs_fast")
+                else:
+                    r["vs_fast"] = fast["kernel_ms"] / r["kernel_ms"]
             if noisy:
                 r["note"] = "noisy timing: %s not quoted" % ", ".join(noisy)
             c = copies.get((key[1], key[2]))
@@ -405,7 +710,8 @@ def median(xs):
 SUMMARY_COLUMNS = ["op", "type", "n", "log2n", "variant", "rounds", "kernel_ms_median",
                    "vs_cub_median", "vs_cub_min", "vs_cub_max", "vs_cub_rounds",
                    "vs_omp_median", "vs_omp_min", "vs_omp_max", "vs_omp_rounds",
-                   "of_copy_median", "unverified"]
+                   "of_copy_median", "unverified", "shape",
+                   "vs_fast_median", "vs_fast_min", "vs_fast_max", "vs_fast_rounds"]
 
 
 def summarise(rows):
@@ -414,13 +720,13 @@ def summarise(rows):
     cells = {}
     for r in rows:
         if r.get("kind") == "clreduce" and r.get("kernel_ms") and not r.get("skipped"):
-            cells.setdefault((r["op"], r["type"], r["n"], r["variant"]), []).append(r)
+            cells.setdefault((r["op"], r["type"], r["n"], r.get("shape", ""), r["variant"]), []).append(r)
     out = []
-    for (op, t, n, v), rs in cells.items():
+    for (op, t, n, shape, v), rs in cells.items():
         s = {"op": op, "type": t, "n": n, "log2n": rs[0]["log2n"], "variant": v, "rounds": len(rs),
              "kernel_ms_median": median([r["kernel_ms"] for r in rs]),
-             "unverified": sum(1 for r in rs if not r.get("verified"))}
-        for col in ("vs_cub", "vs_omp", "of_copy"):
+             "unverified": sum(1 for r in rs if not r.get("verified")), "shape": shape}
+        for col in ("vs_cub", "vs_omp", "vs_fast", "of_copy"):
             xs = [r[col] for r in rs if isinstance(r.get(col), (int, float))]
             if xs:
                 s[col + "_median"] = median(xs)
@@ -432,17 +738,19 @@ def summarise(rows):
 
 def print_summary(summary):
     print("\nmedian over rounds (range; rounds quoted): ratio = peer time / clreduce time")
-    print("%-14s %-7s %-6s %-14s %11s %-24s %-24s" % ("op", "type", "n", "variant", "ms", "vs cub",
-                                                     "vs omp"))
+    print("%-24s %-7s %-6s %-14s %11s %-24s %-24s %-24s %7s" % ("op", "type", "n", "variant", "ms", "vs cub",
+                                                               "vs omp", "vs fast", "of copy"))
     for s in summary:
         def ratio(col):
             if col + "_median" not in s:
                 return "-"
             return "%.2f (%.2f-%.2f; %d)" % (s[col + "_median"], s[col + "_min"], s[col + "_max"],
                                              s[col + "_rounds"])
-        print("%-14s %-7s 2^%-4d %-14s %11.4f %-24s %-24s%s" % (
-            s["op"], s["type"], s["log2n"], s["variant"], s["kernel_ms_median"], ratio("vs_cub"),
-            ratio("vs_omp"), "  UNVERIFIED in %d" % s["unverified"] if s["unverified"] else ""))
+        print("%-24s %-7s 2^%-4d %-14s %11.4f %-24s %-24s %-24s %7s%s" % (
+            s["op"] + (" " + s["shape"] if s.get("shape") else ""), s["type"], s["log2n"], s["variant"],
+            s["kernel_ms_median"], ratio("vs_cub"), ratio("vs_omp"), ratio("vs_fast"),
+            fmt(s.get("of_copy_median"), "%.2f"),
+            "  UNVERIFIED in %d" % s["unverified"] if s["unverified"] else ""))
 
 
 def write_results(out_dir, meta, rows, summary=()):
@@ -465,7 +773,8 @@ def write_results(out_dir, meta, rows, summary=()):
             elif r.get("error"):
                 out["note"] = r["error"]
             for c in ("kernel_ms", "kernel_ms_min", "kernel_ms_max", "wall_ms", "gbps", "gbps_min",
-                      "gbps_max", "vs_omp", "vs_cub", "vs_seq", "vs_omp_best", "vs_cub_best", "of_copy"):
+                      "gbps_max", "vs_omp", "vs_cub", "vs_seq", "vs_omp_best", "vs_cub_best", "of_copy",
+                      "vs_fast"):
                 if isinstance(out[c], float):
                     out[c] = "%.6g" % out[c]
             w.writerow(out)
@@ -481,14 +790,15 @@ def print_table(rows):
     """Per (op, type): one line per (n, variant); clreduce/peer ratios in the last columns."""
     keys = []
     for r in rows:
-        if (r["op"], r["type"]) not in keys:
-            keys.append((r["op"], r["type"]))
-    for op, t in keys:
-        print("\n%s %s" % (op, t))
-        print("%-6s %-20s %-8s %11s %10s %10s %8s %8s %8s %8s" % (
-            "n", "variant", "verified", "ms", "GB/s", "GB/s max", "of copy", "vs omp", "vs cub", "vs seq"))
+        if (r["op"], r["type"], r.get("shape", "")) not in keys:
+            keys.append((r["op"], r["type"], r.get("shape", "")))
+    for op, t, shape in keys:
+        print("\n%s %s%s" % (op, t, " " + shape if shape else ""))
+        print("%-6s %-20s %-8s %11s %10s %10s %8s %8s %8s %8s %8s" % (
+            "n", "variant", "verified", "ms", "GB/s", "GB/s max", "of copy", "vs omp", "vs cub", "vs seq",
+            "vs fast"))
         for r in rows:
-            if (r["op"], r["type"]) != (op, t):
+            if (r["op"], r["type"], r.get("shape", "")) != (op, t, shape):
                 continue
             if r.get("skipped") or r["kind"] == "error":
                 print("2^%-4d %-20s %s" % (r["log2n"], r["variant"],
@@ -497,11 +807,12 @@ def print_table(rows):
                 continue
             noisy = r.get("note", "").startswith("noisy")
             ratio = lambda col: "noisy" if noisy and col in r["note"] else fmt(r.get(col), "%.2f")
-            print("2^%-4d %-20s %-8s %11s %10s %10s %8s %8s %8s %8s" % (
-                r["log2n"], r["variant"], "yes" if r.get("verified") else "NO",
+            print("2^%-4d %-20s %-8s %11s %10s %10s %8s %8s %8s %8s %8s" % (
+                r["log2n"], r["variant"] + (" (baseline)" if r.get("kind") == "baseline" else ""),
+                "yes" if r.get("verified") else "NO",
                 fmt(r.get("kernel_ms"), "%.4f") + ("~" if r.get("noisy") else ""), fmt(r.get("gbps"), "%.2f"),
                 fmt(r.get("gbps_max"), "%.2f"), fmt(r.get("of_copy"), "%.2f"),
-                ratio("vs_omp"), ratio("vs_cub"), ratio("vs_seq")))
+                ratio("vs_omp"), ratio("vs_cub"), ratio("vs_seq"), ratio("vs_fast")))
 
 
 def matplotlib_missing(error, python=None):
@@ -527,12 +838,13 @@ def cmd_plot(a):
     except ImportError as e:
         fail(matplotlib_missing(e), 3)
     meta, rows = data["meta"], data["rows"]
-    ok = [r for r in rows if r.get("kind") != "error" and not r.get("skipped") and r.get("verified")
-          and r.get("gbps")]
+    # The baselines (`fast` sum beside the engine's ops) are left out: a sum sweep plots its own.
+    ok = [r for r in rows if r.get("kind") not in ("error", "baseline") and not r.get("skipped")
+          and r.get("verified") and r.get("gbps")]
     written = []
-    for op, t in sorted({(r["op"], r["type"]) for r in ok}):
+    for op, t, shape in sorted({(r["op"], r["type"], r.get("shape", "")) for r in ok}):
         fig, ax = plt.subplots(figsize=(8, 5))
-        sel = [r for r in ok if r["op"] == op and r["type"] == t]
+        sel = [r for r in ok if r["op"] == op and r["type"] == t and r.get("shape", "") == shape]
         names = []
         for r in sel:
             if r["variant"] not in names:
@@ -554,11 +866,11 @@ def cmd_plot(a):
         ax.set_yscale("log")
         ax.set_xlabel("n (elements)")
         ax.set_ylabel("GB/s (input bytes; copy: read + written)")
-        ax.set_title("%s %s on %s\n%s, commit %s" % (op, t, meta["device"], meta["driver"],
-                                                     meta["commit"][:12]), fontsize=9)
+        ax.set_title("%s %s%s on %s\n%s, commit %s" % (op, t, " " + shape if shape else "", meta["device"],
+                                                       meta["driver"], meta["commit"][:12]), fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-        out = os.path.join(a.dir, "gbps_%s_%s.png" % (op, t))
+        out = os.path.join(a.dir, "gbps_%s_%s%s.png" % (op, t, "_" + shape.replace("=", "") if shape else ""))
         fig.tight_layout()
         fig.savefig(out, dpi=110)
         plt.close(fig)
@@ -579,7 +891,8 @@ def main(argv):
     r.add_argument("--logs", help="the sizes' powers of two, comma-separated (instead of --min-log..--max-log)")
     r.add_argument("--no-peers", action="store_true", help="leave out clreduce's host peers (OpenMP)")
     r.add_argument("--variants", default="fast,topdown", help="comma-separated variant names")
-    r.add_argument("--ops", default="sum", help="comma-separated ops: %s" % ", ".join(REDUCE_OPS + list(SCAN_OPS)))
+    r.add_argument("--ops", default="sum", help="comma-separated ops: %s" % ", ".join(
+        REDUCE_OPS + list(SCAN_OPS) + NEW_OPS))
     r.add_argument("--types", default="int32", help="comma-separated types: %s" % ", ".join(ELEM_BYTES))
     r.add_argument("--min-log", type=int, default=10, help="smallest size, log2")
     r.add_argument("--max-log", type=int, default=30, help="largest size, log2 (memory permitting)")
@@ -590,6 +903,11 @@ def main(argv):
     r.add_argument("--segment-length", type=int, default=1000,
                    help="the *-segmented scans: a segment starts every L elements (clreduce's and "
                         "cub_peer's --segment-length; default 1000)")
+    r.add_argument("--segment-lengths", default="1,8,100,1000,10000,100000,1000000,10000000,powerlaw",
+                   help="segsum: fixed segment lengths (N, NeK or 2^K) and powerlaw, comma-separated "
+                        "(default: 1,8,100,...,10^7,powerlaw)")
+    r.add_argument("--matrix", default="16384,16384",
+                   help="axis0, axis1: the matrix's R,C (default 16384,16384)")
     r.add_argument("--rounds", type=int, default=1,
                    help="interleaved process pairs per cell; above 1, a summary of each ratio's median and range")
     r.add_argument("--timeout", type=int, default=600, help="seconds allowed per process")

@@ -1,11 +1,15 @@
 // cub_peer.cu: the CUB baseline for clreduce's benchmark. Generates clreduce's --seed/--size data,
-// runs one cub::DeviceReduce / cub::DeviceScan call (or a device-to-device copy, the bandwidth
-// ceiling), verifies it against a host loop and prints one JSON line in clreduce's format.
-// Every op and element type of clreduce's benchmark: sum, min, max, argmin, argmax, inclusive and
-// exclusive prefix sums (segmented with --segment-length, as clreduce's), copy; int32, int64,
+// runs one cub::DeviceReduce / cub::DeviceSegmentedReduce / cub::DeviceScan call (or a
+// device-to-device copy, the bandwidth ceiling), verifies it against a host loop and prints one
+// JSON line in clreduce's format. Every op and element type of clreduce's benchmark: sum, min,
+// max, argmin, argmax, minmax, dot (two arrays), segmented sums over an --offsets file, inclusive
+// and exclusive prefix sums (segmented with --segment-length, as clreduce's), copy; int32, int64,
 // float, double.
 #include <cuda_runtime.h>
+#include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
+#include <thrust/iterator/zip_iterator.h>
+#include <thrust/tuple.h>
 #include <cub/cub.cuh>
 #include <cub/version.cuh>
 #include <cuda/std/functional>
@@ -17,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <string>
@@ -48,26 +53,51 @@ void cuda_check(cudaError_t err, const char* what, int line) {
 
 const char kUsage[] =
     "usage: cub_peer --op OP --type TYPE --size N [--seed S] [--warmup W] [--repeat R]\n"
-    "                [--acc int32|int64] [--segment-length L]\n"
-    "  --op     sum, min, max, argmin, argmax, scan-inclusive, scan-exclusive or copy\n"
+    "                [--acc int32|int64] [--segment-length L] [--offsets FILE.npy]\n"
+    "  --op     sum, min, max, argmin, argmax, minmax, dot, segsum, scan-inclusive,\n"
+    "           scan-exclusive or copy\n"
     "  --type   int32, int64, float or double\n"
     "  --size   N, 2^K or NeK elements        --seed    data seed (default 1)\n"
     "  --warmup untimed runs (default 1)      --repeat  timed runs, medians reported (default 5)\n"
     "  --acc    accumulator and output type of int32 sum and scans (default int64, as NumPy)\n"
     "  --segment-length L  scans only: a segmented scan, a segment starting every L elements\n"
     "           (L >= 1, written as --size; clreduce's --segment-length)\n"
+    "  --offsets FILE.npy  segsum only (and required there): S + 1 ascending int64 offsets from\n"
+    "           0 to N, 1-D, as clreduce's --offsets; segment s is elements [off[s], off[s+1])\n"
     "Calls and accumulators (each as clreduce's for the same op and type):\n"
     "  sum        cub::DeviceReduce::Sum; int32 in int64 (or int32 with --acc int32), int64 in\n"
     "             int64 (integers wrap), float in float, double in double\n"
     "  min, max   cub::DeviceReduce::Min / Max, in the element type\n"
     "  argmin, argmax  cub::DeviceReduce::ArgMin / ArgMax: the extreme and its int64 index; on\n"
     "             ties the lowest index\n"
+    "  minmax     the least and the greatest element with their first indices in one pass:\n"
+    "             cub::DeviceReduce::TransformReduce of the indices (a counting iterator) into\n"
+    "             (min, its index, max, its index), ties to the lower index, as\n"
+    "             thrust::minmax_element reduces (value, index) pairs; clreduce's --op minmax.\n"
+    "             JSON: result and index_min the minimum, result_max and index_max the maximum\n"
+    "  dot        sum of x[i] * y[i] over two arrays, x from seed S and y from seed S + 1 (as\n"
+    "             clreduce's generated arrays): cub::DeviceReduce::TransformReduce over a\n"
+    "             thrust::zip_iterator of the two arrays with a multiply transform and plus,\n"
+    "             one pass: the CUB reduction thrust::inner_product itself runs (a reduce of\n"
+    "             the zipped arrays through the product), without the temporary allocation and\n"
+    "             synchronisation Thrust adds around each call. int32 products and sum in\n"
+    "             int64, int64 in int64 (both wrapping modulo 2^64, as clreduce's); float in\n"
+    "             float and double in double, as thrust::inner_product with an init of the\n"
+    "             element type (clreduce's float dot is compensated, in double where the\n"
+    "             device has fp64). GB/s counts both arrays\n"
+    "  segsum     cub::DeviceSegmentedReduce::Sum over the --offsets segments (begin off[s],\n"
+    "             end off[s+1]; an empty segment gives 0): int32 in int64 as NumPy, int64 in\n"
+    "             int64, float in float, double in double. The offsets are read and uploaded\n"
+    "             before any timing; GB/s counts the array alone, as clreduce's segments do.\n"
+    "             A row-major R x C matrix's sum along axis 1 is segsum with offsets k*C\n"
+    "             (k = 0..R); CUB has no call for axis 0\n"
     "  scan-inclusive, scan-exclusive  cub::DeviceScan prefix sums, accumulated and written in\n"
     "             the sum's accumulator; segmented: cub::DeviceScan::InclusiveSumByKey /\n"
     "             ExclusiveSumByKey with uint32 segment ids as keys (built before any timing)\n"
     "  copy       cudaMemcpy device to device, the bandwidth ceiling (GB/s: read + written)\n"
-    "Integers are checked exactly; float and double sums and scans within k * eps * sum|x| of\n"
-    "a long double sum of the same k terms (eps: the accumulator's machine epsilon).\n"
+    "Integers are checked exactly; float and double sums, dots and scans within\n"
+    "k * eps * sum|term| of a long double sum of the same k terms (eps: the accumulator's machine\n"
+    "epsilon), each segment of a segsum on its own.\n"
     "Prints one JSON line. Exit codes: 0 ok, 1 verification failed, 2 usage, 3 CUDA error.\n";
 
 // ---- the benchmark's data: element i of seed s depends only on (s, i) ----
@@ -100,17 +130,19 @@ double make_value(std::uint64_t z, double*) {
   return static_cast<double>(z >> 11) * 0x1p-53 * 2.0 - 1.0;
 }
 
-// Fills x[0, n) with the generator, on all host cores (order does not matter).
-template <class T> std::vector<T> generate(std::size_t n, std::uint64_t seed) {
-  std::vector<T> x(n);
+// `arrays` arrays of n elements back to back, array k from seed + k as clreduce generates the
+// arrays of --op dot; filled on all host cores (order does not matter).
+template <class T> std::vector<T> generate(std::size_t n, std::uint64_t seed, unsigned arrays) {
+  std::vector<T> x(n * arrays);
   const unsigned nt = std::max(1u, std::min(std::thread::hardware_concurrency(), 64u));
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < nt; ++t) {
-    pool.emplace_back([&x, n, nt, t, seed] {
+    pool.emplace_back([&x, n, nt, t, seed, arrays] {
       const std::size_t lo = n / nt * t;
       const std::size_t hi = t + 1 == nt ? n : n / nt * (t + 1);
-      for (std::size_t i = lo; i < hi; ++i)
-        x[i] = make_value(data_bits(seed, i), static_cast<T*>(nullptr));
+      for (unsigned k = 0; k < arrays; ++k)
+        for (std::size_t i = lo; i < hi; ++i)
+          x[k * n + i] = make_value(data_bits(seed + k, i), static_cast<T*>(nullptr));
     });
   }
   for (auto& th : pool) th.join();
@@ -119,7 +151,19 @@ template <class T> std::vector<T> generate(std::size_t n, std::uint64_t seed) {
 
 // ---- command line ----
 
-enum class Op { kSum, kMin, kMax, kArgMin, kArgMax, kScanInclusive, kScanExclusive, kCopy };
+enum class Op {
+  kSum,
+  kMin,
+  kMax,
+  kArgMin,
+  kArgMax,
+  kMinMax,
+  kDot,
+  kSegSum,
+  kScanInclusive,
+  kScanExclusive,
+  kCopy
+};
 enum class Type { kInt32, kInt64, kFloat, kDouble };
 
 struct Args {
@@ -133,7 +177,9 @@ struct Args {
   int repeat = 5;
   bool acc64 = true;  // int32 sum and scans: accumulate and output in int64
   bool acc_given = false;
-  std::size_t segment_length = 0;  // scans: a segment starts every L elements; 0: one segment
+  std::size_t segment_length = 0;     // scans: a segment starts every L elements; 0: one segment
+  std::string offsets_path;           // segsum: the .npy of S + 1 int64 offsets
+  std::vector<std::int64_t> offsets;  // read and checked with the command line
 
   bool scan() const { return op == Op::kScanInclusive || op == Op::kScanExclusive; }
   bool arg() const { return op == Op::kArgMin || op == Op::kArgMax; }
@@ -179,6 +225,67 @@ int parse_int(const std::string& flag, const std::string& s, int min) {
   return static_cast<int>(v);
 }
 
+// Reads --offsets: a .npy (format 1.0 to 3.0) of S + 1 int64 offsets, 1-D, little-endian, C
+// order, ascending, from 0 to n. Anything else is a usage error naming what is wrong.
+std::vector<std::int64_t> read_offsets(const std::string& path, std::size_t n) {
+  const std::string where = "--offsets '" + path + "': ";
+  std::ifstream f(path, std::ios::binary);
+  if (!f) usage_error(where + "cannot open it");
+  unsigned char pre[10] = {};
+  f.read(reinterpret_cast<char*>(pre), 8);
+  if (!f || std::memcmp(pre, "\x93NUMPY", 6) != 0 || pre[6] < 1 || pre[6] > 3)
+    usage_error(where + "not a .npy file (format 1.0 to 3.0)");
+  const int len_bytes = pre[6] == 1 ? 2 : 4;
+  f.read(reinterpret_cast<char*>(pre + 8), len_bytes);
+  if (!f) usage_error(where + "the header is cut short");
+  std::size_t header_len = 0;
+  for (int k = len_bytes - 1; k >= 0; --k) header_len = header_len * 256 + pre[8 + k];
+  if (header_len > (1u << 20)) usage_error(where + "the header is too long");
+  std::string header(header_len, '\0');
+  f.read(header.data(), static_cast<std::streamsize>(header_len));
+  if (!f) usage_error(where + "the header is cut short");
+  // The header is a Python dict literal: 'descr', 'fortran_order' and 'shape'.
+  auto value_of = [&](const std::string& key) {
+    const std::size_t k = header.find("'" + key + "'");
+    if (k == std::string::npos) usage_error(where + "the header has no '" + key + "'");
+    const std::size_t colon = header.find(':', k);
+    if (colon == std::string::npos) usage_error(where + "the header is not a dict");
+    return header.substr(colon + 1);
+  };
+  const std::string descr = value_of("descr");
+  if (descr.find_first_not_of(' ') == std::string::npos ||
+      descr.compare(descr.find_first_not_of(' '), 5, "'<i8'") != 0)
+    usage_error(where + "the offsets must be int64 ('<i8')");
+  const std::string fortran = value_of("fortran_order");
+  if (fortran.find_first_not_of(' ') == std::string::npos ||
+      fortran.compare(fortran.find_first_not_of(' '), 5, "False") != 0)
+    usage_error(where + "the offsets must be in C order");
+  const std::string shape = value_of("shape");
+  const std::size_t open = shape.find('('), close = shape.find(')');
+  if (open == std::string::npos || close == std::string::npos || close < open)
+    usage_error(where + "the header's shape is not a tuple");
+  std::string dims = shape.substr(open + 1, close - open - 1);
+  dims.erase(std::remove(dims.begin(), dims.end(), ' '), dims.end());
+  if (!dims.empty() && dims.back() == ',') dims.pop_back();
+  std::uint64_t count = 0;
+  if (!parse_u64(dims, &count)) usage_error(where + "the offsets must be 1-D (shape (S+1,))");
+  if (count == 0) usage_error(where + "no offsets (S + 1 >= 1 are needed)");
+  if (count > (std::uint64_t{1} << 40)) usage_error(where + "too many offsets");
+  std::vector<std::int64_t> off(count);
+  f.read(reinterpret_cast<char*>(off.data()), static_cast<std::streamsize>(count * 8));
+  if (!f) usage_error(where + "the data is cut short");
+  if (f.peek() != std::char_traits<char>::eof()) usage_error(where + "data past the offsets");
+  for (std::size_t s = 0; s < count; ++s) {
+    if (off[s] < 0 || static_cast<std::uint64_t>(off[s]) > n)
+      usage_error(where + "offset " + std::to_string(s) + " (" + std::to_string(off[s]) +
+                  ") is outside [0, " + std::to_string(n) + "]");
+    if (s > 0 && off[s] < off[s - 1])
+      usage_error(where + "offset " + std::to_string(s) + " (" + std::to_string(off[s]) +
+                  ") is below the one before it");
+  }
+  return off;
+}
+
 Args parse_args(int argc, char** argv) {
   Args a;
   bool have_op = false, have_type = false, have_size = false, have_segments = false;
@@ -196,7 +303,7 @@ Args parse_args(int argc, char** argv) {
       value = argv[++i];
     } else if (flag == "--op" || flag == "--type" || flag == "--size" || flag == "--seed" ||
                flag == "--warmup" || flag == "--repeat" || flag == "--acc" ||
-               flag == "--segment-length") {
+               flag == "--segment-length" || flag == "--offsets") {
       usage_error("missing value for " + flag);
     }
     if (flag == "--op") {
@@ -208,6 +315,9 @@ Args parse_args(int argc, char** argv) {
                   {"max", Op::kMax},
                   {"argmin", Op::kArgMin},
                   {"argmax", Op::kArgMax},
+                  {"minmax", Op::kMinMax},
+                  {"dot", Op::kDot},
+                  {"segsum", Op::kSegSum},
                   {"scan-inclusive", Op::kScanInclusive},
                   {"scan-exclusive", Op::kScanExclusive},
                   {"copy", Op::kCopy}};
@@ -219,7 +329,8 @@ Args parse_args(int argc, char** argv) {
         }
       if (!have_op)
         usage_error("unknown op '" + value +
-                    "' (sum, min, max, argmin, argmax, scan-inclusive, scan-exclusive, copy)");
+                    "' (sum, min, max, argmin, argmax, minmax, dot, segsum, scan-inclusive, "
+                    "scan-exclusive, copy)");
       a.op_name = value;
     } else if (flag == "--type") {
       static const struct {
@@ -256,6 +367,9 @@ Args parse_args(int argc, char** argv) {
       if (a.segment_length == 0)
         usage_error("invalid value '" + value + "' for --segment-length (L >= 1)");
       have_segments = true;
+    } else if (flag == "--offsets") {
+      if (value.empty()) usage_error("--offsets needs a file name");
+      a.offsets_path = value;
     } else {
       usage_error("unknown flag '" + flag + "'");
     }
@@ -270,8 +384,13 @@ Args parse_args(int argc, char** argv) {
                 " keeps the element type)");
   if (have_segments && !a.scan())
     usage_error("--segment-length applies to scan-inclusive and scan-exclusive only");
-  if ((a.op == Op::kMin || a.op == Op::kMax || a.arg()) && a.n == 0)
+  if (a.op == Op::kSegSum && a.offsets_path.empty())
+    usage_error("--op segsum needs --offsets FILE.npy");
+  if (a.op != Op::kSegSum && !a.offsets_path.empty())
+    usage_error("--offsets applies to --op segsum only");
+  if ((a.op == Op::kMin || a.op == Op::kMax || a.op == Op::kMinMax || a.arg()) && a.n == 0)
     usage_error(a.op_name + " of an empty array has no answer");
+  if (a.op == Op::kSegSum) a.offsets = read_offsets(a.offsets_path, a.n);
   return a;
 }
 
@@ -403,7 +522,9 @@ struct Report {
   Timing t;
   double bytes = 0.0;  // bytes moved for gbps
   double seq_ms = 0.0;
-  std::string acc;  // accumulator / output type, where it applies
+  std::string acc;             // accumulator / output type, where it applies
+  std::int64_t segments = -1;  // segsum: the number of segments
+  std::string more;            // further JSON fields, each with its leading comma
 };
 
 struct DeviceDesc {
@@ -452,10 +573,12 @@ int print_report(const Args& a, const DeviceDesc& d, const Report& r) {
   if (a.scan())
     s += std::string(",\"exclusive\":") + (a.op == Op::kScanExclusive ? "true" : "false") +
          ",\"segmented\":" + (a.segment_length > 0 ? "true" : "false");
+  if (r.segments >= 0) s += ",\"segments\":" + std::to_string(r.segments);
   s += ",\"result\":" + r.result;
   if (a.arg()) s += ",\"index\":" + std::to_string(r.index);
   s += ",\"expected\":" + r.expected;
   if (a.arg()) s += ",\"expected_index\":" + std::to_string(r.expected_index);
+  s += r.more;
   s += std::string(",\"verified\":") + (r.verified ? "true" : "false");
   if (!r.verified) s += ",\"error\":\"" + json_escape(r.error) + "\"";
   const double gbps = r.t.kernel_ms > 0 ? r.bytes / (r.t.kernel_ms * 1e6) : 0.0;
@@ -779,6 +902,225 @@ Report run_scan(const Args& a, const std::vector<In>& x, bool inclusive) {
   return r;
 }
 
+// The least and greatest element with their first indices, folded by one TransformReduce.
+template <class T> struct MinMax {
+  T lo;
+  std::int64_t ilo;
+  T hi;
+  std::int64_t ihi;
+};
+
+template <class T> struct ToMinMax {
+  const T* x;
+  __host__ __device__ MinMax<T> operator()(std::int64_t i) const { return {x[i], i, x[i], i}; }
+};
+
+// Associative and commutative: ties go to the lower index (the identity's index is the largest).
+template <class T> struct CombineMinMax {
+  __host__ __device__ MinMax<T> operator()(const MinMax<T>& a, const MinMax<T>& b) const {
+    MinMax<T> r = a;
+    if (b.lo < a.lo || (b.lo == a.lo && b.ilo < a.ilo)) {
+      r.lo = b.lo;
+      r.ilo = b.ilo;
+    }
+    if (b.hi > a.hi || (b.hi == a.hi && b.ihi < a.ihi)) {
+      r.hi = b.hi;
+      r.ihi = b.ihi;
+    }
+    return r;
+  }
+};
+
+// One pass over the array for both extremes and their first indices (clreduce's --op minmax).
+template <class T> Report run_minmax(const Args& a, const std::vector<T>& x) {
+  Report r;
+  const std::size_t n = a.n;
+  DeviceBuffer d_in(n * sizeof(T)), d_out(sizeof(MinMax<T>));
+  const MinMax<T> init{std::numeric_limits<T>::max(), std::numeric_limits<std::int64_t>::max(),
+                       std::numeric_limits<T>::lowest(), std::numeric_limits<std::int64_t>::max()};
+  auto call = [&](void* tmp, std::size_t& bytes) {
+    return with_count(n, [&](auto count) {
+      return cub::DeviceReduce::TransformReduce(
+          tmp, bytes, thrust::counting_iterator<std::int64_t>(0), d_out.as<MinMax<T>>(), count,
+          CombineMinMax<T>{}, ToMinMax<T>{d_in.as<const T>()}, init);
+    });
+  };
+  std::size_t temp_bytes = 0;
+  DeviceBuffer temp = make_temp(call, &temp_bytes);
+  MinMax<T> got{};
+  r.t = time_runs(
+      a, x.data(), d_in.p, n * sizeof(T),
+      [&] { CUDA_CHECK(cudaMemset(d_out.p, 0xA5, sizeof(MinMax<T>))); },
+      [&] { return call(temp.p, temp_bytes); },
+      [&] { CUDA_CHECK(cudaMemcpy(&got, d_out.p, sizeof(MinMax<T>), cudaMemcpyDeviceToHost)); });
+  MinMax<T> seq{};
+  r.seq_ms = time_host(a.repeat, [&] {
+    MinMax<T> m{x[0], 0, x[0], 0};
+    for (std::size_t i = 1; i < n; ++i) {  // strict: a tie keeps the earlier index
+      if (x[i] < m.lo) {
+        m.lo = x[i];
+        m.ilo = static_cast<std::int64_t>(i);
+      }
+      if (x[i] > m.hi) {
+        m.hi = x[i];
+        m.ihi = static_cast<std::int64_t>(i);
+      }
+    }
+    seq = m;
+  });
+  r.bytes = static_cast<double>(n * sizeof(T));
+  r.result = value_str(got.lo);
+  r.expected = value_str(seq.lo);
+  r.more = ",\"index_min\":" + std::to_string(got.ilo) + ",\"result_max\":" + value_str(got.hi) +
+           ",\"index_max\":" + std::to_string(got.ihi) +
+           ",\"expected_index_min\":" + std::to_string(seq.ilo) +
+           ",\"expected_max\":" + value_str(seq.hi) +
+           ",\"expected_index_max\":" + std::to_string(seq.ihi);
+  r.verified = got.lo == seq.lo && got.ilo == seq.ilo && got.hi == seq.hi && got.ihi == seq.ihi;
+  if (!r.verified) r.error = "minimum, maximum or a first index differs";
+  return r;
+}
+
+// ---- dot and segmented sums ----
+
+// x * y in Acc; integers as uint64 (the product and the sum wrap modulo 2^64, as clreduce's
+// integer dot: an int64 overflow would be undefined), floats in the element type.
+template <class T> using DotAcc = std::conditional_t<std::is_integral_v<T>, std::uint64_t, T>;
+
+template <class Acc> struct Multiply {
+  template <class Tuple> __host__ __device__ Acc operator()(const Tuple& t) const {
+    if constexpr (std::is_integral_v<Acc>)
+      return static_cast<Acc>(static_cast<std::int64_t>(thrust::get<0>(t))) *
+             static_cast<Acc>(static_cast<std::int64_t>(thrust::get<1>(t)));
+    else
+      return static_cast<Acc>(thrust::get<0>(t)) * static_cast<Acc>(thrust::get<1>(t));
+  }
+};
+
+// The sum of x[i] * y[i]: cub::DeviceReduce::TransformReduce over a zip of the two arrays (x
+// and y back to back in xy, so one upload per run as for the other ops). int32 and int64 report
+// the int64 result (clreduce's integer dot); the arithmetic wraps in uint64.
+template <class T> Report run_dot(const Args& a, const std::vector<T>& xy) {
+  using Acc = DotAcc<T>;
+  using Out = std::conditional_t<std::is_integral_v<T>, std::int64_t, T>;
+  Report r;
+  const std::size_t n = a.n;
+  DeviceBuffer d_in(2 * n * sizeof(T)), d_out(sizeof(Acc));
+  const T* d_x = d_in.as<const T>();
+  auto zip = thrust::make_zip_iterator(thrust::make_tuple(d_x, d_x + n));
+  auto call = [&](void* tmp, std::size_t& bytes) {
+    return with_count(n, [&](auto count) {
+      return cub::DeviceReduce::TransformReduce(tmp, bytes, zip, d_out.as<Acc>(), count,
+                                                ::cuda::std::plus<>{}, Multiply<Acc>{}, Acc{0});
+    });
+  };
+  std::size_t temp_bytes = 0;
+  DeviceBuffer temp = make_temp(call, &temp_bytes);
+  Acc got_acc{};
+  r.t = time_runs(
+      a, xy.data(), d_in.p, 2 * n * sizeof(T),
+      [&] { CUDA_CHECK(cudaMemset(d_out.p, 0xA5, sizeof(Acc))); },
+      [&] { return call(temp.p, temp_bytes); },
+      [&] { CUDA_CHECK(cudaMemcpy(&got_acc, d_out.p, sizeof(Acc), cudaMemcpyDeviceToHost)); });
+  const T* x = xy.data();
+  const T* y = xy.data() + n;
+  Acc seq{};
+  r.seq_ms = time_host(a.repeat, [&] {
+    Acc acc{};
+    const Multiply<Acc> mul;
+    for (std::size_t i = 0; i < n; ++i) acc += mul(thrust::make_tuple(x[i], y[i]));
+    seq = acc;
+  });
+  const Out got = static_cast<Out>(got_acc);
+  r.bytes = static_cast<double>(2 * n * sizeof(T));
+  r.result = value_str(got);
+  r.acc = type_name<Out>();
+  if constexpr (std::is_floating_point_v<T>) {
+    // Each product is rounded once and summed: within n * eps * sum|x*y| of the exact sum.
+    long double exact = 0.0L, abs_sum = 0.0L;
+    for (std::size_t i = 0; i < n; ++i) {
+      const long double p = static_cast<long double>(x[i]) * static_cast<long double>(y[i]);
+      exact += p;
+      abs_sum += std::fabs(p);
+    }
+    r.expected = value_str(static_cast<Out>(exact));
+    r.verified = within(got, exact, std::max<std::size_t>(n, 1), abs_sum);
+    if (!r.verified) r.error = "float dot outside n*eps*sum|x*y| of the exact sum";
+  } else {
+    r.expected = value_str(static_cast<Out>(seq));
+    r.verified = got_acc == seq;
+    if (!r.verified) r.error = "integer dot differs";
+  }
+  return r;
+}
+
+// cub::DeviceSegmentedReduce::Sum of In into Out over the --offsets segments (begin off[s], end
+// off[s + 1]). The offsets are uploaded once, before any timing; each run reads the whole output
+// back. The row's result is the first segment's (clreduce's segments row shows the first too).
+template <class In, class Out> Report run_segsum(const Args& a, const std::vector<In>& x) {
+  Report r;
+  const std::size_t n = a.n;
+  const std::vector<std::int64_t>& off = a.offsets;
+  const std::size_t segs = off.size() - 1;
+  DeviceBuffer d_in(n * sizeof(In)), d_off(off.size() * sizeof(std::int64_t)),
+      d_out(segs * sizeof(Out));
+  CUDA_CHECK(
+      cudaMemcpy(d_off.p, off.data(), off.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice));
+  const std::int64_t* begin = d_off.as<const std::int64_t>();
+  auto call = [&](void* tmp, std::size_t& bytes) {
+    return cub::DeviceSegmentedReduce::Sum(tmp, bytes, d_in.as<const In>(), d_out.as<Out>(),
+                                           static_cast<::cuda::std::int64_t>(segs), begin,
+                                           begin + 1);
+  };
+  std::size_t temp_bytes = 0;
+  DeviceBuffer temp = make_temp(call, &temp_bytes);
+  std::vector<Out> got(segs);
+  r.t = time_runs(
+      a, x.data(), d_in.p, n * sizeof(In),
+      [&] { CUDA_CHECK(cudaMemset(d_out.p, 0xA5, segs * sizeof(Out))); },
+      [&] { return call(temp.p, temp_bytes); },
+      [&] {
+        CUDA_CHECK(cudaMemcpy(got.data(), d_out.p, segs * sizeof(Out), cudaMemcpyDeviceToHost));
+      });
+  std::vector<Out> seq(segs);
+  r.seq_ms = time_host(a.repeat, [&] {
+    for (std::size_t s = 0; s < segs; ++s) {
+      Out acc{};
+      for (auto i = off[s]; i < off[s + 1]; ++i) acc = wrap_add(acc, x[i]);
+      seq[s] = acc;
+    }
+  });
+  r.bytes = static_cast<double>(n * sizeof(In));
+  r.segments = static_cast<std::int64_t>(segs);
+  r.acc = type_name<Out>();
+  std::size_t bad = segs;
+  long double first = 0.0L;
+  for (std::size_t s = 0; s < segs && bad == segs; ++s) {
+    if constexpr (std::is_floating_point_v<Out>) {
+      long double exact = 0.0L, abs_sum = 0.0L;
+      for (auto i = off[s]; i < off[s + 1]; ++i) {
+        exact += x[i];
+        abs_sum += std::fabs(static_cast<long double>(x[i]));
+      }
+      if (s == 0) first = exact;
+      const std::size_t k = static_cast<std::size_t>(off[s + 1] - off[s]);
+      if (!within(got[s], exact, std::max<std::size_t>(k, 1), abs_sum)) bad = s;
+    } else {
+      if (got[s] != seq[s]) bad = s;
+    }
+  }
+  r.result = segs ? value_str(got[0]) : "null";
+  if constexpr (std::is_floating_point_v<Out>)
+    r.expected = segs ? value_str(static_cast<Out>(first)) : "null";
+  else
+    r.expected = segs ? value_str(seq[0]) : "null";
+  r.verified = bad == segs;
+  if (!r.verified)
+    r.error = "segment " + std::to_string(bad) + " differs from the host sum" +
+              (std::is_floating_point_v<Out> ? " beyond k*eps*sum|x|" : "");
+  return r;
+}
+
 // cudaMemcpy device-to-device of n elements: the bandwidth ceiling (gbps counts read + write).
 template <class T> Report run_copy(const Args& a, const std::vector<T>& x) {
   Report r;
@@ -814,6 +1156,13 @@ template <class T> Report run_op(const Args& a, const std::vector<T>& x) {
     case Op::kMax: return run_extreme<T, true>(a, x);
     case Op::kArgMin: return run_arg<T, false>(a, x);
     case Op::kArgMax: return run_arg<T, true>(a, x);
+    case Op::kMinMax: return run_minmax(a, x);
+    case Op::kDot: return run_dot(a, x);
+    case Op::kSegSum:
+      if constexpr (kInt32)
+        return run_segsum<T, std::int64_t>(a, x);
+      else
+        return run_segsum<T, T>(a, x);
     case Op::kScanInclusive:
     case Op::kScanExclusive:
       if constexpr (kInt32)
@@ -827,7 +1176,7 @@ template <class T> Report run_op(const Args& a, const std::vector<T>& x) {
 }
 
 template <class T> int generate_and_run(const Args& a, const DeviceDesc& dev) {
-  return print_report(a, dev, run_op(a, generate<T>(a.n, a.seed)));
+  return print_report(a, dev, run_op(a, generate<T>(a.n, a.seed, a.op == Op::kDot ? 2 : 1)));
 }
 
 }  // namespace
