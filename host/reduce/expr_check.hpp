@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,13 @@ struct SegmentVerdict {
 // reference of its own elements of x.
 SegmentVerdict verify_segments(const SegmentReduction& sr, Op op, DType acc, const HostArray& x,
                                const std::vector<Value>& results);
+// The same for results of another implementation over layout (the OpenMP peer), against
+// expected (the references above: SegmentVerdict::expected), depth(q) being the longest chain
+// of operations behind its result q.
+SegmentVerdict verify_segments(const SegmentLayout& layout, Op op, const HostArray& x,
+                               const std::vector<Value>& results,
+                               const std::vector<Value>& expected,
+                               const std::function<std::uint64_t(std::uint64_t)>& depth);
 // A user reduction: each of results (accumulators before post) against sr's one-work-item
 // reference, as verify_user(); results and the verdict's expected values get post applied.
 SegmentVerdict verify_segments_user(SegmentReduction& sr, const std::vector<cl::Buffer>& in,
