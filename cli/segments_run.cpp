@@ -412,7 +412,7 @@ int run_segments(
       const OmpSegmentsResult p =
           omp_segment_sums(x, layout, acc, static_cast<std::uint64_t>(a.warmup),
                            static_cast<std::uint64_t>(a.repeat));
-      const SegmentVerdict pv = verify_segments(layout, op, x, p.values, v.expected,
+      const SegmentVerdict pv = verify_segments(layout, op, acc, x, p.values, v.expected,
                                                 [&](std::uint64_t) { return p.depth; });
       omp.result = p.values[pv.shown];
       omp.expected = v.expected[pv.shown];

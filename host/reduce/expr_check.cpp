@@ -137,22 +137,21 @@ HostArray gather_segment(const HostArray& x, const SegmentLayout& L, std::uint64
 
 SegmentVerdict verify_segments(const SegmentReduction& sr, Op op, DType acc, const HostArray& x,
                                const std::vector<Value>& results) {
-  const SegmentLayout& L = sr.layout();
-  std::vector<Value> expected(L.results());
-  for (std::uint64_t q = 0; q < expected.size(); ++q)
-    expected[q] = reference_reduce(gather_segment(x, L, q), op, acc);
-  return verify_segments(L, op, x, results, expected, [&](std::uint64_t q) { return sr.depth(q); });
+  return verify_segments(sr.layout(), op, acc, x, results, {},
+                         [&](std::uint64_t q) { return sr.depth(q); });
 }
 
-SegmentVerdict verify_segments(const SegmentLayout& L, Op op, const HostArray& x,
+SegmentVerdict verify_segments(const SegmentLayout& L, Op op, DType acc, const HostArray& x,
                                const std::vector<Value>& results,
                                const std::vector<Value>& expected,
                                const std::function<std::uint64_t(std::uint64_t)>& depth) {
   SegmentVerdict v;
   const std::uint64_t m = L.results();
   v.expected = expected;
+  v.expected.resize(m);
   for (std::uint64_t q = 0; q < m; ++q) {
     const HostArray seg = gather_segment(x, L, q);
+    if (expected.empty()) v.expected[q] = reference_reduce(seg, op, acc);
     const Verdict one = verify(results[q], v.expected[q], op, depth(q), float_stats(seg, op));
     v.bound = std::max(v.bound, one.bound);
     if (!one.ok && v.ok) {

@@ -64,10 +64,11 @@ struct SegmentVerdict {
 // reference of its own elements of x.
 SegmentVerdict verify_segments(const SegmentReduction& sr, Op op, DType acc, const HostArray& x,
                                const std::vector<Value>& results);
-// The same for results of another implementation over layout (the OpenMP peer), against
-// expected (the references above: SegmentVerdict::expected), depth(q) being the longest chain
-// of operations behind its result q.
-SegmentVerdict verify_segments(const SegmentLayout& layout, Op op, const HostArray& x,
+// The same over layout, depth(q) being the longest chain of operations behind result q, against
+// expected (one per result: the references of an earlier verdict, SegmentVerdict::expected) or,
+// when it is empty, against references computed here: for the results of another
+// implementation of the same op (the OpenMP peer).
+SegmentVerdict verify_segments(const SegmentLayout& layout, Op op, DType acc, const HostArray& x,
                                const std::vector<Value>& results,
                                const std::vector<Value>& expected,
                                const std::function<std::uint64_t(std::uint64_t)>& depth);

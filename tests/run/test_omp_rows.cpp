@@ -210,7 +210,7 @@ TEST_CASE("the OpenMP segmented and axis sums match every segment's reference",
       for_thread_counts([&] {
         const OmpSegmentsResult r = omp_segment_sums(a, L, acc, 0, 1);
         REQUIRE(r.values.size() == L.results());
-        const SegmentVerdict v = verify_segments(L, Op::kSum, a, r.values, expected,
+        const SegmentVerdict v = verify_segments(L, Op::kSum, acc, a, r.values, expected,
                                                  [&](std::uint64_t) { return r.depth; });
         INFO(v.why);
         CHECK(v.ok);
