@@ -27,8 +27,9 @@ constexpr std::size_t kMinParallel = std::size_t{1} << 15;
 constexpr std::size_t kBlock = 4096;
 // Thread chunks' inner edges are multiples of this many elements (a cache line of floats).
 constexpr std::size_t kAlign = 16;
-// Axis sums: kept elements of the innermost axis per task (a row of accumulators in L1).
-constexpr std::size_t kColumns = 512;
+// Axis sums: kept elements of the contiguous axis per task (a row of accumulators in L2; rows
+// read whole, one after another, so the reads stream).
+constexpr std::size_t kColumns = 16384;
 
 int max_threads() {
 #ifdef _OPENMP
@@ -57,24 +58,25 @@ std::size_t part_begin(std::size_t n, std::size_t t, std::size_t parts) {
   return t * ((n / parts) / kAlign * kAlign);
 }
 
-// The longest chain of operations behind a result folded by blocked_fold() on `threads` threads:
-// within a block, across the blocks of the longest chunk, across the threads.
+// The longest chain of operations behind a result folded by chunk_fold() on `threads` threads
+// with quarter_sum(), or block by block: within a block, across the blocks of the longest chunk
+// (a quarter's blocks, or the chunk's), the quarters and the leftovers, across the threads.
 std::uint64_t fold_depth(std::size_t n, int threads) {
   const auto nt = static_cast<std::size_t>(std::max(threads, 1));
   const std::size_t longest = nt == 1 ? n : n - (nt - 1) * ((n / nt) / kAlign * kAlign);
-  return std::min(longest, kBlock) + (longest + kBlock - 1) / kBlock + nt + 4;
+  return std::min(longest, kBlock) + (longest + kBlock - 1) / kBlock + nt + 8;
 }
 
-// Folds [0, n) into *out: each thread starts from `identity` and feeds its chunk's blocks to
-// step(part, lo, hi); the parts are combined in thread order by combine(a, b) (b the later).
-// Returns the threads used.
-template <class P, class Step, class Combine>
-int blocked_fold(std::size_t n, const P& identity, Step step, Combine combine, P* out) {
+// Folds [0, n) into *out: each thread folds its contiguous chunk by chunk(part, lo, hi) from
+// `identity`; the parts are combined in thread order by combine(a, b) (b the later). Returns
+// the threads used.
+template <class P, class Chunk, class Combine>
+int chunk_fold(std::size_t n, const P& identity, Chunk fold, Combine combine, P* out) {
   std::vector<P> part(static_cast<std::size_t>(max_threads()), identity);
   int used = 1;
   const auto chunk = [&](std::size_t t, std::size_t lo, std::size_t hi) {
     P p = identity;
-    for (std::size_t b = lo; b < hi; b += kBlock) step(p, b, std::min(hi, b + kBlock));
+    fold(p, lo, hi);
     part[t] = p;
   };
   if (go_parallel(n)) {
@@ -96,30 +98,106 @@ int blocked_fold(std::size_t n, const P& identity, Step step, Combine combine, P
   return used;
 }
 
-// Sum of f(k) over k in [lo, hi) in W: four quarter-streams in one SIMD loop (four independent
-// vector accumulators hide the add latency), the < 4 leftovers last.
-template <class W, class F> W stream_sum(std::size_t lo, std::size_t hi, F f) {
-  const std::size_t m = (hi - lo) / 4;
+// Calls step(lo', hi') for the blocks of kBlock elements of [lo, hi), in order.
+template <class Step> void in_blocks(std::size_t lo, std::size_t hi, Step step) {
+  for (std::size_t b = lo; b < hi; b += kBlock) step(b, std::min(hi, b + kBlock));
+}
+
+// One block of quarter_sum(): elements [b, e) of each quarter (of m elements from lo), added to
+// t[0..3]. A function of its own, its accumulators declared at its top: GCC does not vectorise
+// the SIMD loop where they are declared inside an enclosing loop.
+template <class W, class F>
+void quarter_block(std::size_t lo, std::size_t m, std::size_t b, std::size_t e, F f, W* t) {
   W a0 = W{0}, a1 = W{0}, a2 = W{0}, a3 = W{0};
   CLR_SIMD(reduction(+ : a0, a1, a2, a3))
-  for (std::size_t k = 0; k < m; ++k) {
+  for (std::size_t k = b; k < e; ++k) {
     a0 += f(lo + k);
     a1 += f(lo + m + k);
     a2 += f(lo + 2 * m + k);
     a3 += f(lo + 3 * m + k);
   }
-  for (std::size_t i = lo + 4 * m; i < hi; ++i) a3 += f(i);
-  return (a0 + a1) + (a2 + a3);
+  t[0] += a0;
+  t[1] += a1;
+  t[2] += a2;
+  t[3] += a3;
 }
 
-// Sum of conv(x[i]) over [lo, hi) in W, in blocks of kBlock: each block by stream_sum(), the
-// blocks' sums added in order.
+// Sum of f(i) over [lo, hi) in W: four quarter-streams of the range read side by side in one
+// SIMD loop (four vector accumulators hide the add latency; four streams far apart keep more
+// reads in flight: twice a single stream's rate from memory), each quarter's sum gathered block
+// by block (kBlock of its elements), so no chain is longer than a block plus the blocks; the < 4
+// leftovers last.
+template <class W, class F> W quarter_sum(std::size_t lo, std::size_t hi, F f) {
+  const std::size_t m = (hi - lo) / 4;
+  W t[4] = {W{0}, W{0}, W{0}, W{0}};
+  for (std::size_t b = 0; b < m; b += kBlock)
+    quarter_block(lo, m, b, std::min(m, b + kBlock), f, t);
+  for (std::size_t i = lo + 4 * m; i < hi; ++i) t[3] += f(i);
+  return (t[0] + t[1]) + (t[2] + t[3]);
+}
+
+// Sum of conv(x[i]) over [lo, hi) in W (quarter_sum()).
 template <class W, class T, class Conv>
-W blocked_sum(const T* x, std::size_t lo, std::size_t hi, Conv conv) {
-  W s = W{0};
-  for (std::size_t b = lo; b < hi; b += kBlock)
-    s += stream_sum<W>(b, std::min(hi, b + kBlock), [&](std::size_t i) { return conv(x[i]); });
-  return s;
+W range_sum(const T* x, std::size_t lo, std::size_t hi, Conv conv) {
+  return quarter_sum<W>(lo, hi, [x, conv](std::size_t i) { return conv(x[i]); });
+}
+
+// The least and greatest of x[lo, hi) (hi > lo) into *mn and *mx; whether any is NaN. The SIMD
+// loops read x through a pointer argument: read through a lambda's captured reference, GCC does
+// not vectorise them.
+template <class T> bool block_min_max(const T* x, std::size_t lo, std::size_t hi, T* mn, T* mx) {
+  T a = x[lo], b = x[lo];
+  int nan = 0;
+  if constexpr (std::is_floating_point_v<T>) {
+    CLR_SIMD(reduction(min : a) reduction(max : b) reduction(| : nan))
+    for (std::size_t i = lo; i < hi; ++i) {
+      a = x[i] < a ? x[i] : a;
+      b = x[i] > b ? x[i] : b;
+      nan |= x[i] != x[i];  // NaN test that vectorises (std::isnan did not)
+    }
+  } else {
+    CLR_SIMD(reduction(min : a) reduction(max : b))
+    for (std::size_t i = lo; i < hi; ++i) {
+      a = x[i] < a ? x[i] : a;
+      b = x[i] > b ? x[i] : b;
+    }
+  }
+  *mn = a;
+  *mx = b;
+  return nan != 0;
+}
+
+// The greatest of x[lo, hi) (hi > lo) into *mx; whether any is NaN.
+template <class T> bool block_max(const T* x, std::size_t lo, std::size_t hi, T* mx) {
+  T b = x[lo];
+  int nan = 0;
+  CLR_SIMD(reduction(max : b) reduction(| : nan))
+  for (std::size_t i = lo; i < hi; ++i) {
+    b = x[i] > b ? x[i] : b;
+    nan |= x[i] != x[i];  // NaN test that vectorises (std::isnan did not)
+  }
+  *mx = b;
+  return nan != 0;
+}
+
+// The shifted sums of one block of the var loop: elements [b, e) of each half (of m elements from
+// lo) of x - k, their sums into s[0..1] and their squares' into q[0..1].
+template <class W>
+void moments_block(const W* x, W k, std::size_t lo, std::size_t m, std::size_t b, std::size_t e,
+                   W* s, W* q) {
+  W a0 = 0, a1 = 0, q0 = 0, q1 = 0;
+  CLR_SIMD(reduction(+ : a0, a1, q0, q1))
+  for (std::size_t j = b; j < e; ++j) {
+    const W d0 = x[lo + j] - k, d1 = x[lo + m + j] - k;
+    a0 += d0;
+    q0 += d0 * d0;
+    a1 += d1;
+    q1 += d1 * d1;
+  }
+  s[0] += a0;
+  s[1] += a1;
+  q[0] += q0;
+  q[1] += q1;
 }
 
 template <class W> DType dtype_of() {
@@ -166,10 +244,10 @@ OmpRowResult float_row(const std::string& op, const std::vector<HostArray>& arra
     const W* y = arrays[1].as<W>();
     W s = 0;
     r.timing = time_peer(warmup, repeat, [&] {
-      return blocked_fold(
+      return chunk_fold(
           n, W{0},
           [&](W& p, std::size_t lo, std::size_t hi) {
-            p += stream_sum<W>(lo, hi, [&](std::size_t i) { return x[i] * y[i]; });
+            p = quarter_sum<W>(lo, hi, [x, y](std::size_t i) { return x[i] * y[i]; });
           },
           add, &s);
     });
@@ -178,11 +256,11 @@ OmpRowResult float_row(const std::string& op, const std::vector<HostArray>& arra
     const bool squares = op == "norm2";
     W s = 0;
     r.timing = time_peer(warmup, repeat, [&] {
-      return blocked_fold(
+      return chunk_fold(
           n, W{0},
           [&](W& p, std::size_t lo, std::size_t hi) {
-            p += squares ? stream_sum<W>(lo, hi, [&](std::size_t i) { return x[i] * x[i]; })
-                         : stream_sum<W>(lo, hi, [&](std::size_t i) { return x[i]; });
+            p = squares ? quarter_sum<W>(lo, hi, [x](std::size_t i) { return x[i] * x[i]; })
+                        : quarter_sum<W>(lo, hi, [x](std::size_t i) { return x[i]; });
           },
           add, &s);
     });
@@ -190,32 +268,27 @@ OmpRowResult float_row(const std::string& op, const std::vector<HostArray>& arra
                     : static_cast<double>(s) / static_cast<double>(n);
   } else if (op == "var" || op == "std") {
     // The shifted data's sum and sum of squares (shifted by the first element, as the engine's
-    // x0, so that a large mean does not cancel): one read, SIMD in every block.
+    // x0, so that a large mean does not cancel): one read, as quarter_sum() reads (two halves
+    // here: two sums each), blocks of kBlock.
     const W k = std::isfinite(static_cast<double>(x[0])) ? x[0] : W{0};
     struct Moments {
       W s1 = 0, s2 = 0;
     } mo;
     r.timing = time_peer(warmup, repeat, [&] {
-      return blocked_fold(
+      return chunk_fold(
           n, Moments{},
           [&](Moments& p, std::size_t lo, std::size_t hi) {
             const std::size_t m = (hi - lo) / 2;
-            W a0 = 0, a1 = 0, q0 = 0, q1 = 0;
-            CLR_SIMD(reduction(+ : a0, a1, q0, q1))
-            for (std::size_t j = 0; j < m; ++j) {
-              const W d0 = x[lo + j] - k, d1 = x[lo + m + j] - k;
-              a0 += d0;
-              q0 += d0 * d0;
-              a1 += d1;
-              q1 += d1 * d1;
-            }
+            W sum[2] = {0, 0}, sq[2] = {0, 0};
+            for (std::size_t b = 0; b < m; b += kBlock)
+              moments_block(x, k, lo, m, b, std::min(m, b + kBlock), sum, sq);
             for (std::size_t i = lo + 2 * m; i < hi; ++i) {
               const W d = x[i] - k;
-              a1 += d;
-              q1 += d * d;
+              sum[1] += d;
+              sq[1] += d * d;
             }
-            p.s1 += a0 + a1;
-            p.s2 += q0 + q1;
+            p.s1 = sum[0] + sum[1];
+            p.s2 = sq[0] + sq[1];
           },
           [](Moments& a, const Moments& b) {
             a.s1 += b.s1;
@@ -250,29 +323,25 @@ OmpRowResult float_row(const std::string& op, const std::vector<HostArray>& arra
     };
     Lse l;
     r.timing = time_peer(warmup, repeat, [&] {
-      return blocked_fold(
+      return chunk_fold(
           n, Lse{},
-          [&](Lse& p, std::size_t lo, std::size_t hi) {
-            W mx = x[lo];
-            int nan = 0;
-            CLR_SIMD(reduction(max : mx) reduction(| : nan))
-            for (std::size_t i = lo; i < hi; ++i) {
-              mx = x[i] > mx ? x[i] : mx;
-              nan |= x[i] != x[i];  // NaN test that vectorises (std::isnan did not)
-            }
-            Lse b;
-            b.nan = nan != 0;
-            if (!b.nan && mx > -std::numeric_limits<W>::infinity()) {
-              b.m = static_cast<double>(mx);
-              W s = 0;
-              if (std::isinf(b.m)) {
-                s = 1;
-              } else {
-                for (std::size_t i = lo; i < hi; ++i) s += std::exp(x[i] - mx);
+          [&](Lse& p, std::size_t first, std::size_t last) {
+            in_blocks(first, last, [&](std::size_t lo, std::size_t hi) {
+              W mx;
+              Lse b;
+              b.nan = block_max(x, lo, hi, &mx);
+              if (!b.nan && mx > -std::numeric_limits<W>::infinity()) {
+                b.m = static_cast<double>(mx);
+                W s = 0;
+                if (std::isinf(b.m)) {
+                  s = 1;
+                } else {
+                  for (std::size_t i = lo; i < hi; ++i) s += std::exp(x[i] - mx);
+                }
+                b.s = static_cast<double>(s);
               }
-              b.s = static_cast<double>(s);
-            }
-            combine(p, b);
+              combine(p, b);
+            });
           },
           combine, &l);
     });
@@ -361,22 +430,8 @@ OmpRowResult minmax_row(const HostArray& a, std::uint64_t warmup, std::uint64_t 
   // read again, from cache, for the first index.
   const auto step = [&](MinMax<T>& p, std::size_t lo, std::size_t hi) {
     if (p.nan) return;  // an earlier NaN wins
-    T mn = x[lo], mx = x[lo];
-    int nan = 0;
-    if constexpr (std::is_floating_point_v<T>) {
-      CLR_SIMD(reduction(min : mn) reduction(max : mx) reduction(| : nan))
-      for (std::size_t i = lo; i < hi; ++i) {
-        mn = x[i] < mn ? x[i] : mn;
-        mx = x[i] > mx ? x[i] : mx;
-        nan |= x[i] != x[i];  // NaN test that vectorises (std::isnan did not)
-      }
-    } else {
-      CLR_SIMD(reduction(min : mn) reduction(max : mx))
-      for (std::size_t i = lo; i < hi; ++i) {
-        mn = x[i] < mn ? x[i] : mn;
-        mx = x[i] > mx ? x[i] : mx;
-      }
-    }
+    T mn, mx;
+    const bool nan = block_min_max(x, lo, hi, &mn, &mx);
     if constexpr (std::is_floating_point_v<T>) {
       if (nan)
         for (std::size_t i = lo; i < hi; ++i)
@@ -418,8 +473,14 @@ OmpRowResult minmax_row(const HostArray& a, std::uint64_t warmup, std::uint64_t 
       e.at_hi = l.at_hi;
     }
   };
-  r.timing =
-      time_peer(warmup, repeat, [&] { return blocked_fold(n, MinMax<T>{}, step, combine, &mm); });
+  r.timing = time_peer(warmup, repeat, [&] {
+    return chunk_fold(
+        n, MinMax<T>{},
+        [&](MinMax<T>& p, std::size_t lo, std::size_t hi) {
+          in_blocks(lo, hi, [&](std::size_t b, std::size_t e) { step(p, b, e); });
+        },
+        combine, &mm);
+  });
   r.depth = fold_depth(n, r.timing.threads);
   r.value = element(mm.lo, mm.at_lo, a.type);
   r.value2 = element(mm.hi, mm.at_hi, a.type);
@@ -448,7 +509,7 @@ int contiguous_sums(const T* x, const std::vector<std::int64_t>& off, W* out, Co
   const auto at = [&](std::size_t s) { return static_cast<std::size_t>(off[s]); };
   const std::size_t first = at(0), total = at(S) - at(0);
   if (!go_parallel(total)) {
-    for (std::size_t s = 0; s < S; ++s) out[s] = blocked_sum<W>(x, at(s), at(s + 1), conv);
+    for (std::size_t s = 0; s < S; ++s) out[s] = range_sum<W>(x, at(s), at(s + 1), conv);
     return 1;
   }
   int used = 1;
@@ -470,11 +531,11 @@ int contiguous_sums(const T* x, const std::vector<std::int64_t>& off, W* out, Co
         off.begin());
     lead_at[t] = SIZE_MAX;
     if (t > 0 && s > 0 && at(s) > lo) {
-      lead[t] = blocked_sum<W>(x, lo, std::min(at(s), hi), conv);
+      lead[t] = range_sum<W>(x, lo, std::min(at(s), hi), conv);
       lead_at[t] = s - 1;
     }
     for (; s < S && (at(s) < hi || t + 1 == nt); ++s)
-      out[s] = blocked_sum<W>(x, at(s), std::min(at(s + 1), hi), conv);
+      out[s] = range_sum<W>(x, at(s), std::min(at(s + 1), hi), conv);
   }
   for (std::size_t t = 1; t < static_cast<std::size_t>(used); ++t)
     if (lead_at[t] != SIZE_MAX) out[lead_at[t]] += lead[t];
@@ -482,10 +543,17 @@ int contiguous_sums(const T* x, const std::vector<std::int64_t>& off, W* out, Co
   return used;
 }
 
+// Adds conv(p[j]) to acc[j] for j < w (a SIMD loop; acc and p do not overlap).
+template <class T, class W, class Conv> void add_row(W* acc, const T* p, std::size_t w, Conv conv) {
+  CLR_SIMD()
+  for (std::size_t j = 0; j < w; ++j) acc[j] += conv(p[j]);
+}
+
 // Lines of an axis ([O, R1, I, R2, J], SegmentLayout): a task sums up to kColumns neighbours of
-// the innermost kept axis (J > 1: a SIMD loop over the row's run of them, row after row) or one
+// the contiguous kept axis (J > 1: a SIMD loop over the row's run of them, row after row) or one
 // line (J = 1: its runs of R2 contiguous elements) over a share of the R1 x R2 rows; with fewer
-// tasks than threads the rows are split, each share into its own partials, added in order after.
+// than twice as many tasks as threads the rows are split, each share into its own partials,
+// added in share order after (in parallel over the results).
 struct Lines {
   std::size_t O, R1, I, R2, J;
 };
@@ -517,20 +585,15 @@ int axis_sums(const T* x, const Lines& L, W* out, std::vector<W>& partial, std::
     };
     if (J > 1) {
       const std::size_t w = std::min(kColumns, J - j0);
-      W acc[kColumns];
-      for (std::size_t j = 0; j < w; ++j) acc[j] = W{0};
-      for (std::size_t r = r_lo; r < r_hi; ++r) {
-        const T* p = x + row(r) + j0;
-        CLR_SIMD()
-        for (std::size_t j = 0; j < w; ++j) acc[j] += conv(p[j]);
-      }
-      for (std::size_t j = 0; j < w; ++j) res[j0 + j] = acc[j];
+      W* acc = res + j0;
+      std::fill(acc, acc + w, W{0});
+      for (std::size_t r = r_lo; r < r_hi; ++r) add_row(acc, x + row(r) + j0, w, conv);
     } else {
       W s = W{0};
       for (std::size_t r = r_lo; r < r_hi;) {  // runs of R2 contiguous rows
         const std::size_t end = std::min(r_hi, (r / R2 + 1) * R2);
         const std::size_t a = row(r);
-        s += blocked_sum<W>(x, a, a + (end - r), conv);
+        s += range_sum<W>(x, a, a + (end - r), conv);
         r = end;
       }
       res[0] = s;
@@ -548,12 +611,16 @@ int axis_sums(const T* x, const Lines& L, W* out, std::vector<W>& partial, std::
   } else {
     for (std::size_t k = 0; k < tasks; ++k) task(k);
   }
-  if (splits > 1)
+  if (splits > 1) {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (go_parallel(m * splits))
+#endif
     for (std::size_t q = 0; q < m; ++q) {
       W s = W{0};
       for (std::size_t sp = 0; sp < splits; ++sp) s += partial[sp * m + q];
       out[q] = s;
     }
+  }
   return used;
 }
 
