@@ -654,7 +654,7 @@ OmpSegmentsResult segment_sums(const HostArray& a, const SegmentLayout& L, DType
   const auto nt = static_cast<std::uint64_t>(std::max(r.timing.threads, 1));
   r.depth = L.columns ? (L.R1 * L.R2 + splits - 1) / splits + splits + 4
                       : std::min<std::uint64_t>(longest, kBlock) + (longest + kBlock - 1) / kBlock +
-                            nt + 4;
+                            nt + 8;
   r.values.resize(m);
   for (std::size_t q = 0; q < m; ++q) r.values[q] = element(static_cast<A>(out[q]), -1, acc);
   return r;
