@@ -488,6 +488,33 @@ OmpRowResult minmax_row(const HostArray& a, std::uint64_t warmup, std::uint64_t 
   return r;
 }
 
+// --- Integer dot products: wrapping modulo 2^64, as the engine's (int64, or uint64 when unsigned)
+
+template <class T>
+OmpRowResult int_dot_row(const HostArray& a, const HostArray& b, std::uint64_t warmup,
+                         std::uint64_t repeat) {
+  OmpRowResult r;
+  const T* x = a.as<T>();
+  const T* y = b.as<T>();
+  std::uint64_t s = 0;
+  r.timing = time_peer(warmup, repeat, [&] {
+    return chunk_fold(
+        a.n, std::uint64_t{0},
+        [x, y](std::uint64_t& p, std::size_t lo, std::size_t hi) {
+          p = quarter_sum<std::uint64_t>(lo, hi, [x, y](std::size_t i) {
+            return static_cast<std::uint64_t>(x[i]) * static_cast<std::uint64_t>(y[i]);
+          });
+        },
+        [](std::uint64_t& p, const std::uint64_t& q) { p += q; }, &s);
+  });
+  r.depth = fold_depth(a.n, r.timing.threads);
+  r.value.type = std::is_signed_v<T> ? DType::kInt64 : DType::kUInt64;
+  r.value.u = s;
+  r.value.i = static_cast<std::int64_t>(s);
+  r.exact = true;
+  return r;
+}
+
 // --- Segmented and axis sums ---------------------------------------------------------------
 
 // The element as the accumulator A (a 32-bit int sign- or zero-extended), in W: A, or A's
@@ -665,14 +692,15 @@ OmpSegmentsResult segment_sums(const HostArray& a, const SegmentLayout& L, DType
 std::string omp_row_unsupported(const std::string& op, const std::vector<DType>& types,
                                 bool where) {
   const std::string has =
-      "the OpenMP peer has dot, mean, var, std, norm2 and logsumexp of float and double "
-      "arrays and minmax of int32, uint32, int64, uint64, float and double";
+      "the OpenMP peer has mean, var, std, norm2 and logsumexp of float and double arrays, and "
+      "dot and minmax of int32, uint32, int64, uint64, float and double";
   if (where) return "the OpenMP peer takes no --where (" + has + ")";
   const bool known = op == "dot" || op == "mean" || op == "var" || op == "std" || op == "norm2" ||
                      op == "logsumexp" || op == "minmax";
   if (!known) return "the OpenMP peer has no --op " + op + " (" + has + ")";
   const DType t = types.front();
-  if (op == "minmax" ? !is_variant_dtype(t) : !(t == DType::kFloat || t == DType::kDouble))
+  if (op == "minmax" || op == "dot" ? !is_variant_dtype(t)
+                                    : !(t == DType::kFloat || t == DType::kDouble))
     return "the OpenMP peer has no --op " + op + " of " + dtype_name(t) + " (" + has + ")";
   if (op == "dot" && (types.size() < 2 || types[1] != t))
     return "the OpenMP peer's dot takes two arrays of one type (" + has + ")";
@@ -685,6 +713,10 @@ OmpRowResult omp_row(const std::string& op, const std::vector<HostArray>& arrays
   if (op == "minmax")
     return dispatch_dtype(
         t, [&](auto zero) { return minmax_row<decltype(zero)>(arrays.front(), warmup, repeat); });
+  if (op == "dot" && !is_float(t))
+    return dispatch_dtype(t, [&](auto zero) {
+      return int_dot_row<decltype(zero)>(arrays[0], arrays[1], warmup, repeat);
+    });
   return t == DType::kFloat ? float_row<float>(op, arrays, ddof, warmup, repeat)
                             : float_row<double>(op, arrays, ddof, warmup, repeat);
 }

@@ -335,11 +335,16 @@ TEST_CASE("--peers beside the engine's rows: a verified omp row first, the row's
         CHECK_THAT(row, ContainsSubstring("\"variant\":\"expr\""));
         CHECK_THAT(row, ContainsSubstring("\"vs_omp\":"));
       }
-  const auto m = run_cli("--op minmax --type int32 --size 70001 --repeat 1 --peers --format json");
-  CHECK(m.code == 0);
-  CHECK_THAT(m.out, ContainsSubstring("\"result_min\":"));
-  CHECK_THAT(m.out, ContainsSubstring("\"verified\":true,"));
-  CHECK_THAT(m.out, !ContainsSubstring("\"verified\":false"));
+  for (const char* op : {"minmax", "dot"}) {
+    CAPTURE(op);
+    const auto m = run_cli(std::string("--op ") + op +
+                           " --type int32 --size 70001 --repeat 1 --peers --format json");
+    CHECK(m.code == 0);
+    CHECK_THAT(m.out, ContainsSubstring("\"variant\":\"omp\",\"kind\":\"peer\""));
+    CHECK_THAT(m.out, ContainsSubstring("\"verified\":true,"));
+    CHECK_THAT(m.out, !ContainsSubstring("\"verified\":false"));
+    CHECK_THAT(m.out, !ContainsSubstring("\"skipped\":true"));
+  }
   // The table: the omp row, then expr with its ratio column.
   const auto t = run_cli("--op var --ddof 1 --type float --size 50000 --repeat 2 --peers");
   CHECK(t.code == 0);

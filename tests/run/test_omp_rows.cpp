@@ -152,11 +152,42 @@ TEST_CASE("the OpenMP minmax peer gives the first index of each extreme and of N
   }
 }
 
+TEST_CASE("the OpenMP peer's integer dot wraps modulo 2^64 exactly as the reference",
+          "[omp_peer][omp_rows]") {
+  std::mt19937_64 rng(5);
+  for (std::size_t n : {std::size_t{3}, std::size_t{100003}}) {
+    std::vector<std::int32_t> i(n), j(n);
+    std::vector<std::uint64_t> u(n), v(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      i[k] = static_cast<std::int32_t>(rng());
+      j[k] = static_cast<std::int32_t>(rng());
+      u[k] = rng();
+      v[k] = rng();
+    }
+    for (const auto& [arrays, acc] :
+         {std::pair<std::vector<HostArray>, DType>{
+              {array_of(DType::kInt32, i), array_of(DType::kInt32, j)}, DType::kInt64},
+          std::pair<std::vector<HostArray>, DType>{
+              {array_of(DType::kUInt64, u), array_of(DType::kUInt64, v)}, DType::kUInt64}}) {
+      const ExprOpReference ref = expr_op_reference("dot", arrays, {}, 0, acc, 1);
+      for_thread_counts([&] {
+        const OmpRowResult r = omp_row("dot", arrays, 0, 0, 1);
+        CHECK(r.exact);
+        CHECK(r.value.type == acc);
+        CHECK(r.value.u == ref.value.u);
+        CHECK(r.value.i == ref.value.i);
+      });
+    }
+  }
+}
+
 TEST_CASE("the OpenMP peer refuses what it does not have, saying what it has",
           "[omp_peer][omp_rows]") {
   CHECK(omp_row_unsupported("mean", {DType::kFloat}, false).empty());
   CHECK(omp_row_unsupported("minmax", {DType::kUInt64}, false).empty());
   CHECK(omp_row_unsupported("dot", {DType::kDouble, DType::kDouble}, false).empty());
+  CHECK(omp_row_unsupported("dot", {DType::kInt32, DType::kInt32}, false).empty());
+  CHECK(!omp_row_unsupported("dot", {DType::kInt8, DType::kInt8}, false).empty());
   CHECK(omp_row_unsupported("mean", {DType::kFloat}, true).find("no --where") != std::string::npos);
   CHECK(omp_row_unsupported("count", {DType::kFloat}, false).find("no --op count") !=
         std::string::npos);
