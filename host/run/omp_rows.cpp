@@ -1,7 +1,8 @@
 // omp_rows.cpp: the OpenMP peer of the engine's rows and of segmented and axis sums
-// (omp_rows.hpp). Every loop is one parallel region: each thread folds one contiguous chunk in
-// blocks of kBlock elements (a SIMD loop over each block, several accumulators; the block's
-// partial added to the thread's), and the threads' partials are combined in thread order. The
+// (omp_rows.hpp). Every loop is one parallel region: each thread folds one contiguous chunk (the
+// sums as four quarter-streams read side by side, min, max and logsumexp block by block), every
+// SIMD loop over at most kBlock elements of a stream with its own accumulators, the blocks'
+// partials added to the thread's, and the threads' partials combined in thread order. The
 // bounds' scales (sums of |x|, of squares) are taken in double after the timed runs.
 #include "run/omp_rows.hpp"
 
