@@ -422,8 +422,12 @@ int run_expr(const ExprArgs& a, Context& ctx,
                         std::fabs(p.value.f - reference.f) <= omp.bound);
         if (!omp.verified)
           omp.verify_note =
-              "|result - reference| = " + distance(std::fabs(p.value.f - reference.f)) +
-              " exceeds the bound " + distance(omp.bound);
+              std::isfinite(p.value.f) && std::isfinite(reference.f)
+                  ? "|result - reference| = " + distance(std::fabs(p.value.f - reference.f)) +
+                        " exceeds the bound " + distance(omp.bound)
+                  : "the peer's result is " + p.value.str() + " where the reference is " +
+                        reference.str() + " (its " + dtype_name(p.value.type) +
+                        " arithmetic overflows or meets NaN in another place)";
       }
       if (omp.kernel_ms > 0) omp.gbps = bytes / (omp.kernel_ms * 1e6);
       omp.noisy = noisy_spread(omp.kernel_ms_min, omp.kernel_ms_max);

@@ -354,6 +354,25 @@ TEST_CASE("--peers beside the engine's rows: a verified omp row first, the row's
   CHECK(t.out.find("\nomp ") < t.out.find("\nexpr "));
 }
 
+TEST_CASE("--peers: a peer whose answer is wrong is reported, and the run exits 1",
+          "[cli][expr][omp_rows]") {
+  // Squares of 1e20 overflow float: NumPy's float32 norm, and the peer's loop, give inf; the
+  // engine's scaled norm is finite. The peer's row says so and does not verify.
+  TempDir dir;
+  const std::string big = save(dir, "big.npy", DType::kFloat, std::vector<float>(1000, 1e20f));
+  const auto r = run_cli("--op norm2 --input " + big + " --repeat 1 --peers");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, ContainsSubstring("\nomp                    inf"));
+  CHECK_THAT(r.out, ContainsSubstring("NO"));
+  CHECK_THAT(r.out, ContainsSubstring("the peer's result is inf where the reference is"));
+  CHECK_THAT(r.out, ContainsSubstring("\nexpr "));
+  const auto j = run_cli("--op norm2 --input " + big + " --repeat 1 --peers --format json");
+  CHECK(j.code == 1);
+  const std::string row = j.out.substr(j.out.find('\n') + 1);
+  CHECK_THAT(row, ContainsSubstring("\"verified\":true"));
+  CHECK_THAT(row, !ContainsSubstring("\"vs_omp\""));  // no ratio against a wrong peer
+}
+
 TEST_CASE("--peers where the OpenMP peer has no loop: a row saying why, the run goes on",
           "[cli][expr][omp_rows]") {
   struct Case {
