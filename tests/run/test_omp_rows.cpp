@@ -213,12 +213,14 @@ TEST_CASE("the OpenMP segmented and axis sums match every segment's reference",
   std::vector<SegmentLayout> layouts = {seg};
   for (const auto& [shape, axes] :
        std::vector<std::pair<std::vector<std::uint64_t>, std::vector<std::int64_t>>>{
-           {{1, n}, {0}},            // one row: every line one element
-           {{3, 33334 - 1}, {0}},    // columns of a short matrix: rows split
-           {{100003, 1}, {0}},       // one long column
-           {{13, 7, 1098}, {0}},     // columns of a 3-D array
-           {{13, 7, 1098}, {0, 2}},  // two runs of reduced axes: lines of one element apart
-           {{101, 990}, {1}}})       // rows: contiguous segments
+           {{1, n}, {0}},             // one row: every line one element
+           {{3, 33334 - 1}, {0}},     // columns of a short matrix: rows split
+           {{100003, 1}, {0}},        // one long column
+           {{13, 7, 1098}, {0}},      // columns of a 3-D array
+           {{13, 7, 1098}, {0, 2}},   // two runs of reduced axes: lines of one element apart
+           {{5, 6, 7, 400}, {0, 2}},  // two reduced runs, a kept one between, 400 kept innermost
+           {{3, 200, 150}, {1}},      // columns of three matrices (kept axes on both sides)
+           {{101, 990}, {1}}})        // rows: contiguous segments
   {
     std::uint64_t count = 1;
     for (std::uint64_t s : shape) count *= s;
