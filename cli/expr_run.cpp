@@ -20,6 +20,7 @@
 #include "reduce/expr.hpp"
 #include "reduce/expr_ops.hpp"
 #include "run/chunks.hpp"
+#include "run/omp_rows.hpp"
 #include "run/runner.hpp"
 #include "run/timing.hpp"
 #include "runtime/device.hpp"
@@ -367,6 +368,74 @@ int run_expr(const ExprArgs& a, Context& ctx,
     if (rec.seq_ms > 0) rec.speedup = rec.seq_ms / rec.kernel_ms;
   }
 
+  // ---- The OpenMP peer (--peers): the row's own loop over the host's arrays, timed as the
+  // engine is, checked against the same reference within the peer's bound; the row's vs_omp.
+  RunRecord omp;
+  if (a.peers) {
+    omp.variant = "omp";
+    omp.kind = "peer";
+    omp.op = rec.op;
+    omp.op_text = rec.op_text;
+    omp.minmax = rec.minmax;
+    omp.type = rec.type;
+    omp.acc = rec.acc;
+    omp.n = n;
+    omp.device = dev.name;
+    omp.seed = rec.seed;
+    omp.warmup = a.warmup;
+    omp.repeat = a.repeat;
+    omp.input = rec.input;
+    omp.expected = rec.expected;
+    omp.expected_max = rec.expected_max;
+    omp.skip_reason = !row     ? "the OpenMP peer has no user expressions (OpenCL C); it has --op "
+                                 "dot, mean, var, std, norm2, minmax and logsumexp"
+                      : n == 0 ? "nothing to reduce (n = 0)"
+                               : omp_row_unsupported(a.op, spec.inputs, !a.where.empty());
+    omp.skipped = !omp.skip_reason.empty();
+    if (!omp.skipped) {
+      const OmpRowResult p = omp_row(a.op, arrays, a.ddof, static_cast<std::uint64_t>(a.warmup),
+                                     static_cast<std::uint64_t>(a.repeat));
+      omp.acc = p.value.type;
+      omp.result = p.value;
+      omp.result_max = p.value2;
+      omp.kernel_ms = omp.wall_ms = p.timing.ms_median;
+      omp.kernel_ms_min = p.timing.ms_min;
+      omp.kernel_ms_max = p.timing.ms_max;
+      omp.policy.path = "openmp threads=" + std::to_string(p.timing.threads);
+      if (p.exact) {
+        const auto same = [](const Value& g, const Value& e) {
+          const bool v = is_float(g.type)    ? g.f == e.f || (std::isnan(g.f) && std::isnan(e.f))
+                         : is_signed(g.type) ? g.i == e.i
+                                             : g.u == e.u;
+          return v && g.index == e.index;
+        };
+        omp.verified = same(p.value, reference) && same(p.value2, op_ref.value2);
+        if (!omp.verified) omp.verify_note = "results and indices must be equal";
+      } else {
+        // The peer's bound, and the reference's own rounding where it is float.
+        omp.bound =
+            p.bound +
+            (reference.type == DType::kFloat ? std::ldexp(1.0, -24) * std::fabs(reference.f) : 0.0);
+        omp.verified = p.value.f == reference.f ||
+                       (std::isnan(p.value.f) && std::isnan(reference.f)) ||
+                       (std::isfinite(p.value.f) && std::isfinite(reference.f) &&
+                        std::fabs(p.value.f - reference.f) <= omp.bound);
+        if (!omp.verified)
+          omp.verify_note =
+              std::isfinite(p.value.f) && std::isfinite(reference.f)
+                  ? "|result - reference| = " + distance(std::fabs(p.value.f - reference.f)) +
+                        " exceeds the bound " + distance(omp.bound)
+                  : "the peer's result is " + p.value.str() + " where the reference is " +
+                        reference.str() + " (its " + dtype_name(p.value.type) +
+                        " arithmetic overflows or meets NaN in another place)";
+      }
+      if (omp.kernel_ms > 0) omp.gbps = bytes / (omp.kernel_ms * 1e6);
+      omp.noisy = noisy_spread(omp.kernel_ms_min, omp.kernel_ms_max);
+    }
+    rec.noisy = noisy_spread(rec.kernel_ms_min, rec.kernel_ms_max);
+    add_vs_omp(rec, omp);
+  }
+
   // ---- Printed as every run is.
   if (a.format == "table") {
     std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  ";
@@ -383,13 +452,19 @@ int run_expr(const ExprArgs& a, Context& ctx,
               << dtype_name(spec.acc) << (spec.width > 1 ? " x" + std::to_string(spec.width) : "")
               << "  n = " << n << "  arrays = " << arrays.size()
               << (row ? "  checked against the host's reference\n" : "  seq ms: one work-item\n")
-              << table_header(false, false) << table_row(rec, false, false);
+              << table_header(a.peers, false) << (a.peers ? table_row(omp, true, false) : "")
+              << table_row(rec, a.peers, false)
+              << (rec.noisy || omp.noisy ? noisy_footnote(false) : "");
   } else if (a.format == "json") {
+    if (a.peers) std::cout << to_json(omp) << "\n";
     std::cout << to_json(rec) << "\n";
   } else {
-    std::cout << csv_header(run_csv_columns()) << csv_row(to_json(rec), run_csv_columns());
+    std::cout << csv_header(run_csv_columns());
+    if (a.peers) std::cout << csv_row(to_json(omp), run_csv_columns());
+    std::cout << csv_row(to_json(rec), run_csv_columns());
   }
-  return ok ? kExitOk : kExitVerify;
+  // A peer that did not verify fails the run, as a variant would.
+  return ok && (omp.skipped || omp.verified || !a.peers) ? kExitOk : kExitVerify;
 }
 
 int run_select(const ExprArgs& a, const std::string& output, Context& ctx,

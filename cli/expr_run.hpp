@@ -33,6 +33,7 @@ struct ExprArgs {
   std::string format = "table";
   bool verbose = false;
   std::string save_input;  // --save-input: the generated array x written here (NumPy's dtype)
+  bool peers = false;  // --peers: the OpenMP peer's row (omp_rows.hpp) first; the run's gets vs_omp
 };
 
 // Checks the expressions' text and the arrays' count before any device is touched (Error

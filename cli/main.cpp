@@ -347,8 +347,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "json", "csv"}));
   app.add_flag("--peers", peers,
-               "also run the OpenMP peer on the same array (row 'omp', for reductions and for the "
-               "scans it has; vs_omp ratios)");
+               "also run the OpenMP peer on the same array (row 'omp', for reductions, the "
+               "scans, engine rows and segmented or axis sums it has; vs_omp ratios)");
   app.add_flag("--measure-copy", measure_copy,
                "also time a device-to-device copy of the array (row 'copy', GB/s read + written) "
                "and, where the array crosses to the device (not used in place), a copy to the "
@@ -587,7 +587,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
       throw Error(Errc::kUsage, "--variant " + printable(variant) + " and " + with +
                                     " exclude each other: it runs as the engine's own variant, "
                                     "segments");
-    for (const char* f : {"--peers", "--measure-copy", "--accuracy", "--exclusive", "--segments",
+    for (const char* f : {"--measure-copy", "--accuracy", "--exclusive", "--segments",
                           "--segment-length", "--save-input"})
       if (app.count(f)) throw Error(Errc::kUsage, std::string(f) + " does not apply to " + with);
     if (ranks.many()) throw Error(Errc::kUsage, with + " does not run under mpirun yet");
@@ -641,6 +641,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     if (!output.empty()) check_output_path(output);  // before any work, not after it
     sa.warmup = warmup;
     sa.repeat = repeat;
+    sa.peers = peers;
     sa.local_size = local_size;
     sa.format = format;
     sa.verbose = verbose;
@@ -707,7 +708,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
                                     (user_expr ? std::string("--map") : "--op " + op) +
                                     " exclude each other: it runs as the engine's own variant, "
                                     "expr");
-    for (const char* f : {"--peers", "--measure-copy", "--accuracy", "--exclusive", "--segments",
+    for (const char* f : {"--measure-copy", "--accuracy", "--exclusive", "--segments",
                           "--segment-length", "--output"})
       if (app.count(f)) throw Error(Errc::kUsage, std::string(f) + " does not apply to " + what);
     if (!save_input.empty()) {
@@ -747,6 +748,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     ea.format = format;
     ea.verbose = verbose;
     ea.save_input = save_input;
+    ea.peers = peers;
     check_expr_args(ea);
     Context ctx(one_device(what + " runs on one device for now"), find_kernel_dir(kernel_dir, true), verbose, tuning);
     return run_expr(ea, ctx, [&](const std::string& path) {
@@ -1201,14 +1203,6 @@ int run(int argc, char** argv, const Ranks& ranks) {
     r.seq_noisy = !r.skipped && r.kind != "ceiling" && noisy_spread(r.seq_ms_min, r.seq_ms_max);
     return r;
   };
-  // Peer time / this time, unless either timing is noisy (NaN: not quoted); none with no elements.
-  const auto add_ratio = [](RunRecord& r, const RunRecord& peer) {
-    if (peer.skipped || !peer.verified || peer.kernel_ms <= 0 || r.skipped || r.kernel_ms <= 0 ||
-        r.n == 0)
-      return;
-    r.ratios.emplace_back("vs_omp", peer.noisy || r.noisy ? std::numeric_limits<double>::quiet_NaN()
-                                                          : peer.kernel_ms / r.kernel_ms);
-  };
   std::size_t rows = plan.reduce.size() + plan.scan.size() + (reduce_peer ? 1 : 0) +
                      (scan_peer ? 1 : 0) + (measure_copy ? 1 : 0);
   std::size_t row = 0;
@@ -1254,7 +1248,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
   for (ReduceVariant* v : plan.reduce) {
     running(v->name());
     RunRecord r = stamp(session->run(*v));
-    if (reduce_peer) add_ratio(r, omp);
+    if (reduce_peer) add_vs_omp(r, omp);
     print(r);
   }
   RunRecord omp_scan;
@@ -1268,7 +1262,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
   for (ScanVariant* v : plan.scan) {
     running(v->name());
     RunRecord r = stamp(scans->run(*v));
-    if (scan_peer) add_ratio(r, omp_scan);
+    if (scan_peer) add_vs_omp(r, omp_scan);
     if (!r.skipped) result_from = r.verified ? "" : r.variant;
     have_result = have_result || !r.skipped;
     print(r);

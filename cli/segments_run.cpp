@@ -24,6 +24,7 @@
 #include "reduce/expr_check.hpp"
 #include "reduce/expr_ops.hpp"
 #include "reduce/segments.hpp"
+#include "run/omp_rows.hpp"
 #include "run/runner.hpp"
 #include "run/shares.hpp"
 #include "run/timing.hpp"
@@ -383,6 +384,53 @@ int run_segments(
     if (rec.seq_ms > 0) rec.speedup = rec.seq_ms / rec.kernel_ms;
   }
 
+  // ---- The OpenMP peer (--peers): every segment's or line's sum by its own loop over the
+  // host's array, timed as the engine is, each result checked against the same reference.
+  RunRecord omp;
+  if (a.peers) {
+    omp.variant = "omp";
+    omp.kind = "peer";
+    omp.op = rec.op;
+    omp.op_text = rec.op_text;
+    omp.type = rec.type;
+    omp.acc = acc;
+    omp.n = n;
+    omp.device = dev.name;
+    omp.seed = rec.seed;
+    omp.warmup = a.warmup;
+    omp.repeat = a.repeat;
+    omp.input = rec.input;
+    omp.skip_reason =
+        user  ? "the OpenMP peer has no user expressions (OpenCL C); it has segmented and axis "
+                "sums (--op sum)"
+        : row ? "the OpenMP peer has segmented and axis sums (--op sum) of int32, uint32, int64, "
+                "uint64, float and double, without --where"
+        : m == 0 ? "nothing to reduce (no segments)"
+                 : omp_segments_unsupported(op, x.type, acc);
+    omp.skipped = !omp.skip_reason.empty();
+    if (!omp.skipped) {
+      const OmpSegmentsResult p =
+          omp_segment_sums(x, layout, acc, static_cast<std::uint64_t>(a.warmup),
+                           static_cast<std::uint64_t>(a.repeat));
+      const SegmentVerdict pv = verify_segments(layout, op, acc, x, p.values, v.expected,
+                                                [&](std::uint64_t) { return p.depth; });
+      omp.result = p.values[pv.shown];
+      omp.expected = v.expected[pv.shown];
+      omp.verified = pv.ok;
+      omp.verify_note = pv.why;
+      omp.bound = pv.bound;
+      omp.overflow = pv.overflow;
+      omp.kernel_ms = omp.wall_ms = p.timing.ms_median;
+      omp.kernel_ms_min = p.timing.ms_min;
+      omp.kernel_ms_max = p.timing.ms_max;
+      omp.policy.path = "openmp threads=" + std::to_string(p.timing.threads);
+      if (omp.kernel_ms > 0) omp.gbps = bytes / (omp.kernel_ms * 1e6);
+      omp.noisy = noisy_spread(omp.kernel_ms_min, omp.kernel_ms_max);
+    }
+    rec.noisy = noisy_spread(rec.kernel_ms_min, rec.kernel_ms_max);
+    add_vs_omp(rec, omp);
+  }
+
   // ---- The results, NumPy's shape and dtype: the accumulator's (sum, prod: NumPy's or --acc;
   // min, max: the element type; a user reduction: --acc), int64 indices for arg ops; a row's
   // as numpy_row_type().
@@ -425,13 +473,19 @@ int run_segments(
     std::cout << "  " << dtype_name(x.type) << " " << shape_words(shape) << " -> "
               << shape_words(out_shape) << " " << dtype_name(out_type) << "  results = " << m
               << "  (result: " << (ok ? "the first" : "the first that failed") << ")\n"
-              << table_header(false, false) << table_row(rec, false, false);
+              << table_header(a.peers, false) << (a.peers ? table_row(omp, true, false) : "")
+              << table_row(rec, a.peers, false)
+              << (rec.noisy || omp.noisy ? noisy_footnote(false) : "");
   } else if (a.format == "json") {
+    if (a.peers) std::cout << to_json(omp) << "\n";
     std::cout << to_json(rec) << "\n";
   } else {
-    std::cout << csv_header(run_csv_columns()) << csv_row(to_json(rec), run_csv_columns());
+    std::cout << csv_header(run_csv_columns());
+    if (a.peers) std::cout << csv_row(to_json(omp), run_csv_columns());
+    std::cout << csv_row(to_json(rec), run_csv_columns());
   }
-  return ok ? kExitOk : kExitVerify;
+  // A peer that did not verify fails the run, as a variant would.
+  return ok && (omp.skipped || omp.verified || !a.peers) ? kExitOk : kExitVerify;
 }
 
 }  // namespace clreduce

@@ -33,6 +33,7 @@ struct SegmentArgs {
   std::string output;  // --output: the results, NumPy's shape and dtype
   int warmup = 1;
   int repeat = 5;
+  bool peers = false;  // --peers: the OpenMP peer's row (omp_rows.hpp) first; the run's gets vs_omp
   std::size_t local_size = 0;
   std::string format = "table";
   bool verbose = false;

@@ -137,14 +137,22 @@ HostArray gather_segment(const HostArray& x, const SegmentLayout& L, std::uint64
 
 SegmentVerdict verify_segments(const SegmentReduction& sr, Op op, DType acc, const HostArray& x,
                                const std::vector<Value>& results) {
+  return verify_segments(sr.layout(), op, acc, x, results, {},
+                         [&](std::uint64_t q) { return sr.depth(q); });
+}
+
+SegmentVerdict verify_segments(const SegmentLayout& L, Op op, DType acc, const HostArray& x,
+                               const std::vector<Value>& results,
+                               const std::vector<Value>& expected,
+                               const std::function<std::uint64_t(std::uint64_t)>& depth) {
   SegmentVerdict v;
-  const SegmentLayout& L = sr.layout();
   const std::uint64_t m = L.results();
+  v.expected = expected;
   v.expected.resize(m);
   for (std::uint64_t q = 0; q < m; ++q) {
     const HostArray seg = gather_segment(x, L, q);
-    v.expected[q] = reference_reduce(seg, op, acc);
-    const Verdict one = verify(results[q], v.expected[q], op, sr.depth(q), float_stats(seg, op));
+    if (expected.empty()) v.expected[q] = reference_reduce(seg, op, acc);
+    const Verdict one = verify(results[q], v.expected[q], op, depth(q), float_stats(seg, op));
     v.bound = std::max(v.bound, one.bound);
     if (!one.ok && v.ok) {
       v.ok = false;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,14 @@ struct SegmentVerdict {
 // reference of its own elements of x.
 SegmentVerdict verify_segments(const SegmentReduction& sr, Op op, DType acc, const HostArray& x,
                                const std::vector<Value>& results);
+// The same over layout, depth(q) being the longest chain of operations behind result q, against
+// expected (one per result: the references of an earlier verdict, SegmentVerdict::expected) or,
+// when it is empty, against references computed here: for the results of another
+// implementation of the same op (the OpenMP peer).
+SegmentVerdict verify_segments(const SegmentLayout& layout, Op op, DType acc, const HostArray& x,
+                               const std::vector<Value>& results,
+                               const std::vector<Value>& expected,
+                               const std::function<std::uint64_t(std::uint64_t)>& depth);
 // A user reduction: each of results (accumulators before post) against sr's one-work-item
 // reference, as verify_user(); results and the verdict's expected values get post applied.
 SegmentVerdict verify_segments_user(SegmentReduction& sr, const std::vector<cl::Buffer>& in,

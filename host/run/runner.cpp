@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 #include "clreduce/error.hpp"
@@ -28,6 +29,14 @@ void set_timings(RunRecord& rec, const std::vector<Sample>& samples) {
   rec.kernel_ms_max = k.max;
   rec.wall_ms = median(wall);
   rec.launches = samples.back().launches;
+}
+
+void add_vs_omp(RunRecord& r, const RunRecord& peer) {
+  if (peer.skipped || !peer.verified || peer.kernel_ms <= 0 || r.skipped || r.kernel_ms <= 0 ||
+      r.n == 0)
+    return;
+  r.ratios.emplace_back("vs_omp", peer.noisy || r.noisy ? std::numeric_limits<double>::quiet_NaN()
+                                                        : peer.kernel_ms / r.kernel_ms);
 }
 
 Session::Session(Context& ctx, const HostArray& data, RunConfig cfg)

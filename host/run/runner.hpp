@@ -217,6 +217,10 @@ constexpr std::size_t kSeqOnceBytes = std::size_t{256} << 20;
 // (the last run's) from the timed samples (non-empty).
 void set_timings(RunRecord& rec, const std::vector<Sample>& samples);
 
+// Adds r's ratio "vs_omp", the OpenMP peer's time over r's (NaN: not quoted, when either timing
+// is noisy), unless either was skipped, the peer did not verify, or a time or n is 0.
+void add_vs_omp(RunRecord& r, const RunRecord& peer);
+
 // A reduction session: the array, its reference and the baseline time, shared by every variant
 // run on it.
 class ReduceSession : public Session {

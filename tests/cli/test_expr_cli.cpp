@@ -269,7 +269,6 @@ TEST_CASE("user reductions refuse arrays that differ and flags that do not apply
            {base + "--input " + a, "--map 'x*y' names y, but 1 array is given", 2},
            {base + "--size 10 --op min", "--op min and --map exclude each other", 2},
            {base + "--size 10 --variant fast", "--variant fast and --map exclude each other", 2},
-           {base + "--size 10 --peers", "--peers does not apply to a user reduction", 2},
            {"--map x --identity 0 --size 10", "needs --map, --reduce and --identity", 2},
            {"--input " + a + " --input " + a, "several arrays are for a user reduction", 2},
            {base + "--size 1000 --max-chunk 1024", "user reductions do not run in chunks yet", 5},
@@ -304,13 +303,94 @@ TEST_CASE("the engine's rows refuse flags and arrays they cannot take, in one li
             "--where 'x > q' does not compile: column 5: use of undeclared identifier 'q'"},
            {"--op mean --variant fast --size 10",
             "--variant fast and --op mean exclude each other"},
-           {"--op any --peers --size 10", "--peers does not apply to --op any"},
        }) {
     CAPTURE(c.args);
     const auto r = run_cli(c.args);
     CHECK(r.code == 2);
     CHECK_THAT(r.out, ContainsSubstring(c.says));
     CHECK(clreduce::test::count_lines(r.out) == 1);
+  }
+}
+
+TEST_CASE("--peers beside the engine's rows: a verified omp row first, the row's vs_omp",
+          "[cli][expr][omp_rows]") {
+  // Below and above the size where the peer goes parallel (2^15), float and double; minmax of
+  // int32 too. Every op's omp row verifies, and the expr row carries vs_omp.
+  for (const char* type : {"float", "double"})
+    for (const char* size : {"1000", "70001"})
+      for (const char* op : {"dot", "mean", "var", "std", "norm2", "minmax", "logsumexp"}) {
+        const std::string args = std::string("--op ") + op + " --type " + type + " --size " + size +
+                                 " --repeat 2 --peers --format json";
+        CAPTURE(args);
+        const auto r = run_cli(args);
+        INFO(r.out);
+        CHECK(r.code == 0);
+        REQUIRE(clreduce::test::count_lines(r.out) == 2);
+        const std::string omp = r.out.substr(0, r.out.find('\n'));
+        const std::string row = r.out.substr(r.out.find('\n') + 1);
+        CHECK_THAT(omp, ContainsSubstring("\"variant\":\"omp\",\"kind\":\"peer\""));
+        CHECK_THAT(omp, ContainsSubstring("\"verified\":true"));
+        CHECK_THAT(omp, ContainsSubstring("openmp threads="));
+        CHECK_THAT(omp, ContainsSubstring(std::string("\"acc\":\"") + type + "\""));
+        CHECK_THAT(row, ContainsSubstring("\"variant\":\"expr\""));
+        CHECK_THAT(row, ContainsSubstring("\"vs_omp\":"));
+      }
+  for (const char* op : {"minmax", "dot"}) {
+    CAPTURE(op);
+    const auto m = run_cli(std::string("--op ") + op +
+                           " --type int32 --size 70001 --repeat 1 --peers --format json");
+    CHECK(m.code == 0);
+    CHECK_THAT(m.out, ContainsSubstring("\"variant\":\"omp\",\"kind\":\"peer\""));
+    CHECK_THAT(m.out, ContainsSubstring("\"verified\":true,"));
+    CHECK_THAT(m.out, !ContainsSubstring("\"verified\":false"));
+    CHECK_THAT(m.out, !ContainsSubstring("\"skipped\":true"));
+  }
+  // The table: the omp row, then expr with its ratio column.
+  const auto t = run_cli("--op var --ddof 1 --type float --size 50000 --repeat 2 --peers");
+  CHECK(t.code == 0);
+  CHECK_THAT(t.out, ContainsSubstring("   vs omp"));
+  CHECK_THAT(t.out, ContainsSubstring("\nomp "));
+  CHECK_THAT(t.out, ContainsSubstring("\nexpr "));
+  CHECK(t.out.find("\nomp ") < t.out.find("\nexpr "));
+}
+
+TEST_CASE("--peers: a peer whose answer is wrong is reported, and the run exits 1",
+          "[cli][expr][omp_rows]") {
+  // Squares of 1e20 overflow float: NumPy's float32 norm, and the peer's loop, give inf; the
+  // engine's scaled norm is finite. The peer's row says so and does not verify.
+  TempDir dir;
+  const std::string big = save(dir, "big.npy", DType::kFloat, std::vector<float>(1000, 1e20f));
+  const auto r = run_cli("--op norm2 --input " + big + " --repeat 1 --peers");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, ContainsSubstring("\nomp                    inf"));
+  CHECK_THAT(r.out, ContainsSubstring("NO"));
+  CHECK_THAT(r.out, ContainsSubstring("the peer's result is inf where the reference is"));
+  CHECK_THAT(r.out, ContainsSubstring("\nexpr "));
+  const auto j = run_cli("--op norm2 --input " + big + " --repeat 1 --peers --format json");
+  CHECK(j.code == 1);
+  const std::string row = j.out.substr(j.out.find('\n') + 1);
+  CHECK_THAT(row, ContainsSubstring("\"verified\":true"));
+  CHECK_THAT(row, !ContainsSubstring("\"vs_omp\""));  // no ratio against a wrong peer
+}
+
+TEST_CASE("--peers where the OpenMP peer has no loop: a row saying why, the run goes on",
+          "[cli][expr][omp_rows]") {
+  struct Case {
+    std::string args, says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--map x --reduce 'a+b' --identity 0 --size 1000",
+            "omp                    skipped: the OpenMP peer has no user expressions (OpenCL C)"},
+           {"--op any --size 1000", "skipped: the OpenMP peer has no --op any"},
+           {"--op mean --where 'x > 0' --size 1000", "skipped: the OpenMP peer takes no --where"},
+           {"--op mean --type int32 --size 1000",
+            "skipped: the OpenMP peer has no --op mean of int32"},
+       }) {
+    CAPTURE(c.args);
+    const auto r = run_cli(c.args + " --repeat 1 --peers");
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, ContainsSubstring(c.says));
+    CHECK_THAT(r.out, ContainsSubstring("\nexpr "));
   }
 }
 

@@ -144,7 +144,6 @@ TEST_CASE("segments and axes refuse bad offsets, axes and flags in one line, wri
            {I + "--offsets " + empty + " --op mean --acc double",
             "--acc does not apply to --op mean", 2},
            {I + "--offsets " + down + " --op dot", "--op dot takes 2 arrays, but 1 is given", 2},
-           {I + "--offsets " + down + " --peers", "--peers does not apply to --offsets", 2},
            {"--input " + m + " --axis 0 --max-chunk 16", "do not run in chunks yet", 5},
        }) {
     CAPTURE(c.args);
@@ -154,5 +153,54 @@ TEST_CASE("segments and axes refuse bad offsets, axes and flags in one line, wri
     CHECK_THAT(r.out, ContainsSubstring(c.says));
     CHECK(clreduce::test::count_lines(r.out) == 1);
     CHECK_FALSE(std::filesystem::exists(out));
+  }
+}
+
+TEST_CASE("--peers beside segments and axes: a verified omp row of the sums, vs_omp",
+          "[cli][segments][omp_rows]") {
+  TempDir dir;
+  // 70000 elements (past the peer's parallel size): segments empty, of one element, short, and
+  // long across the threads' parts; a 2-D and a 3-D array along each axis.
+  std::vector<std::int64_t> off = {0, 0, 1, 10, 10, 500};
+  for (std::int64_t at = 1000; at < 60000; at += 997) off.push_back(at);
+  off.push_back(69999);
+  off.push_back(70000);
+  const std::string offs = save(dir, "off.npy", DType::kInt64, off);
+  std::vector<float> f(70000);
+  for (std::size_t k = 0; k < f.size(); ++k) f[k] = static_cast<float>((k * 7919) % 1000) / 999.0f;
+  std::vector<std::int32_t> i(70000);
+  for (std::size_t k = 0; k < i.size(); ++k) i[k] = static_cast<std::int32_t>(k * 2654435761u);
+  const std::string m2 = save(dir, "m2.npy", DType::kFloat, f, {350, 200});
+  const std::string m3 = save(dir, "m3.npy", DType::kInt32, i, {10, 70, 100});
+  for (const std::string& args :
+       {"--size 70000 --type float --offsets " + offs,
+        "--size 70000 --type int32 --offsets " + offs,
+        "--size 70000 --type double --offsets " + offs, "--input " + m2 + " --axis 0",
+        "--input " + m2 + " --axis 1", "--input " + m2 + " --axis 0,1",
+        "--input " + m3 + " --axis 0", "--input " + m3 + " --axis 0,2",
+        "--input " + m3 + " --axis 1 --acc int32"}) {
+    CAPTURE(args);
+    const auto r = run_cli(args + " --op sum --repeat 2 --peers --format json");
+    INFO(r.out);
+    CHECK(r.code == 0);
+    REQUIRE(clreduce::test::count_lines(r.out) == 2);
+    const std::string omp = r.out.substr(0, r.out.find('\n'));
+    const std::string seg = r.out.substr(r.out.find('\n') + 1);
+    CHECK_THAT(omp, ContainsSubstring("\"variant\":\"omp\",\"kind\":\"peer\""));
+    CHECK_THAT(omp, ContainsSubstring("\"verified\":true"));
+    CHECK_THAT(omp, ContainsSubstring("openmp threads="));
+    CHECK_THAT(seg, ContainsSubstring("\"variant\":\"segments\""));
+    CHECK_THAT(seg, ContainsSubstring("\"vs_omp\":"));
+  }
+  // Where the peer has no loop, a row saying why; the run goes on.
+  for (const std::string& args :
+       {"--size 70000 --offsets " + offs + " --op prod",
+        "--size 70000 --offsets " + offs + " --op mean",
+        "--size 70000 --offsets " + offs + " --map x --reduce 'a+b' --identity 0"}) {
+    CAPTURE(args);
+    const auto r = run_cli(args + " --type float --repeat 1 --peers");
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, ContainsSubstring("omp                    skipped: the OpenMP peer has"));
+    CHECK_THAT(r.out, ContainsSubstring("\nsegments "));
   }
 }
