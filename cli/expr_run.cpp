@@ -20,6 +20,7 @@
 #include "reduce/expr.hpp"
 #include "reduce/expr_ops.hpp"
 #include "run/chunks.hpp"
+#include "run/expr_chunks.hpp"
 #include "run/runner.hpp"
 #include "run/timing.hpp"
 #include "runtime/device.hpp"
@@ -150,36 +151,28 @@ int run_expr(const ExprArgs& a, Context& ctx,
   for (DType t : spec.inputs) fp64 = fp64 || t == DType::kDouble;
   if (fp64 && !dev.fp64)
     throw Error(Errc::kUnsupported, dev.name + " has no double precision (cl_khr_fp64); try float");
-  // Arrays past one allocation run in chunks for the built-in ops; user reductions do not yet.
   double bytes = 0;
-  for (std::size_t k = 0; k < arrays.size(); ++k) {
-    const std::uint64_t b = arrays[k].bytes.size();
-    bytes += static_cast<double>(b);
-    const std::uint64_t limit = ctx.tuning().max_chunk
-                                    ? std::min<std::uint64_t>(ctx.tuning().max_chunk, dev.max_alloc)
-                                    : dev.max_alloc;
-    if (b > limit)
-      throw Error(
-          Errc::kUnsupported,
-          "array " + std::string(1, "xyzw"[k]) + " (" + std::to_string(b) +
-              " bytes) is larger than " +
-              (ctx.tuning().max_chunk ? "--max-chunk" : dev.name + "'s largest allocation") + " (" +
-              std::to_string(limit) + " bytes): user reductions do not run in chunks yet");
-  }
+  for (const HostArray& h : arrays) bytes += static_cast<double>(h.bytes.size());
   const TimeLimit timeout = ctx.time_limit(bytes);
 
-  // ---- Kernels built (a compile error names the expression), the arrays on the device.
-  ExprReduction er(ctx, spec, n, a.local_size);
-  if (a.verbose) std::cerr << "expr: " << er.policy().str() << "\n";
-  std::vector<cl::Buffer> in;
-  for (HostArray& h : arrays)
-    in.push_back(n ? cl::Buffer(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                                h.bytes.size(), h.bytes.data())
-                   : ctx.zeroed_buffer(1));
+  // ---- The arrays on the device, as every run's: whole, in chunks past one allocation (or
+  // --max-chunk), streamed past device memory, or in place (run/expr_chunks.hpp); the kernels
+  // built for one chunk (a compile error names the expression).
+  ExprArrays xa(ctx, arrays);
+  ExprReduction er(ctx, spec, xa.plan_n(), a.local_size);
+  if (a.verbose)
+    std::cerr << "expr: " << er.policy().str() << ", " << xa.layout().str() << "\n";
+  const double upload_ms = xa.upload("the user reduction's arrays");
+  // The launches' depth, and the chunks' fold in order after them.
+  const std::uint64_t depth = er.depth() + xa.fold_depth();
 
-  // ---- The laws, before any tree is trusted with the reduce (the rows are proven).
+  // ---- The laws, before any tree is trusted with the reduce (the rows are proven): on sample
+  // values of the first chunk.
   if (!row) {
-    const ExprLaws laws = er.check_laws(in, n, timeout);
+    ExprLaws laws;
+    xa.each([&](std::size_t, std::size_t len,
+                const std::vector<cl::Buffer>& in) { laws = er.check_laws(in, len, timeout); },
+            1);
     if (!laws.failure.empty()) throw Error(Errc::kUsage, laws.failure);
     if (a.verbose)
       std::cerr << "expr: the reduce's laws held on " << laws.triples << " triples of "
@@ -205,16 +198,17 @@ int run_expr(const ExprArgs& a, Context& ctx,
       ms.acc = DType::kInt32;
       ExprReduction me(ctx, ms, n, a.local_size);
       const double t0 = now_ms();
-      for (std::size_t first = 0; first < n; first += std::size_t{1} << 20) {
-        const std::size_t count = std::min<std::size_t>(n - first, std::size_t{1} << 20);
-        const std::vector<unsigned char> v = me.map_values(in, first, count, timeout);
-        for (std::size_t k = 0; k < count; ++k) mask.push_back(v[4 * k] | v[4 * k + 1]);
-      }
+      xa.each([&](std::size_t, std::size_t len, const std::vector<cl::Buffer>& in) {
+        for (std::size_t first = 0; first < len; first += std::size_t{1} << 20) {
+          const std::size_t count = std::min<std::size_t>(len - first, std::size_t{1} << 20);
+          const std::vector<unsigned char> v = me.map_values(in, first, count, timeout);
+          for (std::size_t k = 0; k < count; ++k) mask.push_back(v[4 * k] | v[4 * k + 1]);
+        }
+      });
       if (a.verbose) std::cerr << "expr: --where evaluated in " << now_ms() - t0 << " ms\n";
     }
-    op_ref =
-        expr_op_reference(a.op, arrays, mask, a.ddof,
-                          expr_op_result_type(a.op, spec.inputs.front(), spec.acc), er.depth());
+    op_ref = expr_op_reference(a.op, arrays, mask, a.ddof,
+                               expr_op_result_type(a.op, spec.inputs.front(), spec.acc), depth);
     reference = op_ref.value;
     if (op_ref.count == 0 && expr_op_needs_elements(a.op))
       throw Error(Errc::kUsage, "--where '" + printable(a.where) + "' holds for no element: --op " +
@@ -222,7 +216,13 @@ int run_expr(const ExprArgs& a, Context& ctx,
                                     " has no identity (NumPy: zero-size array to reduction "
                                     "operation, or where= without initial=)");
   } else {
-    reference = er.reference(in, n, timeout, &magnitude, &wider, seq_events);
+    reference = er.reference(
+        [&](const ExprReduction::ExprPieceFn& f) {
+          xa.each([&](std::size_t, std::size_t len, const std::vector<cl::Buffer>& in) {
+            f(in, len);
+          });
+        },
+        timeout, &magnitude, &wider, seq_events);
   }
   RunRecord rec;
   rec.variant = "expr";
@@ -236,6 +236,9 @@ int run_expr(const ExprArgs& a, Context& ctx,
   rec.seq_ms = events_ms(seq_events);
   rec.seq_runs = row ? 0 : 1;
   rec.policy = er.policy();
+  rec.chunks = xa.layout().chunks;
+  rec.layout = xa.layout().str();
+  rec.upload_ms = upload_ms;
   rec.seed = a.seed;
   rec.warmup = a.warmup;
   rec.repeat = a.repeat;
@@ -253,8 +256,7 @@ int run_expr(const ExprArgs& a, Context& ctx,
                                    finish(ctx.queue(), timeout, "the user reduction's sentinel");
                                    std::vector<cl::Event> events;
                                    const double t0 = now_ms();
-                                   er.enqueue(in, n, out, events);
-                                   ctx.queue().flush();
+                                   xa.enqueue(er, out, events);
                                    wait(events.back(), timeout, "the user reduction");
                                    enqueue_read(ctx.queue(), out, 0, as, got.data(),
                                                 ctx.tuning().transfer_piece);
@@ -340,7 +342,7 @@ int run_expr(const ExprArgs& a, Context& ctx,
       expected.type = spec.acc;
       if (spec.acc == DType::kFloat) expected.f = static_cast<float>(reference.f);
       const double scale = std::max(magnitude, std::fabs(reference.f));
-      bound = (gamma_k(static_cast<double>(er.depth()), unit_roundoff(spec.acc)) +
+      bound = (gamma_k(static_cast<double>(depth), unit_roundoff(spec.acc)) +
                gamma_k(static_cast<double>(n), unit_roundoff(wider ? DType::kDouble : spec.acc))) *
               scale;
       const bool same =
