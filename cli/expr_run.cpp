@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <memory>
 
 #include "clreduce/error.hpp"
 #include "core/checked.hpp"
@@ -22,6 +23,7 @@
 #include "run/chunks.hpp"
 #include "run/expr_chunks.hpp"
 #include "run/runner.hpp"
+#include "run/shares.hpp"
 #include "run/timing.hpp"
 #include "runtime/device.hpp"
 #include "runtime/transfer.hpp"
@@ -85,8 +87,10 @@ void check_expr_args(const ExprArgs& a) {
                                   " given (--input once per array: " + kNames + ")");
 }
 
-int run_expr(const ExprArgs& a, Context& ctx,
+int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
+             const std::vector<double>& share_weights,
              const std::function<HostArray(const std::string&)>& read) {
+  Context& ctx = *ctxs.front();
   const DeviceInfo& dev = ctx.info();
   // ---- The arrays: read (one length), or generated, as many as the map names (array k from
   // seed + k).
@@ -149,8 +153,10 @@ int run_expr(const ExprArgs& a, Context& ctx,
   }
   bool fp64 = spec.acc == DType::kDouble;
   for (DType t : spec.inputs) fp64 = fp64 || t == DType::kDouble;
-  if (fp64 && !dev.fp64)
-    throw Error(Errc::kUnsupported, dev.name + " has no double precision (cl_khr_fp64); try float");
+  for (const Context* c : ctxs)
+    if (fp64 && !c->info().fp64)
+      throw Error(Errc::kUnsupported,
+                  c->info().name + " has no double precision (cl_khr_fp64); try float");
   double bytes = 0;
   for (const HostArray& h : arrays) bytes += static_cast<double>(h.bytes.size());
   const TimeLimit timeout = ctx.time_limit(bytes);
@@ -158,13 +164,63 @@ int run_expr(const ExprArgs& a, Context& ctx,
   // ---- The arrays on the device, as every run's: whole, in chunks past one allocation (or
   // --max-chunk), streamed past device memory, or in place (run/expr_chunks.hpp); the kernels
   // built for one chunk (a compile error names the expression).
-  ExprArrays xa(ctx, arrays);
-  ExprReduction er(ctx, spec, xa.plan_n(), a.local_size);
-  if (a.verbose)
-    std::cerr << "expr: " << er.policy().str() << ", " << xa.layout().str() << "\n";
-  const double upload_ms = xa.upload("the user reduction's arrays");
-  // The launches' depth, and the chunks' fold in order after them.
-  const std::uint64_t depth = er.depth() + xa.fold_depth();
+  // Several devices: each reduces its share of the arrays (contiguous, in order; --shares
+  // weighs them) to one accumulator, and the shares' accumulators are folded in share order on
+  // the first device, as a chunk's are. The checks (laws, --where's values, the reference) run
+  // on the first device over the whole arrays.
+  struct Share {
+    Context* ctx = nullptr;
+    std::uint64_t first = 0;
+    std::vector<HostArray> views;  // several devices: views of the arrays
+    std::unique_ptr<ExprArrays> xa;
+    std::unique_ptr<ExprReduction> er;
+    cl::Buffer out;
+    std::vector<unsigned char> acc;
+    std::vector<Sample> samples;
+    double upload_ms = 0.0;
+  };
+  const std::size_t devices = ctxs.size();
+  const std::vector<std::size_t> counts =
+      devices > 1 ? split_shares(n, share_weights.empty() ? std::vector<double>(devices, 1.0)
+                                                          : share_weights)
+                  : std::vector<std::size_t>{n};
+  std::vector<Share> shares;
+  std::uint64_t next = 0;
+  for (std::size_t d = 0; d < devices; ++d) {
+    // Empty shares run nothing (the first stays when every share is: the identity).
+    if (counts[d] == 0 && !(d == 0 && n == 0)) continue;
+    Share sh;
+    sh.ctx = ctxs[d];
+    sh.first = next;
+    if (devices > 1)
+      for (const HostArray& h : arrays) sh.views.push_back(view_of(h, next, counts[d]));
+    next += counts[d];
+    shares.push_back(std::move(sh));
+  }
+  double upload_ms = 0.0;
+  std::uint64_t depth = 0;  // the launches' depth, the chunks' fold and the shares' after them
+  for (Share& sh : shares) {
+    sh.xa = std::make_unique<ExprArrays>(*sh.ctx, devices > 1 ? sh.views : arrays);
+    sh.er = std::make_unique<ExprReduction>(*sh.ctx, spec, sh.xa->plan_n(), a.local_size);
+    if (a.verbose)
+      std::cerr << "expr: " << sh.ctx->info().name << ": " << sh.er->policy().str() << ", "
+                << sh.xa->layout().str() << "\n";
+    sh.upload_ms = sh.xa->upload("the user reduction's arrays");
+    upload_ms += sh.upload_ms;
+    depth = std::max(depth, sh.er->depth() + sh.xa->fold_depth());
+    sh.out = sh.ctx->zeroed_buffer(sh.er->acc_bytes());
+  }
+  depth += shares.size() - 1;
+  // The first device's: the whole arrays for the checks, and the fold of the shares.
+  std::unique_ptr<ExprArrays> whole_arrays;
+  std::unique_ptr<ExprReduction> checks;
+  if (devices > 1) {
+    whole_arrays = std::make_unique<ExprArrays>(ctx, arrays);
+    whole_arrays->upload("the user reduction's arrays (for the checks)");
+    checks = std::make_unique<ExprReduction>(ctx, spec, 1, a.local_size, false);
+  }
+  ExprArrays& xa = devices > 1 ? *whole_arrays : *shares.front().xa;
+  ExprReduction& er = devices > 1 ? *checks : *shares.front().er;
 
   // ---- The laws, before any tree is trusted with the reduce (the rows are proven): on sample
   // values of the first chunk.
@@ -235,9 +291,17 @@ int run_expr(const ExprArgs& a, Context& ctx,
   rec.device = dev.name;
   rec.seq_ms = events_ms(seq_events);
   rec.seq_runs = row ? 0 : 1;
-  rec.policy = er.policy();
-  rec.chunks = xa.layout().chunks;
-  rec.layout = xa.layout().str();
+  rec.policy = shares.front().er->policy();
+  rec.chunks = 0;
+  for (const Share& sh : shares) {
+    rec.chunks += sh.xa->layout().chunks;
+    if (devices > 1)
+      rec.layout += (rec.layout.empty() ? "" : "; ") + std::string("device ") +
+                    std::to_string(sh.ctx->info().index) + ": " +
+                    std::to_string(sh.xa->layout().n) + " (" + sh.xa->layout().str() + ")";
+  }
+  rec.layout = devices > 1 ? std::to_string(shares.size()) + " devices: " + rec.layout
+                           : shares.front().xa->layout().str();
   rec.upload_ms = upload_ms;
   rec.seed = a.seed;
   rec.warmup = a.warmup;
@@ -247,23 +311,66 @@ int run_expr(const ExprArgs& a, Context& ctx,
   const std::size_t as = er.acc_bytes();
   std::vector<unsigned char> got(as);
   if (n > 0 || row) {
-    cl::Buffer out = ctx.zeroed_buffer(as);
     const std::vector<unsigned char> sentinel(as, 0x5A);
+    // Several devices: the shares' accumulators, in share order at an aligned stride, folded
+    // on the first device.
+    const std::size_t stride = (as + ctx.base_align() - 1) / ctx.base_align() * ctx.base_align();
+    std::vector<unsigned char> accs(shares.size() * stride, 0);
+    const cl::Buffer accs_buf = ctx.zeroed_buffer(accs.size());
+    const cl::Buffer out = devices > 1 ? ctx.zeroed_buffer(as) : shares.front().out;
+    std::vector<cl::Event> fold_events;
+    std::uint64_t run_index = 0;
+    const auto run = [&] {
+      for (Share& sh : shares) {
+        enqueue_write(sh.ctx->queue(), sh.out, 0, as, sentinel.data(),
+                      sh.ctx->tuning().transfer_piece);
+        finish(sh.ctx->queue(), timeout, "the user reduction's sentinel");
+      }
+      std::vector<Sample> s(shares.size());
+      const double t0 = now_ms();
+      run_parallel(
+          shares.size(),
+          [&](std::size_t d) {
+            Share& sh = shares[d];
+            std::vector<cl::Event> events;
+            const double t = now_ms();
+            sh.xa->enqueue(*sh.er, sh.out, events, sh.first);
+            wait(events.back(), timeout, "the user reduction");
+            sh.acc.resize(as);
+            enqueue_read(sh.ctx->queue(), sh.out, 0, as, sh.acc.data(),
+                         sh.ctx->tuning().transfer_piece);
+            finish(sh.ctx->queue(), timeout, "the user reduction's result");
+            s[d] = Sample{events_ms(events), now_ms() - t, events.size()};
+          },
+          ctx.tuning().share_threads == "on");
+      Sample all{0.0, 0.0, 0};
+      for (const Sample& x : s) {
+        all.kernel_ms = std::max(all.kernel_ms, x.kernel_ms);
+        all.launches += x.launches;
+      }
+      if (devices > 1) {
+        for (std::size_t d = 0; d < shares.size(); ++d)
+          std::memcpy(accs.data() + d * stride, shares[d].acc.data(), as);
+        enqueue_write(ctx.queue(), accs_buf, 0, accs.size(), accs.data(),
+                      ctx.tuning().transfer_piece);
+        fold_events.clear();
+        er.enqueue_fold(accs_buf, stride, shares.size(), out, fold_events);
+        ctx.queue().flush();
+        wait(fold_events.back(), timeout, "the fold of the devices' shares");
+        enqueue_read(ctx.queue(), out, 0, as, got.data(), ctx.tuning().transfer_piece);
+        finish(ctx.queue(), timeout, "the user reduction's result");
+        all.kernel_ms += events_ms(fold_events);
+        all.launches += fold_events.size();
+      } else {
+        got = shares.front().acc;
+      }
+      all.wall_ms = now_ms() - t0;
+      if (run_index++ >= static_cast<std::uint64_t>(a.warmup))
+        for (std::size_t d = 0; d < shares.size(); ++d) shares[d].samples.push_back(s[d]);
+      return all;
+    };
     set_timings(rec, repeat_runs(static_cast<std::uint64_t>(a.warmup),
-                                 static_cast<std::uint64_t>(a.repeat), [&] {
-                                   enqueue_write(ctx.queue(), out, 0, as, sentinel.data(),
-                                                 ctx.tuning().transfer_piece);
-                                   finish(ctx.queue(), timeout, "the user reduction's sentinel");
-                                   std::vector<cl::Event> events;
-                                   const double t0 = now_ms();
-                                   xa.enqueue(er, out, events);
-                                   wait(events.back(), timeout, "the user reduction");
-                                   enqueue_read(ctx.queue(), out, 0, as, got.data(),
-                                                ctx.tuning().transfer_piece);
-                                   finish(ctx.queue(), timeout, "the user reduction's result");
-                                   const double t1 = now_ms();
-                                   return Sample{events_ms(events), t1 - t0, events.size()};
-                                 }));
+                                 static_cast<std::uint64_t>(a.repeat), run));
     if (!row) result = Value::from_bytes(spec.acc, got.data());
   }
   bool ok = true;
@@ -371,7 +478,16 @@ int run_expr(const ExprArgs& a, Context& ctx,
 
   // ---- Printed as every run is.
   if (a.format == "table") {
-    std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  ";
+    if (devices > 1) {
+      std::string ids, names;
+      for (const Context* c : ctxs) {
+        ids += (ids.empty() ? "" : ", ") + std::to_string(c->info().index);
+        names += (names.empty() ? "" : " + ") + c->info().name;
+      }
+      std::cout << "devices " << ids << ": " << names << "  ";
+    } else {
+      std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  ";
+    }
     if (row)
       std::cout << "op: " << a.op
                 << (a.op == "var" || a.op == "std"

@@ -716,13 +716,29 @@ int run(int argc, char** argv, const Ranks& ranks) {
       check_output_path(save_input);  // before any work, not after it
     }
     if (ranks.many()) throw Error(Errc::kUsage, what + " does not run under mpirun yet");
-    if (app.count("--shares"))
-      throw Error(Errc::kUsage, "--shares: " + what + " runs on one device");
     if (!inputs.empty() && app.count("--size"))
       throw Error(Errc::kUsage, "--size and --input exclude each other: the files set the size");
     if (!inputs.empty() && app.count("--seed"))
       throw Error(Errc::kUsage,
                   "--seed and --input exclude each other: the seed is for generated data");
+    // Several devices: a share of the arrays each (--shares weighs them).
+    const std::vector<DeviceInfo> devs = select_devices(list_devices(), device);
+    for (const DeviceInfo& d : devs)
+      if (local_size > d.max_wg_size)
+        throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
+                                      " is larger than device " + std::to_string(d.index) +
+                                      "'s largest work-group (" + std::to_string(d.max_wg_size) +
+                                      ")");
+    std::vector<double> weights;
+    if (app.count("--shares")) {
+      if (devs.size() < 2)
+        throw Error(Errc::kUsage, "--shares needs several devices (--device 0,1 or all)");
+      if (shares_text == "rate" || shares_text == "kernel-rate")
+        throw Error(Errc::kUnsupported,
+                    "--shares " + shares_text + " does not apply to " + what +
+                        " (yet): give each device's weight, e.g. --shares 3,1");
+      weights = parse_shares(shares_text, devs.size());
+    }
     ExprArgs ea;
     if (engine_row) ea.op = op;
     ea.where = where_expr;
@@ -746,8 +762,15 @@ int run(int argc, char** argv, const Ranks& ranks) {
     ea.verbose = verbose;
     ea.save_input = save_input;
     check_expr_args(ea);
-    Context ctx(one_device(what + " runs on one device for now"), find_kernel_dir(kernel_dir, true), verbose, tuning);
-    return run_expr(ea, ctx, [&](const std::string& path) {
+    std::vector<std::unique_ptr<Context>> owned;
+    std::vector<Context*> contexts;
+    for (const DeviceInfo& d : devs) {
+      owned.push_back(std::make_unique<Context>(d, owned.empty() ? find_kernel_dir(kernel_dir, true)
+                                                                  : owned.front()->kernel_dir(),
+                                                verbose, tuning));
+      contexts.push_back(owned.back().get());
+    }
+    return run_expr(ea, contexts, weights, [&](const std::string& path) {
       if (path == "-" && stdin_array) return std::move(*stdin_array);
       return read_input(path);
     });

@@ -252,6 +252,9 @@ done
 checks="--data-races --check-api"
 check --device 0,0 --variant fast,scan-hierarchical,scan-lookback --op sum --type int32 --size 300 \
       --local-size 16 --tune in-place=off --tune share-threads=off
+# The engine's shares: each device's accumulator, then their fold on the first (minmax's structs).
+check --device 0,0 --op minmax --type float --size 1003 --local-size 16 --tune in-place=off \
+      --tune share-threads=off
 checks="--data-races --uninitialized --check-api"
 # exact over 3 chunks: each launch leaves its exact state after its result, at its offset in
 # the partials buffer, for the host's fold (the CPU shape too, in groups of 4).

@@ -47,15 +47,16 @@ double ExprArrays::upload(const std::string& what) {
   return ms;
 }
 
-void ExprArrays::enqueue(ExprReduction& er, const cl::Buffer& out, std::vector<cl::Event>& events) {
+void ExprArrays::enqueue(ExprReduction& er, const cl::Buffer& out, std::vector<cl::Event>& events,
+                         std::uint64_t base) {
   if (layout_.chunks == 0) {  // an empty array: the identity (a row's post takes n = 0)
-    er.enqueue(empty_, 0, out, events);
+    er.enqueue(empty_, 0, out, events, base);
     ctx_.queue().flush();
     return;
   }
   if (layout_.chunks == 1 && !layout_.streamed()) {
     ChunkedArray::each_chunk(ptrs_, [&](std::size_t, const std::vector<cl::Buffer>& in) {
-      er.enqueue(in, layout_.n, out, events);
+      er.enqueue(in, layout_.n, out, events, base);
     });
     return;
   }
@@ -74,7 +75,7 @@ void ExprArrays::enqueue(ExprReduction& er, const cl::Buffer& out, std::vector<c
   enqueue_write(ctx_.queue(), partials_, 0, sentinel_.size(), sentinel_.data(),
                 ctx_.tuning().transfer_piece);
   ChunkedArray::each_chunk(ptrs_, [&](std::size_t c, const std::vector<cl::Buffer>& in) {
-    er.enqueue(in, layout_.length(c), views_[c], events, layout_.begin(c));
+    er.enqueue(in, layout_.length(c), views_[c], events, base + layout_.begin(c));
   });
   er.enqueue_fold(partials_, stride, layout_.chunks, out, events);
   ctx_.queue().flush();

@@ -42,8 +42,11 @@ class ExprArrays {
   // Enqueues er's reduction of the whole (er planned for plan_n()), leaving the accumulator
   // at out[0], before post: one launch where the arrays are one resident chunk, else every
   // chunk's launch into a partial and the partials' fold in chunk order. Appends the launches'
-  // events (the fold's last) and flushes; the caller waits for the last.
-  void enqueue(ExprReduction& er, const cl::Buffer& out, std::vector<cl::Event>& events);
+  // events (the fold's last) and flushes; the caller waits for the last. base: the global index
+  // of the arrays' element 0 (a device's share of larger arrays), from which the arg rows'
+  // indices count.
+  void enqueue(ExprReduction& er, const cl::Buffer& out, std::vector<cl::Event>& events,
+               std::uint64_t base = 0);
   // fn(first, length, buffers) for the first `chunks` chunks (all: SIZE_MAX), in order, with
   // each array's buffer of that chunk (from its element 0): the checks' and the reference's
   // launches. n = 0: once, fn(0, 0, buffers of one byte).

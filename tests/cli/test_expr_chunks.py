@@ -6,6 +6,8 @@
 #     index wins, counted from the array's start), and a NaN in a later chunk;
 #   - mean, var and std (partial moments folded across chunks), a dot product of two arrays and
 #     a user expression with post, resident, copied to the device and streamed;
+#   - two devices (the device under test twice): the shares' accumulators folded in share
+#     order (ties across the shares' edge), weighed shares, streamed, an empty share;
 #   - with `large`: a user sum and argmin of 2^31 + 5 int8 elements in chunks (an index past
 #     2^31).
 # Every run must verify (the whole array's reference) and say it ran in chunks.
@@ -27,7 +29,8 @@ failures = []
 
 def run(args, env_extra=None, chunks_at_least=2):
     env = dict(os.environ, **(env_extra or {}))
-    cmd = [clreduce, "--device", device, "--format", "json", "--warmup", "0", "--repeat", "1"] + args
+    on = [] if "--device" in args else ["--device", device]
+    cmd = [clreduce] + on + ["--format", "json", "--warmup", "0", "--repeat", "1"] + args
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     what = " ".join(args) + (" " + str(env_extra) if env_extra else "")
     if p.returncode != 0:
@@ -137,6 +140,53 @@ def small():
              "--type", "int32", "--size", "10240", "--max-chunk", "1024"], chunks_at_least=40)
 
 
+def devices():
+    # Two devices (the device under test listed twice): a share each, equal or weighed, each
+    # share in chunks; the shares' accumulators folded in share order. Equal shares of 10000
+    # elements are 4992 and 5008: the least value at 4992 (the second share's first) and 9999,
+    # the greatest at 4991 (the first share's last) and 4992.
+    two = device + "," + device
+    n = 10000
+    rng = np.random.default_rng(26)
+    x = rng.integers(-50, 50, n).astype(np.float32)
+    x[[4992, 9999]] = -1000
+    x[[4991, 4992 + 1]] = 1000
+    fx = save("dx", x)
+    y = rng.standard_normal(n)
+    fy = save("dy", y)
+    for chunk in (["--max-chunk", "4096"], []):
+        at_least = 2 if chunk else 1
+        r = run(["--device", two, "--op", "minmax", "--input", fx] + chunk, chunks_at_least=at_least)
+        if r:
+            expect("devices minmax index_min %s" % chunk, r["index_min"], 4992)
+            expect("devices minmax index_max %s" % chunk, r["index_max"], 4991)
+        r = run(["--device", two, "--op", "argmin", "--where", "x != 0", "--input", fx] + chunk,
+                chunks_at_least=at_least)
+        if r:
+            expect("devices argmin index %s" % chunk, r["index"], 4992)
+        r = run(["--device", two, "--shares", "3,1", "--op", "var", "--input", fx] + chunk,
+                chunks_at_least=at_least)
+        if r:
+            expect("devices var %s" % chunk, r["result"], float(np.var(x.astype(np.float64))), 1e-5)
+        for tune in ([], ["--tune", "stream=on", "--tune", "stream-slots=2"]):
+            r = run(["--device", two, "--shares", "1,2", "--map", "x*y", "--reduce", "a+b",
+                     "--identity", "0", "--input", fx, "--input", fy] + chunk + tune,
+                    chunks_at_least=at_least)
+            if r:
+                expect("devices x*y %s %s" % (chunk, tune), r["result"],
+                       float(np.dot(x.astype(np.float64), y)), 1e-9)
+    # A weight of 0: that device runs nothing; an empty array: the identity.
+    r = run(["--device", two, "--shares", "0,1", "--op", "sum", "--type", "int8", "--size", "1000"],
+            chunks_at_least=1)
+    r = run(["--device", two, "--op", "count", "--type", "int8", "--size", "0"], chunks_at_least=0)
+    if r:
+        expect("devices count of nothing", r["result"], 0)
+    p = subprocess.run([clreduce, "--device", two, "--shares", "rate", "--op", "dot", "--size", "10"],
+                       capture_output=True, text=True)
+    if p.returncode != 5 or "--shares rate does not apply" not in p.stderr or p.stderr.count("\n") != 1:
+        failures.append("--shares rate with the engine: exit %d: %s" % (p.returncode, p.stderr))
+
+
 def large_arrays():
     # 2^31 + 5 int8 elements (2 GiB, the smallest type: the host's references take most of the
     # time) in 3 chunks of 2^30 bytes: a user sum (every element widened to int64, the one
@@ -165,6 +215,7 @@ try:
         large_arrays()
     else:
         small()
+        devices()
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 for f in failures:
