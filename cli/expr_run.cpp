@@ -23,6 +23,7 @@
 #include "run/chunks.hpp"
 #include "run/expr_chunks.hpp"
 #include "run/runner.hpp"
+#include "run/ranks.hpp"
 #include "run/shares.hpp"
 #include "run/timing.hpp"
 #include "runtime/device.hpp"
@@ -89,9 +90,24 @@ void check_expr_args(const ExprArgs& a) {
 
 int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
              const std::vector<double>& share_weights,
-             const std::function<HostArray(const std::string&)>& read) {
+             const std::function<HostArray(const std::string&)>& read, const ExprRanks& mpi) {
   Context& ctx = *ctxs.front();
   const DeviceInfo& dev = ctx.info();
+  // MPI ranks: this rank holds its slice of the arrays; rank 0 holds the whole arrays besides
+  // (the checks and the reference are its), its slice a view of them.
+  const bool ranked = mpi.ranks && mpi.ranks->many();
+  const bool root = !ranked || mpi.ranks->root();
+  std::uint64_t total = a.n;  // elements of the whole arrays
+  if (ranked && !a.inputs.empty()) {
+    total = npy_info(a.inputs.front()).n;
+    for (std::size_t k = 1; k < a.inputs.size(); ++k)
+      if (npy_info(a.inputs[k]).n != total)
+        throw Error(Errc::kUsage, input_words(a, k) + " has " +
+                                      std::to_string(npy_info(a.inputs[k]).n) + " elements and " +
+                                      input_words(a, 0) + " " + std::to_string(total) +
+                                      ": the arrays of a user reduction must have one length");
+  }
+  const Slice slice = ranked ? rank_slice(total, mpi.ranks->rank, mpi.ranks->size) : Slice{};
   // ---- The arrays: read (one length), or generated, as many as the map names (array k from
   // seed + k).
   // The memory they take is checked before any is made (exit 5 with the figures, never a wrapped
@@ -101,7 +117,8 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
   std::vector<HostArray> arrays;
   if (!a.inputs.empty()) {
     for (std::size_t k = 0; k < a.inputs.size(); ++k) {
-      arrays.push_back(read(a.inputs[k]));
+      arrays.push_back(root ? read(a.inputs[k])
+                            : read_npy_slice(a.inputs[k], slice.first, slice.count));
       if (a.type_given && arrays.back().type != parse_dtype(a.type))
         throw Error(Errc::kUsage, input_words(a, k) + " holds " + dtype_name(arrays.back().type) +
                                       ", not --type " + a.type);
@@ -119,15 +136,17 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
     const DType t = parse_dtype(a.type);
     const std::size_t count = std::max({a.op.empty() ? inputs_named(a.map) : expr_op_arrays(a.op),
                                         a.where.empty() ? std::size_t{1} : inputs_named(a.where)});
-    const std::uint64_t each = sat_mul(a.n, dtype_size(t));
+    const std::uint64_t each = sat_mul(root ? a.n : slice.count, dtype_size(t));
     MemoryNeed need;
     need.add("the arrays", sat_mul(count, each));
     if (cpu) need.add("the device's copies", sat_mul(count, each));
     check_host_memory(need);
-    for (std::size_t k = 0; k < count; ++k) arrays.push_back(generate(t, a.n, a.seed + k));
+    for (std::size_t k = 0; k < count; ++k)
+      arrays.push_back(root ? generate(t, a.n, a.seed + k)
+                            : generate(t, slice.count, a.seed + k, slice.first));
     if (!a.save_input.empty()) write_npy(a.save_input, arrays.front());
   }
-  const std::size_t n = arrays.front().n;
+  const std::size_t n = root ? arrays.front().n : total;
   const bool row = !a.op.empty();
   ExprSpec spec;
   std::vector<DType> types;
@@ -138,7 +157,11 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
     o.ddof = a.ddof;
     o.fp64 = dev.fp64;
     o.acc = a.acc;
-    if (n > 0) o.shift = element_value(arrays.front(), 0);
+    if (n > 0 && root) o.shift = element_value(arrays.front(), 0);
+    if (n > 0 && !root)  // the whole array's first element, as rank 0 has it
+      o.shift = element_value(a.inputs.empty() ? generate(types.front(), 1, a.seed, 0)
+                                               : read_npy_slice(a.inputs.front(), 0, 1),
+                              0);
     spec = expr_op_spec(a.op, types, o);
     if (n == 0 && expr_op_needs_elements(a.op))
       throw Error(Errc::kUsage, "--op " + a.op + " of an empty array has no identity (n = 0)");
@@ -171,7 +194,8 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
   struct Share {
     Context* ctx = nullptr;
     std::uint64_t first = 0;
-    std::vector<HostArray> views;  // several devices: views of the arrays
+    std::vector<HostArray> views;  // several devices, rank 0 of several: views of the arrays
+    bool viewed = false;
     std::unique_ptr<ExprArrays> xa;
     std::unique_ptr<ExprReduction> er;
     cl::Buffer out;
@@ -186,12 +210,22 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
                   : std::vector<std::size_t>{n};
   std::vector<Share> shares;
   std::uint64_t next = 0;
-  for (std::size_t d = 0; d < devices; ++d) {
+  if (ranked) {  // one device a rank: its slice
+    Share sh;
+    sh.ctx = ctxs.front();
+    sh.first = slice.first;
+    sh.viewed = root;
+    if (root)
+      for (const HostArray& h : arrays) sh.views.push_back(view_of(h, slice.first, slice.count));
+    shares.push_back(std::move(sh));
+  }
+  for (std::size_t d = 0; d < devices && !ranked; ++d) {
     // Empty shares run nothing (the first stays when every share is: the identity).
     if (counts[d] == 0 && !(d == 0 && n == 0)) continue;
     Share sh;
     sh.ctx = ctxs[d];
     sh.first = next;
+    sh.viewed = devices > 1;
     if (devices > 1)
       for (const HostArray& h : arrays) sh.views.push_back(view_of(h, next, counts[d]));
     next += counts[d];
@@ -200,7 +234,7 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
   double upload_ms = 0.0;
   std::uint64_t depth = 0;  // the launches' depth, the chunks' fold and the shares' after them
   for (Share& sh : shares) {
-    sh.xa = std::make_unique<ExprArrays>(*sh.ctx, devices > 1 ? sh.views : arrays);
+    sh.xa = std::make_unique<ExprArrays>(*sh.ctx, sh.viewed ? sh.views : arrays);
     sh.er = std::make_unique<ExprReduction>(*sh.ctx, spec, sh.xa->plan_n(), a.local_size);
     if (a.verbose)
       std::cerr << "expr: " << sh.ctx->info().name << ": " << sh.er->policy().str() << ", "
@@ -210,21 +244,23 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
     depth = std::max(depth, sh.er->depth() + sh.xa->fold_depth());
     sh.out = sh.ctx->zeroed_buffer(sh.er->acc_bytes());
   }
-  depth += shares.size() - 1;
-  // The first device's: the whole arrays for the checks, and the fold of the shares.
+  // The pieces folded after the launches: the shares, or the ranks' slices.
+  const std::size_t pieces = ranked ? static_cast<std::size_t>(mpi.ranks->size) : shares.size();
+  depth += pieces - 1;
+  // The first device's (rank 0's): the whole arrays for the checks, and the fold of the shares.
   std::unique_ptr<ExprArrays> whole_arrays;
   std::unique_ptr<ExprReduction> checks;
-  if (devices > 1) {
+  if (devices > 1 || (ranked && root)) {
     whole_arrays = std::make_unique<ExprArrays>(ctx, arrays);
     whole_arrays->upload("the user reduction's arrays (for the checks)");
     checks = std::make_unique<ExprReduction>(ctx, spec, 1, a.local_size, false);
   }
-  ExprArrays& xa = devices > 1 ? *whole_arrays : *shares.front().xa;
-  ExprReduction& er = devices > 1 ? *checks : *shares.front().er;
+  ExprArrays& xa = whole_arrays ? *whole_arrays : *shares.front().xa;
+  ExprReduction& er = checks ? *checks : *shares.front().er;
 
   // ---- The laws, before any tree is trusted with the reduce (the rows are proven): on sample
-  // values of the first chunk.
-  if (!row) {
+  // values of the first chunk (rank 0's, under MPI).
+  if (!row && root) {
     ExprLaws laws;
     xa.each([&](std::size_t, std::size_t len,
                 const std::vector<cl::Buffer>& in) { laws = er.check_laws(in, len, timeout); },
@@ -242,7 +278,7 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
   std::vector<cl::Event> seq_events;
   Value reference;
   ExprOpReference op_ref;
-  if (row) {
+  if (row && root) {
     std::vector<unsigned char> mask;
     if (!a.where.empty()) {
       ExprSpec ms;
@@ -271,7 +307,7 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
                                     a.op +
                                     " has no identity (NumPy: zero-size array to reduction "
                                     "operation, or where= without initial=)");
-  } else {
+  } else if (root) {
     reference = er.reference(
         [&](const ExprReduction::ExprPieceFn& f) {
           xa.each([&](std::size_t, std::size_t len, const std::vector<cl::Buffer>& in) {
@@ -280,6 +316,10 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
         },
         timeout, &magnitude, &wider, seq_events);
   }
+  // MPI: every rank has met what it could meet alone (files, kernels, the checks): the ranks
+  // start the runs together, or stop together.
+  if (ranked)
+    if (const int c = mpi.start(); c >= 0) return c;
   RunRecord rec;
   rec.variant = "expr";
   rec.op_text = row ? a.op : "expr";
@@ -302,6 +342,10 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
   }
   rec.layout = devices > 1 ? std::to_string(shares.size()) + " devices: " + rec.layout
                            : shares.front().xa->layout().str();
+  if (ranked) {
+    rec.ranks = mpi.ranks->size;
+    rec.layout = std::to_string(mpi.ranks->size) + " ranks: rank 0's slice " + rec.layout;
+  }
   rec.upload_ms = upload_ms;
   rec.seed = a.seed;
   rec.warmup = a.warmup;
@@ -315,9 +359,10 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
     // Several devices: the shares' accumulators, in share order at an aligned stride, folded
     // on the first device.
     const std::size_t stride = (as + ctx.base_align() - 1) / ctx.base_align() * ctx.base_align();
-    std::vector<unsigned char> accs(shares.size() * stride, 0);
+    std::vector<unsigned char> accs(pieces * stride, 0);
     const cl::Buffer accs_buf = ctx.zeroed_buffer(accs.size());
-    const cl::Buffer out = devices > 1 ? ctx.zeroed_buffer(as) : shares.front().out;
+    const bool fold = devices > 1 || ranked;
+    const cl::Buffer out = fold ? ctx.zeroed_buffer(as) : shares.front().out;
     std::vector<cl::Event> fold_events;
     std::uint64_t run_index = 0;
     const auto run = [&] {
@@ -348,13 +393,17 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
         all.kernel_ms = std::max(all.kernel_ms, x.kernel_ms);
         all.launches += x.launches;
       }
-      if (devices > 1) {
-        for (std::size_t d = 0; d < shares.size(); ++d)
-          std::memcpy(accs.data() + d * stride, shares[d].acc.data(), as);
+      if (fold) {
+        // MPI: every rank's accumulator at every rank (rank order), each folding them alike.
+        const std::vector<unsigned char> each =
+            ranked ? gather_bytes_ranks(shares.front().acc) : std::vector<unsigned char>();
+        for (std::size_t d = 0; d < pieces; ++d)
+          std::memcpy(accs.data() + d * stride,
+                      ranked ? each.data() + d * as : shares[d].acc.data(), as);
         enqueue_write(ctx.queue(), accs_buf, 0, accs.size(), accs.data(),
                       ctx.tuning().transfer_piece);
         fold_events.clear();
-        er.enqueue_fold(accs_buf, stride, shares.size(), out, fold_events);
+        er.enqueue_fold(accs_buf, stride, pieces, out, fold_events);
         ctx.queue().flush();
         wait(fold_events.back(), timeout, "the fold of the devices' shares");
         enqueue_read(ctx.queue(), out, 0, as, got.data(), ctx.tuning().transfer_piece);
@@ -433,10 +482,11 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
               " exceeds the bound " + distance(bound);
       }
     }
-    if (op_ref.count == 0 && (a.op == "mean" || a.op == "var" || a.op == "std"))
+    if (root && op_ref.count == 0 && (a.op == "mean" || a.op == "var" || a.op == "std"))
       std::cerr << "clreduce: warning: --op " << a.op
                 << " of an empty selection is nan (NumPy's answer, with its warning)\n";
-    else if ((a.op == "var" || a.op == "std") && a.ddof >= static_cast<double>(op_ref.count))
+    else if (root && (a.op == "var" || a.op == "std") &&
+             a.ddof >= static_cast<double>(op_ref.count))
       std::cerr << "clreduce: warning: --ddof " << Value{DType::kDouble, 0, 0, a.ddof, -1}.str()
                 << " is not below the count " << op_ref.count
                 << ": the divisor is 0 (NumPy's inf or nan, with its warning)\n";
@@ -468,6 +518,9 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
     rec.result = posted[0];
     rec.expected = posted[1];
   }
+  // MPI: every rank folded the same accumulators; rank 0's verdict against the whole arrays'
+  // reference is every rank's.
+  if (ranked) ok = all_ranks(root ? ok : true);
   rec.verified = ok;
   rec.verify_note = why;
   rec.bound = bound;

@@ -8,10 +8,13 @@
 #     a user expression with post, resident, copied to the device and streamed;
 #   - two devices (the device under test twice): the shares' accumulators folded in share
 #     order (ties across the shares' edge), weighed shares, streamed, an empty share;
+#   - with `mpi`: mpirun -n 2 and 3, the ranks' accumulators folded in rank order (ties across
+#     the slices' edge, an empty slice, a law refused once for every rank, standard input
+#     refused);
 #   - with `large`: a user sum and argmin of 2^31 + 5 int8 elements in chunks (an index past
 #     2^31).
 # Every run must verify (the whole array's reference) and say it ran in chunks.
-# Usage: test_expr_chunks.py CLREDUCE_BIN [large] (a Python 3 with numpy)
+# Usage: test_expr_chunks.py CLREDUCE_BIN [large|mpi] (a Python 3 with numpy)
 import json
 import os
 import shutil
@@ -22,21 +25,21 @@ import tempfile
 import numpy as np
 
 clreduce = sys.argv[1]
-large = len(sys.argv) > 2 and sys.argv[2] == "large"
+section = sys.argv[2] if len(sys.argv) > 2 else ""
 device = os.environ.get("CLREDUCE_TEST_DEVICE") or "0"
 failures = []
 
 
-def run(args, env_extra=None, chunks_at_least=2):
+def run(args, env_extra=None, chunks_at_least=2, launch=None):
     env = dict(os.environ, **(env_extra or {}))
     on = [] if "--device" in args else ["--device", device]
-    cmd = [clreduce] + on + ["--format", "json", "--warmup", "0", "--repeat", "1"] + args
+    cmd = (launch or []) + [clreduce] + on + ["--format", "json", "--warmup", "0", "--repeat", "1"] + args
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     what = " ".join(args) + (" " + str(env_extra) if env_extra else "")
     if p.returncode != 0:
         failures.append("%s: exit %d: %s %s" % (what, p.returncode, p.stdout.strip(), p.stderr.strip()))
         return None
-    r = json.loads(p.stdout)
+    r = json.loads(p.stdout.splitlines()[-1])
     if r["verified"] is not True:
         failures.append("%s: not verified: %s" % (what, p.stdout.strip()))
     if r.get("chunks", 1) < chunks_at_least:
@@ -187,6 +190,60 @@ def devices():
         failures.append("--shares rate with the engine: exit %d: %s" % (p.returncode, p.stderr))
 
 
+def mpi():
+    # mpirun -n 2 and 3: each rank reduces its slice (in chunks, or whole) to one accumulator,
+    # the accumulators gathered and folded in rank order on every rank. 2 ranks' slices of 10000
+    # are 5000 each: the least value at 5000 (rank 1's first) and 9999, the greatest at 4999
+    # (rank 0's last) and 5000.
+    mpirun = shutil.which("mpirun")
+    env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+    launch = ["timeout", "-k", "10", "240", mpirun, "--allow-run-as-root", "--oversubscribe",
+              "--bind-to", "none", "-n"]
+    n = 10000
+    rng = np.random.default_rng(27)
+    x = rng.integers(-50, 50, n).astype(np.float32)
+    x[[5000, 9999]] = -1000
+    x[[4999, 5000 + 1]] = 1000
+    fx = save("mx", x)
+    y = rng.standard_normal(n)
+    fy = save("my", y)
+    for chunk in (["--max-chunk", "4096"], []):
+        r = run(["--op", "minmax", "--input", fx] + chunk, env, 1, launch + ["2"])
+        if r:
+            expect("mpi minmax index_min %s" % chunk, r["index_min"], 5000)
+            expect("mpi minmax index_max %s" % chunk, r["index_max"], 4999)
+            expect("mpi layout %s" % chunk, r["layout"].startswith("2 ranks: "), True)
+        r = run(["--op", "argmax", "--where", "x < 2000", "--input", fx] + chunk, env, 1,
+                launch + ["3"])
+        if r:
+            expect("mpi argmax index %s" % chunk, r["index"], 4999)
+        r = run(["--map", "x*y", "--reduce", "a+b", "--identity", "0", "--post", "a/n",
+                 "--input", fx, "--input", fy] + chunk, env, 1, launch + ["3"])
+        if r:
+            expect("mpi x*y/n %s" % chunk, r["result"], float(np.dot(x.astype(np.float64), y)) / n,
+                   1e-9)
+        r = run(["--op", "std", "--ddof", "1", "--type", "double", "--size", "10001"] + chunk, env, 1,
+                launch + ["2"])
+    # A rank with an empty slice (2 elements, 3 ranks), an exact integer sum of generated int8.
+    one = run(["--op", "sum", "--type", "int8", "--size", "2", "--seed", "5"], chunks_at_least=1)
+    r = run(["--op", "sum", "--type", "int8", "--size", "2", "--seed", "5"], env, 1, launch + ["3"])
+    if r and one:
+        expect("mpi int8 sum with an empty rank", r["result"], one["result"])
+    # A law that fails (on rank 0's sample) stops every rank with one line; standard input is
+    # refused.
+    p = subprocess.run(launch + ["2", clreduce, "--device", device, "--map", "x", "--reduce", "a-b",
+                                 "--identity", "0", "--type", "int32", "--size", "100"],
+                       capture_output=True, text=True, env=dict(os.environ, **env))
+    if p.returncode != 2 or p.stderr.count("is not associative") != 1:
+        failures.append("mpi law refusal: exit %d: %s" % (p.returncode, p.stderr))
+    p = subprocess.run(launch + ["2", clreduce, "--device", device, "--op", "dot", "--input", "-",
+                                 "--input", fx], capture_output=True, text=True,
+                       env=dict(os.environ, **env), stdin=subprocess.DEVNULL)
+    if p.returncode != 5 or "standard input under mpirun" not in p.stderr:
+        failures.append("mpi stdin refusal: exit %d: %s" % (p.returncode, p.stderr))
+
+
 def large_arrays():
     # 2^31 + 5 int8 elements (2 GiB, the smallest type: the host's references take most of the
     # time) in 3 chunks of 2^30 bytes: a user sum (every element widened to int64, the one
@@ -210,9 +267,14 @@ def large_arrays():
     os.remove(fb)
 
 
+if section == "mpi" and not shutil.which("mpirun"):
+    print("no mpirun: skipped")
+    sys.exit(77)
 try:
-    if large:
+    if section == "large":
         large_arrays()
+    elif section == "mpi":
+        mpi()
     else:
         small()
         devices()
