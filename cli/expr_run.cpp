@@ -22,8 +22,8 @@
 #include "reduce/expr_ops.hpp"
 #include "run/chunks.hpp"
 #include "run/expr_chunks.hpp"
-#include "run/runner.hpp"
 #include "run/ranks.hpp"
+#include "run/runner.hpp"
 #include "run/shares.hpp"
 #include "run/timing.hpp"
 #include "runtime/device.hpp"
@@ -310,9 +310,8 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
   } else if (root) {
     reference = er.reference(
         [&](const ExprReduction::ExprPieceFn& f) {
-          xa.each([&](std::size_t, std::size_t len, const std::vector<cl::Buffer>& in) {
-            f(in, len);
-          });
+          xa.each(
+              [&](std::size_t, std::size_t len, const std::vector<cl::Buffer>& in) { f(in, len); });
         },
         timeout, &magnitude, &wider, seq_events);
   }

@@ -744,9 +744,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
       if (devs.size() < 2)
         throw Error(Errc::kUsage, "--shares needs several devices (--device 0,1 or all)");
       if (shares_text == "rate" || shares_text == "kernel-rate")
-        throw Error(Errc::kUnsupported,
-                    "--shares " + shares_text + " does not apply to " + what +
-                        " (yet): give each device's weight, e.g. --shares 3,1");
+        throw Error(Errc::kUnsupported, "--shares " + shares_text + " does not apply to " + what +
+                                            " (yet): give each device's weight, e.g. --shares 3,1");
       weights = parse_shares(shares_text, devs.size());
     }
     ExprArgs ea;
@@ -776,7 +775,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
       // The options that shape the run, as every rank must have them (as for the variants).
       std::vector<Setting> settings;
       std::string files;
-      for (const std::string& f : inputs) files += (files.empty() ? "" : ", ") + file_identity(f, true);
+      for (const std::string& f : inputs)
+        files += (files.empty() ? "" : ", ") + file_identity(f, true);
       for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
                {"the task", "a run"},
                {"--op", op},
@@ -805,9 +805,9 @@ int run(int argc, char** argv, const Ranks& ranks) {
     std::vector<std::unique_ptr<Context>> owned;
     std::vector<Context*> contexts;
     for (const DeviceInfo& d : devs) {
-      owned.push_back(std::make_unique<Context>(d, owned.empty() ? find_kernel_dir(kernel_dir, true)
-                                                                  : owned.front()->kernel_dir(),
-                                                verbose, tuning));
+      owned.push_back(std::make_unique<Context>(
+          d, owned.empty() ? find_kernel_dir(kernel_dir, true) : owned.front()->kernel_dir(),
+          verbose, tuning));
       contexts.push_back(owned.back().get());
     }
     ExprRanks mpi;

@@ -959,10 +959,9 @@ Result run_expr_call(Context& ctx, const std::string& row, const ExprSpec& spec,
   if (!row.empty()) {
     r.value = er.post_bytes(got, n, limit).front();
     if (o.verify) {
-      const ExprVerdict v =
-          verify_row(row, xa ? views : c.on_host(ctx),
-                     where_mask(ctx, spec, pieces, n, o.local_size, limit), o.ddof, spec.acc,
-                     er.depth() + fold_depth, r.value);
+      const ExprVerdict v = verify_row(row, xa ? views : c.on_host(ctx),
+                                       where_mask(ctx, spec, pieces, n, o.local_size, limit),
+                                       o.ddof, spec.acc, er.depth() + fold_depth, r.value);
       r.expected = v.expected;
       set_verdict(r, v.ok, v.why);
     }

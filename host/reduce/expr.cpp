@@ -526,8 +526,7 @@ Value ExprReduction::reference(const std::function<void(const ExprPieceFn&)>& pi
   if (!*wider) k = build("reduce_expr_seq", options_ + acc_option(t));
   cl::Buffer out = ctx_.zeroed_buffer(acc_size(t));
   // Every piece's fold resumes from the value the pieces before it left in out.
-  const auto fold = [&](cl::Kernel& kernel, const std::string& what,
-                        std::vector<cl::Event>* evs) {
+  const auto fold = [&](cl::Kernel& kernel, const std::string& what, std::vector<cl::Event>* evs) {
     cl_uint resume = 0;
     pieces([&](const std::vector<cl::Buffer>& in, std::size_t len) {
       set_expr_inputs(kernel, in, t, spec_.shift);

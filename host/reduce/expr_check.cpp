@@ -107,8 +107,7 @@ ExprVerdict verify_row(const std::string& op, const std::vector<HostArray>& arra
 ExprVerdict verify_user(ExprReduction& er, const std::vector<cl::Buffer>& in, std::size_t n,
                         const Value& result, TimeLimit limit, std::vector<cl::Event>& seq_events) {
   return verify_user(
-      er, [&](const ExprReduction::ExprPieceFn& f) { f(in, n); }, n, 0, result, limit,
-      seq_events);
+      er, [&](const ExprReduction::ExprPieceFn& f) { f(in, n); }, n, 0, result, limit, seq_events);
 }
 
 ExprVerdict verify_user(ExprReduction& er, const ExprPieces& pieces, std::size_t n,

@@ -9,7 +9,8 @@
 
 namespace clreduce {
 
-ChunkLayout expr_layout(const DeviceInfo& d, const Tuning& t, const std::vector<HostArray>& arrays) {
+ChunkLayout expr_layout(const DeviceInfo& d, const Tuning& t,
+                        const std::vector<HostArray>& arrays) {
   if (arrays.empty()) throw Error(Errc::kInternal, "internal: a reduction without arrays");
   std::size_t widest = 1;
   for (const HostArray& a : arrays) widest = std::max(widest, dtype_size(a.type));

@@ -223,8 +223,9 @@ TEST_CASE("any place: a host array past max-chunk runs in chunks, in place and c
   }
 }
 
-TEST_CASE("any place: derived ops and user expressions over host arrays past max-chunk run in chunks",
-          "[api][any-place]") {
+TEST_CASE(
+    "any place: derived ops and user expressions over host arrays past max-chunk run in chunks",
+    "[api][any-place]") {
   clreduce::Device& dev = device();
   const std::size_t n = 100003;
   std::vector<double> x(n), y(n);
@@ -248,7 +249,8 @@ TEST_CASE("any place: derived ops and user expressions over host arrays past max
     CAPTURE(d.layout, d.verdict);
     CHECK_THAT(d.layout, ContainsSubstring("25 chunks of 4096"));
     CHECK(d.verified);
-    CHECK(std::fabs(d.value.f - static_cast<double>(dot)) <= 1e-9 * std::fabs(static_cast<double>(dot)));
+    CHECK(std::fabs(d.value.f - static_cast<double>(dot)) <=
+          1e-9 * std::fabs(static_cast<double>(dot)));
     const clreduce::Result m = dev.reduce(clreduce::Derived::kMean, {x}, n, o);
     CHECK(m.verified);
     CHECK(std::fabs(m.value.f - static_cast<double>(sum / n)) <= 1e-12);
@@ -261,7 +263,8 @@ TEST_CASE("any place: derived ops and user expressions over host arrays past max
     CAPTURE(u.layout, u.verdict);
     CHECK_THAT(u.layout, ContainsSubstring("25 chunks of 4096"));
     CHECK(u.verified);
-    CHECK(std::fabs(u.value.f - static_cast<double>(dot / n)) <= 1e-9 * std::fabs(static_cast<double>(dot / n)));
+    CHECK(std::fabs(u.value.f - static_cast<double>(dot / n)) <=
+          1e-9 * std::fabs(static_cast<double>(dot / n)));
   }
 }
 
