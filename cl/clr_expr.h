@@ -194,7 +194,9 @@ inline acc_t clr_var_op(acc_t a, acc_t b) {
 // buffers, read with vload_half: no cl_khr_fp16 needed), and its CLR_Tk is float, the type the
 // expressions see. With EXPR_WHERE, the user's predicate over the same elements:
 // where it is false, the element is the identity (NumPy's where=). With EXPR_ARG the map also
-// takes the element's index i.
+// takes the element's index i, counted from clr_base (a kernel argument after clr_shift: the
+// global index of the buffers' element 0, so that a chunk's or a share's indices are the whole
+// array's).
 #ifdef CLR_H0
 #define CLR_B0 half
 #define CLR_LD0(i) vload_half((i), x0)
@@ -238,7 +240,7 @@ inline acc_t clr_var_op(acc_t a, acc_t b) {
 #endif
 #if EXPR_ARG
 acc_t clr_expr_map(EXPR_PARAMS, long i);
-#define EXPR_MAPPED(i) clr_expr_map(EXPR_ARGS(i), (long)(i))
+#define EXPR_MAPPED(i) clr_expr_map(EXPR_ARGS(i), clr_base + (long)(i))
 #else
 acc_t clr_expr_map(EXPR_PARAMS);
 #define EXPR_MAPPED(i) clr_expr_map(EXPR_ARGS(i))
@@ -251,12 +253,14 @@ int clr_expr_where(EXPR_PARAMS);
 #endif
 #define EXPR_INPUTS                                                       \
   __global const CLR_B0 *restrict x0, __global const CLR_B1 *restrict x1, \
-      __global const CLR_B2 *restrict x2, __global const CLR_B3 *restrict x3, const A clr_shift
+      __global const CLR_B2 *restrict x2, __global const CLR_B3 *restrict x3, const A clr_shift, \
+      const long clr_base
 #define EXPR_UNUSED \
   (void)x0;         \
   (void)x1;         \
   (void)x2;         \
   (void)x3;         \
-  (void)clr_shift
+  (void)clr_shift;  \
+  (void)clr_base
 
 #endif  // CLR_EXPR_H

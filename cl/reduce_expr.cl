@@ -10,11 +10,14 @@
 //                     per work-item, read as UNROLL streams), UNROLL accumulators per work-item,
 //                     then fast's group fold and last-group ticket. Combines out of index order:
 //                     needs a reduce that is associative and commutative (checked first).
-//   reduce_expr_seq   one work-item applies the expressions in index order: the reference.
+//   reduce_expr_seq   one work-item applies the expressions in index order: the reference
+//                     (resumed from its last value: an array in chunks, chunk after chunk).
+//   reduce_expr_fold  m accumulators (a chunk's each) folded in index order, one work-item.
 //   reduce_expr_post  post(a, n) of m accumulators, one work-item.
 //   reduce_expr_sample, reduce_expr_laws: the check of the reduce's laws on sample values.
-// Every kernel that reads the inputs takes EXPR_INPUTS first: four buffers and clr_shift, a
-// run-time value of A the expressions may name (clr_expr.h).
+// Every kernel that reads the inputs takes EXPR_INPUTS first: four buffers, clr_shift, a
+// run-time value of A the expressions may name, and clr_base, the global index of the buffers'
+// element 0 (the arg rows' indices; clr_expr.h).
 // Host sets via -D (plus clreduce.h's CLR_ACC, and CLR_OP = CLR_EXPR):
 //   CLR_INPUTS 1..4, CLR_T0..CLR_T3 the inputs' OpenCL C types, EXPR_POST 1 when a post is given,
 //   EXPR_WHERE 1 when a predicate (--where) is given, WG_SIZE, EXPR_CPU, UNROLL, EXPR_ABS;
@@ -256,17 +259,29 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_expr(
   clr_ticket_reduce(acc[0], s, WG_SIZE, &is_last, partials, ticket, out);
 }
 
-// The reference: one work-item, element by element in index order from the identity (with
-// EXPR_ABS, float accumulators: the same fold of |map|).
-__kernel void reduce_expr_seq(EXPR_INPUTS, ulong n, __global acc_t* out) {
+// The reference: one work-item, element by element in index order from the identity, or, with
+// resume, from out[0] (the value after the chunks before this one) (with EXPR_ABS, float
+// accumulators: the same fold of |map|).
+__kernel void reduce_expr_seq(EXPR_INPUTS, ulong n, uint resume, __global acc_t* out) {
   EXPR_UNUSED;
   if (get_global_id(0) != 0) return;
-  acc_t a = clr_identity();
+  acc_t a = resume ? out[0] : clr_identity();
 #if EXPR_ABS && EXPR_WIDTH == 1
   for (ulong i = 0; i < n; ++i) a = clr_op(a, fabs(EXPR_MAP(i)));  // the float bound's scale
 #else
   for (ulong i = 0; i < n; ++i) a = clr_op(a, EXPR_MAP(i));
 #endif
+  out[0] = a;
+}
+
+// The chunks' accumulators, m >= 1 of them at byte stride `stride` in `in` (each chunk's at an
+// aligned place of one buffer), folded in index order: out[0] = op(...op(in[0], in[1])...,
+// in[m-1]), as one work-item. Chunk c's indices already count from the array's start.
+__kernel void reduce_expr_fold(__global const uchar* in, ulong stride, uint m,
+                               __global acc_t* out) {
+  if (get_global_id(0) != 0) return;
+  acc_t a = *(__global const acc_t*)in;
+  for (uint k = 1; k < m; ++k) a = clr_op(a, *(__global const acc_t*)(in + k * stride));
   out[0] = a;
 }
 

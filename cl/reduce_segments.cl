@@ -23,7 +23,8 @@
 // within the segment, or along the reduced axis) or a user reduction (CLR_OP == CLR_EXPR: the
 // user's expressions, appended by the host, as in reduce_expr.cl). Every kernel takes four input
 // buffers; those past CLR_INPUTS are not read (built-in ops read x0 alone); then clr_shift, the
-// run-time value of clr_expr.h (built-in ops do not read it).
+// run-time value of clr_expr.h, and clr_base, the index of the buffers' element 0 (built-in ops
+// read neither; segments give indices within the segment).
 // Host sets via -D: CLR_TYPE, CLR_ACC, CLR_OP (and a user reduction's options: clr_expr.h),
 // WG_SIZE.
 #ifndef CLREDUCE_H
@@ -44,13 +45,14 @@
 #else
 #define SEG_INPUTS                                                                    \
   __global const T *restrict x0, __global const T *restrict x1, __global const T *restrict x2, \
-      __global const T *restrict x3, const A clr_shift
+      __global const T *restrict x3, const A clr_shift, const long clr_base
 #define EXPR_INPUTS SEG_INPUTS
 #define EXPR_UNUSED \
   (void)x1;         \
   (void)x2;         \
   (void)x3;         \
-  (void)clr_shift
+  (void)clr_shift;  \
+  (void)clr_base
 #if CLR_IS_ARG
 inline acc_t seg_arg(T v, ulong k) {
   acc_t r;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <memory>
 
 #include "clreduce/error.hpp"
 #include "core/checked.hpp"
@@ -20,8 +21,11 @@
 #include "reduce/expr.hpp"
 #include "reduce/expr_ops.hpp"
 #include "run/chunks.hpp"
+#include "run/expr_chunks.hpp"
 #include "run/omp_rows.hpp"
+#include "run/ranks.hpp"
 #include "run/runner.hpp"
+#include "run/shares.hpp"
 #include "run/timing.hpp"
 #include "runtime/device.hpp"
 #include "runtime/transfer.hpp"
@@ -85,9 +89,26 @@ void check_expr_args(const ExprArgs& a) {
                                   " given (--input once per array: " + kNames + ")");
 }
 
-int run_expr(const ExprArgs& a, Context& ctx,
-             const std::function<HostArray(const std::string&)>& read) {
+int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
+             const std::vector<double>& share_weights,
+             const std::function<HostArray(const std::string&)>& read, const ExprRanks& mpi) {
+  Context& ctx = *ctxs.front();
   const DeviceInfo& dev = ctx.info();
+  // MPI ranks: this rank holds its slice of the arrays; rank 0 holds the whole arrays besides
+  // (the checks and the reference are its), its slice a view of them.
+  const bool ranked = mpi.ranks && mpi.ranks->many();
+  const bool root = !ranked || mpi.ranks->root();
+  std::uint64_t total = a.n;  // elements of the whole arrays
+  if (ranked && !a.inputs.empty()) {
+    total = npy_info(a.inputs.front()).n;
+    for (std::size_t k = 1; k < a.inputs.size(); ++k)
+      if (npy_info(a.inputs[k]).n != total)
+        throw Error(Errc::kUsage, input_words(a, k) + " has " +
+                                      std::to_string(npy_info(a.inputs[k]).n) + " elements and " +
+                                      input_words(a, 0) + " " + std::to_string(total) +
+                                      ": the arrays of a user reduction must have one length");
+  }
+  const Slice slice = ranked ? rank_slice(total, mpi.ranks->rank, mpi.ranks->size) : Slice{};
   // ---- The arrays: read (one length), or generated, as many as the map names (array k from
   // seed + k).
   // The memory they take is checked before any is made (exit 5 with the figures, never a wrapped
@@ -97,7 +118,8 @@ int run_expr(const ExprArgs& a, Context& ctx,
   std::vector<HostArray> arrays;
   if (!a.inputs.empty()) {
     for (std::size_t k = 0; k < a.inputs.size(); ++k) {
-      arrays.push_back(read(a.inputs[k]));
+      arrays.push_back(root ? read(a.inputs[k])
+                            : read_npy_slice(a.inputs[k], slice.first, slice.count));
       if (a.type_given && arrays.back().type != parse_dtype(a.type))
         throw Error(Errc::kUsage, input_words(a, k) + " holds " + dtype_name(arrays.back().type) +
                                       ", not --type " + a.type);
@@ -115,15 +137,17 @@ int run_expr(const ExprArgs& a, Context& ctx,
     const DType t = parse_dtype(a.type);
     const std::size_t count = std::max({a.op.empty() ? inputs_named(a.map) : expr_op_arrays(a.op),
                                         a.where.empty() ? std::size_t{1} : inputs_named(a.where)});
-    const std::uint64_t each = sat_mul(a.n, dtype_size(t));
+    const std::uint64_t each = sat_mul(root ? a.n : slice.count, dtype_size(t));
     MemoryNeed need;
     need.add("the arrays", sat_mul(count, each));
     if (cpu) need.add("the device's copies", sat_mul(count, each));
     check_host_memory(need);
-    for (std::size_t k = 0; k < count; ++k) arrays.push_back(generate(t, a.n, a.seed + k));
+    for (std::size_t k = 0; k < count; ++k)
+      arrays.push_back(root ? generate(t, a.n, a.seed + k)
+                            : generate(t, slice.count, a.seed + k, slice.first));
     if (!a.save_input.empty()) write_npy(a.save_input, arrays.front());
   }
-  const std::size_t n = arrays.front().n;
+  const std::size_t n = root ? arrays.front().n : total;
   const bool row = !a.op.empty();
   ExprSpec spec;
   std::vector<DType> types;
@@ -134,7 +158,11 @@ int run_expr(const ExprArgs& a, Context& ctx,
     o.ddof = a.ddof;
     o.fp64 = dev.fp64;
     o.acc = a.acc;
-    if (n > 0) o.shift = element_value(arrays.front(), 0);
+    if (n > 0 && root) o.shift = element_value(arrays.front(), 0);
+    if (n > 0 && !root)  // the whole array's first element, as rank 0 has it
+      o.shift = element_value(a.inputs.empty() ? generate(types.front(), 1, a.seed, 0)
+                                               : read_npy_slice(a.inputs.front(), 0, 1),
+                              0);
     spec = expr_op_spec(a.op, types, o);
     if (n == 0 && expr_op_needs_elements(a.op))
       throw Error(Errc::kUsage, "--op " + a.op + " of an empty array has no identity (n = 0)");
@@ -149,38 +177,95 @@ int run_expr(const ExprArgs& a, Context& ctx,
   }
   bool fp64 = spec.acc == DType::kDouble;
   for (DType t : spec.inputs) fp64 = fp64 || t == DType::kDouble;
-  if (fp64 && !dev.fp64)
-    throw Error(Errc::kUnsupported, dev.name + " has no double precision (cl_khr_fp64); try float");
-  // Arrays past one allocation run in chunks for the built-in ops; user reductions do not yet.
+  for (const Context* c : ctxs)
+    if (fp64 && !c->info().fp64)
+      throw Error(Errc::kUnsupported,
+                  c->info().name + " has no double precision (cl_khr_fp64); try float");
   double bytes = 0;
-  for (std::size_t k = 0; k < arrays.size(); ++k) {
-    const std::uint64_t b = arrays[k].bytes.size();
-    bytes += static_cast<double>(b);
-    const std::uint64_t limit = ctx.tuning().max_chunk
-                                    ? std::min<std::uint64_t>(ctx.tuning().max_chunk, dev.max_alloc)
-                                    : dev.max_alloc;
-    if (b > limit)
-      throw Error(
-          Errc::kUnsupported,
-          "array " + std::string(1, "xyzw"[k]) + " (" + std::to_string(b) +
-              " bytes) is larger than " +
-              (ctx.tuning().max_chunk ? "--max-chunk" : dev.name + "'s largest allocation") + " (" +
-              std::to_string(limit) + " bytes): user reductions do not run in chunks yet");
-  }
+  for (const HostArray& h : arrays) bytes += static_cast<double>(h.bytes.size());
   const TimeLimit timeout = ctx.time_limit(bytes);
 
-  // ---- Kernels built (a compile error names the expression), the arrays on the device.
-  ExprReduction er(ctx, spec, n, a.local_size);
-  if (a.verbose) std::cerr << "expr: " << er.policy().str() << "\n";
-  std::vector<cl::Buffer> in;
-  for (HostArray& h : arrays)
-    in.push_back(n ? cl::Buffer(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                                h.bytes.size(), h.bytes.data())
-                   : ctx.zeroed_buffer(1));
+  // ---- The arrays on the device, as every run's: whole, in chunks past one allocation (or
+  // --max-chunk), streamed past device memory, or in place (run/expr_chunks.hpp); the kernels
+  // built for one chunk (a compile error names the expression).
+  // Several devices: each reduces its share of the arrays (contiguous, in order; --shares
+  // weighs them) to one accumulator, and the shares' accumulators are folded in share order on
+  // the first device, as a chunk's are. The checks (laws, --where's values, the reference) run
+  // on the first device over the whole arrays.
+  struct Share {
+    Context* ctx = nullptr;
+    std::uint64_t first = 0;
+    std::vector<HostArray> views;  // several devices, rank 0 of several: views of the arrays
+    bool viewed = false;
+    std::unique_ptr<ExprArrays> xa;
+    std::unique_ptr<ExprReduction> er;
+    cl::Buffer out;
+    std::vector<unsigned char> acc;
+    std::vector<Sample> samples;
+    double upload_ms = 0.0;
+  };
+  const std::size_t devices = ctxs.size();
+  const std::vector<std::size_t> counts =
+      devices > 1 ? split_shares(n, share_weights.empty() ? std::vector<double>(devices, 1.0)
+                                                          : share_weights)
+                  : std::vector<std::size_t>{n};
+  std::vector<Share> shares;
+  std::uint64_t next = 0;
+  if (ranked) {  // one device a rank: its slice
+    Share sh;
+    sh.ctx = ctxs.front();
+    sh.first = slice.first;
+    sh.viewed = root;
+    if (root)
+      for (const HostArray& h : arrays) sh.views.push_back(view_of(h, slice.first, slice.count));
+    shares.push_back(std::move(sh));
+  }
+  for (std::size_t d = 0; d < devices && !ranked; ++d) {
+    // Empty shares run nothing (the first stays when every share is: the identity).
+    if (counts[d] == 0 && !(d == 0 && n == 0)) continue;
+    Share sh;
+    sh.ctx = ctxs[d];
+    sh.first = next;
+    sh.viewed = devices > 1;
+    if (devices > 1)
+      for (const HostArray& h : arrays) sh.views.push_back(view_of(h, next, counts[d]));
+    next += counts[d];
+    shares.push_back(std::move(sh));
+  }
+  double upload_ms = 0.0;
+  std::uint64_t depth = 0;  // the launches' depth, the chunks' fold and the shares' after them
+  for (Share& sh : shares) {
+    sh.xa = std::make_unique<ExprArrays>(*sh.ctx, sh.viewed ? sh.views : arrays);
+    sh.er = std::make_unique<ExprReduction>(*sh.ctx, spec, sh.xa->plan_n(), a.local_size);
+    if (a.verbose)
+      std::cerr << "expr: " << sh.ctx->info().name << ": " << sh.er->policy().str() << ", "
+                << sh.xa->layout().str() << "\n";
+    sh.upload_ms = sh.xa->upload("the user reduction's arrays");
+    upload_ms += sh.upload_ms;
+    depth = std::max(depth, sh.er->depth() + sh.xa->fold_depth());
+    sh.out = sh.ctx->zeroed_buffer(sh.er->acc_bytes());
+  }
+  // The pieces folded after the launches: the shares, or the ranks' slices.
+  const std::size_t pieces = ranked ? static_cast<std::size_t>(mpi.ranks->size) : shares.size();
+  depth += pieces - 1;
+  // The first device's (rank 0's): the whole arrays for the checks, and the fold of the shares.
+  std::unique_ptr<ExprArrays> whole_arrays;
+  std::unique_ptr<ExprReduction> checks;
+  if (devices > 1 || (ranked && root)) {
+    whole_arrays = std::make_unique<ExprArrays>(ctx, arrays);
+    whole_arrays->upload("the user reduction's arrays (for the checks)");
+    checks = std::make_unique<ExprReduction>(ctx, spec, 1, a.local_size, false);
+  }
+  ExprArrays& xa = whole_arrays ? *whole_arrays : *shares.front().xa;
+  ExprReduction& er = checks ? *checks : *shares.front().er;
 
-  // ---- The laws, before any tree is trusted with the reduce (the rows are proven).
-  if (!row) {
-    const ExprLaws laws = er.check_laws(in, n, timeout);
+  // ---- The laws, before any tree is trusted with the reduce (the rows are proven): on sample
+  // values of the first chunk (rank 0's, under MPI).
+  if (!row && root) {
+    ExprLaws laws;
+    xa.each([&](std::size_t, std::size_t len,
+                const std::vector<cl::Buffer>& in) { laws = er.check_laws(in, len, timeout); },
+            1);
     if (!laws.failure.empty()) throw Error(Errc::kUsage, laws.failure);
     if (a.verbose)
       std::cerr << "expr: the reduce's laws held on " << laws.triples << " triples of "
@@ -194,7 +279,7 @@ int run_expr(const ExprArgs& a, Context& ctx,
   std::vector<cl::Event> seq_events;
   Value reference;
   ExprOpReference op_ref;
-  if (row) {
+  if (row && root) {
     std::vector<unsigned char> mask;
     if (!a.where.empty()) {
       ExprSpec ms;
@@ -206,25 +291,35 @@ int run_expr(const ExprArgs& a, Context& ctx,
       ms.acc = DType::kInt32;
       ExprReduction me(ctx, ms, n, a.local_size);
       const double t0 = now_ms();
-      for (std::size_t first = 0; first < n; first += std::size_t{1} << 20) {
-        const std::size_t count = std::min<std::size_t>(n - first, std::size_t{1} << 20);
-        const std::vector<unsigned char> v = me.map_values(in, first, count, timeout);
-        for (std::size_t k = 0; k < count; ++k) mask.push_back(v[4 * k] | v[4 * k + 1]);
-      }
+      xa.each([&](std::size_t, std::size_t len, const std::vector<cl::Buffer>& in) {
+        for (std::size_t first = 0; first < len; first += std::size_t{1} << 20) {
+          const std::size_t count = std::min<std::size_t>(len - first, std::size_t{1} << 20);
+          const std::vector<unsigned char> v = me.map_values(in, first, count, timeout);
+          for (std::size_t k = 0; k < count; ++k) mask.push_back(v[4 * k] | v[4 * k + 1]);
+        }
+      });
       if (a.verbose) std::cerr << "expr: --where evaluated in " << now_ms() - t0 << " ms\n";
     }
-    op_ref =
-        expr_op_reference(a.op, arrays, mask, a.ddof,
-                          expr_op_result_type(a.op, spec.inputs.front(), spec.acc), er.depth());
+    op_ref = expr_op_reference(a.op, arrays, mask, a.ddof,
+                               expr_op_result_type(a.op, spec.inputs.front(), spec.acc), depth);
     reference = op_ref.value;
     if (op_ref.count == 0 && expr_op_needs_elements(a.op))
       throw Error(Errc::kUsage, "--where '" + printable(a.where) + "' holds for no element: --op " +
                                     a.op +
                                     " has no identity (NumPy: zero-size array to reduction "
                                     "operation, or where= without initial=)");
-  } else {
-    reference = er.reference(in, n, timeout, &magnitude, &wider, seq_events);
+  } else if (root) {
+    reference = er.reference(
+        [&](const ExprReduction::ExprPieceFn& f) {
+          xa.each(
+              [&](std::size_t, std::size_t len, const std::vector<cl::Buffer>& in) { f(in, len); });
+        },
+        timeout, &magnitude, &wider, seq_events);
   }
+  // MPI: every rank has met what it could meet alone (files, kernels, the checks): the ranks
+  // start the runs together, or stop together.
+  if (ranked)
+    if (const int c = mpi.start(); c >= 0) return c;
   RunRecord rec;
   rec.variant = "expr";
   rec.op_text = row ? a.op : "expr";
@@ -236,7 +331,22 @@ int run_expr(const ExprArgs& a, Context& ctx,
   rec.device = dev.name;
   rec.seq_ms = events_ms(seq_events);
   rec.seq_runs = row ? 0 : 1;
-  rec.policy = er.policy();
+  rec.policy = shares.front().er->policy();
+  rec.chunks = 0;
+  for (const Share& sh : shares) {
+    rec.chunks += sh.xa->layout().chunks;
+    if (devices > 1)
+      rec.layout += (rec.layout.empty() ? "" : "; ") + std::string("device ") +
+                    std::to_string(sh.ctx->info().index) + ": " +
+                    std::to_string(sh.xa->layout().n) + " (" + sh.xa->layout().str() + ")";
+  }
+  rec.layout = devices > 1 ? std::to_string(shares.size()) + " devices: " + rec.layout
+                           : shares.front().xa->layout().str();
+  if (ranked) {
+    rec.ranks = mpi.ranks->size;
+    rec.layout = std::to_string(mpi.ranks->size) + " ranks: rank 0's slice " + rec.layout;
+  }
+  rec.upload_ms = upload_ms;
   rec.seed = a.seed;
   rec.warmup = a.warmup;
   rec.repeat = a.repeat;
@@ -245,24 +355,71 @@ int run_expr(const ExprArgs& a, Context& ctx,
   const std::size_t as = er.acc_bytes();
   std::vector<unsigned char> got(as);
   if (n > 0 || row) {
-    cl::Buffer out = ctx.zeroed_buffer(as);
     const std::vector<unsigned char> sentinel(as, 0x5A);
+    // Several devices: the shares' accumulators, in share order at an aligned stride, folded
+    // on the first device.
+    const std::size_t stride = (as + ctx.base_align() - 1) / ctx.base_align() * ctx.base_align();
+    std::vector<unsigned char> accs(pieces * stride, 0);
+    const cl::Buffer accs_buf = ctx.zeroed_buffer(accs.size());
+    const bool fold = devices > 1 || ranked;
+    const cl::Buffer out = fold ? ctx.zeroed_buffer(as) : shares.front().out;
+    std::vector<cl::Event> fold_events;
+    std::uint64_t run_index = 0;
+    const auto run = [&] {
+      for (Share& sh : shares) {
+        enqueue_write(sh.ctx->queue(), sh.out, 0, as, sentinel.data(),
+                      sh.ctx->tuning().transfer_piece);
+        finish(sh.ctx->queue(), timeout, "the user reduction's sentinel");
+      }
+      std::vector<Sample> s(shares.size());
+      const double t0 = now_ms();
+      run_parallel(
+          shares.size(),
+          [&](std::size_t d) {
+            Share& sh = shares[d];
+            std::vector<cl::Event> events;
+            const double t = now_ms();
+            sh.xa->enqueue(*sh.er, sh.out, events, sh.first);
+            wait(events.back(), timeout, "the user reduction");
+            sh.acc.resize(as);
+            enqueue_read(sh.ctx->queue(), sh.out, 0, as, sh.acc.data(),
+                         sh.ctx->tuning().transfer_piece);
+            finish(sh.ctx->queue(), timeout, "the user reduction's result");
+            s[d] = Sample{events_ms(events), now_ms() - t, events.size()};
+          },
+          ctx.tuning().share_threads == "on");
+      Sample all{0.0, 0.0, 0};
+      for (const Sample& x : s) {
+        all.kernel_ms = std::max(all.kernel_ms, x.kernel_ms);
+        all.launches += x.launches;
+      }
+      if (fold) {
+        // MPI: every rank's accumulator at every rank (rank order), each folding them alike.
+        const std::vector<unsigned char> each =
+            ranked ? gather_bytes_ranks(shares.front().acc) : std::vector<unsigned char>();
+        for (std::size_t d = 0; d < pieces; ++d)
+          std::memcpy(accs.data() + d * stride,
+                      ranked ? each.data() + d * as : shares[d].acc.data(), as);
+        enqueue_write(ctx.queue(), accs_buf, 0, accs.size(), accs.data(),
+                      ctx.tuning().transfer_piece);
+        fold_events.clear();
+        er.enqueue_fold(accs_buf, stride, pieces, out, fold_events);
+        ctx.queue().flush();
+        wait(fold_events.back(), timeout, "the fold of the devices' shares");
+        enqueue_read(ctx.queue(), out, 0, as, got.data(), ctx.tuning().transfer_piece);
+        finish(ctx.queue(), timeout, "the user reduction's result");
+        all.kernel_ms += events_ms(fold_events);
+        all.launches += fold_events.size();
+      } else {
+        got = shares.front().acc;
+      }
+      all.wall_ms = now_ms() - t0;
+      if (run_index++ >= static_cast<std::uint64_t>(a.warmup))
+        for (std::size_t d = 0; d < shares.size(); ++d) shares[d].samples.push_back(s[d]);
+      return all;
+    };
     set_timings(rec, repeat_runs(static_cast<std::uint64_t>(a.warmup),
-                                 static_cast<std::uint64_t>(a.repeat), [&] {
-                                   enqueue_write(ctx.queue(), out, 0, as, sentinel.data(),
-                                                 ctx.tuning().transfer_piece);
-                                   finish(ctx.queue(), timeout, "the user reduction's sentinel");
-                                   std::vector<cl::Event> events;
-                                   const double t0 = now_ms();
-                                   er.enqueue(in, n, out, events);
-                                   ctx.queue().flush();
-                                   wait(events.back(), timeout, "the user reduction");
-                                   enqueue_read(ctx.queue(), out, 0, as, got.data(),
-                                                ctx.tuning().transfer_piece);
-                                   finish(ctx.queue(), timeout, "the user reduction's result");
-                                   const double t1 = now_ms();
-                                   return Sample{events_ms(events), t1 - t0, events.size()};
-                                 }));
+                                 static_cast<std::uint64_t>(a.repeat), run));
     if (!row) result = Value::from_bytes(spec.acc, got.data());
   }
   bool ok = true;
@@ -325,10 +482,11 @@ int run_expr(const ExprArgs& a, Context& ctx,
               " exceeds the bound " + distance(bound);
       }
     }
-    if (op_ref.count == 0 && (a.op == "mean" || a.op == "var" || a.op == "std"))
+    if (root && op_ref.count == 0 && (a.op == "mean" || a.op == "var" || a.op == "std"))
       std::cerr << "clreduce: warning: --op " << a.op
                 << " of an empty selection is nan (NumPy's answer, with its warning)\n";
-    else if ((a.op == "var" || a.op == "std") && a.ddof >= static_cast<double>(op_ref.count))
+    else if (root && (a.op == "var" || a.op == "std") &&
+             a.ddof >= static_cast<double>(op_ref.count))
       std::cerr << "clreduce: warning: --ddof " << Value{DType::kDouble, 0, 0, a.ddof, -1}.str()
                 << " is not below the count " << op_ref.count
                 << ": the divisor is 0 (NumPy's inf or nan, with its warning)\n";
@@ -341,7 +499,7 @@ int run_expr(const ExprArgs& a, Context& ctx,
       expected.type = spec.acc;
       if (spec.acc == DType::kFloat) expected.f = static_cast<float>(reference.f);
       const double scale = std::max(magnitude, std::fabs(reference.f));
-      bound = (gamma_k(static_cast<double>(er.depth()), unit_roundoff(spec.acc)) +
+      bound = (gamma_k(static_cast<double>(depth), unit_roundoff(spec.acc)) +
                gamma_k(static_cast<double>(n), unit_roundoff(wider ? DType::kDouble : spec.acc))) *
               scale;
       const bool same =
@@ -360,6 +518,9 @@ int run_expr(const ExprArgs& a, Context& ctx,
     rec.result = posted[0];
     rec.expected = posted[1];
   }
+  // MPI: every rank folded the same accumulators; rank 0's verdict against the whole arrays'
+  // reference is every rank's.
+  if (ranked) ok = all_ranks(root ? ok : true);
   rec.verified = ok;
   rec.verify_note = why;
   rec.bound = bound;
@@ -438,7 +599,16 @@ int run_expr(const ExprArgs& a, Context& ctx,
 
   // ---- Printed as every run is.
   if (a.format == "table") {
-    std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  ";
+    if (devices > 1) {
+      std::string ids, names;
+      for (const Context* c : ctxs) {
+        ids += (ids.empty() ? "" : ", ") + std::to_string(c->info().index);
+        names += (names.empty() ? "" : " + ") + c->info().name;
+      }
+      std::cout << "devices " << ids << ": " << names << "  ";
+    } else {
+      std::cout << "device " << dev.index << ": " << dev.name << " (" << dev.platform_name << ")  ";
+    }
     if (row)
       std::cout << "op: " << a.op
                 << (a.op == "var" || a.op == "std"

@@ -509,7 +509,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
   std::optional<HostArray> stdin_array;
   bool builtin_row = false;
   if (!user_expr && is_builtin_row(op) && !segmenting_early && !list_variants_flag &&
-      !list_devices_flag && !ranks.many()) {
+      !list_devices_flag && !(ranks.many() && inputs.size() == 1 && inputs.front() == "-")) {
     builtin_row = app.count("--where") > 0;
     const auto wants_engine = [&](DType t) {
       return !is_variant_dtype(t) || (!acc.empty() && parse_dtype(acc) == DType::kDouble &&
@@ -718,14 +718,39 @@ int run(int argc, char** argv, const Ranks& ranks) {
                     "or several arrays)");
       check_output_path(save_input);  // before any work, not after it
     }
-    if (ranks.many()) throw Error(Errc::kUsage, what + " does not run under mpirun yet");
-    if (app.count("--shares"))
-      throw Error(Errc::kUsage, "--shares: " + what + " runs on one device");
+    if (ranks.many()) {
+      if (std::find(inputs.begin(), inputs.end(), "-") != inputs.end())
+        throw Error(Errc::kUnsupported, what +
+                                            " does not read standard input under mpirun (yet): "
+                                            "give a file, --input x.npy");
+      if (!save_input.empty())
+        throw Error(Errc::kUnsupported,
+                    "--save-input with " + what + " does not run under mpirun (yet)");
+    }
     if (!inputs.empty() && app.count("--size"))
       throw Error(Errc::kUsage, "--size and --input exclude each other: the files set the size");
     if (!inputs.empty() && app.count("--seed"))
       throw Error(Errc::kUsage,
                   "--seed and --input exclude each other: the seed is for generated data");
+    // Several devices: a share of the arrays each (--shares weighs them). Under mpirun a rank
+    // takes one of the devices named, by its rank on the host.
+    std::vector<DeviceInfo> devs = select_devices(list_devices(), device);
+    if (ranks.many()) devs = {devs[static_cast<std::size_t>(ranks.local_rank) % devs.size()]};
+    for (const DeviceInfo& d : devs)
+      if (local_size > d.max_wg_size)
+        throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
+                                      " is larger than device " + std::to_string(d.index) +
+                                      "'s largest work-group (" + std::to_string(d.max_wg_size) +
+                                      ")");
+    std::vector<double> weights;
+    if (app.count("--shares")) {
+      if (devs.size() < 2)
+        throw Error(Errc::kUsage, "--shares needs several devices (--device 0,1 or all)");
+      if (shares_text == "rate" || shares_text == "kernel-rate")
+        throw Error(Errc::kUnsupported, "--shares " + shares_text + " does not apply to " + what +
+                                            " (yet): give each device's weight, e.g. --shares 3,1");
+      weights = parse_shares(shares_text, devs.size());
+    }
     ExprArgs ea;
     if (engine_row) ea.op = op;
     ea.where = where_expr;
@@ -750,11 +775,55 @@ int run(int argc, char** argv, const Ranks& ranks) {
     ea.save_input = save_input;
     ea.peers = peers;
     check_expr_args(ea);
-    Context ctx(one_device(what + " runs on one device for now"), find_kernel_dir(kernel_dir, true), verbose, tuning);
-    return run_expr(ea, ctx, [&](const std::string& path) {
-      if (path == "-" && stdin_array) return std::move(*stdin_array);
-      return read_input(path);
-    });
+    if (ranks.many()) {
+      // The options that shape the run, as every rank must have them (as for the variants).
+      std::vector<Setting> settings;
+      std::string files;
+      for (const std::string& f : inputs)
+        files += (files.empty() ? "" : ", ") + file_identity(f, true);
+      for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+               {"the task", "a run"},
+               {"--op", op},
+               {"--map", map_expr},
+               {"--reduce", reduce_expr},
+               {"--identity", identity_expr},
+               {"--post", post_expr},
+               {"--where", where_expr},
+               {"--ddof", ddof_text},
+               {"--acc", acc},
+               {"--input", inputs.empty() ? "none (generated data)" : files},
+               {"--size", inputs.empty() ? size : "the input's"},
+               {"--seed", inputs.empty() ? std::to_string(seed) : "none"},
+               {"--type", type},
+               {"--warmup", std::to_string(warmup)},
+               {"--repeat", std::to_string(repeat)},
+               {"--local-size", std::to_string(local_size)}})
+        settings.push_back({name, value});
+      for (const auto& [key, value] : tuning_values(tuning))
+        settings.push_back({key == "max-chunk" ? "--max-chunk"
+                            : key == "timeout" ? "--timeout"
+                                               : "--tune " + key,
+                            value});
+      if (const int c = agree(ranks, -1, "", settings, false); c >= 0) return c;
+    }
+    std::vector<std::unique_ptr<Context>> owned;
+    std::vector<Context*> contexts;
+    for (const DeviceInfo& d : devs) {
+      owned.push_back(std::make_unique<Context>(
+          d, owned.empty() ? find_kernel_dir(kernel_dir, true) : owned.front()->kernel_dir(),
+          verbose, tuning));
+      contexts.push_back(owned.back().get());
+    }
+    ExprRanks mpi;
+    mpi.ranks = &ranks;
+    mpi.start = [&] { return agree(ranks, -1, "", {}, true); };
+    return run_expr(
+        ea, contexts, weights,
+        [&](const std::string& path) {
+          if (path == "-" && stdin_array) return std::move(*stdin_array);
+          return read_input(path);
+        },
+        mpi);
   }
   if (list_variants_flag) {
     // With a device, the path each variant takes there; without an OpenCL platform, the plain list.
@@ -935,7 +1004,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
   if (!is_variant_dtype(elem))
     throw Error(Errc::kUsage,
                 dtype_name(elem) + " arrays reduce through the engine's rows, " +
-                    (ranks.many() ? "which do not run under mpirun yet"
+                    (ranks.many() ? "which do not read standard input under mpirun yet"
                                   : "which do not run scans or --variant " + printable(variant)));
   const std::size_t count = input.empty() ? (ranks.many() ? slice.count : n) : data.n;
   const DType acc_type = resolve_acc(the_op, elem, acc);

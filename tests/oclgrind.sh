@@ -252,6 +252,9 @@ done
 checks="--data-races --check-api"
 check --device 0,0 --variant fast,scan-hierarchical,scan-lookback --op sum --type int32 --size 300 \
       --local-size 16 --tune in-place=off --tune share-threads=off
+# The engine's shares: each device's accumulator, then their fold on the first (minmax's structs).
+check --device 0,0 --op minmax --type float --size 1003 --local-size 16 --tune in-place=off \
+      --tune share-threads=off
 checks="--data-races --uninitialized --check-api"
 # exact over 3 chunks: each launch leaves its exact state after its result, at its offset in
 # the partials buffer, for the host's fold (the CPU shape too, in groups of 4).
@@ -263,6 +266,15 @@ for source in write stage host-ptr; do
   stream="--tune in-place=off --tune stream=on --tune stream-bytes=2048 --tune stream-slots=2 --tune stream-source=$source"
   check --variant topdown --op min --type int32 --size 1003 --local-size 16 $stream
   check --variant scan-hierarchical --op max --type float --size 700 --local-size 16 --segment-length 9 $stream
+done
+# The reduction engine in chunks (run/expr_chunks.hpp): each chunk's accumulator written at its
+# offset in one buffer and folded in order by reduce_expr_fold (minmax's structs, indices from
+# each chunk's start; a user expression of two arrays, whose one-work-item reference resumes
+# chunk after chunk), resident in 4 chunks and streamed through 2 slots.
+for layout in "--max-chunk 1024" "--tune stream=on --tune stream-bytes=2048 --tune stream-slots=2"; do
+  check --op minmax --type float --size 1003 --local-size 16 --tune in-place=off $layout
+  check --map 'x*y' --reduce 'a+b' --identity 0 --post 'a/n' --type float --size 1003 \
+        --local-size 16 --tune in-place=off $layout
 done
 # --op select: the compaction's kernels (cl/compact.cl) and the scan under them, in groups of 16.
 check --op select --where "x > 0.25f" --type float --size 300 --local-size 16

@@ -17,6 +17,7 @@
 #include "reduce/segments.hpp"
 #include "reduce/variant.hpp"
 #include "run/chunks.hpp"
+#include "run/expr_chunks.hpp"
 #include "run/fold.hpp"
 #include "run/runner.hpp"
 #include "runtime/context.hpp"
@@ -786,6 +787,9 @@ struct CallInputs {
   std::vector<DType> types;
   std::vector<const void*> host;  // per array: its host memory, or null for a buffer
   std::size_t n = 0;
+  // Every array is host memory, to run through the chunk driver (run/expr_chunks.hpp: any
+  // length, in place on CPU devices): no buffers are made for them here.
+  bool chunked = false;
 
   void upload(Context& ctx) const {
     for (std::size_t k = 0; k < buffers.size(); ++k)
@@ -828,7 +832,7 @@ struct CallInputs {
 };
 
 CallInputs call_inputs(Context& ctx, const std::vector<ArrayRef>& arrays, std::size_t n,
-                       std::size_t wanted) {
+                       std::size_t wanted, bool chunks = false) {
   if (arrays.empty() || arrays.size() > kMaxExprInputs)
     throw Error(Errc::kUsage, "a derived op or a user expression takes 1 to 4 input arrays, not " +
                                   std::to_string(arrays.size()));
@@ -840,9 +844,17 @@ CallInputs call_inputs(Context& ctx, const std::vector<ArrayRef>& arrays, std::s
   const DeviceInfo& d = ctx.info();
   CallInputs c;
   c.n = n;
+  c.chunked = chunks && std::all_of(arrays.begin(), arrays.end(),
+                                    [](const ArrayRef& a) { return a.data != nullptr; });
   for (std::size_t k = 0; k < arrays.size(); ++k) {
     const ArrayRef& a = arrays[k];
     check_fp64(d, a.type, a.type);
+    if (c.chunked) {
+      checked_bytes(n, dtype_size(a.type), "an input");
+      c.types.push_back(a.type);
+      c.host.push_back(a.data);
+      continue;
+    }
     check_fits(d, a.type, n);
     const std::string what = "input " + std::to_string(k);
     const std::size_t bytes = checked_bytes(n, dtype_size(a.type), "an input");
@@ -910,11 +922,32 @@ Result run_expr_call(Context& ctx, const std::string& row, const ExprSpec& spec,
   check_spec_fp64(ctx.info(), spec);
   const std::size_t n = c.n;
   const std::size_t builds = ctx.programs_built();
-  ExprReduction er(ctx, spec, n, o.local_size);
+  // Host arrays: through the chunk driver, whole, in chunks, streamed or in place; the chunks'
+  // accumulators folded in order on the device.
+  std::vector<HostArray> views;
+  std::unique_ptr<ExprArrays> xa;
+  if (c.chunked) {
+    for (std::size_t k = 0; k < c.types.size(); ++k)
+      views.push_back(host_view(c.types[k], c.host[k], n));
+    xa = std::make_unique<ExprArrays>(ctx, views);
+  }
+  ExprReduction er(ctx, spec, xa ? xa->plan_n() : n, o.local_size);
+  const std::uint64_t fold_depth = xa ? xa->fold_depth() : 0;
+  const ExprPieces pieces = [&](const ExprReduction::ExprPieceFn& f) {
+    if (!xa) return f(c.buffers, n);
+    xa->each([&](std::size_t, std::size_t len, const std::vector<cl::Buffer>& in) { f(in, len); });
+  };
   const TimeLimit limit = ctx.time_limit(static_cast<double>(c.bytes()));
+  if (xa) xa->upload("the inputs");
   if (row.empty()) {
-    c.upload(ctx);
-    const ExprLaws laws = er.check_laws(c.buffers, n, limit);
+    if (!xa) c.upload(ctx);
+    ExprLaws laws;
+    if (xa)
+      xa->each([&](std::size_t, std::size_t len,
+                   const std::vector<cl::Buffer>& in) { laws = er.check_laws(in, len, limit); },
+               1);
+    else
+      laws = er.check_laws(c.buffers, n, limit);
     if (!laws.failure.empty()) throw Error(Errc::kUsage, laws.failure);
   }
   Result r = start_result("expr", Op::kSum, spec.inputs.front(), spec.acc, n);
@@ -929,12 +962,17 @@ Result run_expr_call(Context& ctx, const std::string& row, const ExprSpec& spec,
         ctx.write(out, as, sentinel.data(), "writing the result's sentinel");
       },
       [&](std::vector<cl::Event>& events) {
-        c.upload(ctx);
-        er.enqueue(c.buffers, n, out, events);
+        if (xa) {
+          xa->enqueue(er, out, events);
+        } else {
+          c.upload(ctx);
+          er.enqueue(c.buffers, n, out, events);
+        }
         enqueue_read(ctx.queue(), out, 0, as, got.data(), ctx.tuning().transfer_piece);
         wait(ctx, c.bytes(), "the reduction of " + std::to_string(n) + " elements");
       });
   r.plan = er.policy().str();
+  if (xa) r.layout = xa->layout().str();
   if (!row.empty() && expr_op_needs_elements(row)) {
     // min, max, argmin, argmax (a built-in op on an engine type): the selected element exactly,
     // with no post, in the element's type; the arg ops' index after the value.
@@ -945,7 +983,8 @@ Result run_expr_call(Context& ctx, const std::string& row, const ExprSpec& spec,
     if (spec.arg == 1) std::memcpy(&r.value.index, got.data() + 8, 8);
     if (o.verify) {
       const ExprOpReference ref =
-          expr_op_reference(row, c.on_host(ctx), {}, o.ddof, r.value.type, er.depth());
+          expr_op_reference(row, xa ? views : c.on_host(ctx), {}, o.ddof, r.value.type,
+                            er.depth() + fold_depth);
       const bool same =
           is_float(r.value.type)
               ? (r.value.f == ref.value.f || (std::isnan(r.value.f) && std::isnan(ref.value.f)))
@@ -959,9 +998,9 @@ Result run_expr_call(Context& ctx, const std::string& row, const ExprSpec& spec,
   } else if (!row.empty()) {
     r.value = er.post_bytes(got, n, limit).front();
     if (o.verify) {
-      const ExprVerdict v =
-          verify_row(row, c.on_host(ctx), where_mask(ctx, spec, c.buffers, n, o.local_size, limit),
-                     o.ddof, spec.acc, er.depth(), r.value);
+      const ExprVerdict v = verify_row(row, xa ? views : c.on_host(ctx),
+                                       where_mask(ctx, spec, pieces, n, o.local_size, limit),
+                                       o.ddof, spec.acc, er.depth() + fold_depth, r.value);
       r.expected = v.expected;
       set_verdict(r, v.ok, v.why);
     }
@@ -969,7 +1008,7 @@ Result run_expr_call(Context& ctx, const std::string& row, const ExprSpec& spec,
     const Value acc = Value::from_bytes(spec.acc, got.data());
     if (o.verify) {
       std::vector<cl::Event> seq;
-      const ExprVerdict v = verify_user(er, c.buffers, n, acc, limit, seq);
+      const ExprVerdict v = verify_user(er, pieces, n, fold_depth, acc, limit, seq);
       r.value = v.result;
       r.expected = v.expected;
       set_verdict(r, v.ok, v.why);
@@ -1174,7 +1213,7 @@ Result run_row_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in
 Result Device::reduce(Derived op, const std::vector<ArrayRef>& inputs, std::size_t n,
                       const Options& options) {
   Context& ctx = impl_->ready();
-  const CallInputs c = call_inputs(ctx, inputs, n, named_arrays(op, options));
+  const CallInputs c = call_inputs(ctx, inputs, n, named_arrays(op, options), true);
   return run_expr_call(ctx, derived_name(op), derived_spec(ctx, op, c, options), c, options);
 }
 
@@ -1182,7 +1221,7 @@ Result Device::reduce(const Expression& expression, const std::vector<ArrayRef>&
                       std::size_t n, const Options& options) {
   Context& ctx = impl_->ready();
   const std::size_t named = named_arrays(expression, options);
-  const CallInputs c = call_inputs(ctx, inputs, n, named);
+  const CallInputs c = call_inputs(ctx, inputs, n, named, true);
   return run_expr_call(ctx, "", user_spec(expression, c.types, options), c, options);
 }
 

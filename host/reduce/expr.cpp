@@ -155,13 +155,15 @@ void run_one(Context& ctx, cl::Kernel& k, std::size_t items, TimeLimit limit,
   if (events) events->push_back(e);
 }
 
-void set_expr_inputs(cl::Kernel& k, const std::vector<cl::Buffer>& in, DType acc, double shift) {
+void set_expr_inputs(cl::Kernel& k, const std::vector<cl::Buffer>& in, DType acc, double shift,
+                     std::uint64_t base) {
   for (cl_uint a = 0; a < kMaxExprInputs; ++a)
     k.setArg(a, in[std::min<std::size_t>(a, in.size() - 1)]);
   dispatch_dtype(acc, [&](auto zero) {
     const auto v = static_cast<decltype(zero)>(shift);
     k.setArg(kMaxExprInputs, sizeof v, &v);
   });
+  k.setArg(kMaxExprInputs + 1, static_cast<cl_long>(base));
 }
 
 std::string expr_tail(const ExprSpec& s) { return generated_tail(s); }
@@ -379,8 +381,8 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
 }
 
 void ExprReduction::enqueue(const std::vector<cl::Buffer>& in, std::size_t n, const cl::Buffer& out,
-                            std::vector<cl::Event>& events) {
-  set_expr_inputs(main_, in, spec_.acc, spec_.shift);
+                            std::vector<cl::Event>& events, std::uint64_t base) {
+  set_expr_inputs(main_, in, spec_.acc, spec_.shift, base);
   main_.setArg(kExprArgs, static_cast<cl_ulong>(n));
   main_.setArg(kExprArgs + 1, partials_);
   main_.setArg(kExprArgs + 2, ticket_);
@@ -389,6 +391,18 @@ void ExprReduction::enqueue(const std::vector<cl::Buffer>& in, std::size_t n, co
   ctx_.queue().enqueueNDRangeKernel(main_, cl::NullRange,
                                     cl::NDRange(policy_.groups * policy_.wg_size),
                                     cl::NDRange(policy_.wg_size), nullptr, &events.back());
+}
+
+void ExprReduction::enqueue_fold(const cl::Buffer& accs, std::size_t stride, std::size_t m,
+                                 const cl::Buffer& out, std::vector<cl::Event>& events) {
+  if (!fold_.get()) fold_ = build("reduce_expr_fold", options_ + acc_option(spec_.acc));
+  fold_.setArg(0, accs);
+  fold_.setArg(1, static_cast<cl_ulong>(stride));
+  fold_.setArg(2, static_cast<cl_uint>(m));
+  fold_.setArg(3, out);
+  events.emplace_back();
+  ctx_.queue().enqueueNDRangeKernel(fold_, cl::NullRange, cl::NDRange(1), cl::NullRange, nullptr,
+                                    &events.back());
 }
 
 ExprLaws ExprReduction::check_laws(const std::vector<cl::Buffer>& in, std::size_t n,
@@ -486,6 +500,12 @@ ExprLaws ExprReduction::check_laws(const std::vector<cl::Buffer>& in, std::size_
 
 Value ExprReduction::reference(const std::vector<cl::Buffer>& in, std::size_t n, TimeLimit limit,
                                double* magnitude, bool* wider, std::vector<cl::Event>& events) {
+  return reference([&](const ExprPieceFn& f) { f(in, n); }, limit, magnitude, wider, events);
+}
+
+Value ExprReduction::reference(const std::function<void(const ExprPieceFn&)>& pieces,
+                               TimeLimit limit, double* magnitude, bool* wider,
+                               std::vector<cl::Event>& events) {
   if (spec_.width != 1)
     throw Error(Errc::kUsage, "the one-work-item reference takes one-value accumulators");
   DType t = spec_.acc;
@@ -505,11 +525,19 @@ Value ExprReduction::reference(const std::vector<cl::Buffer>& in, std::size_t n,
   }
   if (!*wider) k = build("reduce_expr_seq", options_ + acc_option(t));
   cl::Buffer out = ctx_.zeroed_buffer(acc_size(t));
-  set_expr_inputs(k, in, t, spec_.shift);
-  k.setArg(kExprArgs, static_cast<cl_ulong>(n));
-  k.setArg(kExprArgs + 1, out);
-  run_one(ctx_, k, 1, limit, "the one-work-item reference of " + named("--map", spec_.map),
-          &events);
+  // Every piece's fold resumes from the value the pieces before it left in out.
+  const auto fold = [&](cl::Kernel& kernel, const std::string& what, std::vector<cl::Event>* evs) {
+    cl_uint resume = 0;
+    pieces([&](const std::vector<cl::Buffer>& in, std::size_t len) {
+      set_expr_inputs(kernel, in, t, spec_.shift);
+      kernel.setArg(kExprArgs, static_cast<cl_ulong>(len));
+      kernel.setArg(kExprArgs + 1, resume);
+      kernel.setArg(kExprArgs + 2, out);
+      run_one(ctx_, kernel, 1, limit, what, evs);
+      resume = 1;
+    });
+  };
+  fold(k, "the one-work-item reference of " + named("--map", spec_.map), &events);
   unsigned char bytes[8] = {};
   read_back(ctx_, out, acc_size(t), bytes, limit, "the one-work-item reference");
   Value v = Value::from_bytes(t, bytes);
@@ -519,10 +547,7 @@ Value ExprReduction::reference(const std::vector<cl::Buffer>& in, std::size_t n,
     cl::Kernel mk = ctx_.kernel(
         "reduce_expr.cl", "reduce_expr_seq",
         options_ + (*wider ? " -DCLR_TYPE=5" : "") + acc_option(t) + " -DEXPR_ABS=1", tail_);
-    set_expr_inputs(mk, in, t, spec_.shift);
-    mk.setArg(kExprArgs, static_cast<cl_ulong>(n));
-    mk.setArg(kExprArgs + 1, out);
-    run_one(ctx_, mk, 1, limit, "the one-work-item fold of |map|");
+    fold(mk, "the one-work-item fold of |map|", nullptr);
     read_back(ctx_, out, acc_size(t), bytes, limit, "the one-work-item fold of |map|");
     *magnitude = std::fabs(Value::from_bytes(t, bytes).f);
   }

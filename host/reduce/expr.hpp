@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -23,8 +24,8 @@ namespace clreduce {
 // The most input arrays a map takes (x, y, z, w).
 constexpr std::size_t kMaxExprInputs = 4;
 // The arguments every kernel that reads the inputs takes first (cl/clr_expr.h's EXPR_INPUTS): the
-// four input buffers, then clr_shift (set_expr_inputs()).
-constexpr cl_uint kExprArgs = kMaxExprInputs + 1;
+// four input buffers, then clr_shift and clr_base (set_expr_inputs()).
+constexpr cl_uint kExprArgs = kMaxExprInputs + 2;
 
 struct ExprSpec {
   std::string map;       // over x (and y, z, w: one name per input array)
@@ -82,8 +83,10 @@ std::size_t inputs_named(const std::string& map);
 DType default_expr_acc(const std::vector<DType>& inputs);
 
 // Sets k's first kExprArgs arguments: the input buffers (those past in.size() repeat the last:
-// they are not read) and clr_shift, `shift` as a value of acc (the CLR_ACC k was built with).
-void set_expr_inputs(cl::Kernel& k, const std::vector<cl::Buffer>& in, DType acc, double shift);
+// they are not read), clr_shift, `shift` as a value of acc (the CLR_ACC k was built with), and
+// clr_base, the global index of the buffers' element 0 (the arg rows' indices count from it).
+void set_expr_inputs(cl::Kernel& k, const std::vector<cl::Buffer>& in, DType acc, double shift,
+                     std::uint64_t base = 0);
 
 // Bytes of one accumulator of spec (ExprReduction::acc_bytes()).
 std::size_t expr_acc_bytes(const ExprSpec& spec);
@@ -135,15 +138,27 @@ class ExprReduction {
   ExprLaws check_laws(const std::vector<cl::Buffer>& in, std::size_t n, TimeLimit limit);
 
   // Enqueues the reduction of in[0, n), 1 <= n <= the n planned for, leaving the accumulator at
-  // out[0] (before post). Appends one event.
+  // out[0] (before post). Appends one event. base: the global index of in's element 0 (a
+  // chunk's start), from which the arg rows' indices count.
   void enqueue(const std::vector<cl::Buffer>& in, std::size_t n, const cl::Buffer& out,
-               std::vector<cl::Event>& events);
+               std::vector<cl::Event>& events, std::uint64_t base = 0);
+  // Enqueues the fold of m >= 1 accumulators (chunks' results, in index order) that lie at
+  // byte stride `stride` in `accs` into out[0], by the reduce on the device (one work-item, in
+  // order: first indices stay first). Appends one event.
+  void enqueue_fold(const cl::Buffer& accs, std::size_t stride, std::size_t m,
+                    const cl::Buffer& out, std::vector<cl::Event>& events);
 
   // The reference: one work-item folding in index order from the identity, in the accumulator
   // type, or, for a float accumulator on a device with fp64 where the expressions build in
   // double, in double (*wider = true). *magnitude: for float accumulators, the same fold of
   // |map| (the scale of the float bound). events receives the launch.
   Value reference(const std::vector<cl::Buffer>& in, std::size_t n, TimeLimit limit,
+                  double* magnitude, bool* wider, std::vector<cl::Event>& events);
+  // The same over an array in pieces (chunks): pieces(f) calls f(buffers, n) for every piece in
+  // index order, and each call enqueues the one work-item's fold of that piece, resumed from the
+  // value after the pieces before it (so the fold is the whole array's, element by element).
+  using ExprPieceFn = std::function<void(const std::vector<cl::Buffer>&, std::size_t)>;
+  Value reference(const std::function<void(const ExprPieceFn&)>& pieces, TimeLimit limit,
                   double* magnitude, bool* wider, std::vector<cl::Event>& events);
 
   // post(v, n) for each of vs (accumulator type), on the device; vs unchanged when spec has no
@@ -168,7 +183,7 @@ class ExprReduction {
   std::string options_;
   LaunchPolicy policy_;
   std::uint64_t depth_ = 0;
-  cl::Kernel main_;
+  cl::Kernel main_, fold_;
   cl::Buffer partials_, ticket_;
 };
 

@@ -58,6 +58,12 @@ double user_bound(DType acc, bool wider, std::uint64_t depth, std::uint64_t len,
 std::vector<unsigned char> where_mask(Context& ctx, const ExprSpec& spec,
                                       const std::vector<cl::Buffer>& in, std::size_t n,
                                       std::size_t local_size, TimeLimit limit) {
+  return where_mask(
+      ctx, spec, [&](const ExprReduction::ExprPieceFn& f) { f(in, n); }, n, local_size, limit);
+}
+
+std::vector<unsigned char> where_mask(Context& ctx, const ExprSpec& spec, const ExprPieces& pieces,
+                                      std::size_t n, std::size_t local_size, TimeLimit limit) {
   std::vector<unsigned char> mask;
   if (spec.where.empty()) return mask;
   ExprSpec ms;
@@ -69,11 +75,13 @@ std::vector<unsigned char> where_mask(Context& ctx, const ExprSpec& spec,
   ms.acc = DType::kInt32;
   ExprReduction me(ctx, ms, n, local_size, false);
   mask.reserve(n);
-  for (std::size_t first = 0; first < n; first += std::size_t{1} << 20) {
-    const std::size_t count = std::min<std::size_t>(n - first, std::size_t{1} << 20);
-    const std::vector<unsigned char> v = me.map_values(in, first, count, limit);
-    for (std::size_t k = 0; k < count; ++k) mask.push_back(v[4 * k] | v[4 * k + 1]);
-  }
+  pieces([&](const std::vector<cl::Buffer>& in, std::size_t len) {
+    for (std::size_t first = 0; first < len; first += std::size_t{1} << 20) {
+      const std::size_t count = std::min<std::size_t>(len - first, std::size_t{1} << 20);
+      const std::vector<unsigned char> v = me.map_values(in, first, count, limit);
+      for (std::size_t k = 0; k < count; ++k) mask.push_back(v[4 * k] | v[4 * k + 1]);
+    }
+  });
   return mask;
 }
 
@@ -98,16 +106,23 @@ ExprVerdict verify_row(const std::string& op, const std::vector<HostArray>& arra
 
 ExprVerdict verify_user(ExprReduction& er, const std::vector<cl::Buffer>& in, std::size_t n,
                         const Value& result, TimeLimit limit, std::vector<cl::Event>& seq_events) {
+  return verify_user(
+      er, [&](const ExprReduction::ExprPieceFn& f) { f(in, n); }, n, 0, result, limit, seq_events);
+}
+
+ExprVerdict verify_user(ExprReduction& er, const ExprPieces& pieces, std::size_t n,
+                        std::uint64_t fold_depth, const Value& result, TimeLimit limit,
+                        std::vector<cl::Event>& seq_events) {
   const DType acc = er.spec().acc;
   double magnitude = 0.0;
   bool wider = false;
-  const Value reference = er.reference(in, n, limit, &magnitude, &wider, seq_events);
+  const Value reference = er.reference(pieces, limit, &magnitude, &wider, seq_events);
   ExprVerdict v;
   Value expected = reference;
   if (is_float(acc)) {
     expected.type = acc;
     if (acc == DType::kFloat) expected.f = static_cast<float>(reference.f);
-    v.bound = user_bound(acc, wider, er.depth(), n, magnitude, reference.f);
+    v.bound = user_bound(acc, wider, er.depth() + fold_depth, n, magnitude, reference.f);
     v.ok = within(result.f, reference.f, v.bound);
     if (!v.ok) v.why = off_by(result.f, reference.f, v.bound);
   } else {

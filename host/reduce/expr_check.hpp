@@ -24,6 +24,13 @@ std::vector<unsigned char> where_mask(Context& ctx, const ExprSpec& spec,
                                       const std::vector<cl::Buffer>& in, std::size_t n,
                                       std::size_t local_size, TimeLimit limit);
 
+// The arrays in pieces (chunks), in index order: pieces(f) calls f(buffers, length) for each
+// (ExprReduction::reference()'s form).
+using ExprPieces = std::function<void(const ExprReduction::ExprPieceFn&)>;
+// The same over arrays in pieces, n elements in all.
+std::vector<unsigned char> where_mask(Context& ctx, const ExprSpec& spec, const ExprPieces& pieces,
+                                      std::size_t n, std::size_t local_size, TimeLimit limit);
+
 // The verdict on one result.
 struct ExprVerdict {
   bool ok = true;
@@ -46,6 +53,12 @@ ExprVerdict verify_row(const std::string& op, const std::vector<HostArray>& arra
 // applied, on the device. The reference's launch is appended to seq_events.
 ExprVerdict verify_user(ExprReduction& er, const std::vector<cl::Buffer>& in, std::size_t n,
                         const Value& result, TimeLimit limit, std::vector<cl::Event>& seq_events);
+
+// The same over arrays in pieces (n elements in all), whose fold after the launches adds
+// fold_depth operations to an element's chain (the float bound's depth).
+ExprVerdict verify_user(ExprReduction& er, const ExprPieces& pieces, std::size_t n,
+                        std::uint64_t fold_depth, const Value& result, TimeLimit limit,
+                        std::vector<cl::Event>& seq_events);
 
 // Result q's elements of x, as an array of their own (a view where they lie together).
 HostArray gather_segment(const HostArray& x, const SegmentLayout& layout, std::uint64_t q);

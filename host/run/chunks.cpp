@@ -263,29 +263,55 @@ void ChunkedArray::prepare_reduce(std::size_t out_bytes, const std::string& what
          what + " (result reset)");
 }
 
+void ChunkedArray::each_chunk(const std::vector<ChunkedArray*>& arrays, const ChunkLaunch& launch,
+                              std::size_t upto) {
+  if (arrays.empty()) return;
+  ChunkedArray& first = *arrays.front();
+  const ChunkLayout& L = first.layout_;
+  for (const ChunkedArray* a : arrays)
+    if (&a->ctx_ != &first.ctx_ || a->layout_.n != L.n || a->layout_.chunk != L.chunk ||
+        a->layout_.streamed() != L.streamed() || a->slots_.size() != first.slots_.size())
+      throw Error(Errc::kInternal, "internal: arrays of one launch laid out differently");
+  cl::CommandQueue& q = first.ctx_.queue();
+  const std::size_t chunks = std::min(L.chunks, upto);
+  std::vector<cl::Buffer> ins(arrays.size());
+  if (!L.streamed()) {
+    for (std::size_t c = 0; c < chunks; ++c) {
+      for (std::size_t k = 0; k < arrays.size(); ++k) ins[k] = arrays[k]->slots_[c].in;
+      launch(c, ins);
+      if (first.progress_) first.progress_(c + 1, L.chunks);
+    }
+    q.flush();
+    return;
+  }
+  const std::size_t k = first.slots_.size();
+  std::size_t next_up = 0;
+  for (std::size_t c = 0; c < chunks; ++c) {
+    for (; next_up < chunks && next_up < c + k; ++next_up)
+      for (ChunkedArray* a : arrays) a->stream_in(next_up);
+    std::vector<cl::Event> ready;
+    for (std::size_t j = 0; j < arrays.size(); ++j) {
+      Slot& s = arrays[j]->slots_[c % k];
+      ready.push_back(s.written);
+      ins[j] = s.in;
+    }
+    q.enqueueBarrierWithWaitList(&ready);
+    launch(c, ins);
+    cl::Event done;
+    q.enqueueMarkerWithWaitList(nullptr, &done);
+    for (ChunkedArray* a : arrays) a->slots_[c % k].done = done;
+    q.flush();
+    if (first.progress_) first.progress_(c + 1, L.chunks);
+  }
+}
+
 Value ChunkedArray::reduce(ReducePlan& plan, std::vector<cl::Event>& events,
                            const std::string& what, ReduceFold* pieces) {
   cl::CommandQueue& q = ctx_.queue();
   const std::size_t chunks = layout_.chunks;
-  if (!layout_.streamed()) {
-    for (std::size_t c = 0; c < chunks; ++c) {
-      plan.enqueue(slots_[c].in, 0, layout_.length(c), partial_views_[c], events);
-      if (progress_) progress_(c + 1, chunks);
-    }
-  } else {
-    const std::size_t k = slots_.size();
-    std::size_t next_up = 0;
-    for (std::size_t c = 0; c < chunks; ++c) {
-      for (; next_up < chunks && next_up < c + k; ++next_up) stream_in(next_up);
-      Slot& s = slots_[c % k];
-      const std::vector<cl::Event> ready{s.written};
-      q.enqueueBarrierWithWaitList(&ready);
-      plan.enqueue(s.in, 0, layout_.length(c), partial_views_[c], events);
-      q.enqueueMarkerWithWaitList(nullptr, &s.done);
-      q.flush();
-      if (progress_) progress_(c + 1, chunks);
-    }
-  }
+  each_chunk({this}, [&](std::size_t c, const std::vector<cl::Buffer>& in) {
+    plan.enqueue(in.front(), 0, layout_.length(c), partial_views_[c], events);
+  });
   enqueue_read(q, partials_, 0, partial_stride_ * chunks, partial_host_.data(), piece_);
   // The time limit counts on the device from the run's first launch: this thread may enqueue the
   // marker only after the kernels have ended (a loaded host).

@@ -117,6 +117,17 @@ class ChunkedArray {
   Value reduce(ReducePlan& plan, std::vector<cl::Event>& events, const std::string& what,
                ReduceFold* pieces = nullptr);
 
+  // The chunks of several arrays made with one layout on one context (the inputs of one
+  // reduction: chunk c is the same elements of each), in chunk order: launch(c, ins) enqueues
+  // chunk c's kernels on the context's queue, ins[k] holding array k's elements of chunk c from
+  // its element 0; the first `chunks` chunks (all: SIZE_MAX). Resident layouts are uploaded
+  // first (upload()); streamed ones write each chunk of every array while the chunks before it
+  // run, and a chunk's kernels wait for its writes. Returns with every launch enqueued and
+  // flushed, not waited for. reduce() runs its chunks through it.
+  using ChunkLaunch = std::function<void(std::size_t, const std::vector<cl::Buffer>&)>;
+  static void each_chunk(const std::vector<ChunkedArray*>& arrays, const ChunkLaunch& launch,
+                         std::size_t chunks = SIZE_MAX);
+
   // Writes the output's sentinel where the device will write (resident: the device outputs
   // from the host output, which the caller has filled).
   void prepare_scan(const std::string& what);

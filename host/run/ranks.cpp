@@ -365,6 +365,18 @@ std::vector<double> gather_ranks(double mine) {
   return {mine};
 }
 
+std::vector<unsigned char> gather_bytes_ranks(const std::vector<unsigned char>& mine) {
+#if CLREDUCE_HAVE_MPI
+  if (g_mpi) {
+    std::vector<unsigned char> all(mine.size() * static_cast<std::size_t>(g_ranks.size));
+    MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(),
+                  static_cast<int>(mine.size()), MPI_BYTE, MPI_COMM_WORLD);
+    return all;
+  }
+#endif
+  return mine;
+}
+
 void barrier_ranks() {
 #if CLREDUCE_HAVE_MPI
   if (g_mpi) MPI_Barrier(MPI_COMM_WORLD);

@@ -111,6 +111,9 @@ ScanRefState exscan_ref_state(Op op, const ScanRefState& mine);
 bool all_ranks(bool mine);
 std::uint64_t sum_ranks(std::uint64_t mine);
 std::vector<double> gather_ranks(double mine);
+// Every rank's bytes (the same count on every rank) gathered at every rank, in rank order: the
+// reduction engine's accumulators.
+std::vector<unsigned char> gather_bytes_ranks(const std::vector<unsigned char>& mine);
 // The value of the last rank whose slice is not empty (mine when no rank has one): a scan's
 // last element, which that rank holds.
 Value last_of_ranks(const Value& mine, bool empty);

@@ -223,6 +223,51 @@ TEST_CASE("any place: a host array past max-chunk runs in chunks, in place and c
   }
 }
 
+TEST_CASE(
+    "any place: derived ops and user expressions over host arrays past max-chunk run in chunks",
+    "[api][any-place]") {
+  clreduce::Device& dev = device();
+  const std::size_t n = 100003;
+  std::vector<double> x(n), y(n);
+  long double dot = 0, sum = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    x[i] = static_cast<double>(element<float>(i));
+    y[i] = static_cast<double>(element<float>(i + 7)) * 0.5;
+    dot += static_cast<long double>(x[i]) * y[i];
+    sum += x[i];
+  }
+  clreduce::Tuning t = dev.tuning();
+  t.max_chunk = 4096 * sizeof(double);  // 25 chunks of 4096 doubles
+  for (const char* stream : {"off", "on"}) {
+    t.stream = stream;
+    t.in_place = std::string(stream) == "on" ? "off" : "auto";
+    const ScopedTuning scoped(t);
+    CAPTURE(stream);
+    clreduce::Options o;
+    o.verify = true;
+    const clreduce::Result d = dev.reduce(clreduce::Derived::kDot, {x, y}, n, o);
+    CAPTURE(d.layout, d.verdict);
+    CHECK_THAT(d.layout, ContainsSubstring("25 chunks of 4096"));
+    CHECK(d.verified);
+    CHECK(std::fabs(d.value.f - static_cast<double>(dot)) <=
+          1e-9 * std::fabs(static_cast<double>(dot)));
+    const clreduce::Result m = dev.reduce(clreduce::Derived::kMean, {x}, n, o);
+    CHECK(m.verified);
+    CHECK(std::fabs(m.value.f - static_cast<double>(sum / n)) <= 1e-12);
+    clreduce::Expression e;
+    e.map = "x*y";
+    e.reduce = "a+b";
+    e.identity = "0";
+    e.post = "a/n";
+    const clreduce::Result u = dev.reduce(e, {x, y}, n, o);
+    CAPTURE(u.layout, u.verdict);
+    CHECK_THAT(u.layout, ContainsSubstring("25 chunks of 4096"));
+    CHECK(u.verified);
+    CHECK(std::fabs(u.value.f - static_cast<double>(dot / n)) <=
+          1e-9 * std::fabs(static_cast<double>(dot / n)));
+  }
+}
+
 TEST_CASE("any place: host scans are read and written in place where 128-byte aligned",
           "[api][any-place]") {
   clreduce::Device& dev = device();

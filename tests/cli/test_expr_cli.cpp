@@ -271,7 +271,6 @@ TEST_CASE("user reductions refuse arrays that differ and flags that do not apply
            {base + "--size 10 --variant fast", "--variant fast and --map exclude each other", 2},
            {"--map x --identity 0 --size 10", "needs --map, --reduce and --identity", 2},
            {"--input " + a + " --input " + a, "several arrays are for a user reduction", 2},
-           {base + "--size 1000 --max-chunk 1024", "user reductions do not run in chunks yet", 5},
        }) {
     CAPTURE(c.args);
     const auto r = run_cli(c.args);
