@@ -13,7 +13,8 @@
 //     for all of them);
 //   strided lines (any axis but the last): the array seen as [O, R1, I, R2, J], axes R1 and R2
 //     reduced (either may be 1), one result per (o, i, j): reduce_columns gives each work-item
-//     one result (neighbouring work-items neighbouring j, or i: coalesced reads), looping over
+//     one result on GPUs (neighbouring work-items neighbouring j, or i: coalesced reads), a run
+//     of SEG_COLS neighbouring results on CPUs (a cache line of every row read), looping over
 //     the rows r1 of its piece of R1 and, inside, over R2; with several pieces of R1 per result
 //     (few results, long lines), reduce_columns_fold folds the pieces in order.
 //   reduce_segments_seq: the reference of a user reduction: one work-item, each segment in index
@@ -137,25 +138,46 @@ inline ulong seg_at(ulong q, ulong r1, ulong r2, ulong R1, ulong I, ulong R2, ul
   return (((o * R1 + r1) * I + i) * R2 + r2) * J + j;
 }
 
-// Work-item g: result q = g % results, piece p = g / results of `pieces` (rows [p * rows,
-// min(R1, (p + 1) * rows))). One piece: the result itself; else its partial at partials[g].
+#ifndef SEG_COLS
+#define SEG_COLS 1
+#endif
+// Work-item g: results q0 .. q0 + SEG_COLS - 1 (q0 = (g % blocks) SEG_COLS, blocks = results /
+// SEG_COLS rounded up), piece p = g / blocks of `pieces` (rows [p * rows, min(R1, (p + 1) *
+// rows))). One piece: the results themselves; else their partials at partials[p * results + q].
+// Each result folds its rows in order, as one work-item per result would (SEG_COLS 1, GPUs:
+// neighbouring work-items read neighbouring j). CPUs take SEG_COLS neighbouring results a
+// work-item: every row's read is then a run of SEG_COLS elements (a cache line and one page
+// for them all), not one element a line and a page, as a work-item's walk down one column is.
+// Element (r1, r2) of result q lies at seg_at(q, 0, 0) + r1 I R2 J + r2 J.
 __kernel void reduce_columns(EXPR_INPUTS, ulong R1, ulong I, ulong R2, ulong J, ulong results,
                              ulong pieces, ulong rows, __global acc_t* out,
                              __global acc_t* partials) {
   EXPR_UNUSED;
+  const ulong blocks = (results + SEG_COLS - 1) / SEG_COLS;
   const ulong g = get_global_id(0);
-  if (g >= results * pieces) return;
-  const ulong q = g % results, p = g / results;
+  if (g >= blocks * pieces) return;
+  const ulong q0 = (g % blocks) * SEG_COLS, p = g / blocks;
   const ulong first = p * rows, last = min(R1, first + rows);
-  acc_t a = clr_identity();
-  for (ulong r1 = first; r1 < last; ++r1) {
-    const ulong row = seg_at(q, r1, 0, R1, I, R2, J);
-    for (ulong r2 = 0; r2 < R2; ++r2) a = clr_op(a, SEG_LOAD(row + r2 * J, r1 * R2 + r2));
+  const ulong step = I * R2 * J;
+  ulong base[SEG_COLS];
+  acc_t a[SEG_COLS];
+  for (uint c = 0; c < SEG_COLS; ++c) {
+    // A block's columns past the last result read the last one's elements, not kept.
+    base[c] = seg_at(min(q0 + c, results - 1), 0, 0, R1, I, R2, J);
+    a[c] = clr_identity();
   }
-  if (pieces == 1)
-    out[q] = clr_result(a);
-  else
-    partials[g] = a;
+  for (ulong r1 = first; r1 < last; ++r1)
+    for (ulong r2 = 0; r2 < R2; ++r2) {
+      const ulong at = r1 * step + r2 * J;
+      for (uint c = 0; c < SEG_COLS; ++c)
+        a[c] = clr_op(a[c], SEG_LOAD(base[c] + at, r1 * R2 + r2));
+    }
+  for (uint c = 0; c < SEG_COLS && q0 + c < results; ++c) {
+    if (pieces == 1)
+      out[q0 + c] = clr_result(a[c]);
+    else
+      partials[p * results + q0 + c] = a[c];
+  }
 }
 
 // Result q's pieces (partials[p * results + q]) folded in order.

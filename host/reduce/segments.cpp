@@ -170,9 +170,13 @@ void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
   const std::size_t preferred = cpu ? 64 : 256;
   const std::uint64_t per_lane = cpu ? 16 : 4, per_item = cpu ? 1024 : 64;
   check_local_size(ctx_, local_size, local_size * local_bytes);
+  // Columns: a work-item per result on GPUs (coalesced), 16 neighbouring results on CPUs (a
+  // cache line of each row read at once; reduce_segments.cl).
+  cols_ = cpu ? 16 : 1;
   const auto make = [&](std::size_t wg) {
     main_ = build(layout_.columns ? "reduce_columns" : "reduce_segments",
-                  " -DWG_SIZE=" + std::to_string(wg));
+                  " -DWG_SIZE=" + std::to_string(wg) +
+                      (layout_.columns ? " -DSEG_COLS=" + std::to_string(cols_) : ""));
   };
   make(local_size ? local_size : preferred);
   policy_.wg_size = choose_wg(ctx_, main_, local_size, preferred);
@@ -184,15 +188,19 @@ void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
     // Enough work-items to fill the device (4 groups per compute unit), each a piece of at least
     // 16 rows of its result.
     const std::uint64_t results = layout_.results();
+    const std::uint64_t blocks = ceil_div(results, cols_);
     const std::uint64_t target = std::max<std::uint64_t>(1, dev.compute_units) * wg * 4;
-    pieces_ = std::clamp<std::uint64_t>(ceil_div(target, std::max<std::uint64_t>(results, 1)), 1,
+    pieces_ = std::clamp<std::uint64_t>(ceil_div(target, std::max<std::uint64_t>(blocks, 1)), 1,
                                         std::max<std::uint64_t>(1, ceil_div(layout_.R1, 16)));
     rows_ = ceil_div(layout_.R1, pieces_);
     pieces_ = std::max<std::uint64_t>(1, ceil_div(layout_.R1, rows_));
-    policy_.groups = ceil_div(results * pieces_, wg);
+    policy_.groups = ceil_div(blocks * pieces_, wg);
     policy_.items_per_thread = static_cast<unsigned>(
         std::min<std::uint64_t>(rows_ * layout_.R2, std::numeric_limits<unsigned>::max()));
-    policy_.path = "columns: a work-item per result, " + std::to_string(pieces_) +
+    policy_.path = std::string("columns: ") +
+                   (cols_ == 1 ? "a work-item per result, "
+                               : std::to_string(cols_) + " results a work-item, ") +
+                   std::to_string(pieces_) +
                    (pieces_ == 1 ? " piece" : " pieces") + " of " + std::to_string(rows_) + " rows";
     if (pieces_ > 1) {
       fold_ = build("reduce_columns_fold", wg_option);
@@ -278,7 +286,7 @@ void SegmentReduction::enqueue(const std::vector<cl::Buffer>& in, const cl::Buff
     main_.setArg(kExprArgs + 8, partials_.get() ? partials_ : out);
     events.emplace_back();
     ctx_.queue().enqueueNDRangeKernel(main_, cl::NullRange,
-                                      cl::NDRange(ceil_div(results * pieces_, wg) * wg),
+                                      cl::NDRange(ceil_div(ceil_div(results, cols_) * pieces_, wg) * wg),
                                       cl::NDRange(wg), nullptr, &events.back());
     if (pieces_ > 1) {
       fold_.setArg(0, partials_);

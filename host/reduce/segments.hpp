@@ -110,6 +110,7 @@ class SegmentReduction {
   std::vector<std::uint64_t> tasks_, longs_;
   std::vector<std::uint32_t> lanes_;
   std::uint64_t piece_ = 0, slots_ = 0, pieces_ = 1, rows_ = 0;
+  std::uint64_t cols_ = 1;  // columns: neighbouring results a work-item (SEG_COLS)
   cl::Buffer offsets_, tasks_buf_, longs_buf_, partials_;
 };
 

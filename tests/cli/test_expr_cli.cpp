@@ -311,7 +311,7 @@ TEST_CASE("the engine's rows refuse flags and arrays they cannot take, in one li
   }
 }
 
-TEST_CASE("--peers beside the engine's rows: a verified omp row first, the row's vs_omp",
+TEST_CASE("peers (--peers) beside the engine's rows: a verified omp row first, the row's vs_omp",
           "[cli][expr][omp_rows]") {
   // Below and above the size where the peer goes parallel (2^15), float and double; minmax of
   // int32 too. Every op's omp row verifies, and the expr row carries vs_omp.
@@ -353,7 +353,7 @@ TEST_CASE("--peers beside the engine's rows: a verified omp row first, the row's
   CHECK(t.out.find("\nomp ") < t.out.find("\nexpr "));
 }
 
-TEST_CASE("--peers: a peer whose answer is wrong is reported, and the run exits 1",
+TEST_CASE("peers (--peers): a peer whose answer is wrong is reported, and the run exits 1",
           "[cli][expr][omp_rows]") {
   // Squares of 1e20 overflow float: NumPy's float32 norm, and the peer's loop, give inf; the
   // engine's scaled norm is finite. The peer's row says so and does not verify.
@@ -372,7 +372,7 @@ TEST_CASE("--peers: a peer whose answer is wrong is reported, and the run exits 
   CHECK_THAT(row, !ContainsSubstring("\"vs_omp\""));  // no ratio against a wrong peer
 }
 
-TEST_CASE("--peers where the OpenMP peer has no loop: a row saying why, the run goes on",
+TEST_CASE("peers (--peers) where the OpenMP peer has no loop: a row saying why, the run goes on",
           "[cli][expr][omp_rows]") {
   struct Case {
     std::string args, says;

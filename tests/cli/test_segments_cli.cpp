@@ -156,7 +156,7 @@ TEST_CASE("segments and axes refuse bad offsets, axes and flags in one line, wri
   }
 }
 
-TEST_CASE("--peers beside segments and axes: a verified omp row of the sums, vs_omp",
+TEST_CASE("peers (--peers) beside segments and axes: a verified omp row of the sums, vs_omp",
           "[cli][segments][omp_rows]") {
   TempDir dir;
   // 70000 elements (past the peer's parallel size): segments empty, of one element, short, and
