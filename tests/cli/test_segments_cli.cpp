@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -34,7 +36,43 @@ std::string save(const TempDir& dir, const std::string& name, DType t, const std
   return path;
 }
 
+// Replaces `from` by `to` in the kernel file `path` (which must hold it).
+void edit(const std::filesystem::path& path, const std::string& from, const std::string& to) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  const std::size_t at = s.find(from);
+  REQUIRE(at != std::string::npos);
+  s.replace(at, from.size(), to);
+  in.close();
+  std::ofstream(path) << s;
+}
+
 }  // namespace
+
+TEST_CASE(
+    "a wrong result along an axis fails its check, the first wrong one named (the check spread "
+    "over the host's cores)",
+    "[cli][segments]") {
+  TempDir dir;
+  std::filesystem::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir.dir / "cl",
+                        std::filesystem::copy_options::recursive);
+  // Results from 3000 on doubled (a + a), of 5000 (past the check's parallel threshold).
+  edit(dir.dir / "cl" / "reduce_segments.cl", "out[q0 + c] = clr_result(a[c]);",
+       "out[q0 + c] = clr_result(q0 + c >= 3000 ? clr_op(a[c], a[c]) : a[c]);");
+  edit(dir.dir / "cl" / "reduce_segments.cl", "partials[p * results + q0 + c] = a[c];",
+       "partials[p * results + q0 + c] = q0 + c >= 3000 ? clr_op(a[c], a[c]) : a[c];");
+  std::vector<std::int32_t> x(8 * 5000);
+  for (std::size_t k = 0; k < x.size(); ++k) x[k] = static_cast<std::int32_t>(k % 97) + 1;
+  const std::string m = save(dir, "m.npy", DType::kInt32, x, {8, 5000});
+  const auto bad = run_cli("--input " + m + " --axis 0 --op sum --repeat 1 --kernel-dir " +
+                           (dir / "cl"));
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.out, ContainsSubstring("segment 3000: "));
+  const auto good = run_cli("--input " + m + " --axis 0 --op sum --repeat 1");
+  CHECK(good.code == 0);
+}
 
 TEST_CASE("segments and axes write NumPy's shape and dtype, empty segments the identity",
           "[cli][segments]") {
