@@ -197,6 +197,12 @@ inline acc_t clr_var_op(acc_t a, acc_t b) {
 // takes the element's index i, counted from clr_base (a kernel argument after clr_shift: the
 // global index of the buffers' element 0, so that a chunk's or a share's indices are the whole
 // array's).
+#ifdef A_IS_FLOAT
+// norm2's term for float and float16 arrays in double (host/reduce/expr_ops.cpp, plain_double):
+// the element's square, exact in double and inside its range.
+inline A clr_sq(A x) { return x * x; }
+#endif
+
 #ifdef CLR_H0
 #define CLR_B0 half
 #define CLR_LD0(i) vload_half((i), x0)

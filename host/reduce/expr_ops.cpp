@@ -254,7 +254,7 @@ ExprSpec expr_op_spec(const std::string& op, const std::vector<DType>& inputs,
     floats(4, "clr_var_map((A)x - clr_shift)", "clr_var_op(a, b)", "0",
            op == "std" ? "sqrt(" + var + ")" : var);
   } else if (op == "norm2" && plain_double(w, s.inputs)) {
-    floats(1, "(A)x * (A)x", "a + b", "0", "sqrt(a)");
+    floats(1, "clr_sq((A)x)", "a + b", "0", "sqrt(a)");
   } else if (op == "norm2") {
     floats(2, "clr_nrm_map((A)x)", "clr_nrm_op(a, b)", "0", "a.x * sqrt(a.y)");
   } else if (op == "logsumexp") {

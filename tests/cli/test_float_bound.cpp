@@ -31,11 +31,12 @@ using clreduce::test::TempDir;
 
 const std::string kTimeout = "timeout 300";
 
-void save(const std::string& path, const std::vector<float>& v) {
+template <class T>
+void save(const std::string& path, const std::vector<T>& v) {
   HostArray a;
-  a.type = DType::kFloat;
+  a.type = sizeof(T) == 8 ? DType::kDouble : DType::kFloat;
   a.n = v.size();
-  a.bytes.resize(v.size() * 4);
+  a.bytes.resize(v.size() * sizeof(T));
   std::memcpy(a.bytes.data(), v.data(), a.bytes.size());
   write_npy(path, a);
 }
@@ -181,7 +182,7 @@ TEST_CASE("a sum of -0s is +0 in every variant, as NumPy's sum; a product of zer
 TEST_CASE("an overflow is reported with the sign its input can reach", "[cli][bound][overflow]") {
   const TempDir d;
   const std::string path = d / "max.npy";
-  save(path, {FLT_MAX, FLT_MAX, 1.0f});  // every order gives +inf
+  save(path, std::vector<float>{FLT_MAX, FLT_MAX, 1.0f});  // every order gives +inf
   const auto r = run_cli("--input " + path + " --variant all --repeat 1 --format json", kTimeout);
   CHECK(r.code == 0);
   CHECK(unverified(r.out) == 0);
@@ -191,32 +192,42 @@ TEST_CASE("an overflow is reported with the sign its input can reach", "[cli][bo
 
 TEST_CASE(
     "norm2 verifies where a running sum of squares drifts, and fails with an element dropped "
-    "(clr_nrm_map edited to drop 0.75)",
+    "(clr_nrm_map and clr_sq edited to drop 0.75)",
     "[cli][bound][norm2]") {
   const TempDir d;
   // 2^32 and then ones: a running sum of squares in long double keeps 2^64 (each 1 is half its
-  // ulp), 1.2e-4 from the norm, while the engine's result is the norm to the last bit.
+  // ulp), 1.2e-4 from the norm, while the engine's result is the norm to the last bit. Float
+  // arrays take the plain sum of squares in double (clr_sq), double arrays the scaled one
+  // (clr_nrm_map).
   const std::size_t n = std::size_t{1} << 20;
   std::vector<float> big(n, 1.0f);
   big[0] = std::ldexp(1.0f, 32);
   save(d / "big.npy", big);
-  // Uniform floats and a last element of 0.75, which the edited map drops.
-  save(d / "u.npy", data(n + 1, false, 0.75f));
+  save(d / "big64.npy", std::vector<double>(big.begin(), big.end()));
+  // Uniform floats and a last element of 0.75, which the edited maps drop.
+  const std::vector<float> u = data(n + 1, false, 0.75f);
+  save(d / "u.npy", u);
+  save(d / "u64.npy", std::vector<double>(u.begin(), u.end()));
   fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, d.dir / "cl", fs::copy_options::recursive);
   edit(d.dir / "cl" / "clr_expr.h", "ax == 0 ? (acc_t)(0, 0)",
        "ax == 0 || ax == (A)0.75 ? (acc_t)(0, 0)");
+  edit(d.dir / "cl" / "clr_expr.h", "inline A clr_sq(A x) { return x * x; }",
+       "inline A clr_sq(A x) { return x == (A)0.75 ? 0 : x * x; }");
   for (const std::string shape : {"cpu", "gpu"}) {
     CAPTURE(shape);
     const std::string env = kTimeout + " env CLREDUCE_FAST_SHAPE=" + shape;
     const std::string args = " --op norm2 --repeat 1 --format json --input ";
-    for (const std::string f : {"big.npy", "u.npy"}) {
+    for (const std::string f : {"big.npy", "u.npy", "big64.npy", "u64.npy"}) {
       CAPTURE(f);
       const auto r = run_cli(args + (d / f), env);
       CHECK(r.code == 0);
       CHECK(unverified(r.out) == 0);
     }
-    const auto dropped = run_cli(args + (d / "u.npy") + " --kernel-dir " + (d / "cl"), env);
-    CHECK(dropped.code == 1);
-    CHECK(unverified(dropped.out) == 1);
+    for (const std::string f : {"u.npy", "u64.npy"}) {
+      CAPTURE(f);
+      const auto dropped = run_cli(args + (d / f) + " --kernel-dir " + (d / "cl"), env);
+      CHECK(dropped.code == 1);
+      CHECK(unverified(dropped.out) == 1);
+    }
   }
 }
