@@ -139,6 +139,10 @@ inline bool expr_vec_aligned(__global const CLR_T0* x0, __global const CLR_T1* x
 inline acc_t expr_flush(acc_t* acc) {
   acc_t v = acc[0];
   acc[0] = clr_identity();
+  // Unrolled, as every loop over the accumulators: constant indices keep them in registers
+  // (an index the compiler cannot resolve puts the array in memory, each fold a store and a
+  // load).
+#pragma unroll
   for (uint k = 1; k < UNROLL; ++k) {
     v = clr_op(v, acc[k]);
     acc[k] = clr_identity();
