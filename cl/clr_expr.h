@@ -176,12 +176,27 @@ inline acc_t clr_mean_op(acc_t a, acc_t b) { return (acc_t)(clr_csum(a.xy, b.xy)
 // (1, d, d - d, 0): M2 is NaN for an infinite d, as NumPy's x - mean is.
 inline acc_t clr_var_map(A d) { return (acc_t)(1, d, d - d, 0); }
 
+#if EXPR_CPU
+// 1 / k for k < 32, correctly rounded (constant folding is): on CPUs an element's fold into a
+// work-item's accumulator (b.x = 1, a.x below a block's length) reads its f = 1 / n here
+// instead of dividing. (On GPUs the lookup at an index that varies across a warp cost more
+// than the division it saves: measured, not used there.)
+__constant A clr_var_inv[32] = {
+    0,         1,         (A)1 / 2,  (A)1 / 3,  (A)1 / 4,  (A)1 / 5,  (A)1 / 6,  (A)1 / 7,
+    (A)1 / 8,  (A)1 / 9,  (A)1 / 10, (A)1 / 11, (A)1 / 12, (A)1 / 13, (A)1 / 14, (A)1 / 15,
+    (A)1 / 16, (A)1 / 17, (A)1 / 18, (A)1 / 19, (A)1 / 20, (A)1 / 21, (A)1 / 22, (A)1 / 23,
+    (A)1 / 24, (A)1 / 25, (A)1 / 26, (A)1 / 27, (A)1 / 28, (A)1 / 29, (A)1 / 30, (A)1 / 31};
+#define CLR_VAR_F(b, n) ((b).x == 1 && (n) < 32 ? clr_var_inv[(int)(n)] : (b).x / (n))
+#else
+#define CLR_VAR_F(b, n) ((b).x / (n))
+#endif
+
 inline acc_t clr_var_op(acc_t a, acc_t b) {
   if (b.x == 0) return a;
   if (a.x == 0) return b;
   const A n = a.x + b.x;
   const A d = b.y - a.y;
-  const A f = b.x / n;
+  const A f = CLR_VAR_F(b, n);
   return (acc_t)(n, a.y + d * f, (a.z + b.z) + d * d * (a.x * f), 0);
 }
 #endif
