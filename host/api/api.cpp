@@ -660,8 +660,9 @@ DeviceInfo check_program_objects(const cl::Context& context, const cl::Device& d
   if (context() == nullptr || device() == nullptr || queue() == nullptr)
     throw Error(Errc::kUsage, "Device(context, device, queue): an empty OpenCL object");
   if (use != QueueUse::kOwn && use != QueueUse::kProgram)
-    throw Error(Errc::kUsage, "Device(context, device, queue, use): use is neither "
-                              "QueueUse::kOwn nor QueueUse::kProgram");
+    throw Error(Errc::kUsage,
+                "Device(context, device, queue, use): use is neither "
+                "QueueUse::kOwn nor QueueUse::kProgram");
   if (use == QueueUse::kProgram &&
       (queue.getInfo<CL_QUEUE_PROPERTIES>() & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
     throw Error(Errc::kUsage,

@@ -29,8 +29,8 @@ double events_ms(std::vector<cl::Event>& events) {
   double ms = 0.0;
   for (auto& e : events) {
     cl_ulong start = 0, end = 0;
-    cl_int err = clGetEventProfilingInfo(e(), CL_PROFILING_COMMAND_START, sizeof start, &start,
-                                         nullptr);
+    cl_int err =
+        clGetEventProfilingInfo(e(), CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr);
     if (err == CL_SUCCESS)
       err = clGetEventProfilingInfo(e(), CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr);
     // A queue without profiling (a program's own, run on directly): no kernel time to give.

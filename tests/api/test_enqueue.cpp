@@ -555,8 +555,8 @@ TEST_CASE("enqueue: QueueUse::kProgram refuses an out-of-order queue",
   cl::CommandQueue q(own, cl_dev, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
   const auto make = [&] { clreduce::Device d(own, cl_dev, q, clreduce::QueueUse::kProgram); };
   CHECK(error_category(make) == clreduce::Errc::kUsage);
-  CHECK_THAT(error_text(make), ContainsSubstring("out of order") &&
-                                   ContainsSubstring("QueueUse::kOwn"));
+  CHECK_THAT(error_text(make),
+             ContainsSubstring("out of order") && ContainsSubstring("QueueUse::kOwn"));
   // The default use takes it (a queue of clreduce's own beside it).
   clreduce::Device beside(own, cl_dev, q, clreduce::QueueUse::kOwn);
   CHECK(beside.queue_use() == clreduce::QueueUse::kOwn);
