@@ -95,7 +95,8 @@ struct CLREDUCE_API Result {
   std::string layout;
   double kernel_ms = 0.0;  // median over the timed runs of the summed kernel times of all launches
   double kernel_ms_min = 0.0;  // fastest and slowest timed run
-  double kernel_ms_max = 0.0;
+  double kernel_ms_max = 0.0;  // (all three NaN on a program's queue without profiling that the
+                               // Device runs on itself: QueueUse::kProgram)
   double wall_ms = 0.0;  // median host-clock time of upload (host arrays), launches and read-back
   std::size_t launches = 0;  // kernel launches in one run
   std::size_t builds = 0;    // programs compiled during this call (0 once the device has them)
@@ -222,7 +223,8 @@ struct CLREDUCE_API SegmentedResult {
   std::vector<std::int64_t> indices;  // arg ops: each extreme's first index within its segment
                                       // or along the axis (NumPy's); else empty
   std::string plan;
-  double kernel_ms = 0.0;  // median over the timed runs of the launches' kernel time
+  double kernel_ms = 0.0;  // median over the timed runs of the launches' kernel time (NaN as
+                           // Result::kernel_ms)
   double wall_ms = 0.0;    // median host-clock time of upload, launches and read-back
   std::size_t launches = 0;
   std::size_t builds = 0;
