@@ -622,12 +622,15 @@ struct Device::Impl {
   Impl(const DeviceInfo& info, const std::string& kernel_dir, const Tuning& tuning)
       : summary(summarize(info)),
         ctx(info, find_kernel_dir(kernel_dir, false, "kernel_dir"), false, tuning) {}
-  // On the program's own context; its queue is waited for before each call.
+  // On the program's own context; its queue is waited for before each call. QueueUse::kProgram:
+  // ctx runs on that queue itself.
   Impl(const DeviceInfo& info, const cl::Context& context, const cl::CommandQueue& queue,
-       const std::string& kernel_dir, const Tuning& tuning)
+       QueueUse queue_use, const std::string& kernel_dir, const Tuning& tuning)
       : summary(summarize(info)),
-        ctx(info, context, find_kernel_dir(kernel_dir, false, "kernel_dir"), false, tuning),
-        program_queue(queue) {}
+        ctx(info, context, find_kernel_dir(kernel_dir, false, "kernel_dir"), false, tuning,
+            queue_use == QueueUse::kProgram ? &queue : nullptr),
+        program_queue(queue),
+        use(queue_use) {}
 
   // Before a call on a program's own queue: everything enqueued there so far has completed.
   Context& ready() {
@@ -636,18 +639,37 @@ struct Device::Impl {
     return ctx;
   }
 
+  // Where a plan's call marks the program's queue before it runs on ctx's: the program's queue
+  // when ctx has a queue of its own beside it, else none (one in-order queue orders the calls).
+  cl::CommandQueue* marker_queue() {
+    return program_queue && use == QueueUse::kOwn ? &*program_queue : nullptr;
+  }
+
   DeviceSummary summary;
   Context ctx;
   std::optional<cl::CommandQueue> program_queue;
+  QueueUse use = QueueUse::kOwn;
 };
 
 namespace {
 
-// The program's own objects must belong together: the device in the context, the queue on both.
+// The program's own objects must belong together: the device in the context, the queue on both;
+// a queue run on directly (QueueUse::kProgram) in order.
 DeviceInfo check_program_objects(const cl::Context& context, const cl::Device& device,
-                                 const cl::CommandQueue& queue) {
+                                 const cl::CommandQueue& queue, QueueUse use) {
   if (context() == nullptr || device() == nullptr || queue() == nullptr)
     throw Error(Errc::kUsage, "Device(context, device, queue): an empty OpenCL object");
+  if (use != QueueUse::kOwn && use != QueueUse::kProgram)
+    throw Error(Errc::kUsage,
+                "Device(context, device, queue, use): use is neither "
+                "QueueUse::kOwn nor QueueUse::kProgram");
+  if (use == QueueUse::kProgram &&
+      (queue.getInfo<CL_QUEUE_PROPERTIES>() & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
+    throw Error(Errc::kUsage,
+                "Device(context, device, queue, QueueUse::kProgram): the queue is out of order, "
+                "and clreduce runs its calls' commands directly only on an in-order queue: pass "
+                "an in-order queue, or QueueUse::kOwn (a queue of clreduce's own, ordered after "
+                "the program's by a marker)");
   const std::vector<cl::Device> devices = context.getInfo<CL_CONTEXT_DEVICES>();
   if (std::none_of(devices.begin(), devices.end(),
                    [&](const cl::Device& d) { return d() == device(); }))
@@ -676,8 +698,11 @@ Device::Device(std::size_t index, const std::string& kernel_dir, const Tuning& t
     : Device(std::to_string(index), kernel_dir, tuning) {}
 Device::Device(const cl::Context& context, const cl::Device& device, const cl::CommandQueue& queue,
                const std::string& kernel_dir, const Tuning& tuning)
-    : impl_(std::make_unique<Impl>(check_program_objects(context, device, queue), context, queue,
-                                   kernel_dir, tuning)) {}
+    : Device(context, device, queue, QueueUse::kOwn, kernel_dir, tuning) {}
+Device::Device(const cl::Context& context, const cl::Device& device, const cl::CommandQueue& queue,
+               QueueUse use, const std::string& kernel_dir, const Tuning& tuning)
+    : impl_(std::make_unique<Impl>(check_program_objects(context, device, queue, use), context,
+                                   queue, use, kernel_dir, tuning)) {}
 Device Device::from_environment(const std::string& spec) {
   const Tuning tuning = tuning_from_env();
   return Device(spec, find_kernel_dir("", true), tuning);
@@ -693,6 +718,7 @@ cl::CommandQueue& Device::queue() {
   return impl_->program_queue ? *impl_->program_queue : impl_->ctx.queue();
 }
 cl::Device Device::device() const { return impl_->ctx.info().device; }
+QueueUse Device::queue_use() const { return impl_->use; }
 Tuning& Device::tuning() { return impl_->ctx.tuning(); }
 
 Result Device::reduce(Op op, DType type, const void* data, std::size_t n, const Options& options) {
@@ -1262,8 +1288,9 @@ SegmentedResult Device::reduce_segments(const Expression& expression,
 namespace {
 
 // The events a call waits for: `wait` (each of ctx's context, else Errc::kUsage) and, on a
-// Device of the program's own queue, a marker there (every command enqueued before the call).
-std::vector<cl::Event> gate(Context& ctx, std::optional<cl::CommandQueue>& program_queue,
+// Device of the program's own queue beside clreduce's, a marker there (every command enqueued
+// before the call). On the program's queue itself (QueueUse::kProgram) its order is the gate.
+std::vector<cl::Event> gate(Context& ctx, cl::CommandQueue* marker_queue,
                             const std::vector<cl::Event>& wait) {
   for (std::size_t k = 0; k < wait.size(); ++k) {
     if (wait[k]() == nullptr)
@@ -1275,9 +1302,9 @@ std::vector<cl::Event> gate(Context& ctx, std::optional<cl::CommandQueue>& progr
                                     "events of its Device's context");
   }
   std::vector<cl::Event> all = wait;
-  if (program_queue) {
+  if (marker_queue) {
     all.emplace_back();
-    program_queue->enqueueMarkerWithWaitList(nullptr, &all.back());
+    marker_queue->enqueueMarkerWithWaitList(nullptr, &all.back());
   }
   return all;
 }
@@ -1370,7 +1397,7 @@ cl::Event Reduction::enqueue(const cl::Buffer& in, std::size_t first, std::size_
                     " bytes (the device's base alignment): " +
                     "make the plan with the variant fast or exact, which take any first element, "
                     "or copy the range");
-  const std::vector<cl::Event> gated = gate(ctx, impl_->dev->program_queue, wait);
+  const std::vector<cl::Event> gated = gate(ctx, impl_->dev->marker_queue(), wait);
   return enqueue_gated(ctx, gated, [&](std::vector<cl::Event>& events) {
     impl_->call->enqueue(in, first, n, out, out_offset, events);
   });
@@ -1459,7 +1486,7 @@ cl::Event Scan::Impl::enqueue(const cl::Buffer& in, std::size_t first, std::size
     f = !flags ? in : copy_flags ? flags_copy : ctx.view(*flags, first, n);
     y = copy_out ? out_copy : ctx.view(out, out_at, n * p.acc_bytes());
   }
-  const std::vector<cl::Event> gated = gate(ctx, dev->program_queue, wait);
+  const std::vector<cl::Event> gated = gate(ctx, dev->marker_queue(), wait);
   return enqueue_gated(ctx, gated, [&](std::vector<cl::Event>& events) {
     if (!n) return;
     if (copy_in) enqueue_copy(ctx, in, in_at, x, 0, n * dtype_size(p.type), events);
@@ -1542,7 +1569,7 @@ cl::Event Compaction::enqueue(const cl::Buffer& in, std::size_t n, const cl::Buf
   check_buffer(ctx, out, 0, n, c.type(), "output");
   check_result_buffer(ctx, count, count_offset, 8, "count");
   if (n && in() == out()) throw Error(Errc::kUsage, "a compaction's output may not be its input");
-  const std::vector<cl::Event> gated = gate(ctx, impl_->dev->program_queue, wait);
+  const std::vector<cl::Event> gated = gate(ctx, impl_->dev->marker_queue(), wait);
   return enqueue_gated(ctx, gated, [&](std::vector<cl::Event>& events) {
     c.enqueue(in, n, out, count, count_offset, events);
   });

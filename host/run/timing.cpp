@@ -2,6 +2,7 @@
 #include "run/timing.hpp"
 
 #include <chrono>
+#include <limits>
 
 namespace clreduce {
 
@@ -26,10 +27,17 @@ Spread spread(const std::vector<double>& v) {
 
 double events_ms(std::vector<cl::Event>& events) {
   double ms = 0.0;
-  for (auto& e : events)
-    ms += static_cast<double>(e.getProfilingInfo<CL_PROFILING_COMMAND_END>() -
-                              e.getProfilingInfo<CL_PROFILING_COMMAND_START>()) *
-          1e-6;
+  for (auto& e : events) {
+    cl_ulong start = 0, end = 0;
+    cl_int err =
+        clGetEventProfilingInfo(e(), CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr);
+    if (err == CL_SUCCESS)
+      err = clGetEventProfilingInfo(e(), CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr);
+    // A queue without profiling (a program's own, run on directly): no kernel time to give.
+    if (err == CL_PROFILING_INFO_NOT_AVAILABLE) return std::numeric_limits<double>::quiet_NaN();
+    if (err != CL_SUCCESS) throw cl::Error(err, "clGetEventProfilingInfo");
+    ms += static_cast<double>(end - start) * 1e-6;
+  }
   return ms;
 }
 

@@ -31,7 +31,8 @@ Spread spread(const std::vector<double>& v);
 constexpr double kNoisySpread = 4.0;
 inline bool noisy_spread(double min, double max) { return min > 0 && max > kNoisySpread * min; }
 
-// Kernel time of one run in ms: the sum of the profiling-event durations of its launches.
+// Kernel time of one run in ms: the sum of the profiling-event durations of its launches; NaN
+// where an event's queue does not profile (a program's own queue, run on directly).
 double events_ms(std::vector<cl::Event>& events);
 
 // One timed run: kernel time (profiling events; the call's wall time where there are none),

@@ -34,14 +34,14 @@ Context::Context(const DeviceInfo& info, std::string kernel_dir, bool verbose, T
 }
 
 Context::Context(const DeviceInfo& info, const cl::Context& context, std::string kernel_dir,
-                 bool verbose, Tuning tuning)
+                 bool verbose, Tuning tuning, const cl::CommandQueue* queue)
     : info_(info),
       kernel_dir_(std::move(kernel_dir)),
       verbose_(verbose),
       tuning_(std::move(tuning)) {
   const std::unique_lock<std::mutex> lock = lock_opencl_setup();
   context_ = context;
-  queue_ = cl::CommandQueue(context_, info_.device, CL_QUEUE_PROFILING_ENABLE);
+  queue_ = queue ? *queue : cl::CommandQueue(context_, info_.device, CL_QUEUE_PROFILING_ENABLE);
   base_align_ = std::max<std::size_t>(1, info_.device.getInfo<CL_DEVICE_MEM_BASE_ADDR_ALIGN>() / 8);
 }
 

@@ -30,9 +30,11 @@ class Context {
   // tuning: the knobs (options.hpp); the CLI passes tuning_from_env() plus its --tune settings.
   Context(const DeviceInfo& info, std::string kernel_dir, bool verbose = false, Tuning tuning = {});
   // The same on a context someone else made (a program's own), which must hold info.device:
-  // its buffers are this context's buffers. clreduce's queue is its own (in order, profiling).
+  // its buffers are this context's buffers. clreduce's queue is its own (in order, profiling),
+  // or, where `queue` is given, that queue itself (the program's, in order; with or without
+  // profiling: events_ms() is NaN without).
   Context(const DeviceInfo& info, const cl::Context& context, std::string kernel_dir,
-          bool verbose = false, Tuning tuning = {});
+          bool verbose = false, Tuning tuning = {}, const cl::CommandQueue* queue = nullptr);
 
   const DeviceInfo& info() const { return info_; }
   cl::Context& context() { return context_; }

@@ -95,7 +95,8 @@ struct CLREDUCE_API Result {
   std::string layout;
   double kernel_ms = 0.0;  // median over the timed runs of the summed kernel times of all launches
   double kernel_ms_min = 0.0;  // fastest and slowest timed run
-  double kernel_ms_max = 0.0;
+  double kernel_ms_max = 0.0;  // (all three NaN on a program's queue without profiling that the
+                               // Device runs on itself: QueueUse::kProgram)
   double wall_ms = 0.0;  // median host-clock time of upload (host arrays), launches and read-back
   std::size_t launches = 0;  // kernel launches in one run
   std::size_t builds = 0;    // programs compiled during this call (0 once the device has them)
@@ -222,7 +223,8 @@ struct CLREDUCE_API SegmentedResult {
   std::vector<std::int64_t> indices;  // arg ops: each extreme's first index within its segment
                                       // or along the axis (NumPy's); else empty
   std::string plan;
-  double kernel_ms = 0.0;  // median over the timed runs of the launches' kernel time
+  double kernel_ms = 0.0;  // median over the timed runs of the launches' kernel time (NaN as
+                           // Result::kernel_ms)
   double wall_ms = 0.0;    // median host-clock time of upload, launches and read-back
   std::size_t launches = 0;
   std::size_t builds = 0;
@@ -245,6 +247,21 @@ struct CLREDUCE_API SegmentedResult {
 class Reduction;
 class Scan;
 class Compaction;
+
+// Where a Device made of the program's own objects runs its commands.
+enum class QueueUse {
+  // A queue of clreduce's own in the program's context (in order, profiling), after a marker
+  // on the program's queue: any queue of the program's works, in order or out of order, and
+  // Result::kernel_ms is always measured; each call pays for the hop between the two queues.
+  kOwn,
+  // The program's queue itself, which must be in order (an out-of-order one is Errc::kUsage):
+  // a plan's commands follow the program's earlier ones on it with no marker, barrier or second
+  // queue, and the program's later commands follow them; its events are that queue's. Where the
+  // queue does not profile, Result::kernel_ms (and _min, _max, SegmentedResult::kernel_ms) is
+  // NaN: no kernel time is measured (wall_ms is). Making a plan may wait for the queue (its
+  // start-up checks run there).
+  kProgram,
+};
 
 class CLREDUCE_API Device {
  public:
@@ -273,6 +290,12 @@ class CLREDUCE_API Device {
   // global index, or Device::list().size() for one the list does not name (a sub-device).
   Device(const cl::Context& context, const cl::Device& device, const cl::CommandQueue& queue,
          const std::string& kernel_dir = "", const Tuning& tuning = {});
+  // The same with a choice of queue (QueueUse): kOwn is the constructor above; kProgram runs
+  // every call's commands on `queue` itself, in order with the program's (Errc::kUsage for an
+  // out-of-order queue), the blocking calls too (each still waits for the program's earlier
+  // commands first, with no time limit, then for its own within the limit).
+  Device(const cl::Context& context, const cl::Device& device, const cl::CommandQueue& queue,
+         QueueUse use, const std::string& kernel_dir = "", const Tuning& tuning = {});
   // Opens device `spec` with the settings the clreduce command takes from its environment, for
   // a program that wants its users to steer clreduce as they steer the command: the kernel
   // directory from CLREDUCE_KERNEL_DIR when it is set (else as above) and the knobs from the
@@ -293,6 +316,8 @@ class CLREDUCE_API Device {
   cl::Context& context();
   cl::CommandQueue& queue();
   cl::Device device() const;
+  // Where calls run: kOwn for every Device but one made with QueueUse::kProgram.
+  QueueUse queue_use() const;
   // The tuning knobs; read when a plan is made, so a change applies to the next call.
   Tuning& tuning();
 
@@ -403,7 +428,9 @@ class CLREDUCE_API Device {
 // the Device's clreduce queue (in order, profiling) after the events of `wait` (of the Device's
 // context; a user event, a kernel of the program's, another plan's event), and, on a Device made
 // of the program's own queue, after every command enqueued there before the call (a marker);
-// it flushes that queue and returns at once with the event of its last command, complete when
+// on a Device made with QueueUse::kProgram, on the program's in-order queue itself, after the
+// commands enqueued there before (and, where `wait` is not empty, a barrier on its events); it
+// flushes that queue and returns at once with the event of its last command, complete when
 // every result is written. Results stay on the device. Any argument error is thrown
 // (clreduce::Error) before a command is enqueued: nothing is written. The Device must outlive
 // its plans; a plan and its Device are used by one thread at a time (see the top of this file).

@@ -202,7 +202,10 @@ class PyDevice {
     dev_ = std::make_unique<clreduce::Device>(spec, kernel_dir, t);
   }
 
-  // A Device on the program's own context, device and queue (PyOpenCL's, by their int_ptr).
+  // A Device on the program's own context, device and queue (PyOpenCL's, by their int_ptr). An
+  // in-order queue (PyOpenCL's default) is run on directly (QueueUse::kProgram): a call's
+  // commands and the read of its result follow the program's on that one queue, with no second
+  // queue to wait across; an out-of-order one gets a queue of clreduce's own beside it.
   PyDevice(std::uintptr_t context, std::uintptr_t device, std::uintptr_t queue,
            const std::string& kernel_dir, const std::vector<std::string>& tune, bool from_env) {
     clreduce::Tuning t = from_env ? clreduce::tuning_from_env() : clreduce::Tuning{};
@@ -211,7 +214,16 @@ class PyDevice {
     const auto dev = cl_object<cl::Device, cl_device_id>(device);
     const auto q = cl_object<cl::CommandQueue, cl_command_queue>(queue);
     nb::gil_scoped_release release;
-    dev_ = std::make_unique<clreduce::Device>(ctx, dev, q, kernel_dir, t);
+    const bool in_order =
+        (q.getInfo<CL_QUEUE_PROPERTIES>() & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) == 0;
+    dev_ = std::make_unique<clreduce::Device>(
+        ctx, dev, q, in_order ? clreduce::QueueUse::kProgram : clreduce::QueueUse::kOwn,
+        kernel_dir, t);
+  }
+
+  // "program" for a Device run on the program's queue itself, else "own".
+  std::string queue_use() const {
+    return dev_->queue_use() == clreduce::QueueUse::kProgram ? "program" : "own";
   }
 
   nb::dict summary() const { return summary_dict(dev_->summary()); }
@@ -520,12 +532,14 @@ class PyDevice {
     if (!result_()) result_ = cl::Buffer(dev_->context(), CL_MEM_READ_WRITE, 16);
     const cl::Event done = plan->enqueue(buf, first, n, result_, 0);
     unsigned char bytes[16] = {};
-    // On the Device's queue after the plan's event: the program's own queue for a Device made
-    // of PyOpenCL's objects.
+    // On the Device's queue: the program's own queue for a Device made of PyOpenCL's objects.
+    // Run on directly (an in-order queue), the read follows the kernels there with no wait list;
+    // beside clreduce's own queue, it waits for the plan's event.
     cl::Event read;
     const std::vector<cl::Event> after = {done};
-    dev_->queue().enqueueReadBuffer(result_, CL_FALSE, 0, plan->result_bytes(), bytes, &after,
-                                    &read);
+    const bool direct = dev_->queue_use() == clreduce::QueueUse::kProgram;
+    dev_->queue().enqueueReadBuffer(result_, CL_FALSE, 0, plan->result_bytes(), bytes,
+                                    direct ? nullptr : &after, &read);
     dev_->queue().flush();
     wait_for(read, limit_s(n, t), "the reduction");
     clreduce::Value v = clreduce::Value::from_bytes(plan->result_type(), bytes);
@@ -602,6 +616,7 @@ NB_MODULE(_clreduce, m) {
            nb::arg("context"), nb::arg("device"), nb::arg("queue"), nb::arg("kernel_dir"),
            nb::arg("tune"), nb::arg("from_env"))
       .def("summary", &PyDevice::summary)
+      .def("queue_use", &PyDevice::queue_use)
       .def("reduce_buffer", &PyDevice::reduce_buffer, nb::arg("op"), nb::arg("type"),
            nb::arg("mem"), nb::arg("first"), nb::arg("n"), nb::arg("acc"))
       .def("scan_buffer", &PyDevice::scan_buffer, nb::arg("op"), nb::arg("type"), nb::arg("in"),

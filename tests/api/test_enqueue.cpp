@@ -423,3 +423,141 @@ TEST_CASE("enqueue: select and partition against the host, int32 and float, 0, 1
     CHECK(same(download<float>(dev.queue(), fout, want.size()), want));
   }
 }
+
+TEST_CASE("enqueue: QueueUse::kProgram runs on the program's in-order queue, as kOwn computes",
+          "[api][enqueue][queue_use]") {
+  const cl::Device cl_dev = device().device();
+  cl::Context own(cl_dev);
+  cl::CommandQueue q(own, cl_dev);  // in order, no profiling: PyOpenCL's default queue
+  clreduce::Device mine(own, cl_dev, q);
+  clreduce::Device direct(own, cl_dev, q, clreduce::QueueUse::kProgram);
+  CHECK(mine.queue_use() == clreduce::QueueUse::kOwn);
+  CHECK(direct.queue_use() == clreduce::QueueUse::kProgram);
+  CHECK(direct.queue()() == q());
+  CHECK(direct.context()() == own());
+
+  const std::size_t n = 70001;
+  const std::vector<std::int32_t> x = ramp(n);
+  std::vector<float> f(n);
+  for (std::size_t i = 0; i < n; ++i) f[i] = std::sin(static_cast<float>(i) * 0.37f);
+  f[4242] = 3.0f;
+  cl::Buffer in(own, CL_MEM_READ_WRITE, n * 4), fin(own, CL_MEM_READ_WRITE, n * 4);
+  q.enqueueWriteBuffer(in, CL_TRUE, 0, n * 4, x.data());
+  q.enqueueWriteBuffer(fin, CL_TRUE, 0, n * 4, f.data());
+  const std::int64_t want_sum = std::accumulate(x.begin(), x.end(), std::int64_t{0});
+
+  // Reductions: the same bytes from both Devices, the sum the host's; the direct plan's event is
+  // a command of the program's queue, the other's of a queue of clreduce's own.
+  clreduce::Reduction sum_own(mine, Op::kSum, DType::kInt32, n);
+  clreduce::Reduction sum_direct(direct, Op::kSum, DType::kInt32, n);
+  clreduce::Reduction argmax_own(mine, Op::kArgMax, DType::kFloat, n);
+  clreduce::Reduction argmax_direct(direct, Op::kArgMax, DType::kFloat, n);
+  cl::Buffer out(own, CL_MEM_READ_WRITE, 64);
+  q.enqueueFillBuffer(out, cl_uchar{0xEE}, 0, 64);
+  const cl::Event e1 = sum_own.enqueue(in, n, out, 0);
+  const cl::Event e2 = argmax_own.enqueue(fin, n, out, 16);
+  CHECK(e1.getInfo<CL_EVENT_COMMAND_QUEUE>()() != q());
+  cl::Event::waitForEvents({e1, e2});
+  const cl::Event e3 = sum_direct.enqueue(in, n, out, 32);
+  const cl::Event e4 = argmax_direct.enqueue(fin, n, out, 48);
+  CHECK(e3.getInfo<CL_EVENT_COMMAND_QUEUE>()() == q());
+  CHECK(e4.getInfo<CL_EVENT_COMMAND_QUEUE>()() == q());
+  // Read on the same queue right after, with no wait list: the queue's order is the wait.
+  std::vector<unsigned char> b(64);
+  q.enqueueReadBuffer(out, CL_FALSE, 0, 64, b.data());
+  q.finish();
+  CHECK(e4.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>() == CL_COMPLETE);
+  CHECK(at<std::int64_t>(b, 0) == want_sum);
+  CHECK(at<std::int64_t>(b, 32) == want_sum);
+  CHECK(at<float>(b, 16) == 3.0f);
+  CHECK(at<std::int64_t>(b, 24) == 4242);
+  CHECK(std::memcmp(b.data() + 16, b.data() + 48, 4) == 0);
+  CHECK(at<std::int64_t>(b, 56) == 4242);
+
+  // The program's commands before a call are in it, with no wait list: a fill, then the sum.
+  q.enqueueFillBuffer(in, cl_int{3}, 0, n * 4);
+  sum_direct.enqueue(in, n, out, 8).wait();
+  CHECK(download<std::int64_t>(q, out, 2)[1] == 3 * static_cast<std::int64_t>(n));
+  q.enqueueWriteBuffer(in, CL_TRUE, 0, n * 4, x.data());
+
+  // A wait list still gates the call (a user event): not done before it is set.
+  cl::UserEvent gate(own);
+  const cl::Event gated = sum_direct.enqueue(in, n, out, 0, {gate});
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(gated.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>() != CL_COMPLETE);
+  gate.setStatus(CL_COMPLETE);
+  gated.wait();
+  CHECK(download<std::int64_t>(q, out, 1)[0] == want_sum);
+
+  // Scans, inclusive and exclusive, and a compaction: the same outputs from both Devices.
+  for (const bool exclusive : {false, true}) {
+    CAPTURE(exclusive);
+    clreduce::PlanOptions o;
+    o.exclusive = exclusive;
+    clreduce::Scan scan_own(mine, Op::kSum, DType::kInt32, n, o);
+    clreduce::Scan scan_direct(direct, Op::kSum, DType::kInt32, n, o);
+    cl::Buffer y1(own, CL_MEM_READ_WRITE, n * 8), y2(own, CL_MEM_READ_WRITE, n * 8);
+    scan_own.enqueue(in, n, y1).wait();
+    const cl::Event s = scan_direct.enqueue(in, n, y2);
+    CHECK(s.getInfo<CL_EVENT_COMMAND_QUEUE>()() == q());
+    const std::vector<std::int64_t> got = download<std::int64_t>(q, y2, n);
+    CHECK(got == download<std::int64_t>(q, y1, n));
+    CHECK(got[n - 1] == (exclusive ? want_sum - x[n - 1] : want_sum));
+  }
+  Compaction pos_own(mine, DType::kInt32, n, {Cmp::kGreater, 0});
+  Compaction pos_direct(direct, DType::kInt32, n, {Cmp::kGreater, 0});
+  cl::Buffer k1(own, CL_MEM_READ_WRITE, n * 4), k2(own, CL_MEM_READ_WRITE, n * 4);
+  pos_own.enqueue(in, n, k1, out, 0).wait();
+  pos_direct.enqueue(in, n, k2, out, 8);
+  const std::vector<std::uint64_t> kept = download<std::uint64_t>(q, out, 2);
+  std::uint64_t want_kept = 0;
+  const std::vector<std::int32_t> want =
+      host_compact(x, [](std::int32_t v) { return v > 0; }, false, &want_kept);
+  CHECK(kept[0] == want_kept);
+  CHECK(kept[1] == want_kept);
+  CHECK(download<std::int32_t>(q, k2, want_kept) == want);
+
+  // The blocking calls run there too: the same values; no kernel time on a queue that does not
+  // profile (NaN), a wall time still.
+  const clreduce::Result r_own = mine.reduce(Op::kSum, DType::kInt32, in, n);
+  const clreduce::Result r_direct = direct.reduce(Op::kSum, DType::kInt32, in, n);
+  CHECK(r_direct.value.i == want_sum);
+  CHECK(r_own.value.i == want_sum);
+  CHECK(r_own.kernel_ms >= 0);
+  CHECK(std::isnan(r_direct.kernel_ms));
+  CHECK(r_direct.wall_ms >= 0);
+  cl::Buffer y(own, CL_MEM_READ_WRITE, n * 4);
+  direct.scan(Op::kMax, DType::kInt32, in, n, y);  // int32 out
+  CHECK(download<std::int32_t>(q, y, n).back() == *std::max_element(x.begin(), x.end()));
+}
+
+TEST_CASE("enqueue: QueueUse::kProgram on a queue that profiles measures kernel time",
+          "[api][enqueue][queue_use]") {
+  const cl::Device cl_dev = device().device();
+  cl::Context own(cl_dev);
+  cl::CommandQueue q(own, cl_dev, CL_QUEUE_PROFILING_ENABLE);
+  clreduce::Device direct(own, cl_dev, q, clreduce::QueueUse::kProgram);
+  const std::vector<std::int32_t> x = ramp(5000);
+  const clreduce::Result r = direct.reduce(Op::kSum, x);
+  CHECK(r.value.i == std::accumulate(x.begin(), x.end(), std::int64_t{0}));
+  CHECK(r.kernel_ms >= 0);  // a number, not NaN
+  CHECK(r.kernel_ms_max >= r.kernel_ms_min);
+}
+
+TEST_CASE("enqueue: QueueUse::kProgram refuses an out-of-order queue",
+          "[api][enqueue][queue_use]") {
+  const cl::Device cl_dev = device().device();
+  if (!(cl_dev.getInfo<CL_DEVICE_QUEUE_PROPERTIES>() & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
+    WARN("the device has no out-of-order queues");
+    return;
+  }
+  cl::Context own(cl_dev);
+  cl::CommandQueue q(own, cl_dev, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+  const auto make = [&] { clreduce::Device d(own, cl_dev, q, clreduce::QueueUse::kProgram); };
+  CHECK(error_category(make) == clreduce::Errc::kUsage);
+  CHECK_THAT(error_text(make),
+             ContainsSubstring("out of order") && ContainsSubstring("QueueUse::kOwn"));
+  // The default use takes it (a queue of clreduce's own beside it).
+  clreduce::Device beside(own, cl_dev, q, clreduce::QueueUse::kOwn);
+  CHECK(beside.queue_use() == clreduce::QueueUse::kOwn);
+}

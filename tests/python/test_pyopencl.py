@@ -75,6 +75,33 @@ def test_sees_the_queues_earlier_work(queue):
     np.testing.assert_array_equal(clreduce.cumsum(b * 2).get(), np.cumsum((h + 1) * 2))
 
 
+def test_in_order_queue_is_run_on_directly(queue):
+    """PyOpenCL's default queue is in order: the array's Device runs on it (QueueUse::kProgram),
+    each call between kernels of the program's enqueued on it and not waited for."""
+    h = values(np.int32)
+    a = cla.to_device(queue, h)
+    assert clreduce._cl_device(a, None, "sum")._dev.queue_use() == "program"
+    for k in range(1, 4):
+        a = a + 1
+        assert clreduce.sum(a) == h.sum() + k * N
+        assert clreduce.argmax(a) == np.argmax(h)
+        np.testing.assert_array_equal(clreduce.cumsum(a).get(), np.cumsum(h + k))
+
+
+def test_out_of_order_queue(queue):
+    """An out-of-order queue gets a queue of clreduce's own beside it (QueueUse::kOwn)."""
+    flag = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+    if not queue.device.queue_properties & flag:
+        pytest.skip("the device has no out-of-order queues")
+    q = cl.CommandQueue(queue.context, properties=flag)
+    h = values(np.float32)
+    a = cla.to_device(q, h)
+    assert clreduce._cl_device(a, None, "sum")._dev.queue_use() == "own"
+    assert clreduce.max(a) == h.max()
+    assert clreduce.argmax(a) == np.argmax(h)
+    np.testing.assert_allclose(clreduce.cumsum(a).get(), np.cumsum(h), rtol=1e-5, atol=1)
+
+
 @pytest.mark.parametrize("view", VIEWS[:2], ids=["whole", "from3"])
 def test_axes_keepdims_and_dtype(queue, view):
     h = values(np.int32, 40 * 33 + 3)
