@@ -533,19 +533,7 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
   // engine is, checked against the same reference within the peer's bound; the row's vs_omp.
   RunRecord omp;
   if (a.peers) {
-    omp.variant = "omp";
-    omp.kind = "peer";
-    omp.op = rec.op;
-    omp.op_text = rec.op_text;
-    omp.minmax = rec.minmax;
-    omp.type = rec.type;
-    omp.acc = rec.acc;
-    omp.n = n;
-    omp.device = dev.name;
-    omp.seed = rec.seed;
-    omp.warmup = a.warmup;
-    omp.repeat = a.repeat;
-    omp.input = rec.input;
+    omp = peer_row(rec);
     omp.expected = rec.expected;
     omp.expected_max = rec.expected_max;
     omp.skip_reason = !row     ? "the OpenMP peer has no user expressions (OpenCL C); it has --op "
@@ -559,10 +547,7 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
       omp.acc = p.value.type;
       omp.result = p.value;
       omp.result_max = p.value2;
-      omp.kernel_ms = omp.wall_ms = p.timing.ms_median;
-      omp.kernel_ms_min = p.timing.ms_min;
-      omp.kernel_ms_max = p.timing.ms_max;
-      omp.policy.path = "openmp threads=" + std::to_string(p.timing.threads);
+      set_peer_timing(omp, p.timing);
       if (p.exact) {
         const auto same = [](const Value& g, const Value& e) {
           const bool v = is_float(g.type)    ? g.f == e.f || (std::isnan(g.f) && std::isnan(e.f))

@@ -151,6 +151,16 @@ std::string devices_words(const std::vector<DeviceInfo>& devs) {
   return "devices " + ids + ": " + names + "  ";
 }
 
+// --local-size against every device of the run: Errc::kUsage naming the first that cannot take it.
+void check_local_size_fits(const std::vector<DeviceInfo>& devs, std::size_t local_size) {
+  for (const DeviceInfo& d : devs)
+    if (local_size > d.max_wg_size)
+      throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
+                                    " is larger than device " + std::to_string(d.index) +
+                                    "'s largest work-group (" + std::to_string(d.max_wg_size) +
+                                    ")");
+}
+
 // --shares W1,W2,...: one finite weight >= 0 per device, not all 0.
 std::vector<double> parse_shares(const std::string& text, std::size_t devices) {
   const std::string shown = printable(text);
@@ -736,12 +746,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     // takes one of the devices named, by its rank on the host.
     std::vector<DeviceInfo> devs = select_devices(list_devices(), device);
     if (ranks.many()) devs = {devs[static_cast<std::size_t>(ranks.local_rank) % devs.size()]};
-    for (const DeviceInfo& d : devs)
-      if (local_size > d.max_wg_size)
-        throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
-                                      " is larger than device " + std::to_string(d.index) +
-                                      "'s largest work-group (" + std::to_string(d.max_wg_size) +
-                                      ")");
+    check_local_size_fits(devs, local_size);
     std::vector<double> weights;
     if (app.count("--shares")) {
       if (devs.size() < 2)
@@ -954,12 +959,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     print_devices(devs);
     return agree(ranks, kExitOk, "", task("--list-devices"), false);
   }
-  for (const DeviceInfo& d : devs)
-    if (local_size > d.max_wg_size)
-      throw Error(Errc::kUsage, "--local-size " + std::to_string(local_size) +
-                                    " is larger than device " + std::to_string(d.index) +
-                                    "'s largest work-group (" + std::to_string(d.max_wg_size) +
-                                    ")");
+  check_local_size_fits(devs, local_size);
   std::vector<double> share_weights;
   if (app.count("--shares")) {
     if (devs.size() < 2)

@@ -388,18 +388,7 @@ int run_segments(
   // host's array, timed as the engine is, each result checked against the same reference.
   RunRecord omp;
   if (a.peers) {
-    omp.variant = "omp";
-    omp.kind = "peer";
-    omp.op = rec.op;
-    omp.op_text = rec.op_text;
-    omp.type = rec.type;
-    omp.acc = acc;
-    omp.n = n;
-    omp.device = dev.name;
-    omp.seed = rec.seed;
-    omp.warmup = a.warmup;
-    omp.repeat = a.repeat;
-    omp.input = rec.input;
+    omp = peer_row(rec);
     omp.skip_reason =
         user  ? "the OpenMP peer has no user expressions (OpenCL C); it has segmented and axis "
                 "sums (--op sum)"
@@ -420,10 +409,7 @@ int run_segments(
       omp.verify_note = pv.why;
       omp.bound = pv.bound;
       omp.overflow = pv.overflow;
-      omp.kernel_ms = omp.wall_ms = p.timing.ms_median;
-      omp.kernel_ms_min = p.timing.ms_min;
-      omp.kernel_ms_max = p.timing.ms_max;
-      omp.policy.path = "openmp threads=" + std::to_string(p.timing.threads);
+      set_peer_timing(omp, p.timing);
       if (omp.kernel_ms > 0) omp.gbps = bytes / (omp.kernel_ms * 1e6);
       omp.noisy = noisy_spread(omp.kernel_ms_min, omp.kernel_ms_max);
     }

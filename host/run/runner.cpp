@@ -31,6 +31,31 @@ void set_timings(RunRecord& rec, const std::vector<Sample>& samples) {
   rec.launches = samples.back().launches;
 }
 
+RunRecord peer_row(const RunRecord& rec) {
+  RunRecord omp;
+  omp.variant = "omp";
+  omp.kind = "peer";
+  omp.op = rec.op;
+  omp.op_text = rec.op_text;
+  omp.minmax = rec.minmax;
+  omp.type = rec.type;
+  omp.acc = rec.acc;
+  omp.n = rec.n;
+  omp.device = rec.device;
+  omp.seed = rec.seed;
+  omp.warmup = rec.warmup;
+  omp.repeat = rec.repeat;
+  omp.input = rec.input;
+  return omp;
+}
+
+void set_peer_timing(RunRecord& rec, const PeerTiming& t) {
+  rec.kernel_ms = rec.wall_ms = t.ms_median;
+  rec.kernel_ms_min = t.ms_min;
+  rec.kernel_ms_max = t.ms_max;
+  rec.policy.path = "openmp threads=" + std::to_string(t.threads);
+}
+
 void add_vs_omp(RunRecord& r, const RunRecord& peer) {
   if (peer.skipped || !peer.verified || peer.kernel_ms <= 0 || r.skipped || r.kernel_ms <= 0 ||
       r.n == 0)
@@ -605,10 +630,7 @@ RunRecord ReduceSession::run_omp() {
   rec.expected = expected_;
   const OmpResult r = omp_reduce(data_, problem_.op, problem_.acc_type, cfg_.warmup, cfg_.repeat);
   rec.result = r.value;
-  rec.kernel_ms = rec.wall_ms = r.timing.ms_median;
-  rec.kernel_ms_min = r.timing.ms_min;
-  rec.kernel_ms_max = r.timing.ms_max;
-  rec.policy.path = "openmp threads=" + std::to_string(r.timing.threads);
+  set_peer_timing(rec, r.timing);
   // Its threads' SIMD loops reassociate as the compiler likes: only the depth is known.
   finish_reduce(rec, ErrorBudget::classical(r.depth, stats_.m.abs_sum));
   return rec;

@@ -12,6 +12,7 @@
 
 #include "reduce/variant.hpp"
 #include "run/chunks.hpp"
+#include "run/omp_peer.hpp"
 #include "run/ranks.hpp"
 #include "run/timing.hpp"
 #include "runtime/context.hpp"
@@ -220,6 +221,14 @@ void set_timings(RunRecord& rec, const std::vector<Sample>& samples);
 // Adds r's ratio "vs_omp", the OpenMP peer's time over r's (NaN: not quoted, when either timing
 // is noisy), unless either was skipped, the peer did not verify, or a time or n is 0.
 void add_vs_omp(RunRecord& r, const RunRecord& peer);
+
+// The OpenMP peer's row beside run row `rec`: variant "omp", kind "peer", and rec's op, its
+// text, minmax, type, accumulator, n, device, seed, warm-up, repeat and input.
+RunRecord peer_row(const RunRecord& rec);
+
+// A peer row's times from its timing: kernel_ms and wall_ms its median, its min and max, and
+// the policy's path "openmp threads=N".
+void set_peer_timing(RunRecord& rec, const PeerTiming& t);
 
 // A reduction session: the array, its reference and the baseline time, shared by every variant
 // run on it.
