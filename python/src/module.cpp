@@ -310,13 +310,18 @@ class PyDevice {
   }
   std::string kernel_dir() const { return dev_->kernel_dir(); }
 
-  // (value, result type name) of a derived op (dot, mean, ...) over n elements of buffers, as
-  // derived()'s.
-  std::tuple<nb::object, std::string> derived_buffers(
-      const std::string& op_name, const std::vector<std::tuple<std::string, std::uintptr_t>>& bufs,
-      std::size_t n, const std::string& where, double ddof) {
-    const clreduce::Derived op = clreduce::parse_derived(op_name);
-    const std::vector<clreduce::ArrayRef> refs = buffer_refs(bufs, op_name.c_str());
+  // A user expression from its texts: map, reduce, identity, post, acc.
+  static clreduce::Expression expression(const std::vector<std::string>& text) {
+    return clreduce::Expression{text.at(0), text.at(1), text.at(2), text.at(3), text.at(4)};
+  }
+
+  // (value, result type name) of a derived op or a user expression (`what`) over n elements of
+  // `refs`, the GIL released and the Device held while the library works.
+  template <class What>
+  std::tuple<nb::object, std::string> reduce_refs(const What& what,
+                                                  const std::vector<clreduce::ArrayRef>& refs,
+                                                  std::size_t n, const std::string& where,
+                                                  double ddof) {
     clreduce::Options o;
     o.where = where;
     o.ddof = ddof;
@@ -324,9 +329,18 @@ class PyDevice {
     {
       nb::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(mutex_);
-      r = dev_->reduce(op, refs, n, o);
+      r = dev_->reduce(what, refs, n, o);
     }
     return {value_object(r.value), clreduce::dtype_name(r.value.type)};
+  }
+
+  // (value, result type name) of a derived op (dot, mean, ...) over n elements of buffers, as
+  // derived()'s.
+  std::tuple<nb::object, std::string> derived_buffers(
+      const std::string& op_name, const std::vector<std::tuple<std::string, std::uintptr_t>>& bufs,
+      std::size_t n, const std::string& where, double ddof) {
+    return reduce_refs(clreduce::parse_derived(op_name), buffer_refs(bufs, op_name.c_str()), n,
+                       where, ddof);
   }
 
   // (value, result type name) of a user expression over n elements of buffers, as expr()'s.
@@ -334,17 +348,7 @@ class PyDevice {
       const std::vector<std::string>& text,
       const std::vector<std::tuple<std::string, std::uintptr_t>>& bufs, std::size_t n,
       const std::string& where) {
-    clreduce::Expression e{text.at(0), text.at(1), text.at(2), text.at(3), text.at(4)};
-    const std::vector<clreduce::ArrayRef> refs = buffer_refs(bufs, "reduce");
-    clreduce::Options o;
-    o.where = where;
-    clreduce::Result r;
-    {
-      nb::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(mutex_);
-      r = dev_->reduce(e, refs, n, o);
-    }
-    return {value_object(r.value), clreduce::dtype_name(r.value.type)};
+    return reduce_refs(expression(text), buffer_refs(bufs, "reduce"), n, where, 0.0);
   }
 
   // A derived op's ("derived") or a user expression's ("expr") segmented reduction of n elements
@@ -367,7 +371,7 @@ class PyDevice {
       if (kind == "derived") {
         r = dev_->reduce_segments(clreduce::parse_derived(name), refs, n, segs, o);
       } else {
-        clreduce::Expression e{text.at(0), text.at(1), text.at(2), text.at(3), text.at(4)};
+        const clreduce::Expression e = expression(text);
         r = dev_->reduce_segments(e, refs, n, segs, o);
       }
     }
@@ -424,35 +428,16 @@ class PyDevice {
   std::tuple<nb::object, std::string> derived(const std::string& op_name,
                                               const std::vector<InArray>& arrays,
                                               const std::string& where, double ddof) {
-    const clreduce::Derived op = clreduce::parse_derived(op_name);
-    const std::vector<clreduce::ArrayRef> refs = array_refs(arrays, op_name.c_str());
-    clreduce::Options o;
-    o.where = where;
-    o.ddof = ddof;
-    clreduce::Result r;
-    {
-      nb::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(mutex_);
-      r = dev_->reduce(op, refs, arrays.front().size(), o);
-    }
-    return {value_object(r.value), clreduce::dtype_name(r.value.type)};
+    return reduce_refs(clreduce::parse_derived(op_name), array_refs(arrays, op_name.c_str()),
+                       arrays.front().size(), where, ddof);
   }
 
   // (value, result type name) of a user expression over arrays of one length.
   std::tuple<nb::object, std::string> expr(const std::vector<std::string>& text,
                                            const std::vector<InArray>& arrays,
                                            const std::string& where) {
-    clreduce::Expression e{text.at(0), text.at(1), text.at(2), text.at(3), text.at(4)};
-    const std::vector<clreduce::ArrayRef> refs = array_refs(arrays, "reduce");
-    clreduce::Options o;
-    o.where = where;
-    clreduce::Result r;
-    {
-      nb::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(mutex_);
-      r = dev_->reduce(e, refs, arrays.front().size(), o);
-    }
-    return {value_object(r.value), clreduce::dtype_name(r.value.type)};
+    return reduce_refs(expression(text), array_refs(arrays, "reduce"), arrays.front().size(),
+                       where, 0.0);
   }
 
   // A segmented reduction: kind "op" (a built-in op), "derived" or "expr" (text: map, reduce,
@@ -479,7 +464,7 @@ class PyDevice {
       } else if (kind == "derived") {
         r = dev_->reduce_segments(clreduce::parse_derived(name), refs, n, segs, o);
       } else {
-        clreduce::Expression e{text.at(0), text.at(1), text.at(2), text.at(3), text.at(4)};
+        const clreduce::Expression e = expression(text);
         r = dev_->reduce_segments(e, refs, n, segs, o);
       }
     }
