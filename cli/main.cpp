@@ -286,9 +286,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
                  "several devices: each one's share of the array, relative weights in --device's "
                  "order (e.g. 1,3), 'rate': each device's measured end-to-end rate on a sample "
                  "(uploads included: for arrays that cross the link), or 'kernel-rate': its "
-                 "kernel rate (for data already on the devices); default: equal shares (scans: "
-                 "the shares before the last, which also read their elements for their totals, "
-                 "smaller by (in + out) / (2 in + out))");
+                 "kernel rate (for data already on the devices); default: equal shares");
   app.add_option("--variant", variant,
                  "variant name (scan-* are scans), comma-separated names, 'all', 'all-reduce', "
                  "'all-scan', or 'ladder' (kernels 1-7 as the seeds' table); with a scan-only flag "

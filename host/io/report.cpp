@@ -138,6 +138,7 @@ std::string to_json(const RunRecord& r) {
            "\",\"device_index\":" + std::to_string(p.device_index) +
            ",\"rank\":" + std::to_string(p.rank) + ",\"first\":" + std::to_string(p.first) +
            ",\"n\":" + std::to_string(p.n) + ",\"kernel_ms\":" + num(p.kernel_ms) +
+           (p.before_ms >= 0 ? ",\"before_ms\":" + num(p.before_ms) : std::string()) +
            ",\"wall_ms\":" + num(p.wall_ms) + ",\"gbps\":" + rate(p.gbps, p.n) +
            ",\"verified\":" + (p.verified ? "true" : "false") +
            (p.rank >= 0 ? std::string()

@@ -161,8 +161,7 @@ void Session::set_shares(RunRecord& rec, std::vector<PartInfo> parts,
     rec.e2e_gbps = static_cast<double>(data_.bytes.size()) / (e2e * 1e6);
 }
 
-std::vector<std::size_t> Session::share_counts(const std::vector<Context*>& ctxs, DType acc,
-                                               std::vector<double> defaults) const {
+std::vector<std::size_t> Session::share_counts(const std::vector<Context*>& ctxs, DType acc) const {
   if (!cfg_.share_weights.empty() && cfg_.share_weights.size() != ctxs.size())
     throw Error(Errc::kUsage, std::to_string(cfg_.share_weights.size()) + " shares for " +
                                   std::to_string(ctxs.size()) + " devices");
@@ -170,9 +169,8 @@ std::vector<std::size_t> Session::share_counts(const std::vector<Context*>& ctxs
     if ((data_.type == DType::kDouble || acc == DType::kDouble) && !c->info().fp64)
       throw Error(Errc::kUnsupported,
                   c->info().name + " has no double precision (cl_khr_fp64); try float");
-  if (!cfg_.share_weights.empty()) return split_shares(data_.n, cfg_.share_weights);
-  if (defaults.size() != ctxs.size()) defaults.assign(ctxs.size(), 1.0);
-  return split_shares(data_.n, defaults);
+  return split_shares(data_.n, cfg_.share_weights.empty() ? std::vector<double>(ctxs.size(), 1.0)
+                                                          : cfg_.share_weights);
 }
 
 void Session::join_rank_times(RunRecord& rec, std::size_t bytes_per_element) const {

@@ -45,6 +45,9 @@ struct PartInfo {
   std::uint64_t first = 0;  // global index of the part's first element
   std::uint64_t n = 0;      // its elements
   double kernel_ms = 0.0;   // median of its summed kernel times
+  double before_ms = -1.0;  // a scan's share: median kernel time of its first pass (its total,
+                            // or its scan before the carries), which every share's second pass
+                            // waits for; -1 where there is none
   double wall_ms = 0.0;     // median of its host time (launches to its read-back)
   double gbps = 0.0;        // its bytes moved / kernel_ms (0: undefined, an empty part)
   bool verified = false;    // its own result checked (reductions: against its part's reference)
@@ -175,9 +178,7 @@ class Session {
                   const std::vector<Share>& shares) const;
   // Several devices: each one's share of the array (cfg.share_weights, equal when empty), after
   // checking there is a weight per device and that each has fp64 where acc or the array needs it.
-  // Elements per device: --shares' weights, else `defaults` (empty: equal shares).
-  std::vector<std::size_t> share_counts(const std::vector<Context*>& ctxs, DType acc,
-                                        std::vector<double> defaults = {}) const;
+  std::vector<std::size_t> share_counts(const std::vector<Context*>& ctxs, DType acc) const;
   // MPI, collective (every rank calls it at once): the whole's record from every rank's kernel
   // (median, fastest, slowest run), wall, upload and sequential-loop times in rec, gathered in
   // rank order: a PartInfo per rank (its slice, times and GB/s at bytes_per_element); as the

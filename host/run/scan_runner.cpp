@@ -76,17 +76,13 @@ ScanSession::ScanSession(const std::vector<Context*>& ctxs, const HostArray& dat
                          RunConfig cfg, ScanOptions opts)
     : ScanSession(*ctxs.at(0), data, op, std::move(cfg), std::move(opts)) {
   if (ctxs.size() < 2 || !refused_.empty()) return;
-  // Default shares: a share before the last also reduces itself first (its total is the next
-  // share's carry), reading its elements once more than the scan does, so it costs
-  // (2 in + out) / (in + out) of the last's time per element and gets that much less of the
-  // array (int32 -> int64: 3/4 of the last's share). Segmented scans take no totals first.
-  std::vector<double> weights(ctxs.size(), 1.0);
-  if (!opts_.segmented) {
-    const double in = static_cast<double>(dtype_size(data.type));
-    const double out = static_cast<double>(problem_.acc_bytes());
-    for (std::size_t d = 0; d + 1 < ctxs.size(); ++d) weights[d] = (in + out) / (2 * in + out);
-  }
-  const std::vector<std::size_t> counts = share_counts(ctxs, problem_.acc_type, weights);
+  // Default shares: equal. A share before the last also reduces itself first (its total is the
+  // next share's carry), but the shares after it cannot start their scans before that total is
+  // known, so the run takes the slowest total plus the slowest scan: with a share's total taking
+  // r and its scan s per element, max(a (r + s), a r + b s) over shares a and b is least at
+  // a = b (two devices: 2 s / (r + s) of one device's speed, 1.5x for int32 -> int64 at the
+  // copy rate). Shares weighted by their passes alone would leave the last device waiting.
+  const std::vector<std::size_t> counts = share_counts(ctxs, problem_.acc_type);
   std::size_t at = 0;
   for (std::size_t d = 0; d < ctxs.size(); ++d) {
     Part p;
@@ -162,6 +158,7 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
     if (totals[d]) chain = std::max<std::uint64_t>(chain, plans[d]->depth() + totals[d]->depth());
   const unsigned char sentinel = is_float(problem_.acc_type) ? 0xFF : 0xA5;
   std::vector<std::vector<Sample>> part_samples(k);
+  std::vector<std::vector<double>> part_before(k);  // each share's first pass, each timed run
   std::vector<double> combine;
   std::uint64_t run_index = 0;
   const std::vector<Sample> whole = repeat_runs(cfg_.warmup, cfg_.repeat, [&] {
@@ -203,6 +200,8 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
           threads);
     }
     const double t1 = now_ms();
+    std::vector<double> before(k);
+    for (std::size_t d = 0; d < k; ++d) before[d] = s[d].kernel_ms;
     const std::vector<ScanCarry> into = exclusive_carries(problem_.op, carries);
     const double t2 = now_ms();
     run_parallel(
@@ -224,15 +223,23 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
         },
         threads);
     const double t3 = now_ms();
+    // The run's kernel time is its critical path: no share's second pass starts before every
+    // share's first pass (the totals, or the scans whose carries are added after) has ended, so
+    // the slowest first pass plus the slowest second pass, not the slowest share's own sum.
     Sample all{0.0, t3 - t0, 0};
-    double carry_max = 0.0;
+    double carry_max = 0.0, first_max = 0.0, second_max = 0.0;
     for (std::size_t d = 0; d < k; ++d) {
-      all.kernel_ms = std::max(all.kernel_ms, s[d].kernel_ms);
+      first_max = std::max(first_max, before[d]);
+      second_max = std::max(second_max, s[d].kernel_ms - before[d]);
       all.launches += s[d].launches;
       carry_max = std::max(carry_max, carry_ms[d]);
     }
+    all.kernel_ms = first_max + second_max;
     if (run_index++ >= cfg_.warmup) {
-      for (std::size_t d = 0; d < k; ++d) part_samples[d].push_back(s[d]);
+      for (std::size_t d = 0; d < k; ++d) {
+        part_samples[d].push_back(s[d]);
+        part_before[d].push_back(before[d]);
+      }
       combine.push_back((t2 - t1) + carry_max);
     }
     return all;
@@ -257,6 +264,7 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
         static_cast<double>(m * (dtype_size(data_.type) + acc) + (problem_.segmented ? m : 0)));
     // A share's output is checked with the whole's (its carry comes from the shares before it).
     info.verified = verdict.ok;
+    if (!part_before[d].empty()) info.before_ms = median(part_before[d]);
     if (m > 0)
       info.result =
           Value::from_bytes(problem_.acc_type, host_out_.data() + (part.first + m - 1) * acc);

@@ -6,6 +6,7 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -290,15 +291,14 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "several devices, default shares: a scan's shares before the last, which also read their "
-    "elements for their totals, are smaller by (in + out) / (2 in + out); segmented ones equal",
+    "several devices, default shares: a scan's shares are equal, and its kernel time is the "
+    "slowest first pass (totals) plus the slowest second pass (scans with their carries)",
     "[shares][cli]") {
-  // {type flags, share 0's elements of 70000}: int32 -> int64 3/4 of the last's weight (3/7 of
-  // the array), float -> float 2/3 (2/5); segmented scans take no totals first: equal halves,
-  // cut at a multiple of the segment flags' grain.
+  // {type flags, share 0's elements of 70000}: equal halves, cut at a multiple of the devices'
+  // grain.
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"--type int32", "30000"},
-      {"--type float", "28000"},
+      {"--type int32", "34992"},
+      {"--type float", "34992"},
       {"--type int32 --segment-length 77", "34992"}};
   for (const auto& [flags, first_share] : cases) {
     const std::string args = two_devices() + " --variant scan-fast --size 70000 " + flags +
@@ -311,7 +311,19 @@ TEST_CASE(
     CHECK(field(row, "verified") == "true");
     const std::size_t parts = row.find("\"parts\":");
     REQUIRE(parts != std::string::npos);
-    CHECK(field(row.substr(parts), "n") == first_share);
+    const std::string p0 = row.substr(parts);
+    CHECK(field(p0, "n") == first_share);
+    // One timed run: the whole's kernel time is max(before) + max(kernel - before) of the shares.
+    const std::size_t second = p0.find("},{");
+    REQUIRE(second != std::string::npos);
+    const std::string p1 = p0.substr(second + 2);
+    const double k0 = std::stod(field(p0, "kernel_ms")), k1 = std::stod(field(p1, "kernel_ms"));
+    const double b0 = std::stod(field(p0, "before_ms")), b1 = std::stod(field(p1, "before_ms"));
+    CHECK(b0 > 0.0);  // the first share's total, or its scan before the carry
+    const double want = std::max(b0, b1) + std::max(k0 - b0, k1 - b1);
+    const double got = std::stod(field(row, "kernel_ms"));
+    CHECK(std::abs(got - want) <= 1e-3 * want + 2e-6);
+    CHECK(got >= std::max(k0, k1) * (1 - 1e-3));
   }
 }
 
