@@ -3,28 +3,35 @@
 
 What is timed, for each op (sum, max, argmax, cumsum), size and dtype:
   clreduce     clreduce.<op> of a pyopencl.array.Array already on clreduce's device (read where
-               it lies, on PyOpenCL's queue; a reduction's value comes back as a NumPy scalar,
-               a scan's result stays on the device)
+               it lies, on PyOpenCL's queue; the result stays on the device as a pyopencl array,
+               0-d for a reduction); sync: queue.finish()
   staged       clreduce.<op> of the NumPy array (on a GPU the upload is part of every call; on a
-               CPU device the array is read in place)
-  pyopencl     PyOpenCL on the same device and the same array: pyopencl.array.sum/max, argmax
+               CPU device the array is read in place); the result is on the host when it returns
+  pyopencl     PyOpenCL on the same device and the same arrays: pyopencl.array.sum/max, argmax
                by a ReductionKernel over a (value, index) struct (first index on ties), cumsum by
-               a GenericScanKernel (int32 sums into int64, as NumPy's), then queue.finish()
-  cupy         cupy.sum/max/argmax/cumsum of a cupy array already on the CUDA GPU, then
+               a GenericScanKernel (int32 sums into int64, as NumPy's); sync: queue.finish()
+  cupy         cupy.sum/max/argmax/cumsum of a cupy array already on the CUDA GPU; sync:
                cupy.cuda.Device().synchronize()
-  torch        torch.sum/max/argmax/cumsum of a CUDA tensor, then torch.cuda.synchronize()
+  torch        torch.sum/max/argmax/cumsum of a CUDA tensor; sync: torch.cuda.synchronize()
   numpy        numpy.<op> of the host array (one core)
-Each cell is the median wall time of --repeat calls after --warmup untimed ones (which build
-the kernels), in ms; every peer's result is checked against NumPy's first (integers exactly;
-floats within 1e-3 of the sum of |x| up to that element): a mismatch prints "wrong" and no time.
-A peer that is not importable, or finds no device, is skipped with a note on stderr ("-").
+The pyopencl arrays that clreduce and PyOpenCL read are allocated from one
+pyopencl.tools.MemoryPool, which both then allocate their results from (the arrays' allocator),
+as CuPy and PyTorch allocate from their own pools by default.
 
-Then the call overhead: the same ops on a 2^10-element array already on the device, the median
-of --overhead-calls calls, in microseconds (NumPy's on the host array). And the CPU row:
+Two times per call, after --warmup untimed calls (which build the kernels): "call", the host
+time until the call returns (device work it only enqueued may still run), and "sync", the call
+and then the peer's sync, so the device work done. Each cell is the median of --repeat calls,
+in ms: PEER the sync time, PEER_call the call time, and PEER_p10 and PEER_call_p10 their fastest
+tenth. Every peer's result is checked against NumPy's first (integers exactly; floats within
+1e-3 of the sum of |x| up to that element): a mismatch prints "wrong" and no time. A peer that
+is not importable, or finds no device, is skipped with a note on stderr ("-").
+
+Then the call overhead: the same ops on a 2^10-element array already on the device, timed over
+--overhead-calls calls, in microseconds (NumPy's on the host array). And the CPU row:
 clreduce.sum(a, device='cpu') (a CPU OpenCL device such as PoCL; skipped without one) against
 numpy.sum at --cpu-size elements of float32.
 
-The table's ratio columns are x_PEER = PEER's time / clreduce's time (above 1: clreduce is
+The table's ratio columns are x_PEER = PEER's sync time / clreduce's (above 1: clreduce is
 faster); the CPU row's x_numpy is numpy.sum's time / clreduce's. --out FILE writes every row as
 CSV (unit: ms, or us for the overhead rows).
 
@@ -49,6 +56,8 @@ except ImportError:
              "root, docs/PYTHON.md)")
 
 OPS = ("sum", "max", "argmax", "cumsum")
+# A peer's columns: its name plus each suffix, and what they hold: (which time, 0 p10 / 1 median).
+SUFFIXES = {"": ("sync", 1), "_p10": ("sync", 0), "_call": ("call", 1), "_call_p10": ("call", 0)}
 
 
 def parse_size(s):
@@ -63,17 +72,33 @@ def note(msg):
     print(f"# {msg}", file=sys.stderr)
 
 
-def timed(fn, warmup, repeat):
-    """(median seconds of repeat calls after warmup untimed ones, the first call's result)."""
+def timed(fn, sync, warmup, repeat):
+    """Times repeat calls of fn after warmup untimed ones (each followed by sync): {"call": the
+    seconds until fn returned, "sync": until sync() returned after it}, each as (p10, median);
+    and the first call's result."""
     out = fn()
+    sync()
     for _ in range(warmup - 1):
         fn()
-    times = []
+        sync()
+    calls, syncs = [], []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
+        r = fn()
+        t1 = time.perf_counter()
+        sync()
+        t2 = time.perf_counter()
+        del r
+        calls.append(t1 - t0)
+        syncs.append(t2 - t0)
+
+    def stats(ts):
+        return sorted(ts)[len(ts) // 10], statistics.median(ts)
+    return {"call": stats(calls), "sync": stats(syncs)}, out
+
+
+def no_sync():
+    pass
 
 
 def check(op, got, a, ref):
@@ -112,13 +137,13 @@ class ClreducePeer:
         return self.cl.prepare(a) if self.cl else None
 
     def call(self, op, d):
-        r = getattr(clreduce, op)(d)
-        if op == "cumsum":
-            self.cl.queue.finish()
-        return r
+        return getattr(clreduce, op)(d)
+
+    def sync(self):
+        self.cl.queue.finish()
 
     def host(self, op, r):
-        return r.get() if op == "cumsum" else r
+        return r.get()
 
 
 class StagedPeer:
@@ -132,6 +157,8 @@ class StagedPeer:
 
     def call(self, op, a):
         return getattr(clreduce, op)(a, device=self.dev)
+
+    sync = staticmethod(no_sync)
 
     def host(self, op, r):
         return r
@@ -152,13 +179,15 @@ class PyOpenCLPeer:
                 if p.name == info.platform and d.name == info.name]
         if not devs:
             raise RuntimeError(f"no device {info.name!r} of platform {info.platform!r}")
+        import pyopencl.tools
         self.cl = cl
         self.ctx = cl.Context([devs[0]])
         self.queue = cl.CommandQueue(self.ctx)
+        self.pool = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
         self.kernels = {}
 
     def prepare(self, a):
-        return self.cl.array.to_device(self.queue, a)
+        return self.cl.array.to_device(self.queue, a, allocator=self.pool)
 
     def kernel(self, op, dtype):
         key = (op, dtype)
@@ -200,10 +229,13 @@ class PyOpenCLPeer:
         elif op == "argmax":
             r = self.kernel(op, d.dtype)(d, queue=self.queue)
         else:
-            r = cla.empty(self.queue, d.shape, np.int64 if d.dtype.kind == "i" else d.dtype)
+            r = cla.empty(self.queue, d.shape, np.int64 if d.dtype.kind == "i" else d.dtype,
+                          allocator=d.allocator)
             self.kernel(op, d.dtype)(d, r, queue=self.queue)
-        self.queue.finish()
         return r
+
+    def sync(self):
+        self.queue.finish()
 
     def host(self, op, r):
         h = r.get()
@@ -222,9 +254,10 @@ class CuPyPeer:
         return self.cp.asarray(a)
 
     def call(self, op, d):
-        r = getattr(self.cp, op)(d)
+        return getattr(self.cp, op)(d)
+
+    def sync(self):
         self.cp.cuda.Device().synchronize()
-        return r
 
     def host(self, op, r):
         return self.cp.asnumpy(r)
@@ -244,9 +277,10 @@ class TorchPeer:
 
     def call(self, op, d):
         t = self.torch
-        r = t.cumsum(d, 0) if op == "cumsum" else getattr(t, op)(d)
-        t.cuda.synchronize()
-        return r
+        return t.cumsum(d, 0) if op == "cumsum" else getattr(t, op)(d)
+
+    def sync(self):
+        self.torch.cuda.synchronize()
 
     def host(self, op, r):
         return r.cpu().numpy()
@@ -260,6 +294,8 @@ class NumPyPeer:
 
     def call(self, op, a):
         return getattr(np, op)(a)
+
+    sync = staticmethod(no_sync)
 
     def host(self, op, r):
         return r
@@ -288,7 +324,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=2, help="untimed calls first (default 2)")
     ap.add_argument("--repeat", type=int, default=10, help="timed calls (default 10)")
     ap.add_argument("--overhead-calls", type=int, default=2000,
-                    help="calls timed on the 2^10-element array (default 2000; 0: no such rows)")
+                    help="calls timed on the 2^10-element array, after 50 untimed ones (default "
+                         "2000; 0: no such rows)")
     ap.add_argument("--cpu-size", default="2^26",
                     help="elements of the CPU row, clreduce.sum(device='cpu') against numpy.sum "
                          "(default 2^26; 0: no CPU row)")
@@ -360,18 +397,19 @@ def main():
             cells = {}
             for c in cols:
                 d = held.get(c.name)
+                for suffix in SUFFIXES:
+                    cells[c.name + suffix] = "-"
                 if c.name not in held:
-                    cells[c.name] = "-"
                     continue
                 try:
-                    t, r = timed(lambda: c.call(op, d), warmup, repeat)
+                    t, r = timed(lambda: c.call(op, d), c.sync, warmup, repeat)
                     ok = check(op, c.host(op, r), a, ref)
                     scale = 1e3 if unit == "ms" else 1e6
-                    cells[c.name] = f"{t * scale:.4f}" if ok else "wrong"
+                    for suffix, (kind, k) in SUFFIXES.items():
+                        cells[c.name + suffix] = f"{t[kind][k] * scale:.4f}" if ok else "wrong"
                 except Exception as e:
                     note(f"{c.name} {op} {dtype} n={n}: {type(e).__name__}: "
                          f"{str(e).splitlines()[0] if str(e) else ''}")
-                    cells[c.name] = "-"
             ratios = {}
             b = cells.get(base, "-")
             for c in cols:
@@ -388,7 +426,7 @@ def main():
             run_rows(n, dtype, ops, args.repeat, args.warmup, "ms")
     if args.overhead_calls:
         for dtype in dtypes:
-            run_rows(1024, dtype, ops, args.overhead_calls, 10, "us")
+            run_rows(1024, dtype, ops, args.overhead_calls, 50, "us")
 
     cpu_row = None
     if cpu_n:
@@ -398,8 +436,10 @@ def main():
         else:
             a = data(cpu_n, np.dtype(np.float32))
             cpu = clreduce.Device(cpus[0].index)
-            t_cl, got = timed(lambda: clreduce.sum(a, device=cpu), args.warmup, args.repeat)
-            t_np, _ = timed(lambda: np.sum(a), args.warmup, args.repeat)
+            t, got = timed(lambda: clreduce.sum(a, device=cpu), no_sync, args.warmup, args.repeat)
+            t_cl = t["sync"][1]
+            t, _ = timed(lambda: np.sum(a), no_sync, args.warmup, args.repeat)
+            t_np = t["sync"][1]
             ok = check("sum", got, a, reference("sum", a))
             cpu_row = dict(op="sum (cpu)", n=str(cpu_n), dtype="float32", unit="ms",
                            clreduce=f"{t_cl * 1e3:.4f}" if ok else "wrong",
@@ -408,10 +448,12 @@ def main():
             rows.append(cpu_row)
             note(f"cpu row: {cpus[0].name}")
 
-    fields = ["op", "n", "dtype", "unit"] + names + ["x_" + c for c in names if c != base]
-    print(f"# clreduce {clreduce.__version__} on {dev!r}; numpy {np.__version__}; median of "
-          f"{args.repeat} calls ({args.overhead_calls} for the 2^10 overhead rows, in us); "
-          f"x_PEER = PEER's time / {base}'s")
+    fields = (["op", "n", "dtype", "unit"] + [c + s for c in names for s in SUFFIXES] +
+              ["x_" + c for c in names if c != base])
+    print(f"# clreduce {clreduce.__version__} on {dev!r}; numpy {np.__version__}; of "
+          f"{args.repeat} calls ({args.overhead_calls} for the 2^10 overhead rows, in us): "
+          f"PEER the median with the device synced, PEER_call the median until the call "
+          f"returned, _p10 their fastest tenth; x_PEER = PEER's time / {base}'s")
     table = [[r.get(f, "") for f in fields] for r in rows]
     widths = [max(len(f), *(len(t[i]) for t in table)) if table else len(f)
               for i, f in enumerate(fields)]

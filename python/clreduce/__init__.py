@@ -15,8 +15,9 @@ axes (axis= an int or a tuple, keepdims), dot of two 1-D arrays, reduce() for re
 own in OpenCL C (the command line's --map, --reduce, --identity, --post), and cumsum, cumprod
 over the whole array or along the last axis (exclusive=True for exclusive scans; segments= or
 offsets= for segmented scans; offsets= on the reductions for one result per segment). A
-pyopencl.array.Array is reduced and scanned on its own context and queue (results that are
-arrays stay on the device as pyopencl arrays). Element types: int32, uint32, int64, uint64, float32,
+pyopencl.array.Array is reduced and scanned on its own context and queue, and its results stay
+on the device as pyopencl arrays (0-d for a whole-array reduction, as pyopencl.array.sum's)
+from its allocator. Element types: int32, uint32, int64, uint64, float32,
 float64, float16, bool, int8, uint8, int16 and uint16, read as they are (scans, and the narrow
 types along axes or segments, widen them first: a copy). devices() lists the devices;
 device= takes a Device, an index or what the command line's --device takes ('gpu', 'cpu',
@@ -552,6 +553,13 @@ def sum(a: Any, axis: Union[None, int, Tuple[int, ...]] = None, dtype: Any = Non
     (docs/ACCURACY.md), not bit-equal to NumPy's pairwise sum. A NaN gives NaN. axis: None, an
     int or a tuple of ints (negative from the end), reduced in one device call. Returns a NumPy
     scalar (an array along axes or with keepdims, or out).
+
+    A pyopencl.array.Array gives a new pyopencl array on its queue, from its allocator: 0-d for
+    the whole array (NumPy's shape with keepdims, along axes and with offsets=). For the six
+    types int32, uint32, int64, uint64, float32 and float64 the device writes the whole-array
+    result there and the call returns without waiting for it (read it with .get(), or use it in
+    the queue's later kernels); for the narrower types the value is computed, then written to
+    the new array (docs/PYTHON.md). So for prod, min, max, argmin and argmax.
     """
     return _reduce("sum", "sum", a, axis, dtype, out, keepdims, device, offsets)
 
@@ -645,7 +653,7 @@ def _cl_inputs(arrays: Sequence[Any], fname: str, device: DeviceSpec, out: Any,
     dev = _cl_device(arrays[0], device, fname)
     if out is not None:
         raise TypeError(f"clreduce.{fname}: out= is not taken with a pyopencl array (the result "
-                        f"is a new pyopencl array or a NumPy scalar)")
+                        f"is a new pyopencl array)")
     for x in arrays:
         _cl_check(x, fname, c_order)
         if x.context != arrays[0].context:
@@ -700,8 +708,9 @@ def mean(a: Any, axis: Union[None, int, Tuple[int, ...]] = None, dtype: Any = No
     divided by the count; within a few units of roundoff of the exact mean, so never less
     accurate than NumPy's. NaN in gives NaN; an empty array or slice gives NaN with NumPy's
     RuntimeWarning. axis: None, an int or a tuple (one device call for every result). A
-    pyopencl.array.Array is read on its own queue (arrays along axes come back as pyopencl
-    arrays; docs/PYTHON.md), as by var, std, dot and reduce.
+    pyopencl.array.Array is read on its own queue, as by var, std, dot and reduce; the result is
+    a new pyopencl array on that queue (0-d for the whole array), written there from the host
+    once the call has computed it (these have no enqueue-only path: docs/PYTHON.md).
     """
     return _stat("mean", "mean", a, axis, dtype, out, keepdims, 0, device)
 
@@ -733,7 +742,8 @@ def dot(a: Any, b: Any, out: Optional[np.ndarray] = None, *, device: DeviceSpec 
     Floats: a compensated sum of exact products (fma) in double where the device has it, so
     within a few units of roundoff of the exact dot product. Integers wrap as NumPy's do (the
     products and sum are exact modulo 2^64, then cast). bool: whether any pair is both true.
-    Two pyopencl arrays of one context are read where they lie, on a's queue.
+    Two pyopencl arrays of one context are read where they lie, on a's queue; the result is a
+    0-d pyopencl array on that queue, written there once computed.
     """
     cl_dev, (A, B) = _cl_inputs([a, b], "dot", device, out, c_order=False)
     if cl_dev is not None:
@@ -763,7 +773,7 @@ def dot(a: Any, b: Any, out: Optional[np.ndarray] = None, *, device: DeviceSpec 
         value = _FROM_LIB[tname].type(v)
         value = np.bool_(value != 0) if rt == np.dtype(np.bool_) else np.asarray(value).astype(rt)[()]
     if cl_dev is not None:
-        return value
+        return _cl_result(A, value)
     return _finish(value, (), out, False)
 
 
@@ -785,6 +795,9 @@ def reduce(*arrays: Any, map: str, reduce: str, identity: str, post: Optional[st
 
     >>> clreduce.reduce(x, y, map="x * y", reduce="a + b", identity="0")   # a dot product
     >>> clreduce.reduce(x, map="fabs(x)", reduce="fmax(a, b)", identity="-INFINITY")  # max |x|
+
+    pyopencl arrays (all of one context) are read where they lie, on the first one's queue; the
+    result is a new pyopencl array there (0-d for the whole array), written once computed.
 
     An expression that is not one (';', braces, '#', comments) or does not compile raises
     clreduce.Error (category 'usage') with the compiler's message pointing into it.
@@ -828,9 +841,8 @@ def reduce(*arrays: Any, map: str, reduce: str, identity: str, post: Optional[st
         v, tname = _device(device)._dev.expr(text, [np.empty(0, x.dtype) for x in xs], texts[4])
     value = _FROM_LIB[tname].type(v)
     if keepdims:
-        res = np.full((1,) * arrs[0].ndim, value, dtype=value.dtype)
-        return res if cl_dev is None else _cl_result(arrs[0], res)
-    return value
+        value = np.full((1,) * arrs[0].ndim, value, dtype=value.dtype)
+    return value if cl_dev is None else _cl_result(arrs[0], value)
 
 
 def _offsets_array(offsets: Any, n: int, fname: str) -> np.ndarray:
@@ -942,7 +954,8 @@ def cumsum(a: Any, axis: Optional[int] = None, dtype: Any = None,
     segments: one flag per element of the flattened array, nonzero where a segment starts (the
     sums restart there); offsets: S + 1 ascending offsets from 0 to a.size, segment s being
     [offsets[s], offsets[s+1]) (empty ones allowed). A pyopencl.array.Array is scanned on its
-    own queue into a new pyopencl array (docs/PYTHON.md)."""
+    own queue into a new pyopencl array from its allocator; an unsegmented scan of one of the six
+    types whole returns without waiting for it (docs/PYTHON.md)."""
     return _scan("cumsum", "sum", a, axis, dtype, out, exclusive, device, segments, offsets)
 
 
@@ -964,7 +977,8 @@ def _is_clarray(a: Any) -> bool:
     return mod is not None and isinstance(a, mod.Array)
 
 
-_cl_opened: dict = {}  # (context, queue handle) -> (queue, Device): one Device per queue
+_cl_opened: dict = {}  # queue handle -> (queue, Device): one Device per queue (the queue kept
+# alive with it, so its handle names no other)
 
 
 def _cl_device(a: Any, device: DeviceSpec, fname: str) -> Device:
@@ -975,9 +989,8 @@ def _cl_device(a: Any, device: DeviceSpec, fname: str) -> Device:
     q = a.queue
     if q is None:
         raise ValueError(f"clreduce.{fname}: the pyopencl array has no queue (array.with_queue)")
-    key = (q.context.int_ptr, q.int_ptr)
-    with _lock:
-        hit = _cl_opened.get(key)
+    key = q.int_ptr
+    hit = _cl_opened.get(key)  # one lookup, atomic under the GIL: no lock on this path
     if hit is None:
         dev = Device.__new__(Device)
         kernel_dir = os.environ.get("CLREDUCE_KERNEL_DIR") or _KERNEL_DIR
@@ -1023,7 +1036,7 @@ def _cl_start(x: Any) -> Tuple[int, Any]:
             return sub.int_ptr, sub
         except (AttributeError, cl.Error):  # a pool's buffer, or a runtime that refuses it
             pass
-    c = cl.Buffer(x.context, cl.mem_flags.READ_WRITE, x.nbytes)  # its bytes (any dtype)
+    c = _cl_alloc(x, x.nbytes)  # its bytes (any dtype)
     cl.enqueue_copy(x.queue, c, x.base_data, byte_count=x.nbytes, src_offset=x.offset)
     return c.int_ptr, c
 
@@ -1039,21 +1052,106 @@ def _cl_buffers(arrays: Sequence[Any]) -> Tuple[list, list]:
     return bufs, keep
 
 
+def _cl_alloc(a: Any, nbytes: int) -> Any:
+    """A buffer of nbytes (> 0) from a pyopencl array's allocator (a pyopencl.tools.MemoryPool
+    serves it), as PyOpenCL's own functions allocate their results; a new cl.Buffer where the
+    array has none."""
+    if a.allocator is not None:
+        return a.allocator(nbytes)
+    cl = sys.modules["pyopencl"]
+    return cl.Buffer(a.context, cl.mem_flags.READ_WRITE, nbytes)
+
+
+_cl_fast: list = []  # [whether pyopencl.array.Array takes its fast constructor (_fast=True)]
+
+
+def _cl_new(a: Any, shape: Tuple[int, ...], dtype: np.dtype, data: Any = None,
+            offset: int = 0) -> Any:
+    """A new C-contiguous pyopencl array on a's queue with a's allocator: on `data` from byte
+    `offset`, else on a buffer of its own from the allocator. Made with PyOpenCL's fast
+    constructor where it has one (the general one checks its arguments through NumPy: about
+    10 us a call)."""
+    cla = sys.modules["pyopencl.array"]
+    size = 1
+    for d in shape:
+        size *= d
+    if data is None and size:
+        data = _cl_alloc(a, size * dtype.itemsize)
+    if not _cl_fast:
+        import inspect
+        _cl_fast.append("_fast" in inspect.signature(cla.Array.__init__).parameters)
+    if not _cl_fast[0] or not size:
+        return cla.Array(a.queue, shape, dtype, allocator=a.allocator, data=data, offset=offset)
+    strides = []
+    step = dtype.itemsize
+    for d in reversed(shape):
+        strides.append(step)
+        step *= builtins.max(d, 1)
+    return cla.Array(None, shape, dtype, allocator=a.allocator, data=data, offset=offset,
+                     strides=tuple(reversed(strides)), _fast=True, _size=size,
+                     _context=a.context, _queue=a.queue)
+
+
 def _cl_result(a: Any, res: Any) -> Any:
-    """A NumPy result as the pyopencl array's call gives it: arrays on the device, scalars not."""
-    if isinstance(res, np.ndarray):
-        return sys.modules["pyopencl.array"].to_device(a.queue, np.ascontiguousarray(res))
+    """A result computed on the host as the pyopencl array's call gives it: a new pyopencl array
+    on a's queue, allocated with a's allocator (a NumPy scalar becomes a 0-d array), written
+    from the host (a blocking copy)."""
+    res = np.asarray(res)
+    if not res.flags.c_contiguous:
+        res = np.ascontiguousarray(res)  # (of ndim >= 1: a 0-d array is contiguous)
+    out = _cl_new(a, res.shape, res.dtype)
+    if res.size:
+        out.set(res)
+    return out
+
+
+_LIB_RT: dict = {}  # (op, the library's type name, acc) -> result dtype
+
+
+def _lib_rt(op: str, tname: str, acc: str) -> np.dtype:
+    """The library's result dtype of op on tname with accumulator acc (asked once)."""
+    key = (op, tname, acc)
+    rt = _LIB_RT.get(key)
+    if rt is None:
+        rt = _LIB_RT.setdefault(key, _FROM_LIB[_clreduce.result_dtype(op, tname, acc)])
+    return rt
+
+
+# The types the library's enqueue-only plans take (clreduce::Reduction, clreduce::Scan).
+_PLANNED = frozenset(np.dtype(t) for t in (np.int32, np.uint32, np.int64, np.uint64,
+                                           np.float32, np.float64))
+_I64 = np.dtype(np.int64)
+_INTP = np.dtype(np.intp)
+
+
+def _cl_enqueue(dev: Device, op: str, x: Any, acc: str, shape: Tuple[int, ...]) -> Any:
+    """op over every element of x (contiguous, at least one element, one of _PLANNED) by the
+    Device's kept plan, written straight into a new 0-d (or `shape`: keepdims) pyopencl array
+    on x's queue from x's allocator. Returns without waiting on an in-order queue: the result
+    is there for the queue's later commands and get(). argmin/argmax: the plan writes {value,
+    padding, int64 index}, 16 bytes; the result is the index, at byte 8."""
+    tname = _LIB_NAME[x.dtype]
+    arg = op == "argmin" or op == "argmax"
+    if arg:
+        buf = _cl_alloc(x, 16)
+        res = _cl_new(x, shape, _I64, data=buf, offset=8)
+    else:
+        res = _cl_new(x, shape, _lib_rt(op, tname, acc))
+    dev._dev.reduce_into(op, tname, x.base_data.int_ptr, x.offset // x.dtype.itemsize, x.size,
+                         acc, res.base_data.int_ptr, 0)
+    if arg and _INTP != _I64:
+        res = res.astype(_INTP)
     return res
 
 
 def _cl_reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdims: bool,
                device: DeviceSpec, offsets: Any):
-    """op over a pyopencl array, on its context and queue: a NumPy scalar, or a new pyopencl
-    array where NumPy gives an array (axes, keepdims, offsets)."""
+    """op over a pyopencl array, on its context and queue: a new pyopencl array, 0-d for a
+    whole-array reduction (NumPy's shape with keepdims, axes or offsets), from a's allocator."""
     dev = _cl_device(a, device, fname)
     if out is not None:
         raise TypeError(f"clreduce.{fname}: out= is not taken with a pyopencl array (the result "
-                        f"is a new pyopencl array or a NumPy scalar)")
+                        f"is a new pyopencl array)")
     _cl_check(a, fname, c_order=op.startswith("arg") or axis is not None or offsets is not None)
     if a.size == 0:  # nothing on the device to read: NumPy's answer (or its error)
         return _cl_result(a, _reduce(fname, op, np.empty(a.shape, a.dtype), axis, dtype, None,
@@ -1066,7 +1164,7 @@ def _cl_reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, kee
         x, acc, back = _segment_input(fname, op, a, dtype, None, o)
         if o.size == 1:
             rt = np.dtype(np.intp) if op.startswith("arg") else back if back is not None else (
-                _FROM_LIB[_clreduce.result_dtype(op, _LIB_NAME[x.dtype], acc)])
+                _lib_rt(op, _LIB_NAME[x.dtype], acc))
             return _cl_result(a, np.empty(0, dtype=rt))
         mem, first = _cl_at(x)
         values, indices, _, _ = dev._dev.segments_buffer(
@@ -1090,6 +1188,12 @@ def _cl_reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, kee
         x, acc, back = a, "", None
     else:
         x, acc, back = _device_input(a, _op_dtype(a, dtype, None, fname), narrow=True)
+    shape = (1,) * a.ndim if keepdims else ()
+    if x.dtype in _PLANNED:  # enqueued into the result's buffer, not waited for
+        res = _cl_enqueue(dev, op, x, acc, shape)
+        return res if back is None else res.astype(back)
+    # The engine's types: computed and read back (the library has no enqueue-only path for
+    # them), the value written to a new device array.
     mem, first = _cl_at(x)
     v, index, rname = dev._dev.reduce_buffer(op, _LIB_NAME[x.dtype], mem, first, x.size, acc)
     if op.startswith("arg"):
@@ -1098,24 +1202,23 @@ def _cl_reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, kee
         value = _FROM_LIB[rname].type(v)
         if back is not None:
             value = np.asarray(value).astype(back)[()]
-    if keepdims:
-        return _cl_result(a, np.full((1,) * a.ndim, value, dtype=value.dtype))
-    return value
+    return _cl_result(a, np.full(shape, value, dtype=value.dtype))
 
 
 def _cl_scan(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, exclusive: bool,
              device: DeviceSpec, segments: Any, offsets: Any):
-    """A scan of a pyopencl array on its context and queue into a new pyopencl array."""
+    """A scan of a pyopencl array on its context and queue into a new pyopencl array from a's
+    allocator (not waited for where the library's kept plan runs it on an in-order queue)."""
     dev = _cl_device(a, device, fname)
     if out is not None:
         raise TypeError(f"clreduce.{fname}: out= is not taken with a pyopencl array (the result "
                         f"is a new pyopencl array)")
     _cl_check(a, fname, c_order=True)
     _scan_type(a.dtype, dtype, fname)
-    axes = _axes(axis, a.ndim, fname, single=True)
     row = 0
     shape: Tuple[int, ...] = (a.size,)
-    if axes is not None and a.ndim > 1:
+    if axis is not None and a.ndim > 1:
+        axes = _axes(axis, a.ndim, fname, single=True)
         if segments is not None or offsets is not None:
             raise ValueError(f"clreduce.{fname}: segments= and offsets= scan the flattened array "
                              f"(axis=None)")
@@ -1123,15 +1226,18 @@ def _cl_scan(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, exclu
             raise ValueError(f"clreduce.{fname}: scans run over the whole array (axis=None) or "
                              f"along the last axis")
         shape, row = a.shape, a.shape[-1]
+    elif axis is not None:
+        _axes(axis, a.ndim, fname, single=True)
     if not isinstance(exclusive, (bool, np.bool_)):
         raise TypeError(f"clreduce.{fname}: exclusive must be True or False")
     x, acc, back = _device_input(a, _op_dtype(a, dtype, None, fname))
-    rt = _FROM_LIB[_clreduce.result_dtype(op, _LIB_NAME[x.dtype], acc)]
-    flags = _scan_flags(fname, x.size, row, segments, offsets)
-    res = sys.modules["pyopencl.array"].empty(a.queue, x.size, rt)
+    rt = _lib_rt(op, _LIB_NAME[x.dtype], acc)
+    flags = None
+    if segments is not None or offsets is not None or row:
+        flags = _scan_flags(fname, x.size, row, segments, offsets)
+    res = _cl_new(a, shape, rt)
     if x.size:
         mem, first = _cl_at(x)
         dev._dev.scan_buffer(op, _LIB_NAME[x.dtype], mem, first, x.size, res.base_data.int_ptr,
                              0, bool(exclusive), flags, acc)
-    res = res.reshape(shape)
     return res if back is None else res.astype(back)

@@ -204,8 +204,9 @@ class PyDevice {
 
   // A Device on the program's own context, device and queue (PyOpenCL's, by their int_ptr). An
   // in-order queue (PyOpenCL's default) is run on directly (QueueUse::kProgram): a call's
-  // commands and the read of its result follow the program's on that one queue, with no second
-  // queue to wait across; an out-of-order one gets a queue of clreduce's own beside it.
+  // commands follow the program's on that one queue, and the program's later ones follow them,
+  // with no second queue to wait across; an out-of-order one gets a queue of clreduce's own
+  // beside it.
   PyDevice(std::uintptr_t context, std::uintptr_t device, std::uintptr_t queue,
            const std::string& kernel_dir, const std::vector<std::string>& tune, bool from_env) {
     clreduce::Tuning t = from_env ? clreduce::tuning_from_env() : clreduce::Tuning{};
@@ -229,26 +230,15 @@ class PyDevice {
   nb::dict summary() const { return summary_dict(dev_->summary()); }
 
   // op over elements [first, first + n) of `type` (the library's name) of a buffer of the
-  // Device's context (a cl_mem by its int_ptr): (value, index, result type name).
-  // The variants' types run through a plan (clreduce::Reduction) kept per op, type, accumulator
-  // and power-of-two size class: no plan, scratch or program is made again, no sentinel is
-  // written and no timing is read, so a small call costs one launch, one read of the result and
-  // one wait. The engine's types go through Device::reduce.
+  // Device's context (a cl_mem by its int_ptr), computed and read back through Device::reduce:
+  // (value, index, result type name). For what has no enqueue-only plan (the engine's types);
+  // the variants' types go through reduce_into.
   std::tuple<nb::object, std::int64_t, std::string> reduce_buffer(
       const std::string& op_name, const std::string& type, std::uintptr_t mem, std::size_t first,
       std::size_t n, const std::string& acc) {
     const clreduce::Op op = reduce_op(op_name);
     const clreduce::DType t = clreduce::parse_dtype(type);
     const auto buf = cl_object<cl::Buffer, cl_mem>(mem);
-    if (n > 0 && clreduce::is_variant_dtype(t)) {
-      clreduce::Value v;
-      {
-        nb::gil_scoped_release release;
-        std::lock_guard<std::mutex> lock(mutex_);
-        v = planned_reduce(op, t, acc, buf, first, n);
-      }
-      return {value_object(v), v.index, clreduce::dtype_name(v.type)};
-    }
     clreduce::Options o;
     o.acc = acc;
     clreduce::Result r;
@@ -260,8 +250,37 @@ class PyDevice {
     return {value_object(r.value), r.value.index, clreduce::dtype_name(r.acc)};
   }
 
+  // op over elements [first, first + n) (n > 0) of `type`, one of the variants' six, of buffer
+  // `in`, written into buffer `out` at byte out_offset by a plan (clreduce::Reduction) kept per
+  // op, type, accumulator and power-of-two size class: result_dtype(op, type, acc)'s bytes, or
+  // for argmin/argmax 16 bytes, {value, padding, the int64 index at byte 8}. No plan, scratch or
+  // program is made again, nothing is read back. On the program's in-order queue
+  // (QueueUse::kProgram) it returns once the launches are enqueued and flushed: the program's
+  // later commands on that queue follow them. Beside clreduce's own queue (an out-of-order
+  // program queue, QueueUse::kOwn) it waits for the plan's event (within the library's time
+  // limit), so the result is there for any queue. Argument errors are thrown before anything
+  // is enqueued.
+  void reduce_into(const std::string& op_name, const std::string& type, std::uintptr_t in,
+                   std::size_t first, std::size_t n, const std::string& acc, std::uintptr_t out,
+                   std::size_t out_offset) {
+    const clreduce::Op op = reduce_op(op_name);
+    const clreduce::DType t = clreduce::parse_dtype(type);
+    if (n == 0 || !clreduce::is_variant_dtype(t))
+      throw nb::value_error("reduce_into: n > 0 elements of one of the variants' six types");
+    const auto ib = cl_object<cl::Buffer, cl_mem>(in);
+    const auto ob = cl_object<cl::Buffer, cl_mem>(out);
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    const cl::Event done = reduction_plan(op, t, acc, n).enqueue(ib, first, n, ob, out_offset);
+    if (dev_->queue_use() != clreduce::QueueUse::kProgram)
+      wait_for(done, limit_s(n, t), "the reduction");
+  }
+
   // Scans elements [first, first + n) of buffer `in` into [out_first, out_first + n) of buffer
-  // `out` (of result_dtype(op, type, acc)); flags as scan()'s.
+  // `out` (of result_dtype(op, type, acc)); flags as scan()'s. Whole buffers of the variants'
+  // types, unsegmented, go through a kept plan (clreduce::Scan) and, on the program's in-order
+  // queue, return once it is enqueued (as reduce_into); the rest through Device::scan, which
+  // returns when the scan is done.
   void scan_buffer(const std::string& op_name, const std::string& type, std::uintptr_t in,
                    std::size_t first, std::size_t n, std::uintptr_t out, std::size_t out_first,
                    bool exclusive, const nb::object& flags, const std::string& acc) {
@@ -277,10 +296,11 @@ class PyDevice {
     std::lock_guard<std::mutex> lock(mutex_);
     if (n > 0 && first == 0 && out_first == 0 && o.segments.empty() &&
         clreduce::is_variant_dtype(t)) {
-      // Whole buffers, unsegmented: a kept plan (clreduce::Scan), as reduce_buffer's.
+      // Whole buffers, unsegmented: a kept plan (clreduce::Scan), as reduce_into's.
       clreduce::Scan& plan = scan_plan(op, t, acc, exclusive, n);
       const cl::Event done = plan.enqueue(ib, n, ob);
-      wait_for(done, limit_s(n, t), "the scan");
+      if (dev_->queue_use() != clreduce::QueueUse::kProgram)
+        wait_for(done, limit_s(n, t), "the scan");
       return;
     }
     dev_->scan(op, t, ib, first, n, ob, out_first, o);
@@ -503,9 +523,9 @@ class PyDevice {
     return *plan;
   }
 
-  // op over buf[first, first + n) (n > 0, a variant type) with the kept plan; mutex_ held.
-  clreduce::Value planned_reduce(clreduce::Op op, clreduce::DType t, const std::string& acc,
-                                 const cl::Buffer& buf, std::size_t first, std::size_t n) {
+  // The kept reduction plan for op on t taking n elements (mutex_ held).
+  clreduce::Reduction& reduction_plan(clreduce::Op op, clreduce::DType t, const std::string& acc,
+                                      std::size_t n) {
     const unsigned c = size_class(n);
     const auto key = std::make_tuple(static_cast<int>(op), static_cast<int>(t), acc, c);
     std::unique_ptr<clreduce::Reduction>& plan = plans_[key];
@@ -514,32 +534,16 @@ class PyDevice {
       po.acc = acc;
       plan = std::make_unique<clreduce::Reduction>(*dev_, op, t, std::size_t{1} << c, po);
     }
-    if (!result_()) result_ = cl::Buffer(dev_->context(), CL_MEM_READ_WRITE, 16);
-    const cl::Event done = plan->enqueue(buf, first, n, result_, 0);
-    unsigned char bytes[16] = {};
-    // On the Device's queue: the program's own queue for a Device made of PyOpenCL's objects.
-    // Run on directly (an in-order queue), the read follows the kernels there with no wait list;
-    // beside clreduce's own queue, it waits for the plan's event.
-    cl::Event read;
-    const std::vector<cl::Event> after = {done};
-    const bool direct = dev_->queue_use() == clreduce::QueueUse::kProgram;
-    dev_->queue().enqueueReadBuffer(result_, CL_FALSE, 0, plan->result_bytes(), bytes,
-                                    direct ? nullptr : &after, &read);
-    dev_->queue().flush();
-    wait_for(read, limit_s(n, t), "the reduction");
-    clreduce::Value v = clreduce::Value::from_bytes(plan->result_type(), bytes);
-    if (clreduce::is_arg_op(op)) std::memcpy(&v.index, bytes + 8, 8);
-    return v;
+    return *plan;
   }
 
   std::unique_ptr<clreduce::Device> dev_;
   std::mutex mutex_;
-  // Kept plans by (op, type, accumulator, log2 of their largest n), and their result buffer.
+  // Kept plans by (op, type, accumulator, [exclusive,] log2 of their largest n).
   std::map<std::tuple<int, int, std::string, unsigned>, std::unique_ptr<clreduce::Reduction>>
       plans_;
   std::map<std::tuple<int, int, std::string, bool, unsigned>, std::unique_ptr<clreduce::Scan>>
       scans_;
-  cl::Buffer result_;
 };
 
 }  // namespace
@@ -604,6 +608,9 @@ NB_MODULE(_clreduce, m) {
       .def("queue_use", &PyDevice::queue_use)
       .def("reduce_buffer", &PyDevice::reduce_buffer, nb::arg("op"), nb::arg("type"),
            nb::arg("mem"), nb::arg("first"), nb::arg("n"), nb::arg("acc"))
+      .def("reduce_into", &PyDevice::reduce_into, nb::arg("op"), nb::arg("type"), nb::arg("in"),
+           nb::arg("first"), nb::arg("n"), nb::arg("acc"), nb::arg("out"),
+           nb::arg("out_offset"))
       .def("scan_buffer", &PyDevice::scan_buffer, nb::arg("op"), nb::arg("type"), nb::arg("in"),
            nb::arg("first"), nb::arg("n"), nb::arg("out"), nb::arg("out_first"),
            nb::arg("exclusive"), nb::arg("flags").none(), nb::arg("acc"))

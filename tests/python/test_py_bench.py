@@ -1,6 +1,7 @@
 """tools/py_bench.py runs (small sizes, the peers that need no kernels of their own), checks
-every result against NumPy's and writes its CSV: one row per op, size and dtype, the overhead
-rows in microseconds, the CPU row, and no result marked wrong."""
+every result against NumPy's and writes its CSV: one row per op, size and dtype with each
+peer's call and synced times (medians and fastest tenths), the overhead rows in microseconds,
+the CPU row, and no result marked wrong."""
 
 import csv
 import os
@@ -27,10 +28,16 @@ def test_py_bench_smoke(tmp_path):
     assert len(rows) == 6 * len(ops) + 1, rows
     for row in rows[:-1]:
         assert row["op"] in ops and row["unit"] in ("ms", "us")
-        for col in ("staged", "numpy"):
-            assert float(row[col]) > 0, row  # a time, not "wrong" or "-"
-        if row["clreduce"] != "-":  # needs PyOpenCL
-            assert float(row["clreduce"]) > 0 and float(row["x_staged"]) > 0, row
+        peers = ("staged", "numpy") + (("clreduce",) if row["clreduce"] != "-" else ())  # PyOpenCL
+        for col in peers:
+            # Times, not "wrong" or "-": until the call returned (_call) and with the device
+            # synced after it, medians and fastest tenths (_p10); each call's return comes
+            # before its sync.
+            t = {k: float(row[col + k]) for k in ("", "_p10", "_call", "_call_p10")}
+            assert all(v > 0 for v in t.values()), row
+            assert t["_call"] <= t[""] and t["_call_p10"] <= t["_p10"] <= t[""], row
+        if "clreduce" in peers:
+            assert float(row["x_staged"]) > 0, row
     assert [r["n"] for r in rows if r["unit"] == "us"] == ["1024"] * 8
     cpu = rows[-1]
     assert cpu["op"] == "sum (cpu)" and float(cpu["x_numpy"]) > 0

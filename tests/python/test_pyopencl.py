@@ -1,6 +1,8 @@
 """pyopencl.array.Array inputs: reduced and scanned on the array's own context and queue, read
-where they lie (views with an offset too), results against NumPy. Skipped when PyOpenCL is not
-importable or finds no device that clreduce's test device names."""
+where they lie (views with an offset too), results against NumPy. Every result is a new pyopencl
+array on the input's queue (0-d for a whole-array reduction), from the input's allocator; the
+kept plans' calls are not waited for, so many calls run before one get(). Skipped when PyOpenCL
+is not importable or finds no device that clreduce's test device names."""
 
 import os
 
@@ -12,6 +14,7 @@ import clreduce
 try:
     import pyopencl as cl
     import pyopencl.array as cla
+    import pyopencl.tools
 except ImportError as e:  # not installed, or installed without a loadable OpenCL library
     pytest.skip(f"PyOpenCL is not importable: {e}", allow_module_level=True)
 
@@ -38,6 +41,17 @@ def values(dtype, n=N, seed=5):
     return np.random.default_rng(seed).integers(-1000, 1000, n).astype(dtype)
 
 
+def device_scalar(got, want, queue=None):
+    """got is what NumPy's want is, held on the device: a 0-d pyopencl array (want's shape with
+    keepdims) of want's dtype on the input's queue. Returns its value, read back."""
+    want = np.asarray(want)
+    assert isinstance(got, cla.Array), type(got)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want)
+    if queue is not None:
+        assert got.queue is queue
+    return got.get()
+
+
 VIEWS = [slice(None), slice(3, None), slice(5, -7)]
 
 
@@ -50,8 +64,7 @@ def test_reductions(queue, dtype, view, name):
     assert (a.offset != 0) == (view.start is not None)
     got = getattr(clreduce, name)(a)
     want = getattr(np, name)(h[view])
-    assert isinstance(got, np.generic) and got.dtype == want.dtype  # a NumPy scalar
-    assert got == want
+    assert device_scalar(got, want, queue) == want
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.float32])
@@ -71,7 +84,7 @@ def test_cumsum(queue, dtype, view, exclusive):
 def test_sees_the_queues_earlier_work(queue):
     h = values(np.int32)
     b = cla.to_device(queue, h) + 1  # a kernel enqueued on the queue, not waited for
-    assert clreduce.sum(b) == h.sum() + N
+    assert clreduce.sum(b).get() == h.sum() + N
     np.testing.assert_array_equal(clreduce.cumsum(b * 2).get(), np.cumsum((h + 1) * 2))
 
 
@@ -83,8 +96,8 @@ def test_in_order_queue_is_run_on_directly(queue):
     assert clreduce._cl_device(a, None, "sum")._dev.queue_use() == "program"
     for k in range(1, 4):
         a = a + 1
-        assert clreduce.sum(a) == h.sum() + k * N
-        assert clreduce.argmax(a) == np.argmax(h)
+        assert clreduce.sum(a).get() == h.sum() + k * N
+        assert clreduce.argmax(a).get() == np.argmax(h)
         np.testing.assert_array_equal(clreduce.cumsum(a).get(), np.cumsum(h + k))
 
 
@@ -95,10 +108,17 @@ def test_out_of_order_queue(queue):
         pytest.skip("the device has no out-of-order queues")
     q = cl.CommandQueue(queue.context, properties=flag)
     h = values(np.float32)
-    a = cla.to_device(q, h)
+    pool = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(q))
+    a = cla.to_device(q, h, allocator=pool)
     assert clreduce._cl_device(a, None, "sum")._dev.queue_use() == "own"
-    assert clreduce.max(a) == h.max()
-    assert clreduce.argmax(a) == np.argmax(h)
+    # The kept plans run on clreduce's queue beside this one and are waited for there: the
+    # results are written before the call returns, for any queue.
+    results = [(clreduce.max(a + k), h.max() + k) for k in range(5)]
+    results += [(clreduce.argmax(a), np.argmax(h)),
+                (clreduce.sum(a.astype(np.int32)), h.astype(np.int64).sum())]
+    for got, want in results:
+        assert got.queue is q and got.allocator is pool
+        assert got.get() == want
     np.testing.assert_allclose(clreduce.cumsum(a).get(), np.cumsum(h), rtol=1e-5, atol=1)
 
 
@@ -115,21 +135,31 @@ def test_axes_keepdims_and_dtype(queue, view):
             np.testing.assert_array_equal(got.get(), want)
     got = clreduce.sum(a, keepdims=True)
     assert isinstance(got, cla.Array) and got.shape == (1, 1) and got.get()[0, 0] == hv.sum()
+    got = clreduce.argmax(a, keepdims=True)
+    assert device_scalar(got, np.argmax(hv, keepdims=True), queue) == np.argmax(hv)
     got = clreduce.sum(a, dtype=np.int32)
-    assert got.dtype == np.int32 and got == hv.sum(dtype=np.int32)
+    assert device_scalar(got, hv.sum(dtype=np.int32)) == hv.sum(dtype=np.int32)
+    got = clreduce.sum(a, axis=(0, 1), dtype=np.float64)  # every axis: the whole array
+    assert device_scalar(got, hv.sum(dtype=np.float64)) == hv.sum()
     np.testing.assert_array_equal(clreduce.cumsum(a, axis=1).get(), np.cumsum(hv, axis=1))
 
 
 def test_narrow_and_empty(queue):
     h = values(np.int16, 1000)
     a = cla.to_device(queue, h)
-    assert clreduce.sum(a) == h.sum() and clreduce.sum(a).dtype == h.sum().dtype
-    assert clreduce.max(a) == h.max() and clreduce.max(a).dtype == np.int16
+    assert device_scalar(clreduce.sum(a), h.sum(), queue) == h.sum()
+    assert device_scalar(clreduce.max(a), h.max(), queue) == h.max()
+    # Empty arrays as NumPy: sum and prod give their identity (a 0-d array too), the others
+    # raise.
     e = cla.empty(queue, 0, np.float32)
-    assert clreduce.sum(e) == 0
+    assert device_scalar(clreduce.sum(e), np.sum(np.empty(0, np.float32)), queue) == 0
+    assert device_scalar(clreduce.prod(e), np.float32(1)) == 1
+    assert device_scalar(clreduce.sum(cla.empty(queue, (0, 3), np.int32), keepdims=True),
+                         np.zeros((1, 1), np.int64)) == 0
     assert clreduce.cumsum(e).shape == (0,)
-    with pytest.raises(ValueError):
-        clreduce.min(e)
+    for name in ("min", "max", "argmin", "argmax"):
+        with pytest.raises(ValueError):
+            getattr(clreduce, name)(e)
 
 
 def test_offsets(queue):
@@ -183,7 +213,7 @@ STAT_VIEWS = [slice(None), slice(3, None), slice(64, -7)]
 
 
 def close(got, want, rtol):
-    assert isinstance(got, np.generic) and got.dtype == want.dtype, (got, want)
+    got = device_scalar(got, want)
     assert abs(float(got) - float(want)) <= rtol * max(abs(float(want)), 1), (got, want)
 
 
@@ -204,16 +234,17 @@ def test_mean_var_std_dot_and_reduce(queue, dtype, view):
         a, b = cla.to_device(queue, hv), cla.to_device(queue, gv)
     want = np.dot(hv.astype(np.float64), gv.astype(np.float64))
     got = clreduce.dot(a, b)
-    assert got.dtype == np.dot(hv[:2], gv[:2]).dtype
     if np.dtype(dtype).kind == "f":
-        close(got, want.astype(got.dtype), rtol)
-    else:
-        assert got == np.dot(hv, gv)  # integers wrap as NumPy's (int8 in 8 bits)
+        close(got, want.astype(np.dot(hv[:2], gv[:2]).dtype), rtol)
+    else:  # integers wrap as NumPy's (int8 in 8 bits)
+        assert device_scalar(got, np.dot(hv, gv), queue) == np.dot(hv, gv)
     got = clreduce.reduce(a, b, map="x * y + 1", reduce="a + b", identity="0", dtype=np.int64)
-    assert got.dtype == np.int64
-    assert got == np.sum(hv.astype(np.int64) * gv.astype(np.int64) + 1)
+    want = np.sum(hv.astype(np.int64) * gv.astype(np.int64) + 1)
+    assert device_scalar(got, want, queue) == want
     got = clreduce.reduce(a, map="x", reduce="max(a, b)", identity="-INFINITY", dtype=np.float64)
-    assert got == float(hv.max())
+    assert device_scalar(got, np.float64(hv.max())) == float(hv.max())
+    got = clreduce.reduce(a, map="x", reduce="a + b", identity="0", keepdims=True)
+    assert got.shape == (1,) and got.get()[0] == hv.astype(np.float64).sum()
 
 
 def test_stats_and_reduce_along_axes(queue):
@@ -246,8 +277,8 @@ def test_engine_types_whole_arrays(queue):
         for view in (slice(None), slice(3, None), slice(64, -7)):
             a = cla.to_device(queue, h)[view]
             for name in ("sum", "max", "min", "argmax", "argmin"):
-                got, want = getattr(clreduce, name)(a), getattr(np, name)(h[view])
-                assert got.dtype == want.dtype, (dtype, name)
+                want = getattr(np, name)(h[view])
+                got = device_scalar(getattr(clreduce, name)(a), want, queue)
                 if dtype == np.float16 and name == "sum":
                     # NumPy adds in float32 blocks, rounding to float16 between them; clreduce
                     # rounds the exact sum once.
@@ -257,3 +288,166 @@ def test_engine_types_whole_arrays(queue):
         assert clreduce.cumsum(cla.to_device(queue, h[:1000]) if dtype != np.float16 else
                                cla.to_device(queue, h[:1000].astype(np.float32))).get()[-1] == \
             np.cumsum(h[:1000].astype(np.float64))[-1]
+
+
+def pool_of(queue):
+    return cl.tools.MemoryPool(cl.tools.ImmediateAllocator(queue))
+
+
+WHOLE = ["sum", "prod", "min", "max", "argmin", "argmax", "mean", "var", "std"]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.uint64, np.float32,
+                                   np.float64, np.int8, np.uint16, np.float16, np.bool_])
+def test_whole_array_results_stay_on_the_device(queue, dtype):
+    """Every whole-array reduction of a pyopencl array gives a pyopencl array of NumPy's dtype
+    and shape (0-d; keepdims: all ones) on the input's queue: the kept plans' (the six types)
+    written there by the device, the engine's (narrow types, mean, var, std, dot, reduce) written
+    there from the host. Integers exactly; floats within the stated bounds."""
+    if dtype == np.float64 and not clreduce.Device(DEVICE).info.fp64:
+        pytest.skip("no fp64")
+    rng = np.random.default_rng(3)
+    hi = 2 if dtype == np.bool_ else 4 if dtype == np.float16 else 100
+    h = rng.integers(0, hi, (37, 29)).astype(dtype)
+    hp = rng.integers(1, 3, (3, 4)).astype(dtype)  # products within every type's range
+    a, p = cla.to_device(queue, h), cla.to_device(queue, hp)
+    hd = h.astype(np.float64)
+    for name in WHOLE:
+        x, hx = (p, hp) if name == "prod" else (a, h)
+        for keepdims in (False, True):
+            want = getattr(np, name)(hx, keepdims=keepdims)
+            got = device_scalar(getattr(clreduce, name)(x, keepdims=keepdims), want, queue)
+            if want.dtype.kind == "f" and name in ("mean", "var", "std"):
+                exact = getattr(np, name)(hx.astype(np.float64), keepdims=keepdims)
+                rtol = 4 * np.finfo(want.dtype).eps if want.dtype.itemsize <= 4 else 1e-12
+                np.testing.assert_allclose(got.astype(np.float64), exact, rtol=rtol)
+            elif want.dtype == np.float16 and name == "sum":  # one rounding of the exact sum
+                assert got == np.float16(hd.sum()).reshape(got.shape)
+            else:  # exact: integers, and float sums of small integers
+                np.testing.assert_array_equal(got, want)
+    f = a.reshape(-1)
+    want = np.dot(h.reshape(-1), h.reshape(-1))
+    got = device_scalar(clreduce.dot(f, f), want, queue)
+    if dtype == np.float16:
+        assert got == np.float16(np.dot(hd.reshape(-1), hd.reshape(-1)))
+    else:
+        assert got == want
+    got = clreduce.reduce(a, map="x", reduce="a + b", identity="0", dtype=np.int64)
+    assert device_scalar(got, np.int64(0), queue) == hd.sum()
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.uint64, np.float64, np.int8])
+def test_arg_ties_give_the_first_index(queue, dtype):
+    if dtype == np.float64 and not clreduce.Device(DEVICE).info.fp64:
+        pytest.skip("no fp64")
+    n = 5000
+    h = np.full(n, 3, dtype=dtype)
+    for k in (17, 1100, 2500, n - 1):  # ties of the largest and of the smallest
+        h[k] = 9
+        h[k + 7 if k + 7 < n else 3] = 1
+    a = cla.to_device(queue, h)
+    for view in (slice(None), slice(20, None)):
+        for name in ("argmax", "argmin"):
+            want = getattr(np, name)(h[view])
+            assert device_scalar(getattr(clreduce, name)(a[view]), want, queue) == want
+    if np.dtype(dtype).kind == "f":  # the first NaN, as NumPy's
+        h[[40, 900]] = np.nan
+        a = cla.to_device(queue, h)
+        assert clreduce.argmax(a).get() == 40 and clreduce.argmin(a).get() == 40
+
+
+def test_results_come_from_the_inputs_allocator(queue):
+    """A user's pyopencl.tools.MemoryPool serves every result, as PyOpenCL's own functions
+    allocate theirs: the result's allocator is the input's and its buffer one of the pool's."""
+    pool = pool_of(queue)
+    h = values(np.int32, 40 * 33)
+    a = cla.to_device(queue, h, allocator=pool).reshape(40, 33)
+    calls = {
+        "sum": lambda: clreduce.sum(a),
+        "argmax": lambda: clreduce.argmax(a),
+        "sum keepdims": lambda: clreduce.sum(a, keepdims=True),
+        "sum int8 (engine)": lambda: clreduce.sum(a.astype(np.int8)),
+        "sum dtype=float64": lambda: clreduce.sum(a, dtype=np.float64),
+        "mean": lambda: clreduce.mean(a),
+        "dot": lambda: clreduce.dot(a.reshape(-1), a.reshape(-1)),
+        "reduce": lambda: clreduce.reduce(a, map="x", reduce="a + b", identity="0"),
+        "sum axis": lambda: clreduce.sum(a, axis=0),
+        "sum offsets": lambda: clreduce.sum(a.reshape(-1), offsets=[0, 5, 40 * 33]),
+        "cumsum": lambda: clreduce.cumsum(a),
+        "cumsum axis": lambda: clreduce.cumsum(a, axis=1),
+        "sum of empty": lambda: clreduce.sum(a[:0]),
+    }
+    for what, call in calls.items():
+        r = call()
+        queue.finish()
+        before = pool.active_blocks
+        assert isinstance(r, cla.Array) and r.allocator is pool, what
+        assert isinstance(r.base_data, cl.tools.PooledBuffer), (what, type(r.base_data))
+        del r
+        assert pool.active_blocks == before - 1, what  # its block back to the pool
+    # The default allocator where the input has none: a buffer of the array's context.
+    r = clreduce.sum(cla.to_device(queue, h))
+    assert r.allocator is None and r.context == queue.context and r.get() == h.sum()
+
+
+def test_many_calls_then_one_get(queue):
+    """The kept plans' calls only enqueue: many reductions and scans of arrays made by kernels
+    not waited for either, and results fed to later calls, all before a single read; a pool
+    hands the blocks of results dropped on the way to later ones. Every kept value is right."""
+    pool = pool_of(queue)
+    h = values(np.int32, 3000)
+    a = cla.to_device(queue, h, allocator=pool)
+    kept = []
+    for k in range(60):
+        b = a + k  # a kernel of PyOpenCL's on the same queue
+        s, m, i = clreduce.sum(b), clreduce.max(b), clreduce.argmin(b)
+        c = clreduce.cumsum(b)
+        last = clreduce.max(c)  # a scan's output read by the next call
+        clreduce.sum(b.astype(np.float32))  # dropped: its blocks go back to the pool at once
+        if k % 7 == 0:
+            kept.append((k, s, m, i, c, last, s + 1))  # s + 1: PyOpenCL's kernel on the result
+    got = [(k, s.get(), m.get(), i.get(), c.get(), last.get(), t.get())
+           for k, s, m, i, c, last, t in kept]
+    for k, s, m, i, c, last, t in got:
+        hk = h.astype(np.int64) + k
+        assert s == hk.sum() and t == hk.sum() + 1 and m == hk.max() and i == np.argmin(hk)
+        np.testing.assert_array_equal(c, np.cumsum(hk))
+        assert last == np.cumsum(hk).max()
+
+
+def test_errors_before_anything_is_allocated(queue):
+    """A refused call raises before it allocates or enqueues anything."""
+    pool = pool_of(queue)
+    a = cla.to_device(queue, values(np.int32, 100), allocator=pool)
+    queue.finish()
+    held = pool.active_blocks
+    for call in (lambda: clreduce.sum(a, axis=3), lambda: clreduce.min(a[:0]),
+                 lambda: clreduce.argmax(a[:0]), lambda: clreduce.sum(a, dtype=np.complex64),
+                 lambda: clreduce.sum(a[::2]), lambda: clreduce.cumsum(a, exclusive=1),
+                 lambda: clreduce.sum(a, out=np.zeros(())), lambda: clreduce.argmax(a, axis=(0,))):
+        with pytest.raises((ValueError, TypeError)):
+            call()
+        assert pool.active_blocks == held
+
+
+def test_calls_return_before_the_queue_runs(queue, monkeypatch):
+    """The kept plans' reductions and scans only enqueue: with the queue held by a barrier on a
+    user event, they still return (a call that waited would time out: the Device's limit is 20 s
+    here), and their results are right once the event completes."""
+    monkeypatch.setenv("CLREDUCE_TIMEOUT", "20")  # read when the queue's Device is made
+    q = cl.CommandQueue(queue.context)
+    h = values(np.float32, 5000)
+    a = cla.to_device(q, h)
+    for name in ("sum", "max", "argmax", "cumsum"):  # makes the plans (start-up checks wait)
+        getattr(clreduce, name)(a)
+    q.finish()
+    gate = cl.UserEvent(q.context)
+    cl.enqueue_barrier(q, wait_for=[gate])
+    try:
+        s, i, c = clreduce.sum(a), clreduce.argmax(a), clreduce.cumsum(a)
+        m = clreduce.max(c)
+    finally:
+        gate.set_status(cl.command_execution_status.COMPLETE)
+    assert s.get() == h.sum() and i.get() == np.argmax(h)
+    np.testing.assert_array_equal(c.get(), np.cumsum(h))
+    assert m.get() == np.cumsum(h).max()
