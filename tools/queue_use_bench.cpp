@@ -4,7 +4,10 @@
 // after the kernels), in one process, in alternating blocks (docs/PERF.md).
 // One call: Reduction::enqueue (sum of n floats), a non-blocking read of the 4-byte result on
 // the program's queue, a flush, and a spin on the read's status until it completes: what the
-// Python package does for a pyopencl array.
+// Python package does for a pyopencl array. Beside them, the floors of the same queue: the
+// plan's enqueue alone (no read, no wait: what the Python package does now for a pyopencl
+// array, whose result stays on the device), and a trivial kernel of the program's own (one group
+// of 64) enqueued with and without a flush, and with its 4-byte read and wait.
 // usage: queue_use_bench [DEVICE] [N] [CALLS] [ROUNDS]   (defaults 0, 1024, 2000, 5)
 #include <clreduce/clreduce.hpp>
 
@@ -46,6 +49,23 @@ Times one_block(clreduce::Reduction& plan, cl::CommandQueue& q, const cl::Buffer
   return {t[t.size() / 10], t[t.size() / 2]};
 }
 
+// Host time of `call` alone, calls back to back, the queue finished after each 100.
+template <class Call>
+Times enqueue_block(cl::CommandQueue& q, int calls, Call&& call) {
+  std::vector<double> t;
+  const int warmup = 50;
+  for (int i = 0; i < warmup + calls; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (i >= warmup) t.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    if (i % 100 == 99) q.finish();
+  }
+  q.finish();
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 10], t[t.size() / 2]};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,13 +88,32 @@ int main(int argc, char** argv) {
     q.enqueueWriteBuffer(in, CL_TRUE, 0, n * sizeof(float), x.data());
     clreduce::Reduction on_own(own, clreduce::Op::kSum, clreduce::DType::kFloat, n);
     clreduce::Reduction on_program(direct, clreduce::Op::kSum, clreduce::DType::kFloat, n);
+    const cl::Program prog(ctx, "__kernel void one(__global float* o) { if (get_global_id(0) == 0) o[0] = 1.0f; }");
+    prog.build();
+    cl::Kernel one(prog, "one");
+    one.setArg(0, out);
+    const auto raw = [&](bool flush) {
+      q.enqueueNDRangeKernel(one, cl::NullRange, cl::NDRange(64), cl::NDRange(64));
+      if (flush) q.flush();
+    };
     std::printf("# %s, n = %zu, %d calls a block (p10 / median, us)\n",
                 dev.getInfo<CL_DEVICE_NAME>().c_str(), n, calls);
     for (int r = 0; r < rounds; ++r) {
       const Times a = one_block(on_own, q, in, out, n, calls, false);
       const Times b = one_block(on_program, q, in, out, n, calls, true);
-      std::printf("round %d  kOwn %.1f / %.1f  kProgram %.1f / %.1f\n", r + 1, a.p10, a.median,
-                  b.p10, b.median);
+      const Times c = enqueue_block(q, calls, [&] { on_program.enqueue(in, n, out, 0); });
+      const Times d = enqueue_block(q, calls, [&] { raw(false); });
+      const Times e = enqueue_block(q, calls, [&] { raw(true); });
+      float v = 0;
+      const Times f = enqueue_block(q, calls, [&] {
+        raw(false);
+        q.enqueueReadBuffer(out, CL_TRUE, 0, sizeof v, &v);
+      });
+      std::printf("round %d  kOwn %.1f / %.1f  kProgram %.1f / %.1f  | enqueue only: kProgram %.1f / "
+                  "%.1f  trivial kernel %.1f / %.1f  +flush %.1f / %.1f  +blocking read %.1f / "
+                  "%.1f\n",
+                  r + 1, a.p10, a.median, b.p10, b.median, c.p10, c.median, d.p10, d.median, e.p10,
+                  e.median, f.p10, f.median);
     }
   } catch (const clreduce::Error& e) {
     std::fprintf(stderr, "queue_use_bench: %s\n", e.what());
