@@ -7,7 +7,8 @@
 # variants' ops on float16, int8 and bool) in both shapes;
 # --op select's compaction (cl/compact.cl);
 # with CLREDUCE_TESTS (the test binary), its small case of a scan's carry-in and plans on
-# sub-buffers. Needs OCLGRIND and CLREDUCE (paths) in the environment.
+# sub-buffers, and of the look-back plan for calls that only enqueue with its repair kernel
+# (cl/scan_repair.cl) in both states. Needs OCLGRIND and CLREDUCE (paths) in the environment.
 set -u
 # Oclgrind 21.10's interpreter lacks an LLVM intrinsic that its own optimiser emits for some
 # kernels ("Undefined external function: llvm.experimental.noalias.scope.decl"): build the
@@ -280,8 +281,9 @@ done
 check --op select --where "x > 0.25f" --type float --size 300 --local-size 16
 check --op select --where "x % 3 == 0" --type int64 --size 1000 --local-size 16
 # What the CLI never runs: a scan plan's carry-in pass (cl/scan_carry.cl) and plans on
-# sub-buffers, and a compaction's select and partition, in the test binary's small cases for
-# Oclgrind (device 0 there is Oclgrind's).
+# sub-buffers, the enqueue-only look-back's repair (cl/scan_repair.cl: returning at once, and
+# with lookback-limit 0 redoing the scan), and a compaction's select and partition, in the test
+# binary's small cases for Oclgrind (device 0 there is Oclgrind's).
 if [ -n "${CLREDUCE_TESTS:-}" ]; then
   : >"$log"
   out=$(env -u CLREDUCE_TEST_DEVICE "$OCLGRIND" --data-races --uninitialized --check-api --log "$log" \

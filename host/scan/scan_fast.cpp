@@ -414,13 +414,23 @@ std::unique_ptr<ScanPlan> make_enqueue_only_scan_plan(Context& ctx, const ScanPr
   if (!v) throw Error(Errc::kUsage, "unknown scan variant '" + name + "'");
   if (const std::string why = v->unsupported(ctx, p); !why.empty())
     throw Error(Errc::kUnsupported, name + " cannot run this on " + ctx.info().name + ": " + why);
+  // The look-back, scan-lookback's or scan-fast's path (NVIDIA GPUs, or the scan-fast-path
+  // knob), with its repair on the device instead of the host's read of its error flag.
+  if (name == "scan-lookback") return make_lookback_enqueue_only_plan(ctx, p, local_size);
+  if (name == "scan-fast" && choose(ctx) == Path::kLookback) {
+    std::unique_ptr<ScanPlan> inner = make_lookback_enqueue_only_plan(ctx, p, local_size);
+    LaunchPolicy pol = inner->policy();
+    pol.path = "scan-lookback: " + pol.path;
+    return std::make_unique<FastPlan>(ctx, p, Path::kLookback, std::move(inner), pol);
+  }
   std::unique_ptr<ScanPlan> plan = v->plan(ctx, p, local_size);
   if (!plan->waits()) return plan;
   if (!variant.empty())
     throw Error(Errc::kUsage, name + " (" + plan->policy().path +
                                   ") waits on the host after each launch to check its look-back; "
-                                  "a call that only enqueues takes scan-hierarchical, "
-                                  "scan-blelloch, scan-hillis-steele or scan-fast");
+                                  "a call that only enqueues takes scan-lookback, "
+                                  "scan-hierarchical, scan-blelloch, scan-hillis-steele or no "
+                                  "variant");
   ScanProblem q = p;
   if (!ctx.info().is_gpu && scan_cpu_path_checks_out(ctx) && !p.carry_in) {
     std::unique_ptr<ScanPlan> inner = make_scan_cpu_plan(ctx, q, local_size);

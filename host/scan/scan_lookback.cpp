@@ -61,6 +61,12 @@ cl::Kernel lookback_kernel(Context& ctx, const ScanProblem& p, std::size_t wg, u
                         (use_shfl(ctx, wg) ? " -DLB_SHFL=1" : ""));
 }
 
+// The on-device redo of a run whose look-back gave up (cl/scan_repair.cl), in one group of wg.
+cl::Kernel repair_kernel(Context& ctx, const ScanProblem& p, std::size_t wg) {
+  return ctx.kernel("scan_repair.cl", "scan_repair",
+                    p.cl_options() + " -DWG_SIZE=" + std::to_string(wg));
+}
+
 // The multi-pass scan that redoes a run whose look-back gave up: on CPUs scan-fast's CPU-shaped
 // reduce-then-scan where it passes its check, elsewhere the hierarchical tile scan. Neither
 // waits on another group, and neither asks scan-fast for its path (which may be this one).
@@ -77,14 +83,24 @@ class LookbackPlan : public LookbackRunPlan {
                const cl::Kernel& kernel, std::unique_ptr<ScanPlan> fallback)
       : LookbackRunPlan(ctx, "scan-lookback", p, pol, depth, kernel, tiles(p.n, pol),
                         std::move(fallback)) {
-    if (tiles(p.n, pol) > 0xFFFFFFFFu)
-      throw Error(Errc::kUnsupported, "scan-lookback: more than 2^32 tiles");
+    check_tiles(p.n, pol);
+  }
+  // The plan that repairs a run on the device (cl/scan_repair.cl) and never waits.
+  LookbackPlan(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, std::uint64_t depth,
+               const cl::Kernel& kernel, const cl::Kernel& repair, std::size_t repair_wg)
+      : LookbackRunPlan(ctx, "scan-lookback", p, pol, depth, kernel, tiles(p.n, pol), repair,
+                        repair_wg) {
+    check_tiles(p.n, pol);
   }
 
  private:
   static std::size_t tiles(std::size_t n, const LaunchPolicy& pol) {
     const std::size_t tile = pol.wg_size * pol.items_per_thread;
     return (n + tile - 1) / tile;
+  }
+  static void check_tiles(std::size_t n, const LaunchPolicy& pol) {
+    if (tiles(n, pol) > 0xFFFFFFFFu)
+      throw Error(Errc::kUnsupported, "scan-lookback: more than 2^32 tiles");
   }
 
   void launch(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
@@ -107,9 +123,62 @@ class LookbackPlan : public LookbackRunPlan {
     kernel_.setArg(4, carry.size(), carry.data());
     kernel_.setArg(5, static_cast<cl_uint>(use_carry ? 1 : 0));
     return run(in, flags, out, n, 6, tiles(n, policy()) * policy().wg_size, policy().wg_size,
-               events);
+               events, use_carry ? &carry : nullptr);
   }
 };
+
+// scan-lookback's plan: with a fallback plan that redoes a run after the host reads the error
+// flag (the plan waits), or, enqueue_only, with the repair kernel that does so on the device.
+std::unique_ptr<ScanPlan> lookback_plan(Context& ctx, const ScanProblem& p,
+                                        std::size_t local_size, bool enqueue_only) {
+  const unsigned vec = vec_of(ctx, p), limit = lookback_limit(ctx);
+  const std::size_t preferred = ctx.info().is_gpu ? 256 : 64;
+  // Rows by the preferred group size (a smaller group, where the device needs one, only makes
+  // more groups).
+  const unsigned rows = rows_of(ctx, p, vec, local_size ? local_size : preferred);
+  // Local memory: the warps' row totals (and their flags), the tile id and state.
+  const auto bytes = [&](std::size_t wg) {
+    const std::size_t totals = rows * (use_shfl(ctx, wg) ? wg / 32 : wg);
+    return totals * p.acc_bytes() + (p.segmented ? totals : 0) + 16;
+  };
+  LaunchPolicy pol;
+  pol.wg_size = choose_scan_wg(ctx, local_size, preferred, bytes, [&](std::size_t wg) {
+    return lookback_kernel(ctx, p, wg, vec, rows, limit);
+  });
+  const bool shfl = use_shfl(ctx, pol.wg_size);
+  pol.items_per_thread = vec * rows;
+  pol.vec_width = vec;
+  const std::size_t tile = pol.wg_size * pol.items_per_thread;
+  pol.groups = (p.n + tile - 1) / tile;
+  pol.path = "look-back, 1 launch, tile " + std::to_string(tile) +
+             (shfl ? ", warp shuffles" : "") +
+             (limit != lookback_limit_default(ctx) ? ", limit " + std::to_string(limit) : "");
+  // In the tile: a vector (vec), a warp scan (lanes), warp 0's share of the warps' totals and
+  // its scan over lanes, a few combinations more; the prefix of tile t passes through up to t
+  // tiles' combinations (a chain of inclusive prefixes). A fallback's depth is covered too.
+  const std::size_t lanes = shfl ? 32 : 1, totals = rows * pol.wg_size / lanes;
+  const std::uint64_t d =
+      (p.n + tile - 1) / tile + vec + 2 * lanes + (totals + lanes - 1) / lanes + 8;
+  if (enqueue_only) {
+    // The repair: one group of up to the look-back's size (whose local memory fits a value and
+    // a flag per work-item); an element passes through the carry, the chunks before its own and
+    // its own chunk.
+    const auto build = [&](std::size_t wg) { return repair_kernel(ctx, p, wg); };
+    const std::size_t rwg = choose_scan_wg(
+        ctx, 0, pol.wg_size, [&](std::size_t wg) { return wg * (p.acc_bytes() + 1) + 16; },
+        build);
+    pol.path += ", repaired on the device";
+    const std::uint64_t repair_depth = (p.n + rwg - 1) / rwg + rwg + 2;
+    return std::make_unique<LookbackPlan>(ctx, p, pol, std::max(d, repair_depth),
+                                          lookback_kernel(ctx, p, pol.wg_size, vec, rows, limit),
+                                          build(rwg), rwg);
+  }
+  std::unique_ptr<ScanPlan> fallback = fallback_plan(ctx, p);
+  const std::uint64_t depth = std::max(d, fallback->depth());
+  return std::make_unique<LookbackPlan>(ctx, p, pol, depth,
+                                        lookback_kernel(ctx, p, pol.wg_size, vec, rows, limit),
+                                        std::move(fallback));
+}
 
 class Lookback : public ScanVariant {
  public:
@@ -128,44 +197,19 @@ class Lookback : public ScanVariant {
  protected:
   std::unique_ptr<ScanPlan> make_plan(Context& ctx, const ScanProblem& p,
                                       std::size_t local_size) const override {
-    const unsigned vec = vec_of(ctx, p), limit = lookback_limit(ctx);
-    const std::size_t preferred = ctx.info().is_gpu ? 256 : 64;
-    // Rows by the preferred group size (a smaller group, where the device needs one, only makes
-    // more groups).
-    const unsigned rows = rows_of(ctx, p, vec, local_size ? local_size : preferred);
-    // Local memory: the warps' row totals (and their flags), the tile id and state.
-    const auto bytes = [&](std::size_t wg) {
-      const std::size_t totals = rows * (use_shfl(ctx, wg) ? wg / 32 : wg);
-      return totals * p.acc_bytes() + (p.segmented ? totals : 0) + 16;
-    };
-    LaunchPolicy pol;
-    pol.wg_size = choose_scan_wg(ctx, local_size, preferred, bytes, [&](std::size_t wg) {
-      return lookback_kernel(ctx, p, wg, vec, rows, limit);
-    });
-    const bool shfl = use_shfl(ctx, pol.wg_size);
-    pol.items_per_thread = vec * rows;
-    pol.vec_width = vec;
-    const std::size_t tile = pol.wg_size * pol.items_per_thread;
-    pol.groups = (p.n + tile - 1) / tile;
-    pol.path = "look-back, 1 launch, tile " + std::to_string(tile) +
-               (shfl ? ", warp shuffles" : "") +
-               (limit != lookback_limit_default(ctx) ? ", limit " + std::to_string(limit) : "");
-    // In the tile: a vector (vec), a warp scan (lanes), warp 0's share of the warps' totals and
-    // its scan over lanes, a few combinations more; the prefix of tile t passes through up to t
-    // tiles' combinations (a chain of inclusive prefixes). A fallback's depth is covered too.
-    const std::size_t lanes = shfl ? 32 : 1, totals = rows * pol.wg_size / lanes;
-    const std::uint64_t d =
-        (p.n + tile - 1) / tile + vec + 2 * lanes + (totals + lanes - 1) / lanes + 8;
-    std::unique_ptr<ScanPlan> fallback = fallback_plan(ctx, p);
-    const std::uint64_t depth = std::max(d, fallback->depth());
-    return std::make_unique<LookbackPlan>(ctx, p, pol, depth,
-                                          lookback_kernel(ctx, p, pol.wg_size, vec, rows, limit),
-                                          std::move(fallback));
+    return lookback_plan(ctx, p, local_size, false);
   }
 };
 
 }  // namespace
 
 std::unique_ptr<ScanVariant> make_scan_lookback() { return std::make_unique<Lookback>(); }
+
+std::unique_ptr<ScanPlan> make_lookback_enqueue_only_plan(Context& ctx, const ScanProblem& p,
+                                                          std::size_t local_size) {
+  if (p.n == 0)
+    throw Error(Errc::kUsage, "scan-lookback: an empty array needs no plan (its scan is empty)");
+  return lookback_plan(ctx, p, local_size, true);
+}
 
 }  // namespace clreduce

@@ -114,8 +114,17 @@ LookbackRunPlan::LookbackRunPlan(Context& ctx, std::string variant, const ScanPr
   err_ = ctx.zeroed_buffer(sizeof(cl_uint));
 }
 
+LookbackRunPlan::LookbackRunPlan(Context& ctx, std::string variant, const ScanProblem& p,
+                                 LaunchPolicy policy, std::uint64_t depth, const cl::Kernel& kernel,
+                                 std::size_t tiles, const cl::Kernel& repair, std::size_t repair_wg)
+    : LookbackRunPlan(ctx, std::move(variant), p, std::move(policy), depth, kernel, tiles,
+                      nullptr) {
+  repair_ = repair;
+  repair_wg_ = repair_wg;
+}
+
 std::string LookbackRunPlan::run_note() const {
-  if (!gave_up_) return "";
+  if (!gave_up_ || !fallback_) return "";
   return "a look-back wait passed its limit in " + std::to_string(gave_up_) + " of " +
          std::to_string(runs_) + " runs, redone by " + fallback_->variant() + " (" +
          fallback_->policy().path + ")";
@@ -123,8 +132,12 @@ std::string LookbackRunPlan::run_note() const {
 
 bool LookbackRunPlan::run(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
                           std::size_t n, cl_uint first_arg, std::size_t global, std::size_t local,
-                          std::vector<cl::Event>& events) {
-  // Epochs tag the descriptors (30 bits, never 0): this plan's own, its buffers its own.
+                          std::vector<cl::Event>& events,
+                          const std::vector<unsigned char>* carry) {
+  // Epochs tag the descriptors (30 bits, never 0): this plan's own, its buffers its own. Bumped
+  // here, on the host, per launch: launches enqueued back to back each have their own, and the
+  // tile counter is reset by each launch's last group (every group counts itself out, a group
+  // that gave up too), so nothing is read back between them.
   epoch_ = epoch_ % ((std::uint32_t{1} << 30) - 1) + 1;
   kernel_.setArg(first_arg, desc_);
   kernel_.setArg(first_arg + 1, counters_);
@@ -133,9 +146,26 @@ bool LookbackRunPlan::run(const cl::Buffer& in, const cl::Buffer& flags, const c
   events.emplace_back();
   ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(global), cl::NDRange(local),
                                     nullptr, &events.back());
+  ++runs_;
+  if (!fallback_) {
+    // The repair, on the same data after the launch (in order on the queue): one group that
+    // returns at once unless err holds this epoch, else redoes the scan (with the carry-in).
+    const std::vector<unsigned char> none(problem().acc_bytes(), 0);
+    repair_.setArg(0, in);
+    repair_.setArg(1, flags);
+    repair_.setArg(2, static_cast<cl_ulong>(n));
+    repair_.setArg(3, out);
+    repair_.setArg(4, problem().acc_bytes(), carry ? carry->data() : none.data());
+    repair_.setArg(5, static_cast<cl_uint>(carry ? 1 : 0));
+    repair_.setArg(6, err_);
+    repair_.setArg(7, static_cast<cl_uint>(epoch_));
+    events.emplace_back();
+    ctx_.queue().enqueueNDRangeKernel(repair_, cl::NullRange, cl::NDRange(repair_wg_),
+                                      cl::NDRange(repair_wg_), nullptr, &events.back());
+    return true;
+  }
   cl_uint seen = 0;
   read_after(err_, sizeof seen, &seen, n);
-  ++runs_;
   if (seen == epoch_) {
     // A group waited past the limit (no forward progress, or the test knob): some tiles were
     // not stored. Redo the whole scan with a plan that needs no inter-group waits.

@@ -135,31 +135,44 @@ class ScanPlan {
 };
 
 // A single-pass look-back plan (cl/scan_lookback.cl, cl/scan_cpu_lookback.cl): the tile
-// descriptors, tile counter and error flag its kernel uses, the epoch that tags each run (so
-// nothing is cleared between runs), and the redo by `fallback`, a plan with no inter-group waits,
-// of a run in which a wait passed its bound (the kernel sets the error flag to the run's epoch).
+// descriptors, tile counter and error flag its kernel uses, the epoch that tags each run (a host
+// counter bumped per launch, so nothing is cleared between runs and back-to-back launches need
+// no read in between), and what redoes a run in which a wait passed its bound (the kernel sets
+// the error flag to the run's epoch): either `fallback`, a plan with no inter-group waits, after
+// the host reads the flag (the plan waits()), or a repair kernel (cl/scan_repair.cl) enqueued
+// after each launch that checks the flag on the device and redoes the scan itself only when it
+// holds this run's epoch (the plan never waits: for calls that only enqueue).
 class LookbackRunPlan : public ScanPlan {
  public:
   std::string run_note() const override;
-  bool waits() const override { return true; }
+  bool waits() const override { return fallback_ != nullptr; }
 
  protected:
   // tiles: the most tiles a run has (one descriptor each).
   LookbackRunPlan(Context& ctx, std::string variant, const ScanProblem& p, LaunchPolicy policy,
                   std::uint64_t depth, const cl::Kernel& kernel, std::size_t tiles,
                   std::unique_ptr<ScanPlan> fallback);
+  // The plan that repairs on the device: `repair` is scan_repair built for p, run as one group
+  // of repair_wg work-items.
+  LookbackRunPlan(Context& ctx, std::string variant, const ScanProblem& p, LaunchPolicy policy,
+                  std::uint64_t depth, const cl::Kernel& kernel, std::size_t tiles,
+                  const cl::Kernel& repair, std::size_t repair_wg);
   // With the kernel's data arguments set, sets arguments first_arg .. first_arg + 3 to the
-  // descriptors, the counters, the error flag and a new epoch, launches global x local work-items,
-  // waits (within the run's time limit), reads the error flag and redoes the scan on give-up.
-  // Returns false when the scan was redone (by the fallback, with no carry-in).
+  // descriptors, the counters, the error flag and a new epoch and launches global x local
+  // work-items. With a fallback: waits (within the run's time limit), reads the error flag and
+  // redoes the scan on give-up, returning false when it did (the fallback has no carry-in).
+  // With a repair kernel: enqueues it after the launch on the same data (carry: the acc_type
+  // bytes of the carry-in, null for none) and returns true, waiting for nothing.
   bool run(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
            cl_uint first_arg, std::size_t global, std::size_t local,
-           std::vector<cl::Event>& events);
+           std::vector<cl::Event>& events, const std::vector<unsigned char>* carry = nullptr);
 
   cl::Kernel kernel_;
 
  private:
   std::unique_ptr<ScanPlan> fallback_;  // built with the plan, so a redo builds nothing
+  cl::Kernel repair_;                   // or the on-device redo
+  std::size_t repair_wg_ = 0;
   cl::Buffer desc_, counters_, err_;
   std::uint32_t epoch_ = 0;
   std::size_t runs_ = 0, gave_up_ = 0;
@@ -235,11 +248,18 @@ std::size_t choose_scan_wg(Context& ctx, std::size_t local_size, std::size_t pre
 // choose.
 std::unique_ptr<ScanPlan> make_scan_cpu_plan(Context& ctx, const ScanProblem& p,
                                              std::size_t local_size);
+// scan-lookback's plan for calls that only enqueue: the look-back kernel, then the repair
+// kernel (cl/scan_repair.cl) that redoes the run on the device where a wait gave up; waits()
+// false.
+std::unique_ptr<ScanPlan> make_lookback_enqueue_only_plan(Context& ctx, const ScanProblem& p,
+                                                          std::size_t local_size);
 // A plan whose launches never wait on the host (ScanPlan::waits() false), for calls that only
-// enqueue: `variant`'s (empty: scan-fast's), or, when that one waits and no variant was named,
-// scan-fast's two-pass CPU path where it checks out on a CPU device, else scan-hierarchical's.
-// A named variant whose plan waits (scan-lookback, scan-fast where it takes a look-back path)
-// throws Error(Errc::kUsage).
+// enqueue: where scan-fast's path is the look-back (NVIDIA GPUs, or the scan-fast-path knob)
+// and no variant or scan-fast was named, and where scan-lookback was named, the look-back with
+// its repair on the device (make_lookback_enqueue_only_plan); else `variant`'s (empty:
+// scan-fast's), or, when that one waits and no variant was named, scan-fast's two-pass CPU path
+// where it checks out on a CPU device, else scan-hierarchical's. A named variant whose plan
+// waits (scan-fast where it takes the CPU look-back path) throws Error(Errc::kUsage).
 std::unique_ptr<ScanPlan> make_enqueue_only_scan_plan(Context& ctx, const ScanProblem& p,
                                                       const std::string& variant,
                                                       std::size_t local_size);

@@ -226,6 +226,45 @@ TEST_CASE("a scan chained chunk by chunk through the carry equals the whole scan
   REQUIRE(wrong == 0);
 }
 
+TEST_CASE("enqueue-only look-back plans repair on the device, with a carry-in, on sub-ranges",
+          "[scan][plan][lookback]") {
+  // scan-fast's look-back path (NVIDIA GPUs' choice) forced; lookback-limit 0: every group past
+  // tile 0 gives up and the repair kernel redoes each run; the default: it returns at once.
+  Context& ctx = device_context();
+  const std::string limit = GENERATE(std::string("0"), std::string(""));
+  const test::TuningGuard path(ctx, "scan-fast-path", "lookback");
+  const test::TuningGuard bound(ctx, "lookback-limit", limit);
+  const std::size_t step = std::max<std::size_t>(1, ctx.base_align());
+  const std::size_t longest = 20011, n = 4 * step + longest;
+  std::mt19937_64 rng(31);
+  std::vector<std::uint8_t> flags(n);
+  for (auto& f : flags) f = rng() % 400 == 0;
+  flags[2 * step] = 1;  // one range starts on a segment start: the carry stops at once
+  struct Form {
+    Case c;
+    bool exclusive, segmented;
+  };
+  for (const Form& f : {Form{{Op::kSum, DType::kInt32}, false, false},
+                        Form{{Op::kSum, DType::kInt32}, true, false},
+                        Form{{Op::kSum, DType::kInt32}, false, true},
+                        Form{{Op::kSum, DType::kInt32}, true, true},
+                        Form{{Op::kMin, DType::kUInt32}, true, true}}) {
+    CAPTURE(limit, op_name(f.c.op), f.exclusive, f.segmented);
+    const HostArray x = generate(f.c.type, n, 31);
+    const auto plan = make_enqueue_only_scan_plan(
+        ctx, problem_of(f.c, longest, f.exclusive, f.segmented, true), "", 0);
+    INFO(plan->policy().str());
+    CHECK_FALSE(plan->waits());
+    CHECK_THAT(plan->policy().path, ContainsSubstring("scan-lookback: look-back") &&
+                                        ContainsSubstring("repaired on the device"));
+    const std::int64_t carry = f.c.op == Op::kSum ? -123456789 : 50;
+    check_range(ctx, *plan, x, flags, f.c, 0, longest, carry);
+    check_range(ctx, *plan, x, flags, f.c, 2 * step, 7919, carry);
+    check_range(ctx, *plan, x, flags, f.c, 3 * step, 4097, std::nullopt);
+    check_range(ctx, *plan, x, flags, f.c, step, 1, carry);
+  }
+}
+
 TEST_CASE("a scan plan refuses carries and ranges it cannot take", "[scan][plan]") {
   Context& ctx = device_context();
   const Case c{Op::kSum, DType::kInt32};
@@ -288,6 +327,17 @@ TEST_CASE("carry-in and sub-range plans on small arrays", "[.oclgrind]") {
     CAPTURE(segmented);
     const auto plan = find_scan_variant("scan-hierarchical")
                           ->plan(ctx, problem_of(c, 300, segmented, segmented, true), 16);
+    check_range(ctx, *plan, x, flags, c, step, 300, 1000);
+  }
+  // The look-back plan for calls that only enqueue (scan-fast's path forced), with its repair
+  // kernel (cl/scan_repair.cl) both returning at once and, with lookback-limit 0, redoing the
+  // scan: segmented and exclusive, with a carry-in, in groups of 16 (two tiles of 256).
+  ctx.tuning().scan_fast_path = "lookback";
+  for (const long long limit : {-1LL, 0LL}) {
+    CAPTURE(limit);
+    ctx.tuning().lookback_limit = limit;
+    const auto plan = make_enqueue_only_scan_plan(ctx, problem_of(c, 300, true, true, true), "", 16);
+    REQUIRE_THAT(plan->policy().path, ContainsSubstring("repaired on the device"));
     check_range(ctx, *plan, x, flags, c, step, 300, 1000);
   }
   // A reduction on a sub-buffer: every read stays inside the range.
