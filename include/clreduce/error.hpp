@@ -48,10 +48,10 @@ CLREDUCE_API void set_timeout_handler(TimeoutHandler handler);
 // commands it has already enqueued, which may be reading or writing the caller's memory, and
 // throws Error(Errc::kInterrupted); the Device stays usable. With a check set, a chunked array
 // keeps at most 4 chunks enqueued ahead of the device, so the wait is for those alone. One
-// kernel launch is never cut short, nor is a kernel build. The check is called from the thread
-// that made the call (and from the library's own threads where a call runs on several devices
-// at once), must be thread-safe, and must not call the library. A Python binding checks for
-// Ctrl-C here. nullptr (the default) removes it.
+// kernel launch is never cut short, nor is a kernel build. The check is called on the thread
+// that made the call; it must be thread-safe where calls run on several threads at once, must
+// not throw and must not call the library. A Python binding checks for Ctrl-C here. nullptr
+// (the default) removes it.
 using InterruptCheck = bool (*)();
 CLREDUCE_API void set_interrupt_check(InterruptCheck check);
 
