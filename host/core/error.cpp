@@ -12,6 +12,7 @@ const char* errc_name(Errc c) {
     case Errc::kTimeout: return "timeout";
     case Errc::kBuild: return "build";
     case Errc::kUnsupported: return "unsupported";
+    case Errc::kInterrupted: return "interrupted";
     case Errc::kInternal: break;
   }
   return "internal";

@@ -1,6 +1,7 @@
 // chunks.cpp: layouts and the chunk driver (resident, streamed, in place).
 #include "run/chunks.hpp"
 
+#include <chrono>
 #include <cstring>
 
 #include "clreduce/error.hpp"
@@ -17,6 +18,8 @@ namespace {
 constexpr std::size_t kGiB = std::size_t{1} << 30;
 // Chunks past this many elements are cut at a multiple of it (aligned loads, whole groups).
 constexpr std::size_t kChunkGrain = 4096;
+// With an interrupt check set: the chunks a launch loop keeps enqueued ahead of the device.
+constexpr std::size_t kInFlight = 4;
 
 std::size_t round_chunk(std::size_t c) {
   return c > kChunkGrain ? c / kChunkGrain * kChunkGrain : c;
@@ -191,8 +194,8 @@ ChunkedArray::~ChunkedArray() {
   try {
     for (Slot& s : slots_)
       if (s.stage_ptr) ctx_.queue().enqueueUnmapMemObject(s.stage, s.stage_ptr);
-    if (!slots_.empty() && slots_.front().stage_ptr)
-      finish(ctx_.queue(), timeout(0), "unmapping the staging buffers");
+    if (!slots_.empty() && slots_.front().stage_ptr)  // no interrupt: nothing to stop here
+      drain({&ctx_.queue()}, timeout(0), "unmapping the staging buffers");
   } catch (...) {  // a device that failed: nothing more to release here
   }
 }
@@ -274,35 +277,58 @@ void ChunkedArray::each_chunk(const std::vector<ChunkedArray*>& arrays, const Ch
       throw Error(Errc::kInternal, "internal: arrays of one launch laid out differently");
   cl::CommandQueue& q = first.ctx_.queue();
   const std::size_t chunks = std::min(L.chunks, upto);
+  // With an interrupt check set, at most kInFlight chunks run ahead of the one launched: an
+  // interrupt (asked between chunks and in the wait) then waits for those alone, not for every
+  // chunk enqueued at once. ends[c % kInFlight]: the end of chunk c's kernels.
+  const bool windowed = interrupt_check_set() && chunks > kInFlight;
+  std::vector<cl::Event> ends(windowed ? kInFlight : 0);
+  std::vector<cl::CommandQueue*> queues{&q};
+  for (ChunkedArray* a : arrays) queues.push_back(&a->xfer_);  // streamed: the uploads'
+  const TimeLimit limit = first.timeout(static_cast<double>(L.n * first.e_.in));
+  const std::string what = "the launches of " + std::to_string(chunks) + " chunks";
+  const auto since = std::chrono::steady_clock::now();
+  const auto next_chunk = [&](std::size_t c) {
+    if (windowed && c >= kInFlight) wait(ends[c % kInFlight], limit, what);
+    if (interrupt_requested(since)) throw interrupted(what + " (after " + std::to_string(c) + ")");
+  };
   std::vector<cl::Buffer> ins(arrays.size());
-  if (!L.streamed()) {
+  drain_on_interrupt(queues, limit, what, [&] {
+    if (!L.streamed()) {
+      for (std::size_t c = 0; c < chunks; ++c) {
+        next_chunk(c);
+        for (std::size_t k = 0; k < arrays.size(); ++k) ins[k] = arrays[k]->slots_[c].in;
+        launch(c, ins);
+        if (windowed) {
+          q.enqueueMarkerWithWaitList(nullptr, &ends[c % kInFlight]);
+          q.flush();
+        }
+        if (first.progress_) first.progress_(c + 1, L.chunks);
+      }
+      q.flush();
+      return;
+    }
+    const std::size_t k = first.slots_.size();
+    std::size_t next_up = 0;
     for (std::size_t c = 0; c < chunks; ++c) {
-      for (std::size_t k = 0; k < arrays.size(); ++k) ins[k] = arrays[k]->slots_[c].in;
+      next_chunk(c);
+      for (; next_up < chunks && next_up < c + k; ++next_up)
+        for (ChunkedArray* a : arrays) a->stream_in(next_up);
+      std::vector<cl::Event> ready;
+      for (std::size_t j = 0; j < arrays.size(); ++j) {
+        Slot& s = arrays[j]->slots_[c % k];
+        ready.push_back(s.written);
+        ins[j] = s.in;
+      }
+      q.enqueueBarrierWithWaitList(&ready);
       launch(c, ins);
+      cl::Event done;
+      q.enqueueMarkerWithWaitList(nullptr, &done);
+      for (ChunkedArray* a : arrays) a->slots_[c % k].done = done;
+      if (windowed) ends[c % kInFlight] = done;
+      q.flush();
       if (first.progress_) first.progress_(c + 1, L.chunks);
     }
-    q.flush();
-    return;
-  }
-  const std::size_t k = first.slots_.size();
-  std::size_t next_up = 0;
-  for (std::size_t c = 0; c < chunks; ++c) {
-    for (; next_up < chunks && next_up < c + k; ++next_up)
-      for (ChunkedArray* a : arrays) a->stream_in(next_up);
-    std::vector<cl::Event> ready;
-    for (std::size_t j = 0; j < arrays.size(); ++j) {
-      Slot& s = arrays[j]->slots_[c % k];
-      ready.push_back(s.written);
-      ins[j] = s.in;
-    }
-    q.enqueueBarrierWithWaitList(&ready);
-    launch(c, ins);
-    cl::Event done;
-    q.enqueueMarkerWithWaitList(nullptr, &done);
-    for (ChunkedArray* a : arrays) a->slots_[c % k].done = done;
-    q.flush();
-    if (first.progress_) first.progress_(c + 1, L.chunks);
-  }
+  });
 }
 
 Value ChunkedArray::reduce(ReducePlan& plan, std::vector<cl::Event>& events,
@@ -362,40 +388,52 @@ void ChunkedArray::scan(ScanPlan& plan, std::vector<cl::Event>& events, const st
     const Value last_in = Value::from_bytes(data_.type, data_.bytes.data() + (end - 1) * e_.in);
     carry = scan_carry(p.op, p.acc_type, p.exclusive, last_out, last_in);
   };
-  if (!layout_.streamed()) {
+  // Between chunks, an interrupt (set_interrupt_check) ends the scan; the kernels' queue and
+  // the read-backs' (streamed) end first.
+  const auto since = std::chrono::steady_clock::now();
+  const auto next_chunk = [&](std::size_t c) {
+    if (interrupt_requested(since))
+      throw interrupted(what + " (after " + std::to_string(c) + " of " + std::to_string(chunks) +
+                        " chunks)");
+  };
+  drain_on_interrupt({&q, &xfer_}, timeout(run_bytes), what, [&] {
+    if (!layout_.streamed()) {
+      for (std::size_t c = 0; c < chunks; ++c) {
+        next_chunk(c);
+        Slot& s = slots_[c];
+        if (c > 0) carry_after(c, slots_[c - 1].out);
+        plan.enqueue(s.in, e_.flags ? s.flags : noflags_, s.out, 0, layout_.length(c),
+                     c > 0 ? &carry : carry_in, events);
+        if (progress_) progress_(c + 1, chunks);
+      }
+      if (read_back)
+        read_output(what);
+      else
+        q.flush();
+      return;
+    }
+    const std::size_t k = slots_.size();
+    std::size_t next_up = 0;
     for (std::size_t c = 0; c < chunks; ++c) {
-      Slot& s = slots_[c];
-      if (c > 0) carry_after(c, slots_[c - 1].out);
+      next_chunk(c);
+      for (; next_up < chunks && next_up < c + k; ++next_up) stream_in(next_up);
+      Slot& s = slots_[c % k];
+      if (c > 0) carry_after(c, slots_[(c - 1) % k].out);
+      const std::vector<cl::Event> ready{s.written};
+      q.enqueueBarrierWithWaitList(&ready);
       plan.enqueue(s.in, e_.flags ? s.flags : noflags_, s.out, 0, layout_.length(c),
                    c > 0 ? &carry : carry_in, events);
+      q.enqueueMarkerWithWaitList(nullptr, &s.done);
+      q.flush();
+      const std::vector<cl::Event> done{s.done};
+      enqueue_read(xfer_, s.out, 0, layout_.length(c) * e_.out, out_ + layout_.begin(c) * e_.out,
+                   piece_, nullptr, &done);
+      xfer_.flush();
       if (progress_) progress_(c + 1, chunks);
     }
-    if (read_back)
-      read_output(what);
-    else
-      q.flush();
-    return;
-  }
-  const std::size_t k = slots_.size();
-  std::size_t next_up = 0;
-  for (std::size_t c = 0; c < chunks; ++c) {
-    for (; next_up < chunks && next_up < c + k; ++next_up) stream_in(next_up);
-    Slot& s = slots_[c % k];
-    if (c > 0) carry_after(c, slots_[(c - 1) % k].out);
-    const std::vector<cl::Event> ready{s.written};
-    q.enqueueBarrierWithWaitList(&ready);
-    plan.enqueue(s.in, e_.flags ? s.flags : noflags_, s.out, 0, layout_.length(c),
-                 c > 0 ? &carry : carry_in, events);
-    q.enqueueMarkerWithWaitList(nullptr, &s.done);
-    q.flush();
-    const std::vector<cl::Event> done{s.done};
-    enqueue_read(xfer_, s.out, 0, layout_.length(c) * e_.out, out_ + layout_.begin(c) * e_.out,
-                 piece_, nullptr, &done);
-    xfer_.flush();
-    if (progress_) progress_(c + 1, chunks);
-  }
-  finish(q, timeout(run_bytes), what);
-  finish(xfer_, timeout(run_bytes), what + " (read-back)");
+    finish(q, timeout(run_bytes), what);
+    finish(xfer_, timeout(run_bytes), what + " (read-back)");
+  });
 }
 
 void ChunkedArray::read_output(const std::string& what) {

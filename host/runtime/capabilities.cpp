@@ -258,14 +258,17 @@ bool check_wg_collectives(Context& ctx, const std::string& std_opt, std::string*
 }
 
 // Runs one check, turning any exception (a read-back after a failed kernel, say) into "no".
-// A wait past the time limit ends the run (the probe's own build failing is an answer).
+// A wait past the time limit ends the run (the probe's own build failing is an answer), and so
+// does an interrupt.
 bool safely(const std::function<bool()>& check, std::string* why) {
   try {
     return check();
   } catch (const cl::Error& e) {
     *why = std::string("failed: ") + e.what() + " " + cl_error_name(e.err());
   } catch (const Error& e) {
-    if (e.category() == Errc::kTimeout || e.category() == Errc::kInternal) throw;
+    if (e.category() == Errc::kTimeout || e.category() == Errc::kInternal ||
+        e.category() == Errc::kInterrupted)
+      throw;
     const std::string msg = e.what();
     *why = "failed: " + msg.substr(0, msg.find('\n'));
   }

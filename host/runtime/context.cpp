@@ -72,7 +72,7 @@ std::string remap_log(const std::string& log, const std::string& file, std::size
 
 bool check_answer(const Error& e) {
   return e.category() != Errc::kBuild && e.category() != Errc::kTimeout &&
-         e.category() != Errc::kInternal;
+         e.category() != Errc::kInternal && e.category() != Errc::kInterrupted;
 }
 
 std::uint64_t fnv1a64(const std::string& s) {

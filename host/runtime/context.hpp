@@ -177,8 +177,8 @@ class Context {
 // Whether an Error met by a start-up check (a variant's numeric check of a shape or path, which
 // picks another when it fails) is the check's answer: the device cannot run that shape (a
 // launch or size it refuses, a capability it lacks). A kernel file that does not build
-// (Errc::kBuild), a wait past the time limit and clreduce's own bugs are not: they end the run,
-// as in any other plan.
+// (Errc::kBuild), a wait past the time limit, an interrupt and clreduce's own bugs are not: they
+// end the run, as in any other plan.
 bool check_answer(const Error& e);
 
 // Rewrites "<kernel>:L:" / "<source>:L:" positions (compilers that ignore #line) in a build log

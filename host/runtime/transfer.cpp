@@ -75,6 +75,10 @@ void enqueue_copy(cl::CommandQueue& q, const cl::Buffer& src, const cl::Buffer& 
 
 namespace {
 std::atomic<TimeoutHandler> timeout_handler{nullptr};
+std::atomic<InterruptCheck> interrupt_check{nullptr};
+// When this thread last asked the interrupt check; above 0 while it drains queues after one.
+thread_local std::chrono::steady_clock::time_point last_asked{};
+thread_local int draining = 0;
 
 // Seconds the device took from the enqueue of `since` (or of e) to e's end, by its own clock;
 // negative where the queue does not profile (or reports no enqueue time).
@@ -136,6 +140,36 @@ std::shared_ptr<Completion> completion(const cl::Event& e) {
 
 void set_timeout_handler(TimeoutHandler handler) { timeout_handler.store(handler); }
 
+void set_interrupt_check(InterruptCheck check) { interrupt_check.store(check); }
+
+bool interrupt_check_set() { return interrupt_check.load() != nullptr; }
+
+bool interrupt_requested(std::chrono::steady_clock::time_point since) {
+  const InterruptCheck check = interrupt_check.load();
+  if (!check || draining > 0) return false;
+  // Short work never asks (a check may cost a lock: Python's takes the GIL), long work every
+  // 20 ms: an interrupt is seen within a few tens of milliseconds at a negligible cost.
+  const auto now = std::chrono::steady_clock::now();
+  if (now - since < std::chrono::milliseconds(5) ||
+      now - last_asked < std::chrono::milliseconds(20))
+    return false;
+  last_asked = now;
+  return check();
+}
+
+Error interrupted(const std::string& what) {
+  return Error(Errc::kInterrupted, "interrupted: " + what);
+}
+
+void drain(const std::vector<cl::CommandQueue*>& queues, TimeLimit limit, const std::string& what) {
+  struct Draining {  // no interrupt check meanwhile, even where finish() throws
+    Draining() { ++draining; }
+    ~Draining() { --draining; }
+  } guard;
+  for (cl::CommandQueue* q : queues)
+    if (q && (*q)()) finish(*q, limit, what);
+}
+
 TimeLimit time_limit(double timeout_s, double bytes) {
   TimeLimit t(default_timeout_s(bytes));
   if (timeout_s > 0) {
@@ -190,6 +224,15 @@ void wait(const cl::Event& e, TimeLimit limit, const std::string& what, const cl
                                       std::to_string(status) + ")");
     const double waited = std::chrono::duration<double>(clock::now() - start).count();
     if (timeout_s > 0 && waited > timeout_s) timed_out();
+    if (interrupt_requested(start)) {
+      // Everything enqueued on e's queue ends first (the commands after e too): they may use the
+      // caller's memory, which unwinding hands back to it. Within what is left of the limit.
+      TimeLimit rest = limit;
+      if (rest.s > 0) rest.s = std::max(rest.s - waited, 1e-3);
+      cl::CommandQueue q = e.getInfo<CL_EVENT_COMMAND_QUEUE>();  // a command's: it has one
+      drain({&q}, rest, what + " (stopping after an interrupt)");
+      throw interrupted(what);
+    }
     if (woken) {
       const double left = timeout_s > 0 ? timeout_s - waited : 5e-3;
       std::unique_lock<std::mutex> lock(woken->m);

@@ -1,14 +1,17 @@
 // transfer.hpp: every fill, write, read and copy of device memory goes through here, split into
 // pieces well under 2^31 bytes and 2^31 pattern elements: one NVIDIA driver hangs the GPU on a
 // fill of 2^31 to 2^32-1 pattern elements and silently fills too little above. Waits poll the
-// event status against a time limit instead of blocking forever.
+// event status against a time limit instead of blocking forever, and ask the program's
+// interrupt check (set_interrupt_check) whether to stop.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <vector>
 
 #include "clreduce/cl.hpp"
+#include "clreduce/error.hpp"
 
 namespace clreduce {
 
@@ -65,7 +68,9 @@ struct TimeLimit {
 TimeLimit time_limit(double timeout_s, double bytes);
 
 // Waits until event e has completed, polling its status; past the limit (0: no limit) throws
-// Error(Errc::kTimeout) saying `what` did not finish, and what to do about it. On a CPU device
+// Error(Errc::kTimeout) saying `what` did not finish, and what to do about it. Once the wait has
+// lasted 5 ms it asks interrupt_requested(); when that says stop, it waits for everything
+// enqueued on e's queue (drain()) and throws Error(Errc::kInterrupted). On a CPU device
 // (its threads share the host's cores with this one) so does a command seen complete whose
 // device clock says it took longer, from the enqueue of `since` (a command earlier on the same
 // queue: the run's first) or else of e itself to e's end, whenever the poll saw it (on queues
@@ -78,6 +83,33 @@ void wait(const cl::Event& e, TimeLimit limit, const std::string& what,
 // enqueued last (`since`: the first command of the work waited for, on q).
 void finish(cl::CommandQueue& q, TimeLimit limit, const std::string& what,
             const cl::Event* since = nullptr);
+
+// Whether the program's interrupt check (set_interrupt_check) asks to stop work that began at
+// `since` on this thread: asked once the work has lasted 5 ms, at most every 20 ms per thread, and
+// never while the thread drains queues after an interrupt (false there, and without a check).
+bool interrupt_requested(std::chrono::steady_clock::time_point since);
+// Whether an interrupt check is set: chunk loops then keep only a few chunks enqueued ahead of
+// the device, so that an interrupt waits for those alone.
+bool interrupt_check_set();
+// Waits for everything enqueued so far on each queue (null or empty ones skipped), within the
+// limit and asking no interrupt check: what an interrupted call does before it unwinds, since its
+// commands may still read or write the caller's memory and the call's buffers.
+void drain(const std::vector<cl::CommandQueue*>& queues, TimeLimit limit, const std::string& what);
+// The Error an interrupted call throws: Errc::kInterrupted, "interrupted: " + what.
+Error interrupted(const std::string& what);
+// Runs f(); where it throws Error(Errc::kInterrupted), first drains `queues` (the other queues of
+// the work, whose commands may still use the caller's memory), then lets the Error go on.
+template <class F>
+void drain_on_interrupt(const std::vector<cl::CommandQueue*>& queues, TimeLimit limit,
+                        const std::string& what, F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (e.category() == Errc::kInterrupted)
+      drain(queues, limit, what + " (stopping after an interrupt)");
+    throw;
+  }
+}
 
 // A generous time limit for work that moves `bytes` bytes: 60 s plus 1 s per 256 MiB (a host
 // link at 0.25 GB/s would still finish), so only a device that stopped making progress trips it.

@@ -18,9 +18,10 @@ enum class Errc {
   kBuild,        // a kernel failed to build, or the kernel directory was not found
   kUnsupported,  // the device cannot run this (no fp64, array larger than its largest allocation)
   kInternal,     // clreduce's own consistency check failed (a bug, never a property of the input)
+  kInterrupted,  // the program's interrupt check (set_interrupt_check) asked the call to stop
 };
 
-// "usage", "input", "runtime", "timeout", "build", "unsupported", "internal".
+// "usage", "input", "runtime", "timeout", "build", "unsupported", "internal", "interrupted".
 CLREDUCE_API const char* errc_name(Errc c);
 
 class CLREDUCE_API Error : public std::runtime_error {
@@ -39,6 +40,20 @@ class CLREDUCE_API Error : public std::runtime_error {
 // handler the Error is thrown, and the caller should end the process soon after.
 using TimeoutHandler = void (*)(const Error&);
 CLREDUCE_API void set_timeout_handler(TimeoutHandler handler);
+
+// Stopping a long call: while a call waits for the device (once a wait has lasted 5 ms) and
+// between the chunks of a chunked or streamed array, the library asks this check, when set,
+// whether to stop, at most every 20 ms on each thread; calls of a few milliseconds never ask it.
+// When it returns true the call enqueues nothing more, waits (within its time limit) for the
+// commands it has already enqueued, which may be reading or writing the caller's memory, and
+// throws Error(Errc::kInterrupted); the Device stays usable. With a check set, a chunked array
+// keeps at most 4 chunks enqueued ahead of the device, so the wait is for those alone. One
+// kernel launch is never cut short, nor is a kernel build. The check is called on the thread
+// that made the call; it must be thread-safe where calls run on several threads at once, must
+// not throw and must not call the library. A Python binding checks for Ctrl-C here. nullptr
+// (the default) removes it.
+using InterruptCheck = bool (*)();
+CLREDUCE_API void set_interrupt_check(InterruptCheck check);
 
 // The OpenCL compiler can end the process from inside a kernel build (LLVM's fatal errors call
 // exit(): PoCL's kernel cache on a full disk does it). The library then calls this handler, when

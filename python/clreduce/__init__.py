@@ -22,7 +22,8 @@ float64, float16, bool, int8, uint8, int16 and uint16, read as they are (scans, 
 types along axes or segments, widen them first: a copy). devices() lists the devices;
 device= takes a Device, an index or what the command line's --device takes ('gpu', 'cpu',
 'nvidia', 'pocl', '0'). Errors of the library raise clreduce.Error (a RuntimeError) with a
-`category`. See docs/PYTHON.md.
+`category`. The GIL is released while the device works, and Ctrl-C stops a long call (between
+its chunks) with KeyboardInterrupt. See docs/PYTHON.md.
 """
 
 from __future__ import annotations

@@ -38,6 +38,79 @@ void raise_error(const char* category, const std::string& what) {
   PyErr_SetObject(g_error_type, inst.ptr());
 }
 
+// ---- Ctrl-C. The library asks interrupt_check() while it waits for the device and between
+// chunks (clreduce::set_interrupt_check: every 20 ms once a call has lasted 5 ms). On the main
+// thread it takes the GIL and runs Python's signal handlers (PyErr_CheckSignals); an exception
+// one of them raised (KeyboardInterrupt, or a user handler's own) is kept here, the library stops
+// the call (Error(Errc::kInterrupted), once the commands it enqueued have finished), and the
+// exception is raised in its place. Elsewhere the check says go on: Python runs its handlers on
+// the main thread only. g_kept is read and written with the GIL held.
+unsigned long g_main_thread = 0;  // PyThread_get_thread_ident() of the interpreter's main thread
+nb::python_error* g_kept = nullptr;  // what a signal handler raised (never freed at exit)
+
+// Keeps the exception being raised (the GIL held), replacing one kept before.
+void keep_raised() {
+  delete g_kept;
+  g_kept = new nb::python_error();
+}
+
+// Raises the kept exception, if any (sets Python's error indicator; the GIL held): true if so.
+bool restore_kept() {
+  if (!g_kept) return false;
+  g_kept->restore();
+  delete g_kept;
+  g_kept = nullptr;
+  return true;
+}
+
+// Forgets the kept exception (the GIL held): the call it stopped ended with another error.
+void drop_kept() {
+  delete g_kept;
+  g_kept = nullptr;
+}
+
+bool interrupt_check() {
+  if (PyThread_get_thread_ident() != g_main_thread) return false;
+  nb::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() == 0) return false;
+  keep_raised();
+  return true;
+}
+
+// Runs f() with the GIL released: other Python threads run while the device works. Then raises
+// what a signal handler raised meanwhile: also where the call finished before it heard the
+// check's answer. A call stopped by the check throws Error(kInterrupted), which the exception
+// translator turns into the kept exception; one that failed otherwise forgets it.
+template <class F> auto without_gil(F&& f) {
+  try {
+    auto result = [&] {
+      nb::gil_scoped_release release;
+      return f();
+    }();
+    if (restore_kept()) throw nb::python_error();
+    return result;
+  } catch (const clreduce::Error& e) {
+    if (e.category() == clreduce::Errc::kInterrupted) throw;
+    drop_kept();
+    // A signal that came meanwhile is raised in the error's place, the error as its context:
+    // Ctrl-C during a kernel build makes PoCL's compiler remove its temporary files (LLVM's
+    // signal handler), and the build fails.
+    if (PyErr_CheckSignals() != 0) {
+      nb::python_error stop;
+      raise_error(clreduce::errc_name(e.category()), e.what());
+      nb::python_error failed;
+      PyException_SetContext(stop.value().ptr(), failed.value().inc_ref().ptr());
+      throw stop;
+    }
+    throw;
+  } catch (const nb::python_error&) {
+    throw;
+  } catch (...) {
+    drop_kept();
+    throw;
+  }
+}
+
 // The library's element type of a NumPy array's dtype, by its code, bits and lanes; false when it
 // is none of the twelve (the variants' six and the engine's float16, bool, int8, uint8, int16,
 // uint16, which the library reduces through its engine).
@@ -167,13 +240,22 @@ std::vector<std::uint8_t> flag_bytes(const nb::object& flags, std::size_t n) {
 }
 
 
-// Waits for event e, polling its status (no blocking wait of the runtime, which has no time
-// limit): past limit_s seconds Error(kTimeout), as the library's own waits.
+// Waits for event e, the last command of a call on its queue, polling its status (no blocking
+// wait of the runtime, which has no time limit): past limit_s seconds Error(kTimeout), as the
+// library's own waits. Past 5 ms it asks interrupt_check() every 20 ms, as the library does;
+// when that says stop, it still waits for e (the commands may be using the caller's memory),
+// then throws Error(kInterrupted).
 void wait_for(const cl::Event& e, double limit_s, const char* what) {
   const auto t0 = std::chrono::steady_clock::now();
+  double asked = 0;  // seconds into the wait when interrupt_check() was last asked
+  bool stop = false;
   for (unsigned polls = 0;; ++polls) {
     const cl_int st = e.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
-    if (st == CL_COMPLETE) return;
+    if (st == CL_COMPLETE) {
+      if (stop)
+        throw clreduce::Error(clreduce::Errc::kInterrupted, "interrupted: " + std::string(what));
+      return;
+    }
     if (st < 0)
       throw clreduce::Error(clreduce::Errc::kRuntime,
                             std::string(what) + " failed: " + clreduce::cl_error_name(st));
@@ -182,6 +264,10 @@ void wait_for(const cl::Event& e, double limit_s, const char* what) {
       throw clreduce::Error(
           clreduce::Errc::kTimeout,
           std::string(what) + " did not finish within " + std::to_string(limit_s) + " s");
+    if (!stop && s > 5e-3 && s - asked > 20e-3) {
+      asked = s;
+      stop = interrupt_check();
+    }
     // Short waits spin (a small reduction is done in microseconds), longer ones sleep.
     if (polls < 2000)
       std::this_thread::yield();
@@ -193,13 +279,21 @@ void wait_for(const cl::Event& e, double limit_s, const char* what) {
 // One open device. The library's Device is used by one thread at a time: calls take the mutex
 // after the GIL is released, so Python threads sharing one Device wait for each other.
 class PyDevice {
+  // Runs f() with the GIL released and the Device held (Python threads sharing one Device take
+  // turns), then raises what a signal handler raised meanwhile.
+  template <class F> auto locked(F&& f) {
+    return without_gil([&] {
+      std::lock_guard<std::mutex> lock(mutex_);
+      return f();
+    });
+  }
+
  public:
   PyDevice(const std::string& spec, const std::string& kernel_dir,
            const std::vector<std::string>& tune, bool from_env) {
     clreduce::Tuning t = from_env ? clreduce::tuning_from_env() : clreduce::Tuning{};
     for (const std::string& kv : tune) clreduce::set_tuning(t, kv);
-    nb::gil_scoped_release release;
-    dev_ = std::make_unique<clreduce::Device>(spec, kernel_dir, t);
+    dev_ = without_gil([&] { return std::make_unique<clreduce::Device>(spec, kernel_dir, t); });
   }
 
   // A Device on the program's own context, device and queue (PyOpenCL's, by their int_ptr). An
@@ -214,12 +308,13 @@ class PyDevice {
     const auto ctx = cl_object<cl::Context, cl_context>(context);
     const auto dev = cl_object<cl::Device, cl_device_id>(device);
     const auto q = cl_object<cl::CommandQueue, cl_command_queue>(queue);
-    nb::gil_scoped_release release;
-    const bool in_order =
-        (q.getInfo<CL_QUEUE_PROPERTIES>() & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) == 0;
-    dev_ = std::make_unique<clreduce::Device>(
-        ctx, dev, q, in_order ? clreduce::QueueUse::kProgram : clreduce::QueueUse::kOwn,
-        kernel_dir, t);
+    dev_ = without_gil([&] {
+      const bool in_order =
+          (q.getInfo<CL_QUEUE_PROPERTIES>() & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) == 0;
+      return std::make_unique<clreduce::Device>(
+          ctx, dev, q, in_order ? clreduce::QueueUse::kProgram : clreduce::QueueUse::kOwn,
+          kernel_dir, t);
+    });
   }
 
   // "program" for a Device run on the program's queue itself, else "own".
@@ -241,12 +336,7 @@ class PyDevice {
     const auto buf = cl_object<cl::Buffer, cl_mem>(mem);
     clreduce::Options o;
     o.acc = acc;
-    clreduce::Result r;
-    {
-      nb::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(mutex_);
-      r = dev_->reduce(op, t, buf, first, n, o);
-    }
+    const clreduce::Result r = locked([&] { return dev_->reduce(op, t, buf, first, n, o); });
     return {value_object(r.value), r.value.index, clreduce::dtype_name(r.acc)};
   }
 
@@ -269,11 +359,12 @@ class PyDevice {
       throw nb::value_error("reduce_into: n > 0 elements of one of the variants' six types");
     const auto ib = cl_object<cl::Buffer, cl_mem>(in);
     const auto ob = cl_object<cl::Buffer, cl_mem>(out);
-    nb::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(mutex_);
-    const cl::Event done = reduction_plan(op, t, acc, n).enqueue(ib, first, n, ob, out_offset);
-    if (dev_->queue_use() != clreduce::QueueUse::kProgram)
-      wait_for(done, limit_s(n, t), "the reduction");
+    locked([&] {
+      const cl::Event done = reduction_plan(op, t, acc, n).enqueue(ib, first, n, ob, out_offset);
+      if (dev_->queue_use() != clreduce::QueueUse::kProgram)
+        wait_for(done, limit_s(n, t), "the reduction");
+      return true;
+    });
   }
 
   // Scans elements [first, first + n) of buffer `in` into [out_first, out_first + n) of buffer
@@ -292,18 +383,19 @@ class PyDevice {
     o.acc = acc;
     o.exclusive = exclusive;
     o.segments = flag_bytes(flags, n);
-    nb::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (n > 0 && first == 0 && out_first == 0 && o.segments.empty() &&
-        clreduce::is_variant_dtype(t)) {
-      // Whole buffers, unsegmented: a kept plan (clreduce::Scan), as reduce_into's.
-      clreduce::Scan& plan = scan_plan(op, t, acc, exclusive, n);
-      const cl::Event done = plan.enqueue(ib, n, ob);
-      if (dev_->queue_use() != clreduce::QueueUse::kProgram)
-        wait_for(done, limit_s(n, t), "the scan");
-      return;
-    }
-    dev_->scan(op, t, ib, first, n, ob, out_first, o);
+    locked([&] {
+      if (n > 0 && first == 0 && out_first == 0 && o.segments.empty() &&
+          clreduce::is_variant_dtype(t)) {
+        // Whole buffers, unsegmented: a kept plan (clreduce::Scan), as reduce_into's.
+        clreduce::Scan& plan = scan_plan(op, t, acc, exclusive, n);
+        const cl::Event done = plan.enqueue(ib, n, ob);
+        if (dev_->queue_use() != clreduce::QueueUse::kProgram)
+          wait_for(done, limit_s(n, t), "the scan");
+        return true;
+      }
+      dev_->scan(op, t, ib, first, n, ob, out_first, o);
+      return true;
+    });
   }
 
   // A built-in op's segmented reduction of the first n elements of a buffer: as segments().
@@ -318,12 +410,8 @@ class PyDevice {
     const clreduce::Segments segs = segments_of(offsets, shape, axes, by_axes, keepdims);
     clreduce::Options o;
     o.acc = acc;
-    clreduce::SegmentedResult r;
-    {
-      nb::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(mutex_);
-      r = dev_->reduce_segments(op, t, buf, n, segs, o);
-    }
+    clreduce::SegmentedResult r =
+        locked([&] { return dev_->reduce_segments(op, t, buf, n, segs, o); });
     nb::object indices = nb::none();
     if (clreduce::is_arg_op(op)) indices = owned_array(std::move(r.indices));
     return {values_array(r.values), indices, r.shape, clreduce::dtype_name(r.values.type)};
@@ -345,12 +433,7 @@ class PyDevice {
     clreduce::Options o;
     o.where = where;
     o.ddof = ddof;
-    clreduce::Result r;
-    {
-      nb::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(mutex_);
-      r = dev_->reduce(what, refs, n, o);
-    }
+    const clreduce::Result r = locked([&] { return dev_->reduce(what, refs, n, o); });
     return {value_object(r.value), clreduce::dtype_name(r.value.type)};
   }
 
@@ -384,17 +467,12 @@ class PyDevice {
     clreduce::Options o;
     o.where = where;
     o.ddof = ddof;
-    clreduce::SegmentedResult r;
-    {
-      nb::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (kind == "derived") {
-        r = dev_->reduce_segments(clreduce::parse_derived(name), refs, n, segs, o);
-      } else {
-        const clreduce::Expression e = expression(text);
-        r = dev_->reduce_segments(e, refs, n, segs, o);
-      }
-    }
+    clreduce::SegmentedResult r = locked([&] {
+      if (kind == "derived")
+        return dev_->reduce_segments(clreduce::parse_derived(name), refs, n, segs, o);
+      const clreduce::Expression e = expression(text);
+      return dev_->reduce_segments(e, refs, n, segs, o);
+    });
     return {values_array(r.values), nb::none(), r.shape, clreduce::dtype_name(r.values.type)};
   }
 
@@ -407,12 +485,8 @@ class PyDevice {
     clreduce::Options o;
     o.acc = acc;
     o.variant = variant;
-    clreduce::Result r;
-    {
-      nb::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(mutex_);
-      r = dev_->reduce(op, t, a.data(), a.size(), o);
-    }
+    const clreduce::Result r =
+        locked([&] { return dev_->reduce(op, t, a.data(), a.size(), o); });
     return {value_object(r.value), r.value.index, clreduce::dtype_name(r.acc), r.builds,
             r.kernel_ms};
   }
@@ -435,12 +509,8 @@ class PyDevice {
     o.variant = variant;
     o.exclusive = exclusive;
     o.segments = flag_bytes(flags, a.size());
-    clreduce::Result r;
-    {
-      nb::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(mutex_);
-      r = dev_->scan(op, t, a.data(), a.size(), ot, out.data(), o);
-    }
+    const clreduce::Result r =
+        locked([&] { return dev_->scan(op, t, a.data(), a.size(), ot, out.data(), o); });
     return {r.builds, r.kernel_ms};
   }
 
@@ -475,21 +545,17 @@ class PyDevice {
     o.where = where;
     o.ddof = ddof;
     const std::size_t n = arrays.front().size();
-    clreduce::SegmentedResult r;
-    {
-      nb::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (kind == "op") {
-        r = dev_->reduce_segments(reduce_op(name), refs[0].type, refs[0].data, n, segs, o);
-      } else if (kind == "derived") {
-        r = dev_->reduce_segments(clreduce::parse_derived(name), refs, n, segs, o);
-      } else {
-        const clreduce::Expression e = expression(text);
-        r = dev_->reduce_segments(e, refs, n, segs, o);
-      }
-    }
+    const clreduce::Op op = kind == "op" ? reduce_op(name) : clreduce::Op::kSum;
+    clreduce::SegmentedResult r = locked([&] {
+      if (kind == "op")
+        return dev_->reduce_segments(op, refs[0].type, refs[0].data, n, segs, o);
+      if (kind == "derived")
+        return dev_->reduce_segments(clreduce::parse_derived(name), refs, n, segs, o);
+      const clreduce::Expression e = expression(text);
+      return dev_->reduce_segments(e, refs, n, segs, o);
+    });
     nb::object indices = nb::none();
-    if (!r.indices.empty() || (kind == "op" && clreduce::is_arg_op(reduce_op(name))))
+    if (!r.indices.empty() || (kind == "op" && clreduce::is_arg_op(op)))
       indices = owned_array(std::move(r.indices));
     return {values_array(r.values), indices, r.shape, clreduce::dtype_name(r.values.type)};
   }
@@ -555,15 +621,22 @@ NB_MODULE(_clreduce, m) {
   g_error_type = PyErr_NewExceptionWithDoc(
       "clreduce.Error",
       "A failure the clreduce library reports. `category` names its kind: 'usage', 'input', "
-      "'runtime', 'timeout', 'build', 'unsupported' or 'internal'.",
+      "'runtime', 'timeout', 'build', 'unsupported' or 'internal'. (A call stopped by Ctrl-C "
+      "raises KeyboardInterrupt, or what the program's SIGINT handler raised, instead.)",
       PyExc_RuntimeError, nullptr);
   if (!g_error_type) throw nb::python_error();
   m.attr("Error") = nb::borrow(g_error_type);
+
+  g_main_thread = nb::cast<unsigned long>(
+      nb::module_::import_("threading").attr("main_thread")().attr("ident"));
+  clreduce::set_interrupt_check(interrupt_check);
 
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
     } catch (const clreduce::Error& e) {
+      // A call the interrupt check stopped: what the signal handler raised.
+      if (e.category() == clreduce::Errc::kInterrupted && restore_kept()) return;
       raise_error(clreduce::errc_name(e.category()), e.what());
     } catch (const cl::Error& e) {
       raise_error("runtime", std::string(e.what()) + ": " + clreduce::cl_error_name(e.err()));
