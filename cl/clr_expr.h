@@ -103,6 +103,23 @@ inline acc_t clr_minmax_op(acc_t a, acc_t b) {
   r.ihi = h ? a.ihi : b.ihi;
   return r;
 }
+
+// The fold of one element b (clr_minmax_map, or the identity where --where leaves it out) into
+// a, whose elements all come before it (a work-item's elements arrive in increasing index
+// order): b takes a side where it is strictly beyond a's value, where it is NaN and a's is not,
+// or where a holds no element yet (index LONG_MAX). A tie keeps a's first index and a NaN
+// stays, with no index compared.
+inline acc_t clr_minmax_fold(acc_t a, acc_t b) {
+  acc_t r;
+  const int empty = a.ilo == LONG_MAX;
+  const int l = empty | (b.lo < a.lo) | (CLR_A_ISNAN(b.lo) & !CLR_A_ISNAN(a.lo));
+  const int h = empty | (b.hi > a.hi) | (CLR_A_ISNAN(b.hi) & !CLR_A_ISNAN(a.hi));
+  r.lo = l ? b.lo : a.lo;
+  r.ilo = l ? b.ilo : a.ilo;
+  r.hi = h ? b.hi : a.hi;
+  r.ihi = h ? b.ihi : a.ihi;
+  return r;
+}
 #endif
 #endif
 
@@ -165,9 +182,37 @@ inline acc_t clr_lse_op(acc_t a, acc_t b) {
   if (m == INFINITY) return (acc_t)(m, 1);
   return (acc_t)(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
 }
+
+// The fold of one element b ((x, 1), or the identity where --where leaves it out) into a: the
+// same rescaling with one exp, of -|x - m| (the side that does not move has exp(0) = 1, which
+// clr_lse_op computes too), and no branch. Equal inf and -inf (x - m NaN) add their s; a NaN x
+// makes m NaN, as clr_lse_op's (NaN, NaN) does.
+inline acc_t clr_lse_fold(acc_t a, acc_t b) {
+  const A d = b.x - a.x;
+  const A e = isnan(d) ? (A)1 : exp(-fabs(d));
+  const int up = b.x > a.x;
+  const A m = up || isnan(b.x) ? b.x : a.x;
+  return (acc_t)(m, up ? a.y * e + b.y : a.y + b.y * e);
+}
+
+// var, std: the shifted sums' element d = x - clr_shift, (d, d^2).
+inline acc_t clr_shifted2(A d) { return (acc_t)(d, d * d); }
 #endif
 
+// var and std of float and float16 arrays in double: (s1, s2) or (s1, s2, count, 0), the plain
+// sums of d and d^2, d = x - clr_shift (one rounding in double at most, and no square leaves
+// double's normal range: float's range squared stays inside it), every combine an addition. post:
+// M2 = s2 - s1^2 / count (a negative M2 is a rounding: 0; NaN stays NaN), over count - ddof.
+inline A clr_shifted_var(A s1, A s2, A count, A ddof) {
+  A m2 = s2 - s1 * s1 / count;
+  m2 = m2 < (A)0 ? (A)0 : m2;
+  return m2 / fmax(count - ddof, (A)0);
+}
+
 #if EXPR_WIDTH == 4
+// var, std with --where: (d, d^2, 1, 0), the count summed too.
+inline acc_t clr_shifted4(A d) { return (acc_t)(d, d * d, 1, 0); }
+
 // mean: (s, c, count, 0): a compensated sum and the count of its elements.
 inline acc_t clr_mean_op(acc_t a, acc_t b) { return (acc_t)(clr_csum(a.xy, b.xy), a.z + b.z, 0); }
 
@@ -266,6 +311,19 @@ acc_t clr_expr_map(EXPR_PARAMS, long i);
 acc_t clr_expr_map(EXPR_PARAMS);
 #define EXPR_MAPPED(i) clr_expr_map(EXPR_ARGS(i))
 #endif
+#ifndef EXPR_FOLD
+#define EXPR_FOLD 0
+#endif
+#if EXPR_FOLD
+// A row's fold of one mapped element b into a running accumulator a whose elements all come
+// before it (a work-item's accumulators take their elements in increasing index order): what
+// the reduce gives, more cheaply (clr_minmax_fold, clr_lse_fold). Trees and blocks combine by
+// the reduce.
+acc_t clr_expr_fold(acc_t a, acc_t b);
+#define EXPR_STEP(a, b) clr_expr_fold((a), (b))
+#else
+#define EXPR_STEP(a, b) clr_op((a), (b))
+#endif
 #if EXPR_WHERE
 int clr_expr_where(EXPR_PARAMS);
 #define EXPR_MAP(i) (clr_expr_where(EXPR_ARGS(i)) ? EXPR_MAPPED(i) : clr_identity())
@@ -283,5 +341,190 @@ int clr_expr_where(EXPR_PARAMS);
   (void)x3;         \
   (void)clr_shift;  \
   (void)clr_base
+
+#ifndef EXPR_LANES
+#define EXPR_LANES 0
+#endif
+#if EXPR_LANES
+// The CPU shape's lanes (EXPR_LANES, set by the host for some built-in rows over float and
+// float16 arrays, no predicate): every stream of a work-item reads EXPR_LV consecutive elements
+// of each input at a time (one 64-byte load of floats) and folds them into EXPR_LV lanes of the
+// row's own state in vector arithmetic, lane j taking the vector's element j; lanes are folded
+// into one accumulator (clr_lanes_flush) by the reduce. Each lane's elements come in increasing
+// index order. The kinds:
+//   1, 2, 3  plain sums in double of x, x*y, x*x (mean, dot, norm2: width 1)
+//   4        the shifted sums of d and d*d, d = x - clr_shift (var, std: width 2)
+//   5        minmax (float accumulator): each lane's extremes and the vector numbers they came
+//            from, taken as clr_minmax_fold takes them
+//   6        logsumexp in double: each lane's (m, s), as clr_lse_fold folds
+#define EXPR_LV 16
+#ifdef CLR_H0
+#define CLR_VLD0(at) vload_half16(0, x0 + (at))
+#else
+#define CLR_VLD0(at) vload16(0, x0 + (at))
+#endif
+#ifdef CLR_H1
+#define CLR_VLD1(at) vload_half16(0, x1 + (at))
+#else
+#define CLR_VLD1(at) vload16(0, x1 + (at))
+#endif
+#if CLR_INPUTS == 1
+#define EXPR_VPARAMS float16 x, A clr_shift
+#define EXPR_VARGS(at) CLR_VLD0(at), clr_shift
+#else
+#define EXPR_VPARAMS float16 x, float16 y, A clr_shift
+#define EXPR_VARGS(at) CLR_VLD0(at), CLR_VLD1(at), clr_shift
+#endif
+
+#if EXPR_LANES <= 4 || EXPR_LANES == 6
+typedef double16 clr_ld;
+// The 16 lanes' sum, pairwise (halves). Through an array: Oclgrind 21.10 takes the halves of a
+// vector (.lo, .hi) as uninitialised.
+inline double clr_lanes_sum(clr_ld v) {
+  union {
+    double16 v;
+    double s[16];
+  } u;
+  u.v = v;
+#pragma unroll
+  for (uint w = 8; w > 0; w /= 2) {
+#pragma unroll
+    for (uint j = 0; j < w; ++j) u.s[j] += u.s[j + w];
+  }
+  return u.s[0];
+}
+#endif
+
+#if EXPR_LANES <= 4
+typedef struct {
+  clr_ld s, q;  // q: kind 4's sum of squares
+} clr_lanes;
+inline clr_lanes clr_lanes_init(void) {
+  clr_lanes r;
+  r.s = (clr_ld)0;
+  r.q = (clr_ld)0;
+  return r;
+}
+inline clr_lanes clr_lanes_step(clr_lanes r, EXPR_VPARAMS, uint v) {
+  (void)v;
+  (void)clr_shift;
+#if EXPR_LANES == 1
+  r.s += convert_double16(x);
+#elif EXPR_LANES == 2
+  r.s += convert_double16(x) * convert_double16(y);
+#elif EXPR_LANES == 3
+  const clr_ld c = convert_double16(x);
+  r.s += c * c;
+#else
+  const clr_ld d = convert_double16(x) - clr_shift;
+  r.s += d;
+  r.q += d * d;
+#endif
+  return r;
+}
+// base: the global index of the stream's first element (unused by sums).
+inline acc_t clr_lanes_flush(clr_lanes r, long base) {
+  (void)base;
+#if EXPR_LANES == 4
+  return (acc_t)(clr_lanes_sum(r.s), clr_lanes_sum(r.q));
+#else
+  return clr_lanes_sum(r.s);
+#endif
+}
+
+#elif EXPR_LANES == 5
+// Flushed only after one step or more (the kernel's), so every lane holds an element: one that
+// is still at (inf, -inf) from the start has met only inf (-inf), first at vector 0.
+typedef struct {
+  float16 lo, hi;
+  uint16 vlo, vhi;  // the vector number (of the stream) of each lane's extremes
+} clr_lanes;
+inline clr_lanes clr_lanes_init(void) {
+  clr_lanes r;
+  r.lo = (float16)INFINITY;
+  r.hi = (float16)-INFINITY;
+  r.vlo = (uint16)0;
+  r.vhi = (uint16)0;
+  return r;
+}
+inline clr_lanes clr_lanes_step(clr_lanes r, EXPR_VPARAMS, uint v) {
+  (void)clr_shift;
+  const int16 l = (x < r.lo) | (isnan(x) & ~isnan(r.lo));
+  const int16 h = (x > r.hi) | (isnan(x) & ~isnan(r.hi));
+  r.lo = select(r.lo, x, l);
+  r.vlo = select(r.vlo, (uint16)v, l);
+  r.hi = select(r.hi, x, h);
+  r.vhi = select(r.vhi, (uint16)v, h);
+  return r;
+}
+inline acc_t clr_lanes_flush(clr_lanes r, long base) {
+  union {
+    float16 v;
+    float s[16];
+  } lo, hi;
+  union {
+    uint16 v;
+    uint s[16];
+  } vlo, vhi;
+  lo.v = r.lo;
+  hi.v = r.hi;
+  vlo.v = r.vlo;
+  vhi.v = r.vhi;
+  acc_t a = clr_identity();
+  for (uint j = 0; j < EXPR_LV; ++j) {
+    acc_t e;
+    e.lo = lo.s[j];
+    e.hi = hi.s[j];
+    e.ilo = base + (long)vlo.s[j] * EXPR_LV + j;
+    e.ihi = base + (long)vhi.s[j] * EXPR_LV + j;
+    a = clr_op(a, e);
+  }
+  return a;
+}
+
+#else  // 6: logsumexp
+typedef struct {
+  clr_ld m, s;
+} clr_lanes;
+inline clr_lanes clr_lanes_init(void) {
+  clr_lanes r;
+  r.m = (clr_ld)-INFINITY;
+  r.s = (clr_ld)0;
+  return r;
+}
+inline clr_lanes clr_lanes_step(clr_lanes r, EXPR_VPARAMS, uint v) {
+  (void)v;
+  (void)clr_shift;
+  const clr_ld c = convert_double16(x);
+  const clr_ld d = c - r.m;
+  const clr_ld e = select(exp(-fabs(d)), (clr_ld)1, isnan(d));
+  const long16 up = c > r.m;
+  r.s = select(r.s + e, r.s * e + 1, up);
+  r.m = select(r.m, c, up | isnan(c));
+  return r;
+}
+// The lanes rescaled to their largest m at once (one vector exp) and summed pairwise; where that
+// m is not finite (or a lane is NaN), lane by lane by the reduce.
+inline acc_t clr_lanes_flush(clr_lanes r, long base) {
+  (void)base;
+  union {
+    double16 v;
+    double s[16];
+  } m, s;
+  m.v = r.m;
+  double top = -INFINITY;
+  int nan = 0;
+  for (uint j = 0; j < EXPR_LV; ++j) {
+    top = fmax(top, m.s[j]);
+    nan |= isnan(m.s[j]);
+  }
+  if (!nan && isfinite(top)) return (acc_t)(top, clr_lanes_sum(r.s * exp(r.m - top)));
+  s.v = r.s;
+  acc_t a = clr_identity();
+  for (uint j = 0; j < EXPR_LV; ++j) a = clr_op(a, (acc_t)(m.s[j], s.s[j]));
+  return a;
+}
+#endif
+#endif  // EXPR_LANES
 
 #endif  // CLR_EXPR_H

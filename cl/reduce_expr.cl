@@ -27,9 +27,13 @@
 //   EXPR_BLOCK 0 or B: with B, each work-item folds B rounds of its UNROLL accumulators at a
 //   time and combines those block values pairwise (a binary counter over a stack), so that an
 //   element passes through about B + log2(blocks) operations in the work-item, not
-//   n / work-items (the built-in ops' rows: error bounds of pairwise summation's kind).
+//   n / work-items (the built-in ops' rows: error bounds of pairwise summation's kind);
+//   EXPR_FOLD 1: a row's fold of one element into a running accumulator (clr_expr.h);
+//   EXPR_LANES 0 or a lane kind of clr_expr.h: the CPU shape reads each stream 16 elements at
+//   a time into the row's vector lanes (a block: EXPR_BLOCK rounds of them).
 // The built-in ops of the command line (--op dot, mean, var, norm2, logsumexp, ...) are rows of
-// map, reduce, identity and post over the helpers of clr_expr.h (host/reduce/expr_ops.cpp).
+// map, reduce, identity and post over the helpers of clr_expr.h (host/reduce/expr_ops.cpp),
+// some with a fold and lanes of their own.
 #ifndef CLREDUCE_H
 #include "clreduce.h"
 #endif
@@ -55,12 +59,12 @@
 #define EXPR_VEC 1
 #endif
 
-#if !EXPR_CPU && EXPR_VEC > 1 && !EXPR_ARG && !defined(CLR_H0) && !defined(CLR_H1) && \
-    !defined(CLR_H2) && !defined(CLR_H3)
-// The GPU shape's vector loads (EXPR_VEC > 1, set by the host; not for the arg rows, whose map
-// takes each element's index, nor for float16 inputs, read with vload_half): each
-// round reads EXPR_VEC consecutive elements of every input with one load per input (16 bytes of
-// the widest input, as fast's loads), and maps and folds them lane by lane into one accumulator.
+#if !EXPR_CPU && EXPR_VEC > 1 && !defined(CLR_H0) && !defined(CLR_H1) && !defined(CLR_H2) && \
+    !defined(CLR_H3)
+// The GPU shape's vector loads (EXPR_VEC > 1, set by the host; not for float16 inputs, read with
+// vload_half): each round reads EXPR_VEC consecutive elements of every input with one load per
+// input (16 bytes of the widest input, as fast's loads), and maps and folds them lane by lane
+// into one accumulator (the arg rows' map takes lane j of vector v as element v EXPR_VEC + j).
 // A work-item's chain grows by EXPR_VEC a round over UNROLL accumulators: no longer than the
 // scalar loop's, which the host's depth counts; with EXPR_BLOCK, a block closes once its rounds
 // hold EXPR_BLOCK elements an accumulator or more (at most EXPR_BLOCK + EXPR_VEC - 1).
@@ -105,11 +109,17 @@ typedef union {
   l3[k].v = ((__global const EXPR_VT(CLR_T3, EXPR_VEC)*)x3)[at]
 #define EXPR_LARGS(k, j) l0[k].s[j], l1[k].s[j], l2[k].s[j], l3[k].s[j], clr_shift
 #endif
-#if EXPR_WHERE
-#define EXPR_LMAP(k, j) \
-  (clr_expr_where(EXPR_LARGS(k, j)) ? clr_expr_map(EXPR_LARGS(k, j)) : clr_identity())
+#if EXPR_ARG
+// Lane j of the vector the loop's v + k items names (the loops below).
+#define EXPR_LMAPPED(k, j) \
+  clr_expr_map(EXPR_LARGS(k, j), clr_base + (long)((v + (k) * items) * EXPR_VEC + (j)))
 #else
-#define EXPR_LMAP(k, j) clr_expr_map(EXPR_LARGS(k, j))
+#define EXPR_LMAPPED(k, j) clr_expr_map(EXPR_LARGS(k, j))
+#endif
+#if EXPR_WHERE
+#define EXPR_LMAP(k, j) (clr_expr_where(EXPR_LARGS(k, j)) ? EXPR_LMAPPED(k, j) : clr_identity())
+#else
+#define EXPR_LMAP(k, j) EXPR_LMAPPED(k, j)
 #endif
 // True when every input starts at a multiple of its vector's size (buffers do; a host pointer
 // used in place need not): else the scalar loop runs.
@@ -168,6 +178,24 @@ inline acc_t expr_stack_fold(const acc_t* stack, ulong count) {
 }
 #endif
 
+#if EXPR_LANES && (!EXPR_CPU || UNROLL < 2)
+#error "EXPR_LANES is the CPU shape's, with UNROLL >= 2"
+#endif
+#if EXPR_LANES
+// The streams' lanes folded into one value (stream k's elements start at base + k qv
+// EXPR_LV), and restarted.
+inline acc_t expr_lanes_flush(clr_lanes* lanes, long base, ulong qv) {
+  acc_t v = clr_lanes_flush(lanes[0], base);
+  lanes[0] = clr_lanes_init();
+#pragma unroll
+  for (uint k = 1; k < UNROLL; ++k) {
+    v = clr_op(v, clr_lanes_flush(lanes[k], base + (long)(k * qv * EXPR_LV)));
+    lanes[k] = clr_lanes_init();
+  }
+  return v;
+}
+#endif
+
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_expr(
     EXPR_INPUTS, ulong n, __global acc_t* partials, __global volatile uint* ticket,
     __global acc_t* out) {
@@ -204,13 +232,41 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_expr(
   const ulong per = (n + items - 1) / items;
   const ulong begin = min(gid * per, n);
   const ulong end = min(begin + per, n);
+#if EXPR_LANES
+  // The streams in whole vectors of EXPR_LV elements, folded into the row's lanes
+  // (clr_expr.h); every EXPR_BLOCK rounds (or at the end) the lanes are folded into a block
+  // value. The host keeps a stream's vectors below 2^32 (their numbers are uints).
+  const ulong qv = (end - begin) / (UNROLL * EXPR_LV);
+  clr_lanes lanes[UNROLL];
+#pragma unroll
+  for (uint k = 0; k < UNROLL; ++k) lanes[k] = clr_lanes_init();
+  for (ulong r = 0; r < qv; ++r) {
+#pragma unroll
+    for (uint k = 0; k < UNROLL; ++k)
+      lanes[k] = clr_lanes_step(lanes[k], EXPR_VARGS(begin + (k * qv + r) * EXPR_LV), (uint)r);
+#if EXPR_BLOCK
+    if (++rounds == EXPR_BLOCK) {
+      rounds = 0;
+      expr_push(stack, &blocks, expr_lanes_flush(lanes, clr_base + begin, qv));
+    }
+#endif
+  }
+#if EXPR_BLOCK
+  if (rounds) expr_push(stack, &blocks, expr_lanes_flush(lanes, clr_base + begin, qv));
+#else
+  if (qv) acc[1] = expr_lanes_flush(lanes, clr_base + begin, qv);  // lanes flush after a step
+#endif
+  for (ulong i = begin + UNROLL * qv * EXPR_LV; i < end; ++i)
+    acc[0] = EXPR_STEP(acc[0], EXPR_MAP(i));
+#else
   const ulong q = (end - begin) / UNROLL;
   for (ulong j = 0; j < q; ++j) {
 #pragma unroll
-    for (uint k = 0; k < UNROLL; ++k) acc[k] = clr_op(acc[k], EXPR_MAP(begin + k * q + j));
+    for (uint k = 0; k < UNROLL; ++k) acc[k] = EXPR_STEP(acc[k], EXPR_MAP(begin + k * q + j));
     EXPR_ROUND_DONE();
   }
-  for (ulong i = begin + UNROLL * q; i < end; ++i) acc[0] = clr_op(acc[0], EXPR_MAP(i));
+  for (ulong i = begin + UNROLL * q; i < end; ++i) acc[0] = EXPR_STEP(acc[0], EXPR_MAP(i));
+#endif
 #else
   // Grid-stride: UNROLL loads in flight per work-item, neighbouring work-items neighbouring
   // elements.
@@ -234,24 +290,24 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_expr(
 #pragma unroll
       for (uint k = 0; k < UNROLL; ++k) {
 #pragma unroll
-        for (uint j = 0; j < EXPR_VEC; ++j) acc[k] = clr_op(acc[k], EXPR_LMAP(k, j));
+        for (uint j = 0; j < EXPR_VEC; ++j) acc[k] = EXPR_STEP(acc[k], EXPR_LMAP(k, j));
       }
       EXPR_VROUND_DONE();
     }
     for (; v < nv; v += items) {
       EXPR_VLOAD(0, v);
 #pragma unroll
-      for (uint j = 0; j < EXPR_VEC; ++j) acc[0] = clr_op(acc[0], EXPR_LMAP(0, j));
+      for (uint j = 0; j < EXPR_VEC; ++j) acc[0] = EXPR_STEP(acc[0], EXPR_LMAP(0, j));
     }
     i = nv * EXPR_VEC + gid;  // the last n % EXPR_VEC elements, below
   }
 #endif
   for (; n > (UNROLL - 1) * items && i < n - (UNROLL - 1) * items; i += UNROLL * items) {
 #pragma unroll
-    for (uint k = 0; k < UNROLL; ++k) acc[k] = clr_op(acc[k], EXPR_MAP(i + k * items));
+    for (uint k = 0; k < UNROLL; ++k) acc[k] = EXPR_STEP(acc[k], EXPR_MAP(i + k * items));
     EXPR_ROUND_DONE();
   }
-  for (; i < n; i += items) acc[0] = clr_op(acc[0], EXPR_MAP(i));
+  for (; i < n; i += items) acc[0] = EXPR_STEP(acc[0], EXPR_MAP(i));
 #endif
 #if EXPR_BLOCK
   expr_push(stack, &blocks, expr_flush(acc));

@@ -163,6 +163,8 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
       o.shift = element_value(a.inputs.empty() ? generate(types.front(), 1, a.seed, 0)
                                                : read_npy_slice(a.inputs.front(), 0, 1),
                               0);
+    o.second_pass = true;  // var's, below
+    set_row_tuning(o, ctx.tuning());
     spec = expr_op_spec(a.op, types, o);
     if (n == 0 && expr_op_needs_elements(a.op))
       throw Error(Errc::kUsage, "--op " + a.op + " of an empty array has no identity (n = 0)");
@@ -279,8 +281,8 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
   std::vector<cl::Event> seq_events;
   Value reference;
   ExprOpReference op_ref;
+  std::vector<unsigned char> mask;
   if (row && root) {
-    std::vector<unsigned char> mask;
     if (!a.where.empty()) {
       ExprSpec ms;
       ms.map = "1";
@@ -300,8 +302,9 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
       });
       if (a.verbose) std::cerr << "expr: --where evaluated in " << now_ms() - t0 << " ms\n";
     }
-    op_ref = expr_op_reference(a.op, arrays, mask, a.ddof,
-                               expr_op_result_type(a.op, spec.inputs.front(), spec.acc), depth);
+    op_ref =
+        expr_op_reference(a.op, arrays, mask, a.ddof,
+                          expr_op_result_type(a.op, spec.inputs.front(), spec.acc), depth, &spec);
     reference = op_ref.value;
     if (op_ref.count == 0 && expr_op_needs_elements(a.op))
       throw Error(Errc::kUsage, "--where '" + printable(a.where) + "' holds for no element: --op " +
@@ -352,6 +355,7 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
   rec.repeat = a.repeat;
   for (const std::string& f : a.inputs) rec.input += (rec.input.empty() ? "" : ",") + f;
   Value result = reference;
+  double last_shift = spec.shift;  // var's shifted sums: the shift of the pass that gave got
   const std::size_t as = er.acc_bytes();
   std::vector<unsigned char> got(as);
   if (n > 0 || row) {
@@ -365,14 +369,16 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
     const cl::Buffer out = fold ? ctx.zeroed_buffer(as) : shares.front().out;
     std::vector<cl::Event> fold_events;
     std::uint64_t run_index = 0;
-    const auto run = [&] {
+    const auto sentinels = [&] {
       for (Share& sh : shares) {
         enqueue_write(sh.ctx->queue(), sh.out, 0, as, sentinel.data(),
                       sh.ctx->tuning().transfer_piece);
         finish(sh.ctx->queue(), timeout, "the user reduction's sentinel");
       }
-      std::vector<Sample> s(shares.size());
-      const double t0 = now_ms();
+    };
+    // One pass over the arrays: every share's launch, and their fold, into got; s[d] the
+    // shares' own samples.
+    const auto pass = [&](std::vector<Sample>& s) {
       run_parallel(
           shares.size(),
           [&](std::size_t d) {
@@ -413,6 +419,39 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
       } else {
         got = shares.front().acc;
       }
+      return all;
+    };
+    // var and std as shifted sums: the decision on the second pass takes the largest depth of
+    // the ranks', so that every rank makes the same one.
+    std::uint64_t decide_depth = depth;
+    if (ranked && spec.var_sums)
+      for (double d : gather_ranks(static_cast<double>(depth)))
+        decide_depth = std::max(decide_depth, static_cast<std::uint64_t>(d));
+    const auto run = [&] {
+      sentinels();
+      std::vector<Sample> s(shares.size());
+      const double t0 = now_ms();
+      Sample all = pass(s);
+      last_shift = spec.shift;
+      if (spec.var_sums) {
+        const double c = var_second_shift(spec, got, n, decide_depth);
+        if (!std::isnan(c)) {
+          // The first pass's condition needs a second one, shifted by its mean.
+          for (Share& sh : shares) sh.er->set_shift(c);
+          sentinels();
+          std::vector<Sample> s2(shares.size());
+          const Sample second = pass(s2);
+          for (Share& sh : shares) sh.er->set_shift(spec.shift);
+          all.kernel_ms += second.kernel_ms;
+          all.launches += second.launches;
+          for (std::size_t d = 0; d < shares.size(); ++d) {
+            s[d].kernel_ms += s2[d].kernel_ms;
+            s[d].wall_ms += s2[d].wall_ms;
+            s[d].launches += s2[d].launches;
+          }
+          last_shift = c;
+        }
+      }
       all.wall_ms = now_ms() - t0;
       if (run_index++ >= static_cast<std::uint64_t>(a.warmup))
         for (std::size_t d = 0; d < shares.size(); ++d) shares[d].samples.push_back(s[d]);
@@ -421,6 +460,16 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
     set_timings(rec, repeat_runs(static_cast<std::uint64_t>(a.warmup),
                                  static_cast<std::uint64_t>(a.repeat), run));
     if (!row) result = Value::from_bytes(spec.acc, got.data());
+  }
+  if (row && root && last_shift != spec.shift) {
+    // var's second pass gave the result: its bound, about its shift.
+    ExprSpec used = spec;
+    used.shift = last_shift;
+    if (a.verbose)
+      std::cerr << "expr: --op " << a.op << ": a second pass shifted by the first's mean, "
+                << Value{DType::kDouble, 0, 0, last_shift, -1}.str() << "\n";
+    op_ref = expr_op_reference(a.op, arrays, mask, a.ddof, spec.acc, depth, &used);
+    reference = op_ref.value;
   }
   bool ok = true;
   std::string why;

@@ -229,6 +229,7 @@ int run_segments(
     o.fp64 = dev.fp64;
     o.acc = a.acc;
     if (n > 0) o.shift = element_value(x, 0);
+    set_row_tuning(o, ctx.tuning());
     std::vector<DType> types;
     for (const HostArray& h : arrays) types.push_back(h.type);
     spec = expr_op_spec(a.op, types, o);

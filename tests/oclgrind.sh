@@ -168,6 +168,14 @@ for shape in gpu cpu; do
   check --op dot --type float --size 4003 --local-size $ls
   check --op var --type double --size 4003 --local-size $ls
   check --op logsumexp --type float --size 4003 --local-size $ls --where 'x > 0'
+  # Float arrays without a predicate: the CPU shape's lanes (16 elements at a time: the sums of
+  # mean and var, minmax, logsumexp; float16 read by vload_half16), the GPU shape's element
+  # folds (minmax, logsumexp).
+  check --op mean --type float --size 4003 --local-size $ls
+  check --op var --type float --size 4003 --local-size $ls
+  check --op logsumexp --type float --size 4003 --local-size $ls
+  check --op minmax --type float --size 4003 --local-size $ls
+  check --op norm2 --type float16 --size 4003 --local-size $ls
   # Indexed accumulators (structs across groups) over float16 read with vload_half, an arg op
   # of int8 with a predicate, a bool sum.
   check --op minmax --type float16 --size 1003 --local-size $ls
@@ -202,6 +210,15 @@ npy "$segdir/off.npy" "<i8" "(13,)" 0 0 1 7 9 20 50 120 300 1000 1003 1100 1200
 npy "$segdir/off1.npy" "<i8" "(6,)" 0 1 7 50 1000 1200
 npy "$segdir/m.npy" "<f4" "(4, 5, 3)" $(seq_floats 60)
 npy "$segdir/c.npy" "<f4" "(300, 2)" $(seq_floats 600)
+# var's second pass (the first's sums shifted by x0 = 10^6, which the predicate leaves out, are
+# past the one-pass bound: a second launch shifted by their mean), in both shapes.
+npy "$segdir/far.npy" "<f4" "(1200,)" 1000000 $(seq_floats 1199)
+for shape in gpu cpu; do
+  ls=16; if [ $shape = cpu ]; then ls=1; fi
+  check_env="CLREDUCE_FAST_SHAPE=$shape CLREDUCE_FAST_GROUPS=3"
+  check --input "$segdir/far.npy" --op var --where 'x < 1000' --local-size $ls
+done
+check_env=""
 for combo in "--op sum" "--op prod" "--map x*x --reduce a+b --identity 0 --post a/n"; do
   check --input "$segdir/x.npy" --offsets "$segdir/off.npy" --local-size 4 $combo
 done

@@ -929,12 +929,16 @@ std::size_t named_arrays(Derived op, const Options& o) {
                   o.where.empty() ? std::size_t{1} : inputs_named(o.where));
 }
 
-ExprSpec derived_spec(Context& ctx, Derived op, const CallInputs& c, const Options& o) {
+// whole: a reduction of the whole arrays (run_expr_call(), which runs var's second pass where
+// it is needed), not of segments.
+ExprSpec derived_spec(Context& ctx, Derived op, const CallInputs& c, const Options& o, bool whole) {
   ExprOpOptions eo;
   eo.where = o.where;
   eo.ddof = o.ddof;
   eo.fp64 = ctx.info().fp64;
   eo.shift = c.first(ctx);
+  eo.second_pass = whole;
+  set_row_tuning(eo, ctx.tuning());
   return expr_op_spec(derived_name(op), c.types, eo);
 }
 
@@ -982,20 +986,34 @@ Result run_expr_call(Context& ctx, const std::string& row, const ExprSpec& spec,
   const cl::Buffer out = ctx.scratch("api.expr_result", as);
   std::vector<unsigned char> got(as);
   const std::vector<unsigned char> sentinel(as, 0xA5);
+  ExprSpec used = spec;  // var's shifted sums: the shift of the pass that gave the result
   timed_runs(
       o, r,
       [&] {  // a sentinel first, so a result no kernel wrote cannot pass for one
         ctx.write(out, as, sentinel.data(), "writing the result's sentinel");
       },
       [&](std::vector<cl::Event>& events) {
-        if (xa) {
-          xa->enqueue(er, out, events);
-        } else {
-          c.upload(ctx);
-          er.enqueue(c.buffers, n, out, events);
+        const auto pass = [&] {
+          if (xa) {
+            xa->enqueue(er, out, events);
+          } else {
+            c.upload(ctx);
+            er.enqueue(c.buffers, n, out, events);
+          }
+          enqueue_read(ctx.queue(), out, 0, as, got.data(), ctx.tuning().transfer_piece);
+          wait(ctx, c.bytes(), "the reduction of " + std::to_string(n) + " elements");
+        };
+        pass();
+        used = spec;
+        const double second = var_second_shift(spec, got, n, er.depth() + fold_depth);
+        if (!std::isnan(second)) {
+          // var's first pass needs a second one, shifted by its mean.
+          er.set_shift(second);
+          ctx.write(out, as, sentinel.data(), "writing the result's sentinel");
+          pass();
+          er.set_shift(spec.shift);
+          used.shift = second;
         }
-        enqueue_read(ctx.queue(), out, 0, as, got.data(), ctx.tuning().transfer_piece);
-        wait(ctx, c.bytes(), "the reduction of " + std::to_string(n) + " elements");
       });
   r.plan = er.policy().str();
   if (xa) r.layout = xa->layout().str();
@@ -1026,7 +1044,7 @@ Result run_expr_call(Context& ctx, const std::string& row, const ExprSpec& spec,
     if (o.verify) {
       const ExprVerdict v = verify_row(row, xa ? views : c.on_host(ctx),
                                        where_mask(ctx, spec, pieces, n, o.local_size, limit),
-                                       o.ddof, spec.acc, er.depth() + fold_depth, r.value);
+                                       o.ddof, spec.acc, er.depth() + fold_depth, r.value, &used);
       r.expected = v.expected;
       set_verdict(r, v.ok, v.why);
     }
@@ -1228,6 +1246,7 @@ Result run_row_reduce(Context& ctx, Op op, DType type, const cl::Buffer* user_in
   ExprOpOptions eo;
   eo.acc = o.acc;
   eo.fp64 = ctx.info().fp64;
+  set_row_tuning(eo, ctx.tuning());
   Result r = run_expr_call(ctx, op_name(op), expr_op_spec(op_name(op), c.types, eo), c, o);
   r.op = op;
   r.layout = user_in ? layout : "whole, copied";
@@ -1240,7 +1259,8 @@ Result Device::reduce(Derived op, const std::vector<ArrayRef>& inputs, std::size
                       const Options& options) {
   Context& ctx = impl_->ready();
   const CallInputs c = call_inputs(ctx, inputs, n, named_arrays(op, options), true);
-  return run_expr_call(ctx, derived_name(op), derived_spec(ctx, op, c, options), c, options);
+  return run_expr_call(ctx, derived_name(op), derived_spec(ctx, op, c, options, true), c,
+                       options);
 }
 
 Result Device::reduce(const Expression& expression, const std::vector<ArrayRef>& inputs,
@@ -1270,7 +1290,7 @@ SegmentedResult Device::reduce_segments(Derived op, const std::vector<ArrayRef>&
                                         const Options& options) {
   Context& ctx = impl_->ready();
   const CallInputs c = call_inputs(ctx, inputs, n, named_arrays(op, options));
-  const ExprSpec spec = derived_spec(ctx, op, c, options);
+  const ExprSpec spec = derived_spec(ctx, op, c, options, false);
   return run_segments_call(ctx, Op::kSum, &spec, derived_name(op), c, segments, options);
 }
 

@@ -103,6 +103,22 @@ const std::vector<TuningKey>& tuning_keys() {
        "staging buffers, or a copy from a buffer over the array (CL_MEM_USE_HOST_PTR)"},
       {"in-place", "auto | on | off (auto: on for CPU devices)",
        "use host arrays in place (CL_MEM_USE_HOST_PTR) instead of uploading them"},
+      {"expr-lanes", "auto | off (auto)",
+       "the engine's CPU shape: mean, dot, norm2, var, std, minmax and logsumexp of float and "
+       "float16 arrays (no --where) fold 16 elements at a time in vector lanes; off: one by one"},
+      {"expr-fold", "on | off (on)",
+       "minmax and logsumexp fold each element into a work-item's running value in order (no "
+       "index compared; one exp); off: by the reduce, as two partial results"},
+      {"var-sums", "auto | off (auto)",
+       "var and std of float and float16 arrays in double: shifted sums (plain additions), and a "
+       "second pass shifted by the mean where the first's condition needs it; off: Chan's "
+       "pairwise combine"},
+      {"row-count", "n | acc (n)",
+       "mean, var and std without --where: the count is n (not summed); acc: summed in the "
+       "accumulator, as with --where"},
+      {"expr-arg-vec", "on | off (on)",
+       "the engine's GPU shape: argmin, argmax and minmax read 16-byte vectors, each lane mapped "
+       "with its index; off: one element per load"},
       {"timeout", "0.001-1000000 seconds (60 + 1 per 256 MiB moved)",
        "how long a device may take to finish a run before it is abandoned (exit 3; also "
        "--timeout)"},
@@ -190,6 +206,16 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
       throw Error(Errc::kUsage,
                   source + " must be seconds from 0.001 to 10^6, not '" + printable(v) + "'");
     t.timeout = s;
+  } else if (key == "expr-lanes") {
+    t.expr_lanes = one_of(v, {"auto", "off"}, source);
+  } else if (key == "expr-fold") {
+    t.expr_fold = one_of(v, {"on", "off"}, source);
+  } else if (key == "var-sums") {
+    t.var_sums = one_of(v, {"auto", "off"}, source);
+  } else if (key == "row-count") {
+    t.row_count = one_of(v, {"n", "acc"}, source);
+  } else if (key == "expr-arg-vec") {
+    t.expr_arg_vec = one_of(v, {"on", "off"}, source);
   } else if (key == "scan-groups") {
     t.scan_groups = parse_count(v, 1, 4096, source, "a count from 1 to 4096");
   } else {
@@ -248,6 +274,11 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"stream-slots", n(t.stream_slots)},
       {"stream-source", t.stream_source},
       {"in-place", t.in_place},
+      {"expr-lanes", t.expr_lanes},
+      {"expr-fold", t.expr_fold},
+      {"var-sums", t.var_sums},
+      {"row-count", t.row_count},
+      {"expr-arg-vec", t.expr_arg_vec},
       {"timeout", timeout},
   };
   // In tuning_keys() order; a knob missing here is an internal error, found by the tests.

@@ -43,6 +43,7 @@ std::string generated_tail(const ExprSpec& s) {
   std::string t = define("--map", "acc_t clr_expr_map(" + params + index + ")", s.map, open) +
                   define("--reduce", "acc_t clr_expr_reduce(acc_t a, acc_t b)", s.reduce, open) +
                   define("--identity", "acc_t clr_expr_identity(void)", s.identity, open);
+  if (!s.fold.empty()) t += define("fold", "acc_t clr_expr_fold(acc_t a, acc_t b)", s.fold, open);
   if (!s.post.empty()) t += define("--post", "A clr_expr_post(acc_t a, long n)", s.post, "(A)(");
   if (!s.where.empty())
     t += define("--where", "int clr_expr_where(" + params + ")", s.where, "(", ") ? 1 : 0");
@@ -68,6 +69,7 @@ std::string spec_options(const ExprSpec& s) {
   if (s.width != 1) o += " -DEXPR_WIDTH=" + std::to_string(s.width);
   if (s.block) o += " -DEXPR_BLOCK=" + std::to_string(s.block);
   if (s.arg) o += " -DEXPR_ARG=" + std::to_string(s.arg);
+  if (!s.fold.empty()) o += " -DEXPR_FOLD=1";
   return o;
 }
 
@@ -329,14 +331,22 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
   // GPU shape: 16 bytes of the widest input per load (as fast's), each lane mapped.
   std::size_t widest = 1;
   for (DType t : spec_.inputs) widest = std::max(widest, dtype_size(t));
-  // Not for the arg rows (their map takes the index) or float16 inputs (read with vload_half).
+  // Not for float16 inputs (read with vload_half), nor for the arg rows (their map takes each
+  // lane's index) where the expr-arg-vec knob turns it off.
   const bool scalar_only =
-      spec_.arg != 0 ||
+      (spec_.arg != 0 && ctx.tuning().expr_arg_vec == "off") ||
       std::find(spec_.inputs.begin(), spec_.inputs.end(), DType::kFloat16) != spec_.inputs.end();
   const std::size_t vec = !cpu && !scalar_only ? std::max<std::size_t>(1, 16 / widest) : 1;
+  // The CPU shape's lanes (a row's fold over 16 elements at a time in vector arithmetic), unless
+  // the expr-lanes knob turns them off; a stream's vectors are numbered in 32 bits.
+  const unsigned lanes = cpu && ctx.tuning().expr_lanes != "off" &&
+                                 n / (std::size_t{unroll} * kExprLanes) < (std::size_t{1} << 32)
+                             ? spec_.lanes
+                             : 0;
   const std::string shape = " -DEXPR_CPU=" + std::string(cpu ? "1" : "0") +
                             " -DUNROLL=" + std::to_string(unroll) +
-                            (vec > 1 ? " -DEXPR_VEC=" + std::to_string(vec) : "");
+                            (vec > 1 ? " -DEXPR_VEC=" + std::to_string(vec) : "") +
+                            (lanes ? " -DEXPR_LANES=" + std::to_string(lanes) : "");
   if (!(spec_.width == 1 || ((spec_.width == 2 || spec_.width == 4) && is_float(spec_.acc))))
     throw Error(Errc::kUsage, "an accumulator of " + std::to_string(spec_.width) + " values of " +
                                   dtype_name(spec_.acc) +
@@ -359,17 +369,29 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
   policy_.items_per_thread = static_cast<unsigned>((n + items - 1) / items);
   policy_.vec_width = static_cast<unsigned>(vec);
   policy_.path = std::string(cpu ? "cpu-shape" : "gpu-shape") +
-                 (vec > 1 ? " vec" + std::to_string(vec) : "") + " x" + std::to_string(unroll) +
-                 " ticket";
+                 (vec > 1 ? " vec" + std::to_string(vec) : "") +
+                 (lanes ? " lanes" + std::to_string(kExprLanes) : "") + " x" +
+                 std::to_string(unroll) + " ticket";
+  if (lanes) policy_.vec_width = kExprLanes;
   // A work-item's elements into its accumulators, the accumulators, the group's tree, the last
   // group's loop over the partials and its tree.
   // With blocks: a block's rounds (with vector loads, whole vectors: at most block + vec - 1
   // elements an accumulator, and the last block up to vec * unroll more from the loops' ends)
   // and the fold of the accumulators, then the stack (a carry chain and the final fold, each at
   // most one per level).
+  // With lanes: a lane's rounds (a block's, or all of its stream's), the fold of the 16 lanes
+  // and the streams, the stack; the remainder after the vectors (fewer than unroll * 16
+  // elements) in one accumulator; each reaching the stack or the work-item's final fold.
   const std::uint64_t block_elems = (std::uint64_t{spec_.block} + vec - 1) / vec * vec;
+  const std::uint64_t per_lane = policy_.items_per_thread / (std::uint64_t{unroll} * kExprLanes);
+  const std::uint64_t levels = spec_.block ? 2 * (ceil_log2(per_lane / spec_.block + 2) + 1) : 0;
   const std::uint64_t in_item =
-      spec_.block
+      lanes ? std::max<std::uint64_t>(
+                  (spec_.block ? std::min<std::uint64_t>(per_lane, spec_.block) : per_lane) +
+                      kExprLanes + unroll,
+                  std::uint64_t{unroll} * (kExprLanes + 1)) +
+                  levels + 2
+      : spec_.block
           ? std::min<std::uint64_t>(policy_.items_per_thread, block_elems + vec * unroll) + unroll +
                 2 * (ceil_log2(policy_.items_per_thread / (block_elems * unroll) + 2) + 1)
           : policy_.items_per_thread + unroll;

@@ -26,6 +26,8 @@ constexpr std::size_t kMaxExprInputs = 4;
 // The arguments every kernel that reads the inputs takes first (cl/clr_expr.h's EXPR_INPUTS): the
 // four input buffers, then clr_shift and clr_base (set_expr_inputs()).
 constexpr cl_uint kExprArgs = kMaxExprInputs + 2;
+// Elements per vector of the CPU shape's lanes (cl/clr_expr.h's EXPR_LV).
+constexpr std::size_t kExprLanes = 16;
 
 struct ExprSpec {
   std::string map;       // over x (and y, z, w: one name per input array)
@@ -51,6 +53,16 @@ struct ExprSpec {
   // accumulator's type), not text, so that another value builds no new program. var and std
   // subtract it from every element (expr_ops.hpp); 0 for the rest.
   double shift = 0;
+  // The built-in rows' own parts (expr_ops.hpp), not the user's: fold, an expression over a and
+  // b that gives reduce(a, b) where b is one mapped element after every element of a in index
+  // order (a work-item's running accumulators), more cheaply; empty: the reduce. lanes: 0, or the
+  // CPU shape's lane kind of cl/clr_expr.h (EXPR_LANES: the row's fold in vector arithmetic over
+  // 16 consecutive elements of float or float16 arrays).
+  std::string fold;
+  unsigned lanes = 0;
+  // var, std as shifted sums (expr_ops.hpp): the caller checks the result's condition and runs
+  // a second pass shifted by the mean where it needs one (var_second_shift()).
+  bool var_sums = false;
 };
 
 // Launches k over `items` work-items on ctx's queue and waits for it within the limit (so its
@@ -124,6 +136,9 @@ class ExprReduction {
                 bool launch = true);
 
   const ExprSpec& spec() const { return spec_; }
+  // Sets the value later launches take as clr_shift (a kernel argument: nothing is rebuilt),
+  // as var's second pass does.
+  void set_shift(double shift) { spec_.shift = shift; }
   const LaunchPolicy& policy() const { return policy_; }
   // The longest chain of reduce operations an element passes through in a launch (the float
   // bound's depth).

@@ -88,8 +88,8 @@ std::vector<unsigned char> where_mask(Context& ctx, const ExprSpec& spec, const 
 
 ExprVerdict verify_row(const std::string& op, const std::vector<HostArray>& arrays,
                        const std::vector<unsigned char>& mask, double ddof, DType acc,
-                       std::uint64_t depth, const Value& result) {
-  const ExprOpReference ref = expr_op_reference(op, arrays, mask, ddof, acc, depth);
+                       std::uint64_t depth, const Value& result, const ExprSpec* row) {
+  const ExprOpReference ref = expr_op_reference(op, arrays, mask, ddof, acc, depth, row);
   ExprVerdict v;
   v.result = result;
   v.expected = ref.value;

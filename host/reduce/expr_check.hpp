@@ -45,7 +45,7 @@ struct ExprVerdict {
 // in higher precision within the op's bound (integers equal).
 ExprVerdict verify_row(const std::string& op, const std::vector<HostArray>& arrays,
                        const std::vector<unsigned char>& mask, double ddof, DType acc,
-                       std::uint64_t depth, const Value& result);
+                       std::uint64_t depth, const Value& result, const ExprSpec* row = nullptr);
 
 // A user reduction: `result` (the reduced accumulator, before post) against one work-item
 // folding in index order (er.reference()); floats within (gamma_depth + gamma_n') times the

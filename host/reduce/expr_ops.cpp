@@ -96,7 +96,35 @@ bool plain_double(DType w, const std::vector<DType>& inputs) {
                      [](DType t) { return t == DType::kFloat || t == DType::kFloat16; });
 }
 
+// Whether the row may fold in the CPU shape's lanes (cl/clr_expr.h's EXPR_LANES): float and
+// float16 arrays (read as 16 floats at a time), no predicate.
+bool lanes_ok(const ExprSpec& s, const ExprOpOptions& o) {
+  return o.where.empty() &&
+         std::all_of(s.inputs.begin(), s.inputs.end(),
+                     [](DType t) { return t == DType::kFloat || t == DType::kFloat16; });
+}
+
 }  // namespace
+
+void set_row_tuning(ExprOpOptions& o, const Tuning& t) {
+  o.folds = t.expr_fold != "off";
+  o.var_sums = t.var_sums != "off";
+  o.count_from_n = t.row_count != "acc";
+}
+
+double var_second_shift(const ExprSpec& spec, const std::vector<unsigned char>& acc,
+                        std::uint64_t n, std::uint64_t depth) {
+  const double none = std::numeric_limits<double>::quiet_NaN();
+  if (!spec.var_sums || acc.size() < 2 * sizeof(double)) return none;
+  double v[4] = {0, 0, static_cast<double>(n), 0};
+  std::memcpy(v, acc.data(), std::min(acc.size(), sizeof v));
+  const double s1 = v[0], s2 = v[1], count = spec.width == 4 ? v[2] : static_cast<double>(n);
+  if (!std::isfinite(s1) || !std::isfinite(s2) || !(count > 0)) return none;
+  const double m2 = s2 - s1 * s1 / count;
+  const double d = static_cast<double>(depth);
+  if (gamma_k(3 * d + 10, std::ldexp(1.0, -53)) * s2 <= std::ldexp(1.0, -24) * m2) return none;
+  return spec.shift + s1 / count;
+}
 
 double element_value(const HostArray& a, std::size_t k) {
   if (a.type == DType::kFloat16) {
@@ -154,6 +182,8 @@ ExprSpec expr_op_spec(const std::string& op, const std::vector<DType>& inputs,
     s.post = post;
   };
   const DType t = inputs.front();
+  // mean, var and std without a predicate: the count is post's n.
+  const bool count_from_n = o.count_from_n && o.where.empty();
   // The element as the kernel's value: bool as 0 or 1 (a nonzero byte is true).
   const std::string x = t == DType::kBool ? "(A)(x != 0)" : "(A)x";
   if (is_builtin_row(op) || op == "minmax") {
@@ -216,6 +246,8 @@ ExprSpec expr_op_spec(const std::string& op, const std::vector<DType>& inputs,
       s.map = "clr_minmax_map(" + x + ", i)";
       s.reduce = "clr_minmax_op(a, b)";
       s.identity = "clr_minmax_identity()";
+      if (o.folds) s.fold = "clr_minmax_fold(a, b)";
+      if (lanes_ok(s, o)) s.lanes = 5;
     } else {
       s.arg = 1;
       s.map = "clr_arg_map(" + x + ", i)";
@@ -240,8 +272,13 @@ ExprSpec expr_op_spec(const std::string& op, const std::vector<DType>& inputs,
     s.identity = "0";
   } else if (op == "dot" && plain_double(w, s.inputs)) {
     floats(1, "(A)x * (A)y", "a + b", "0", "");
+    if (lanes_ok(s, o)) s.lanes = 2;
   } else if (op == "dot") {
     floats(2, "clr_two_prod((A)x, (A)y)", "clr_csum(a, b)", "0", "clr_csum_value(a)");
+  } else if (op == "mean" && plain_double(w, s.inputs) && count_from_n) {
+    // The count is n (post's): the sum alone.
+    floats(1, "(A)x", "a + b", "0", "a / (A)n");
+    if (lanes_ok(s, o)) s.lanes = 1;
   } else if (op == "mean" && plain_double(w, s.inputs)) {
     floats(2, "(acc_t)((A)x, 1)", "a + b", "0", "a.x / a.y");
   } else if (op == "mean") {
@@ -250,15 +287,34 @@ ExprSpec expr_op_spec(const std::string& op, const std::vector<DType>& inputs,
     // The shift is the kernels' argument clr_shift (a value of A, rounded as a literal of A
     // would be), not text: one program for every data set.
     s.shift = std::isfinite(o.shift) ? o.shift : 0.0;
-    const std::string var = "a.z / fmax(a.x - " + literal(o.ddof, w) + ", (A)0)";
-    floats(4, "clr_var_map((A)x - clr_shift)", "clr_var_op(a, b)", "0",
-           op == "std" ? "sqrt(" + var + ")" : var);
+    const std::string ddof = literal(o.ddof, w);
+    const auto root = [&](const std::string& var) {
+      return op == "std" ? "sqrt(" + var + ")" : var;
+    };
+    if (o.second_pass && o.var_sums && plain_double(w, s.inputs)) {
+      // The shifted sums (clr_shifted_var), a second pass where their condition needs it.
+      s.var_sums = true;
+      if (count_from_n) {
+        floats(2, "clr_shifted2((A)x - clr_shift)", "a + b", "0",
+               root("clr_shifted_var(a.x, a.y, (A)n, " + ddof + ")"));
+        if (lanes_ok(s, o)) s.lanes = 4;
+      } else {
+        floats(4, "clr_shifted4((A)x - clr_shift)", "a + b", "0",
+               root("clr_shifted_var(a.x, a.y, a.z, " + ddof + ")"));
+      }
+    } else {
+      floats(4, "clr_var_map((A)x - clr_shift)", "clr_var_op(a, b)", "0",
+             root("a.z / fmax(a.x - " + ddof + ", (A)0)"));
+    }
   } else if (op == "norm2" && plain_double(w, s.inputs)) {
     floats(1, "clr_sq((A)x)", "a + b", "0", "sqrt(a)");
+    if (lanes_ok(s, o)) s.lanes = 3;
   } else if (op == "norm2") {
     floats(2, "clr_nrm_map((A)x)", "clr_nrm_op(a, b)", "0", "a.x * sqrt(a.y)");
   } else if (op == "logsumexp") {
     floats(2, "(acc_t)((A)x, 1)", "clr_lse_op(a, b)", "(acc_t)(-INFINITY, 0)", "a.x + log(a.y)");
+    if (o.folds) s.fold = "clr_lse_fold(a, b)";
+    if (w == DType::kDouble && lanes_ok(s, o)) s.lanes = 6;
   } else {
     throw Error(Errc::kUsage, "--op " + op + " is not a row of the reduction engine");
   }
@@ -267,7 +323,7 @@ ExprSpec expr_op_spec(const std::string& op, const std::vector<DType>& inputs,
 
 ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostArray>& arrays,
                                   const std::vector<unsigned char>& mask, double ddof,
-                                  DType result_type, std::uint64_t depth) {
+                                  DType result_type, std::uint64_t depth, const ExprSpec* row) {
   const HostArray& x = arrays.front();
   const std::size_t n = x.n;
   const auto selected = [&](std::size_t i) { return mask.empty() || mask[i] != 0; };
@@ -442,7 +498,10 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
     const long double mean = r.count ? s / r.count : nan;
     long double m2 = 0, shifted = 0;
     const double first = n ? as_working(x, 0, w) : 0.0;
-    const long double k = std::isfinite(first) ? first : 0.0;
+    // The shift: the first element (0 if it is not finite), or the shifted sums' own (the
+    // second pass's mean).
+    const bool sums = row && row->var_sums;
+    const long double k = sums ? row->shift : std::isfinite(first) ? first : 0.0;
     for (std::size_t i = 0; i < n; ++i)
       if (selected(i)) {
         const long double v = as_working(x, i, w);
@@ -453,8 +512,10 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
     const long double div = std::max<long double>(static_cast<long double>(r.count) - ddof, 0);
     long double var = any_nan || r.count == 0 ? nan : m2 / div;
     // Chan's pairwise combination of shifted values: gamma_{8d+8} times their sum of squares
-    // over the divisor.
-    double bound = gamma_k(8 * d + 8, u) * static_cast<double>(shifted / div);
+    // over the divisor. The shifted sums: gamma_{3d+10} (S2 within gamma_{d+3} S2: a shift, a
+    // square, d additions; S1^2 / count within (2 + gamma) gamma_{d+1} S2 and two roundings, as
+    // |S1| sum |x - k| <= count S2; the subtraction and the division).
+    double bound = gamma_k(sums ? 3 * d + 10 : 8 * d + 8, u) * static_cast<double>(shifted / div);
     if (op == "std") {
       const double sd = std::sqrt(static_cast<double>(var));
       bound = (sd > 0 ? std::min(std::sqrt(bound), bound / sd) : std::sqrt(bound)) + 2 * u * sd;

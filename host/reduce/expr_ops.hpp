@@ -1,15 +1,17 @@
 // expr_ops.hpp: the built-in ops that are rows of the user-reduction engine (expr.hpp): dot,
 // norm2, mean, var, std, count, any, all, logsumexp. Each is a map, reduce, identity and post over
 // cl/reduce_expr.cl's helpers, with an accumulator of one, two or four values (a compensated sum,
-// BLAS nrm2's scale and sum of squares, Chan's count, mean and M2, logsumexp's max and rescaled
-// sum); and the host's reference for each, in higher precision, with the bound the result must
-// meet.
+// BLAS nrm2's scale and sum of squares, shifted sums or Chan's count, mean and M2, logsumexp's
+// max and rescaled sum), some with an element fold and CPU lanes of their own (ExprSpec::fold,
+// lanes); and the host's reference for each, in higher precision, with the bound the result
+// must meet.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "clreduce/options.hpp"
 #include "clreduce/types.hpp"
 #include "reduce/expr.hpp"
 
@@ -38,7 +40,29 @@ struct ExprOpOptions {
   double shift = 0;   // var, std: a value near the data (its first element), subtracted first
                       // (ExprSpec::shift: a kernel argument, so no new program per value)
   std::string acc;    // sum, prod: --acc (empty: NumPy's; double for float16 and float inputs)
+  // The caller runs var's and std's second pass where the first one's condition needs it
+  // (var_second_shift()): float and float16 arrays in double then take the shifted sums (else,
+  // and for other arrays, Chan's pairwise combine). The segments' paths do not.
+  bool second_pass = false;
+  // The rows' alternatives, from the tuning knobs (set_row_tuning()): element folds for minmax
+  // and logsumexp (expr-fold), var's shifted sums (var-sums), the count from n for mean, var
+  // and std without a predicate (row-count).
+  bool folds = true;
+  bool var_sums = true;
+  bool count_from_n = true;
 };
+
+// The Tuning knobs expr-fold, var-sums and row-count into o.
+void set_row_tuning(ExprOpOptions& o, const Tuning& t);
+
+// var and std as shifted sums (ExprSpec::var_sums): whether the whole array's accumulator acc
+// (before post; n elements, the launch's depth) is within its one-pass bound,
+// gamma_{3 depth + 10} * S2 <= 2^-24 * M2 (S2 the sum of squares of x - shift, M2 the sum of
+// squares about the mean, as the accumulator gives them): else the second pass's shift, the
+// mean (shift + S1 / count), and NaN when none is needed (also for non-finite sums: inf and NaN
+// go through, as one pass gives them).
+double var_second_shift(const ExprSpec& spec, const std::vector<unsigned char>& acc,
+                        std::uint64_t n, std::uint64_t depth);
 
 // The row for op over arrays of `inputs` types. Throws Error(Errc::kUsage) for an op that is not
 // a row or input types it does not take.
@@ -66,8 +90,11 @@ struct ExprOpReference {
 // (min, max, argmin, argmax, minmax: its result type, expr_op_result_type()).
 // Element k's value as a double (float16 converted exactly; 64-bit integers rounded).
 double element_value(const HostArray& a, std::size_t k);
+// row: the row's spec where its bound depends on its path (var and std as shifted sums: the
+// bound of the pass that gave the result, shifted by row->shift); null: the default path's.
 ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostArray>& arrays,
                                   const std::vector<unsigned char>& mask, double ddof,
-                                  DType result_type, std::uint64_t depth);
+                                  DType result_type, std::uint64_t depth,
+                                  const ExprSpec* row = nullptr);
 
 }  // namespace clreduce

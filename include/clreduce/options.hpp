@@ -41,6 +41,13 @@ struct CLREDUCE_API Tuning {
   std::string stream_source = "auto";  // stream-source: auto | write | stage | host-ptr
   std::string in_place = "auto";       // in-place: auto | on | off (CPU devices)
   double timeout = 0;  // timeout: seconds any wait on the device may take; 0 = by bytes moved
+  // The engine's built-in rows (host/reduce/expr_ops.cpp), each alternative timed against the
+  // one before it.
+  std::string expr_lanes = "auto";  // expr-lanes: auto | off (the CPU shape's vector lanes)
+  std::string expr_fold = "on";     // expr-fold: on | off (minmax's, logsumexp's element folds)
+  std::string var_sums = "auto";    // var-sums: auto | off (float var, std as shifted sums)
+  std::string row_count = "n";      // row-count: n | acc (mean, var, std's count without --where)
+  std::string expr_arg_vec = "on";  // expr-arg-vec: on | off (GPU shape: arg rows' vector loads)
 };
 
 // One knob as documented: its key, accepted values and default, and what it does.

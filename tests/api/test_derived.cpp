@@ -411,6 +411,47 @@ TEST_CASE("var and std build their programs once: the shift is a kernel argument
   }
 }
 
+TEST_CASE("var and std of float arrays: a second pass where the shift is far from the mean",
+          "[api][derived][shift]") {
+  clreduce::Device& dev = device();
+  if (!dev.summary().fp64) SKIP("the shifted sums are double's (no fp64 here)");
+  // The shift is the first element, 10^6, which the predicate leaves out: the selected values
+  // (in [-1, 1)) lie 10^6 of them from it, so the one pass's sums of squares hold 10^12 per
+  // element against a spread of about 1/3: its condition (10^12 * 3 * 2^-53 * depth) is past
+  // the one-pass bound, and a second pass shifted by the mean gives the result.
+  const std::size_t n = 3001;
+  std::vector<float> x = floats(n, 5);
+  x[0] = 1e6f;
+  long double s = 0, m2 = 0;
+  std::size_t count = 0;
+  for (float v : x)
+    if (v < 1000) s += v, ++count;
+  const long double mean = s / count;
+  for (float v : x)
+    if (v < 1000) m2 += (v - mean) * (v - mean);
+  clreduce::Options o = checked();
+  o.where = "x < 1000";
+  for (const Derived op : {Derived::kVar, Derived::kStd}) {
+    const clreduce::Result r = dev.reduce(op, {x}, n, o);
+    CHECK(r.verified);
+    CHECK(r.launches == 2);
+    const long double var = m2 / count;
+    CHECK(near(r.value.f, op == Derived::kStd ? std::sqrt(var) : var, 1e-12));
+  }
+  // Shifted by a selected element: one pass. Chan's combine (var-sums=off): one pass too, within
+  // its bound (relative to the shifted sum of squares: 7e-12 of the variance was seen).
+  x[0] = 0.25f;
+  CHECK(dev.reduce(Derived::kVar, {x}, n, o).launches == 1);
+  clreduce::Tuning chan;
+  chan.var_sums = "off";
+  clreduce::Device dev2(dev.summary().index, "", chan);
+  x[0] = 1e6f;
+  const clreduce::Result r = dev2.reduce(Derived::kVar, {x}, n, o);
+  CHECK(r.verified);
+  CHECK(r.launches == 1);
+  CHECK(near(r.value.f, m2 / count, 1e-9));
+}
+
 TEST_CASE("the built-in ops on the engine's types: Device::reduce runs the engine's rows",
           "[api][derived][engine-types]") {
   clreduce::Device& dev = device();

@@ -10,7 +10,7 @@
 #     order (ties across the shares' edge), weighed shares, streamed, an empty share;
 #   - with `mpi`: mpirun -n 2 and 3, the ranks' accumulators folded in rank order (ties across
 #     the slices' edge, an empty slice, a law refused once for every rank, standard input
-#     refused);
+#     refused, var's second pass taken by every rank alike);
 #   - with `large`: a user sum and argmin of 2^31 + 5 int8 elements in chunks (an index past
 #     2^31).
 # Every run must verify (the whole array's reference) and say it ran in chunks.
@@ -225,6 +225,20 @@ def mpi():
                    1e-9)
         r = run(["--op", "std", "--ddof", "1", "--type", "double", "--size", "10001"] + chunk, env, 1,
                 launch + ["2"])
+    # var of float32 with its shift (the first element, 10^6) left out by the predicate: every
+    # rank takes the second pass (the same decision from the same folded sums), twice the
+    # launches of one pass (each rank's slice and the fold), verified.
+    xf = rng.uniform(0, 1, n).astype(np.float32)
+    xf[0] = 1e6
+    ff = save("mfar", xf)
+    for chunk in (["--max-chunk", "4096"], []):
+        one = run(["--op", "var", "--where", "x < 1000", "--input", ff, "--tune", "var-sums=off"]
+                  + chunk, env, 1, launch + ["2"])
+        r = run(["--op", "var", "--where", "x < 1000", "--input", ff] + chunk, env, 1, launch + ["2"])
+        if r and one:
+            sel = xf[xf < 1000].astype(np.float64)
+            expect("mpi var far shift %s" % chunk, r["result"], float(np.var(sel)), 1e-12)
+            expect("mpi var far shift launches %s" % chunk, r["launches"], 2 * one["launches"])
     # A rank with an empty slice (2 elements, 3 ranks), an exact integer sum of generated int8.
     one = run(["--op", "sum", "--type", "int8", "--size", "2", "--seed", "5"], chunks_at_least=1)
     r = run(["--op", "sum", "--type", "int8", "--size", "2", "--seed", "5"], env, 1, launch + ["3"])

@@ -8,7 +8,13 @@
 #     roundoff of it;
 #   - NaN, inf, empty arrays, one element, values whose squares overflow or underflow (norm2) or
 #     whose exp does (logsumexp), ddof >= n: NumPy's answers (nan, inf) where NumPy has them, and
-#     finite answers where NumPy's scaled result is.
+#     finite answers where NumPy's scaled result is; float32 NaN, inf and -inf in the CPU shape's
+#     lanes and after them, and in the GPU shape's element folds;
+#   - the rows' older paths kept as tuning alternatives (expr-lanes, expr-fold, var-sums,
+#     row-count off): still verified;
+#   - var and std of float32 as shifted sums: one launch where the first pass's condition allows
+#     it, two (a second pass shifted by the mean) where the shift lies far from the mean (a
+#     predicate that leaves it out; 2^22 values after an outlier), a NaN or inf in one pass.
 # Usage: test_expr_ops.py CLREDUCE_BIN (a Python 3 with numpy)
 import json
 import os
@@ -26,8 +32,9 @@ warnings.simplefilter("ignore")  # NumPy's own warnings (empty means, ddof >= n,
 LD = np.longdouble
 
 
-def run(args, shape):
+def run(args, shape, tune=()):
     env = dict(os.environ, CLREDUCE_FAST_SHAPE=shape, CLREDUCE_FAST_GROUPS="3")
+    args = list(args) + sum((["--tune", t] for t in tune), [])
     cmd = [clreduce, "--device", device, "--format", "json", "--warmup", "0", "--repeat", "1",
            "--local-size", "16" if shape == "gpu" else "1"] + args
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -72,13 +79,15 @@ def numpy_and_exact(op, x, y, ddof, where):
     if op == "all":
         return np.all(x, where=w), None
     if op == "logsumexp":
-        return np.logaddexp.reduce(xs), ((np.max(xl) + np.log(np.sum(np.exp(xl - np.max(xl)))))
-                                        if len(xl) and np.all(np.isfinite(xl)) else None)
+        # -inf adds nothing (exp(-inf) = 0): the exact answer of the rest.
+        fin = xl[xl != -np.inf]
+        return np.logaddexp.reduce(xs), ((np.max(fin) + np.log(np.sum(np.exp(fin - np.max(fin)))))
+                                        if len(fin) and np.all(np.isfinite(fin)) else None)
     raise ValueError(op)
 
 
 def check(op, files, x, y=None, ddof=0, where=None, where_text=None, shapes=("gpu", "cpu"),
-          accuracy=True, label=""):
+          accuracy=True, label="", tune=(), launches=None):
     want, exact = numpy_and_exact(op, x, y, ddof, where)
     args = ["--op", op] + sum((["--input", f] for f in files), [])
     if op in ("var", "std"):
@@ -86,9 +95,12 @@ def check(op, files, x, y=None, ddof=0, where=None, where_text=None, shapes=("gp
     if where_text:
         args += ["--where", where_text]
     for shape in shapes:
-        r = run(args, shape)
+        r = run(args, shape, tune)
         if r is None:
             continue
+        if launches is not None and r["launches"] != launches:
+            failures.append("%s %s (%s, n %d): %d launches, not %d"
+                            % (op, label, shape, len(x), r["launches"], launches))
         got = number(r["result"])
         what = "%s %s (%s, n %d): got %r, NumPy %r" % (op, label, shape, len(x), got, want)
         if op in ("count", "any", "all") or (op == "dot" and x.dtype.kind != "f"):
@@ -204,6 +216,52 @@ with tempfile.TemporaryDirectory() as tmp:
     for k, x in {"big": np.array([1000.0, 1000.0, 999.0]), "small": np.array([-1000.0, -1001.0]),
                  "big32": np.array([100.0, 100.0], dtype=np.float32)}.items():
         check("logsumexp", [save("l" + k, x)], x, label=k)
+
+    # float32 in the CPU shape's lanes (16 elements at a time; over 3 work-items of 334, each
+    # lane takes 5 or more, the last 14 of each work-item go one by one) and the rows' element
+    # folds in the GPU shape: NaN, inf and -inf in a lane and in the remainder.
+    base = rng.standard_normal(1000).astype(np.float32)
+    for k, (pos, val) in {"nan": ([70], np.nan), "nan_tail": ([999], np.nan),
+                          "inf": ([200], np.inf), "ninf": ([5, 300], -np.inf),
+                          "infs": ([10, 600], [np.inf, -np.inf]),
+                          "nan_inf": ([70, 600], [np.nan, np.inf]),
+                          "all_ninf": (slice(None), -np.inf)}.items():
+        x = base.copy()
+        x[pos] = val
+        f = save("lanes_" + k, x)
+        for op in ("norm2", "mean", "var", "std", "logsumexp"):
+            check(op, [f], x, label="float32 " + k, shapes=("cpu",))
+        check("logsumexp", [f], x, label="float32 " + k, shapes=("gpu",))
+        check("dot", [f, f], x, x, label="float32 " + k, shapes=("cpu",))
+    # The rows' older paths, kept as tuning alternatives, still verify: one by one (no lanes),
+    # the reduce per element (no folds), Chan's var, the count summed.
+    for tune in ("expr-lanes=off", "expr-fold=off", "var-sums=off", "row-count=acc"):
+        for op in ("mean", "var", "std", "logsumexp", "norm2"):
+            check(op, [files["f32off"]], arrays["f32off"], label="f32off " + tune, shapes=("cpu",),
+                  tune=(tune,))
+
+    # var and std of float arrays as shifted sums (x - x0 in double, x0 the first element): one
+    # pass where the sums' condition allows it, else a second shifted by the first's mean (two
+    # launches), within the bound and at least as accurate as NumPy.
+    check("var", [files["f32"]], arrays["f32"], label="f32 one pass", launches=1)
+    # The predicate leaves out x0 = 10^6: the selected values lie 10^6 from the shift.
+    x = rng.uniform(0, 1, 3001).astype(np.float32)
+    x[0] = 1e6
+    f = save("far", x)
+    for op in ("var", "std"):
+        check(op, [f], x, where=x < 1000, where_text="x < 1000", label="far shift", launches=2)
+        check(op, [f], x, ddof=1, where=x < 1000, where_text="x < 1000",
+              label="far shift ddof 1", shapes=("cpu",), launches=2)
+        check(op, [f], x, where=x < 1000, where_text="x < 1000", label="far shift, Chan",
+              shapes=("cpu",), tune=("var-sums=off",), launches=1)
+    # No predicate: x0 = 3e4 among 2^22 standard normal values (its condition, about n, is past
+    # the one-pass bound at this depth); a NaN or inf goes through one pass as NumPy's answer.
+    x = rng.standard_normal(2 ** 22).astype(np.float32)
+    x[0] = 3e4
+    f = save("far_big", x)
+    check("var", [f], x, label="far shift 2^22", shapes=("cpu",), launches=2)
+    x[77] = np.inf
+    check("var", [save("far_inf", x)], x, label="far shift 2^22 inf", shapes=("cpu",), launches=1)
 
 for fail in failures:
     print("FAIL: " + fail)

@@ -146,7 +146,9 @@ TEST_CASE("tuning_values gives every knob's value as text, and each knob changes
       {"max-chunk", "8192"},       {"stream", "on"},
       {"stream-bytes", "65536"},   {"stream-slots", "5"},
       {"stream-source", "write"},  {"in-place", "off"},
-      {"timeout", "2.5"},
+      {"expr-lanes", "off"},       {"expr-fold", "off"},
+      {"var-sums", "off"},         {"row-count", "acc"},
+      {"expr-arg-vec", "off"},     {"timeout", "2.5"},
   };
   const auto base = tuning_values(Tuning());
   REQUIRE(base.size() == tuning_keys().size());

@@ -6,6 +6,8 @@
 #     integer sums and products equal NumPy's in NumPy's accumulator type (int64, uint64), min,
 #     max and the arg ops equal NumPy's value and first index (the first NaN), float16 sums
 #     within the float accumulator's bound of the exact sum (NaN and inf as NumPy's);
+#   - float32 (and float16) minmax in both shapes over 3 groups: the first of ties, NaN, inf and
+#     -inf alone, through the GPU shape's vector loads and element fold and the CPU shape's lanes;
 #   - --where on the variants' ops as NumPy's where= (sum, prod) and as the op over the selected
 #     elements (min, max, argmin, argmax: an index into the whole array);
 #   - --acc double for float and float16 sums (NumPy's dtype=np.float64), exit 5 where the device
@@ -31,9 +33,13 @@ LD = np.longdouble
 tmp = tempfile.mkdtemp()
 
 
+# The environment and extra flags of the runs: a forced shape of the engine, or the device's.
+shape_env, shape_args = None, []
+
+
 def call(args):
     cmd = [clreduce, "--device", device, "--format", "json", "--warmup", "0", "--repeat", "1"]
-    return subprocess.run(cmd + args, capture_output=True, text=True)
+    return subprocess.run(cmd + args + shape_args, capture_output=True, text=True, env=shape_env)
 
 
 def run(args):
@@ -79,7 +85,8 @@ def save(name, x):
     return path
 
 
-def check_ops(name, x, where=None, where_text=None):
+def check_ops(name, x, where=None, where_text=None,
+              ops=("sum", "prod", "min", "max", "argmin", "argmax", "minmax")):
     """Every op of x (and with --where) against NumPy."""
     path = save(name, x)
     w = np.ones(len(x), dtype=bool) if where is None else where
@@ -87,7 +94,7 @@ def check_ops(name, x, where=None, where_text=None):
     sel = np.flatnonzero(w)
     extra = ["--where", where_text] if where_text else []
     what = "%s (n = %d%s)" % (name, len(x), ", --where " + where_text if where_text else "")
-    for op in ("sum", "prod", "min", "max", "argmin", "argmax", "minmax"):
+    for op in ops:
         args = ["--input", path, "--op", op] + extra
         if len(xs) == 0 and op not in ("sum", "prod"):
             refused(args, 2, "no identity" if where is None else "holds for no element")
@@ -165,6 +172,28 @@ h = sample("float16", 1000)
 h[3], h[900] = np.inf, -np.inf
 check_ops("float16_inf", h)
 check_ops("float16_big", np.full(1000, 60000, dtype=np.float16))  # NumPy's float16 sum: inf
+
+# float32 minmax in both shapes of the engine over 3 groups: the GPU shape's element fold (no
+# index compared), the CPU shape's lanes (16 elements at a time: in 3 work-items of 334, 320 in
+# lanes and 14 one by one): the first of ties within a lane, across lanes and streams, NaN (the
+# first wins), inf and -inf alone.
+f = (rng.integers(-8, 8, 1000) / 4).astype(np.float32)  # many ties
+nan_first = f.copy()
+nan_first[[0, 400]] = np.nan
+nan_late = f.copy()
+nan_late[[333, 999, 5]] = np.nan
+tied = np.full(1000, 2.0, dtype=np.float32)
+tied[[17, 33, 700]] = -1.0
+tied[[64, 999]] = 3.0
+for shape, ls in (("cpu", "1"), ("gpu", "16")):
+    shape_env = dict(os.environ, CLREDUCE_FAST_SHAPE=shape, CLREDUCE_FAST_GROUPS="3")
+    shape_args = ["--local-size", ls]
+    for name, x in (("ties", f), ("nan_first", nan_first), ("nan_late", nan_late),
+                    ("tied", tied), ("inf", np.full(1000, np.inf, dtype=np.float32)),
+                    ("ninf", np.full(1000, -np.inf, dtype=np.float32)),
+                    ("h_ties", f.astype(np.float16))):
+        check_ops("float32_%s_%s" % (name, shape), x, ops=("minmax",))
+shape_env, shape_args = None, []
 
 # --where on the variants' ops: NumPy's where= (sum, prod); min, max, argmin, argmax of the
 # selected elements, indices into the whole array.
