@@ -58,18 +58,26 @@ TEST_CASE(
   TempDir dir;
   std::filesystem::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir.dir / "cl",
                         std::filesystem::copy_options::recursive);
-  // Results from 3000 on doubled (a + a), of 5000 (past the check's parallel threshold).
+  // Results from 3000 on doubled (a + a), of 5000 (past the check's parallel threshold): in
+  // the GPU shape's kernel (a work-item per result) and in the CPU shape's tiles (one piece).
   edit(dir.dir / "cl" / "reduce_segments.cl", "out[q0 + c] = clr_result(a[c]);",
        "out[q0 + c] = clr_result(q0 + c >= 3000 ? clr_op(a[c], a[c]) : a[c]);");
   edit(dir.dir / "cl" / "reduce_segments.cl", "partials[p * results + q0 + c] = a[c];",
        "partials[p * results + q0 + c] = q0 + c >= 3000 ? clr_op(a[c], a[c]) : a[c];");
+  edit(dir.dir / "cl" / "reduce_segments.cl",
+       "if (pieces == 1)\n    for (ulong c = 0; c < w; ++c) d[c] = clr_result(d[c]);",
+       "if (pieces == 1)\n    for (ulong c = 0; c < w; ++c)\n      d[c] = clr_result(oi * J + j0 "
+       "+ c >= 3000 ? clr_op(d[c], d[c]) : d[c]);");
   std::vector<std::int32_t> x(8 * 5000);
   for (std::size_t k = 0; k < x.size(); ++k) x[k] = static_cast<std::int32_t>(k % 97) + 1;
   const std::string m = save(dir, "m.npy", DType::kInt32, x, {8, 5000});
-  const auto bad = run_cli("--input " + m + " --axis 0 --op sum --repeat 1 --kernel-dir " +
-                           (dir / "cl"));
-  CHECK(bad.code == 1);
-  CHECK_THAT(bad.out, ContainsSubstring("segment 3000: "));
+  for (const char* shape : {"gpu", "cpu"}) {
+    CAPTURE(shape);
+    const auto bad = run_cli("--input " + m + " --axis 0 --op sum --repeat 1 --kernel-dir " +
+                             (dir / "cl") + " --tune segments-shape=" + shape);
+    CHECK(bad.code == 1);
+    CHECK_THAT(bad.out, ContainsSubstring("segment 3000: "));
+  }
   const auto good = run_cli("--input " + m + " --axis 0 --op sum --repeat 1");
   CHECK(good.code == 0);
 }

@@ -146,7 +146,11 @@ TEST_CASE("tuning_values gives every knob's value as text, and each knob changes
       {"max-chunk", "8192"},       {"stream", "on"},
       {"stream-bytes", "65536"},   {"stream-slots", "5"},
       {"stream-source", "write"},  {"in-place", "off"},
-      {"timeout", "2.5"},
+      {"timeout", "2.5"},          {"segments-shape", "cpu"},
+      {"segments-lane", "16"},     {"segments-piece", "4096"},
+      {"segments-unroll", "4"},    {"segments-vec", "4"},
+      {"axis-cols", "4"},          {"axis-unroll", "8"},
+      {"axis-pieces", "3"},
   };
   const auto base = tuning_values(Tuning());
   REQUIRE(base.size() == tuning_keys().size());
