@@ -120,7 +120,7 @@ const std::vector<TuningKey>& tuning_keys() {
        "the ends element by element)"},
       {"axis-cols", "1-1048576 (GPU shape 1; CPU shape 4096 or the row)",
        "axes: results per work-item: GPU shape 1, 2, 4, 8 or 16 neighbouring ones (read as "
-       "vectors where aligned: sum, prod, min, max); CPU shape the tile's columns"},
+       "vectors where aligned: sum, prod, min, max); CPU shape the tiles' width"},
       {"axis-unroll", "1 | 2 | 4 | 8 | 16 (1)",
        "axes, GPU shape: rows a work-item loads before folding them in order"},
       {"axis-pieces", "1-1048576 (enough work-items for the device)",

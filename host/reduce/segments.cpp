@@ -288,15 +288,12 @@ void SegmentReduction::plan_columns(std::size_t local_size, std::uint64_t units,
     policy_.wg_size = choose_wg(ctx_, main_, local_size, 1);
     blocks = results / dims_J_ * ceil_div(dims_J_, cols_);
   } else {
-    // A work-item per result on GPUs (coalesced); 16 neighbouring results on CPUs (a cache line
-    // of each row read at once).
-    cols_ = tune.axis_cols ? tune.axis_cols : (cpu_ ? 16 : 1);
+    // A work-item per result on GPUs (coalesced), or axis-cols; 16 neighbouring results on CPUs
+    // (a cache line of each row read at once; axis-cols is the tiles' width).
+    cols_ = cpu_ ? 16 : tune.axis_cols ? tune.axis_cols : 1;
     if (cols_ != 1 && cols_ != 2 && cols_ != 4 && cols_ != 8 && cols_ != 16)
-      throw Error(Errc::kUsage,
-                  "--tune axis-cols=" + std::to_string(cols_) + ": the " +
-                      (cpu_ ? "CPU shape of lines whose kept axes are not the last (no tiles)"
-                            : "GPU shape") +
-                      " takes 1, 2, 4, 8 or 16 results a work-item");
+      throw Error(Errc::kUsage, "--tune axis-cols=" + std::to_string(cols_) +
+                                    ": the GPU shape takes 1, 2, 4, 8 or 16 results a work-item");
     unroll_ = tune.axis_unroll;
     const std::size_t preferred = cpu_ ? 64 : 256;
     const auto make = [&](std::size_t wg) {
