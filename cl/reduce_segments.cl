@@ -225,31 +225,33 @@ __kernel void reduce_segments_fold(__global const acc_t* partials, __global cons
   out[l[0]] = clr_result(a);
 }
 
-// Elements [b, e) folded by one work-item, front to back: SEG_V accumulators take SEG_V
-// neighbouring elements a round (accumulator k the elements b + k, b + k + SEG_V, ...: one
-// vector register's worth, the loop a compiler makes SIMD), the last e - b mod SEG_V elements
-// one each, then the accumulators fold pairwise (log2(SEG_V) steps). base: the segment's first
-// element (arg ops' indices count from it).
+// Elements [b, e) folded by one work-item, front to back: fewer than SEG_V one after another;
+// else SEG_V accumulators take SEG_V neighbouring elements a round (accumulator k the elements b
+// + k, b + k + SEG_V, ...: a vector register's worth, the loop a compiler makes SIMD) and fold
+// pairwise (log2(SEG_V) steps), and the last (e - b) mod SEG_V elements, folded one after
+// another, come last. base: the segment's first element (arg ops' indices count from it).
 inline acc_t seg_walk(EXPR_INPUTS, ulong b, ulong e, ulong base) {
   EXPR_UNUSED;
-  acc_t a[SEG_V];
-#pragma unroll
-  for (uint k = 0; k < SEG_V; ++k) a[k] = clr_identity();
+  acc_t r = clr_identity();
   ulong i = b;
-  for (; i + SEG_V <= e; i += SEG_V) {
+  if (e - b >= SEG_V) {
+    acc_t a[SEG_V];
+    // Unrolled, as every loop over the accumulators: constant indices keep them in registers.
 #pragma unroll
-    for (uint k = 0; k < SEG_V; ++k) a[k] = clr_op(a[k], SEG_LOAD(i + k, i + k - base));
+    for (uint k = 0; k < SEG_V; ++k) a[k] = clr_identity();
+    for (; i + SEG_V <= e; i += SEG_V) {
+#pragma unroll
+      for (uint k = 0; k < SEG_V; ++k) a[k] = clr_op(a[k], SEG_LOAD(i + k, i + k - base));
+    }
+#pragma unroll
+    for (uint h = SEG_V / 2; h > 0; h /= 2) {
+#pragma unroll
+      for (uint k = 0; k < h; ++k) a[k] = clr_op(a[k], a[k + h]);
+    }
+    r = a[0];
   }
-  // Unrolled, as every loop over the accumulators: constant indices keep them in registers.
-#pragma unroll
-  for (uint k = 0; k < SEG_V; ++k)
-    if (i + k < e) a[k] = clr_op(a[k], SEG_LOAD(i + k, i + k - base));
-#pragma unroll
-  for (uint h = SEG_V / 2; h > 0; h /= 2) {
-#pragma unroll
-    for (uint k = 0; k < h; ++k) a[k] = clr_op(a[k], a[k + h]);
-  }
-  return a[0];
+  for (; i < e; ++i) r = clr_op(r, SEG_LOAD(i, i - base));
+  return r;
 }
 
 // The CPU shape: work-item g takes task g of m (the table of reduce_segments): kind 1, a run of

@@ -184,7 +184,7 @@ void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
   std::uint64_t per_lane = 0;
   if (cpu_) {
     seg_v_ = 1;
-    while (seg_v_ < 64 && 2 * seg_v_ * acc_bytes_ <= 256) seg_v_ *= 2;
+    while (seg_v_ < 64 && 2 * seg_v_ * acc_bytes_ <= 128) seg_v_ *= 2;
     options = " -DSEG_V=" + std::to_string(seg_v_);
     main_ = build("reduce_segments_cpu", options);
     policy_.wg_size = choose_wg(ctx_, main_, local_size, 16);
@@ -343,7 +343,8 @@ std::uint64_t SegmentReduction::depth(std::uint64_t q) const {
   if (layout_.columns) return rows_ * layout_.R2 + (pieces_ > 1 ? pieces_ : 0);
   const std::uint64_t L = lanes_[q];
   if (cpu_) {
-    // seg_walk(): len / SEG_V rounds, the tree, the last len mod SEG_V; pieces, then their fold.
+    // seg_walk(): a short segment's elements one after another; else len / SEG_V rounds, the
+    // tree and the last len mod SEG_V; pieces, then their fold.
     const auto walk = [&](std::uint64_t k) {
       return k < seg_v_ ? k : k / seg_v_ + ceil_log2(seg_v_) + seg_v_;
     };
