@@ -12,20 +12,21 @@
 //     partial, and reduce_segments_fold folds each long segment's partials in order (one launch
 //     for all of them);
 //     On CPUs (the CPU shape) reduce_segments_cpu takes the same table, each task a work-item's:
-//     a run of whole segments (kind 1), each walked front to back with SEG_V accumulators (one
-//     vector register's worth of neighbouring elements a round, as a SIMD loop does), or a piece
-//     of a long segment (kind 0);
+//     a run of whole segments (kind 1), each walked front to back (seg_walk: SEG_V accumulators,
+//     128 bytes of them, take SEG_V neighbouring elements a round, as a SIMD loop does; a
+//     segment shorter than that one element after another), or a piece of a long segment (kind
+//     0);
 //   strided lines (any axis but the last): the array seen as [O, R1, I, R2, J], axes R1 and R2
 //     reduced (either may be 1), one result per (o, i, j): reduce_columns gives each work-item
 //     SEG_COLS neighbouring results (GPUs: 1, neighbouring work-items neighbouring j, or i:
 //     coalesced reads; or a few, read as one vector where aligned), looping over the rows r1 of
 //     its piece of R1 and, inside, over R2; with several pieces of R1 per result (few results,
-//     long lines), reduce_columns_fold folds the pieces in order. On CPUs, where the kept axis
-//     next to the data's last is contiguous, reduce_columns_cpu gives each work-item a tile: a
-//     piece of the rows by SEG_TILE neighbouring results, each row's run of them read front to
-//     back into a row of accumulators (the rows stream through the cache), and
-//     reduce_columns_fold folds SEG_TILE results' pieces a work-item; the same operations in
-//     the same order per result as reduce_columns.
+//     long lines), reduce_columns_fold folds the pieces in order. On CPUs, where the last axis
+//     is kept (neighbouring results neighbours in memory), reduce_columns_cpu gives each
+//     work-item a tile: a piece of the rows by SEG_TILE neighbouring results, each row's run of
+//     them read front to back into a row of accumulators (the rows stream through the cache),
+//     and reduce_columns_fold folds SEG_TILE results' pieces a work-item; the same operations
+//     in the same order per result as reduce_columns.
 //   reduce_segments_seq: the reference of a user reduction: one work-item, each segment in index
 //     order from the identity (EXPR_ABS: the same fold of |map|, the float bound's scale).
 //   reduce_segments_post: post(a, n) of every segment's accumulator, n its element count.
@@ -160,19 +161,19 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_segmen
     const ulong nv = (end - vb) / SEG_VEC, ve = vb + nv * SEG_VEC;
     for (ulong i = begin + lane; i < vb; i += lanes) a = clr_op(a, SEG_LOAD(i, 0));
     __global const SEG_VT(SEG_VEC)* v = (__global const SEG_VT(SEG_VEC)*)(x0 + vb);
-    ulong k = lane;
-    for (; k + (SEG_UNROLL - 1) * lanes < nv; k += SEG_UNROLL * lanes) {
+    ulong at = lane;
+    for (; at + (SEG_UNROLL - 1) * lanes < nv; at += SEG_UNROLL * lanes) {
       seg_vec_t w[SEG_UNROLL];
 #pragma unroll
-      for (uint u = 0; u < SEG_UNROLL; ++u) w[u].v = v[k + u * lanes];
+      for (uint u = 0; u < SEG_UNROLL; ++u) w[u].v = v[at + u * lanes];
 #pragma unroll
       for (uint u = 0; u < SEG_UNROLL; ++u)
 #pragma unroll
         for (uint j = 0; j < SEG_VEC; ++j) a = clr_op(a, (acc_t)w[u].s[j]);
     }
-    for (; k < nv; k += lanes) {
+    for (; at < nv; at += lanes) {
       seg_vec_t w;
-      w.v = v[k];
+      w.v = v[at];
 #pragma unroll
       for (uint j = 0; j < SEG_VEC; ++j) a = clr_op(a, (acc_t)w.s[j]);
     }
