@@ -11,12 +11,22 @@
 //     memory. A task of kind 0 is a piece of a long segment: the whole group folds it into a
 //     partial, and reduce_segments_fold folds each long segment's partials in order (one launch
 //     for all of them);
+//     On CPUs (the CPU shape) reduce_segments_cpu takes the same table, each task a work-item's:
+//     a run of whole segments (kind 1), each walked front to back (seg_walk: SEG_V accumulators,
+//     128 bytes of them, take SEG_V neighbouring elements a round, as a SIMD loop does; a
+//     segment shorter than that one element after another), or a piece of a long segment (kind
+//     0);
 //   strided lines (any axis but the last): the array seen as [O, R1, I, R2, J], axes R1 and R2
 //     reduced (either may be 1), one result per (o, i, j): reduce_columns gives each work-item
-//     one result on GPUs (neighbouring work-items neighbouring j, or i: coalesced reads), a run
-//     of SEG_COLS neighbouring results on CPUs (a cache line of every row read), looping over
-//     the rows r1 of its piece of R1 and, inside, over R2; with several pieces of R1 per result
-//     (few results, long lines), reduce_columns_fold folds the pieces in order.
+//     SEG_COLS neighbouring results (GPUs: 1, neighbouring work-items neighbouring j, or i:
+//     coalesced reads; or a few, read as one vector where aligned), looping over the rows r1 of
+//     its piece of R1 and, inside, over R2; with several pieces of R1 per result (few results,
+//     long lines), reduce_columns_fold folds the pieces in order. On CPUs, where the last axis
+//     is kept (neighbouring results neighbours in memory), reduce_columns_cpu gives each
+//     work-item a tile: a piece of the rows by SEG_TILE neighbouring results, each row's run of
+//     them read front to back into a row of accumulators (the rows stream through the cache),
+//     and reduce_columns_fold folds SEG_TILE results' pieces a work-item; the same operations
+//     in the same order per result as reduce_columns.
 //   reduce_segments_seq: the reference of a user reduction: one work-item, each segment in index
 //     order from the identity (EXPR_ABS: the same fold of |map|, the float bound's scale).
 //   reduce_segments_post: post(a, n) of every segment's accumulator, n its element count.
@@ -27,16 +37,36 @@
 // run-time value of clr_expr.h, and clr_base, the index of the buffers' element 0 (built-in ops
 // read neither; segments give indices within the segment).
 // Host sets via -D: CLR_TYPE, CLR_ACC, CLR_OP (and a user reduction's options: clr_expr.h),
-// WG_SIZE.
+// WG_SIZE; SEG_UNROLL and SEG_VEC (reduce_segments), SEG_V (reduce_segments_cpu), SEG_COLS,
+// SEG_ROWS (reduce_columns) and SEG_TILE (reduce_columns_cpu, reduce_columns_fold).
 #ifndef CLREDUCE_H
 #include "clreduce.h"
 #endif
 #include "clr_ticket.h"
+#include "clr_types.h"
 #ifndef WG_SIZE
 #define WG_SIZE 64
 #endif
 #ifndef EXPR_ABS
 #define EXPR_ABS 0
+#endif
+#ifndef SEG_UNROLL
+#define SEG_UNROLL 1
+#endif
+#ifndef SEG_VEC
+#define SEG_VEC 1
+#endif
+#ifndef SEG_V
+#define SEG_V 16
+#endif
+#ifndef SEG_COLS
+#define SEG_COLS 1
+#endif
+#ifndef SEG_ROWS
+#define SEG_ROWS 1
+#endif
+#ifndef SEG_TILE
+#define SEG_TILE 1
 #endif
 
 #if CLR_OP == CLR_EXPR
@@ -65,6 +95,31 @@ inline acc_t seg_arg(T v, ulong k) {
 #define SEG_LOAD(i, k) seg_arg(x0[i], (k))
 #else
 #define SEG_LOAD(i, k) ((acc_t)x0[i])
+#endif
+#endif
+// The inputs' names, to pass them on to a helper that takes EXPR_INPUTS.
+#define SEG_ARGS x0, x1, x2, x3, clr_shift, clr_base
+
+#if CLR_OP != CLR_EXPR && !CLR_IS_ARG && (SEG_VEC > 1 || SEG_COLS > 1)
+#define SEG_VECTORS 1
+#else
+#define SEG_VECTORS 0
+#endif
+#if SEG_VECTORS
+// Vector loads of the built-in ops but the arg ones (their values alone count): SEG_VEC elements
+// of a segment, or SEG_COLS neighbouring results of one row.
+#define SEG_VT(n) CLR_VEC(T_NAME, n)
+#if SEG_VEC > 1
+typedef union {
+  SEG_VT(SEG_VEC) v;
+  T s[SEG_VEC];
+} seg_vec_t;
+#endif
+#if SEG_COLS > 1
+typedef union {
+  SEG_VT(SEG_COLS) v;
+  T s[SEG_COLS];
+} seg_cols_t;
 #endif
 #endif
 
@@ -96,7 +151,46 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_segmen
     base = t[4];
   }
   acc_t a = clr_identity();
-  for (ulong i = begin + lane; i < end; i += lanes) a = clr_op(a, SEG_LOAD(i, i - base));
+#if SEG_VECTORS && SEG_VEC > 1
+  // Aligned vectors of SEG_VEC elements, lane k the vectors k, k + lanes, ..., each folded
+  // element by element; the (fewer than SEG_VEC) elements before the first aligned one, and
+  // those after the last whole vector, as the plain loop takes them.
+  {
+    const ulong mis = (ulong)(x0 + begin) / sizeof(T) % SEG_VEC;
+    const ulong vb = min(end, begin + (mis ? SEG_VEC - mis : 0));
+    const ulong nv = (end - vb) / SEG_VEC, ve = vb + nv * SEG_VEC;
+    for (ulong i = begin + lane; i < vb; i += lanes) a = clr_op(a, SEG_LOAD(i, 0));
+    __global const SEG_VT(SEG_VEC)* v = (__global const SEG_VT(SEG_VEC)*)(x0 + vb);
+    ulong at = lane;
+    for (; at + (SEG_UNROLL - 1) * lanes < nv; at += SEG_UNROLL * lanes) {
+      seg_vec_t w[SEG_UNROLL];
+#pragma unroll
+      for (uint u = 0; u < SEG_UNROLL; ++u) w[u].v = v[at + u * lanes];
+#pragma unroll
+      for (uint u = 0; u < SEG_UNROLL; ++u)
+#pragma unroll
+        for (uint j = 0; j < SEG_VEC; ++j) a = clr_op(a, (acc_t)w[u].s[j]);
+    }
+    for (; at < nv; at += lanes) {
+      seg_vec_t w;
+      w.v = v[at];
+#pragma unroll
+      for (uint j = 0; j < SEG_VEC; ++j) a = clr_op(a, (acc_t)w.s[j]);
+    }
+    for (ulong i = ve + lane; i < end; i += lanes) a = clr_op(a, SEG_LOAD(i, 0));
+  }
+#else
+  // SEG_UNROLL loads in flight, then folded in the order of the plain loop's.
+  ulong i = begin + lane;
+  for (; i + (SEG_UNROLL - 1) * lanes < end; i += SEG_UNROLL * lanes) {
+    acc_t w[SEG_UNROLL];
+#pragma unroll
+    for (uint u = 0; u < SEG_UNROLL; ++u) w[u] = SEG_LOAD(i + u * lanes, i + u * lanes - base);
+#pragma unroll
+    for (uint u = 0; u < SEG_UNROLL; ++u) a = clr_op(a, w[u]);
+  }
+  for (; i < end; i += lanes) a = clr_op(a, SEG_LOAD(i, i - base));
+#endif
   s[lid] = a;
   barrier(CLK_LOCAL_MEM_FENCE);
   // The lanes' values fold pairwise within each run of `lanes` work-items: step by step, w
@@ -132,22 +226,69 @@ __kernel void reduce_segments_fold(__global const acc_t* partials, __global cons
   out[l[0]] = clr_result(a);
 }
 
+// Elements [b, e) folded by one work-item, front to back: fewer than SEG_V one after another;
+// else SEG_V accumulators take SEG_V neighbouring elements a round (accumulator k the elements b
+// + k, b + k + SEG_V, ...: a vector register's worth, the loop a compiler makes SIMD) and fold
+// pairwise (log2(SEG_V) steps), and the last (e - b) mod SEG_V elements, folded one after
+// another, come last. base: the segment's first element (arg ops' indices count from it).
+inline acc_t seg_walk(EXPR_INPUTS, ulong b, ulong e, ulong base) {
+  EXPR_UNUSED;
+  acc_t r = clr_identity();
+  ulong i = b;
+  if (e - b >= SEG_V) {
+    acc_t a[SEG_V];
+    // Unrolled, as every loop over the accumulators: constant indices keep them in registers.
+#pragma unroll
+    for (uint k = 0; k < SEG_V; ++k) a[k] = clr_identity();
+    for (; i + SEG_V <= e; i += SEG_V) {
+#pragma unroll
+      for (uint k = 0; k < SEG_V; ++k) a[k] = clr_op(a[k], SEG_LOAD(i + k, i + k - base));
+    }
+#pragma unroll
+    for (uint h = SEG_V / 2; h > 0; h /= 2) {
+#pragma unroll
+      for (uint k = 0; k < h; ++k) a[k] = clr_op(a[k], a[k + h]);
+    }
+    r = a[0];
+  }
+  for (; i < e; ++i) r = clr_op(r, SEG_LOAD(i, i - base));
+  return r;
+}
+
+// The CPU shape: work-item g takes task g of m (the table of reduce_segments): kind 1, a run of
+// whole segments, each walked by seg_walk() into out; kind 0, a piece of a long segment into
+// its partial, folded by reduce_segments_fold.
+__kernel void reduce_segments_cpu(EXPR_INPUTS, __global const long* off,
+                                  __global const ulong* tasks, ulong m, __global acc_t* out,
+                                  __global acc_t* partials) {
+  EXPR_UNUSED;
+  const ulong g = get_global_id(0);
+  if (g >= m) return;
+  __global const ulong* t = tasks + SEG_TASK * g;
+  if (t[0]) {
+    for (ulong s = t[1]; s < t[1] + t[2]; ++s) {
+      const ulong b = (ulong)off[s];
+      out[s] = clr_result(seg_walk(SEG_ARGS, b, (ulong)off[s + 1], b));
+    }
+  } else {
+    partials[t[1]] = seg_walk(SEG_ARGS, t[2], t[3], t[4]);
+  }
+}
+
 // The address of element (r1, r2) of result q = (o, i, j) of [O, R1, I, R2, J].
 inline ulong seg_at(ulong q, ulong r1, ulong r2, ulong R1, ulong I, ulong R2, ulong J) {
   const ulong j = q % J, i = (q / J) % I, o = q / (J * I);
   return (((o * R1 + r1) * I + i) * R2 + r2) * J + j;
 }
 
-#ifndef SEG_COLS
-#define SEG_COLS 1
-#endif
 // Work-item g: results q0 .. q0 + SEG_COLS - 1 (q0 = (g % blocks) SEG_COLS, blocks = results /
 // SEG_COLS rounded up), piece p = g / blocks of `pieces` (rows [p * rows, min(R1, (p + 1) *
 // rows))). One piece: the results themselves; else their partials at partials[p * results + q].
 // Each result folds its rows in order, as one work-item per result would (SEG_COLS 1, GPUs:
-// neighbouring work-items read neighbouring j). CPUs take SEG_COLS neighbouring results a
-// work-item: every row's read is then a run of SEG_COLS elements (a cache line and one page
-// for them all), not one element a line and a page, as a work-item's walk down one column is.
+// neighbouring work-items read neighbouring j). With SEG_COLS > 1 (CPUs, where the kept axes
+// are not contiguous; or a GPU asked for it) every row's read is a run of SEG_COLS elements,
+// one vector load where they are neighbours and aligned (sum, prod, min, max). With R2 = 1 (the
+// usual case), SEG_ROWS rows are loaded before they are folded, in order.
 // Element (r1, r2) of result q lies at seg_at(q, 0, 0) + r1 I R2 J + r2 J.
 __kernel void reduce_columns(EXPR_INPUTS, ulong R1, ulong I, ulong R2, ulong J, ulong results,
                              ulong pieces, ulong rows, __global acc_t* out,
@@ -161,18 +302,70 @@ __kernel void reduce_columns(EXPR_INPUTS, ulong R1, ulong I, ulong R2, ulong J, 
   const ulong step = I * R2 * J;
   ulong base[SEG_COLS];
   acc_t a[SEG_COLS];
+#pragma unroll
   for (uint c = 0; c < SEG_COLS; ++c) {
     // A block's columns past the last result read the last one's elements, not kept.
     base[c] = seg_at(min(q0 + c, results - 1), 0, 0, R1, I, R2, J);
     a[c] = clr_identity();
   }
-  for (ulong r1 = first; r1 < last; ++r1)
-    for (ulong r2 = 0; r2 < R2; ++r2) {
-      const ulong at = r1 * step + r2 * J;
-      for (uint c = 0; c < SEG_COLS; ++c)
-        a[c] = clr_op(a[c], SEG_LOAD(base[c] + at, r1 * R2 + r2));
+#if SEG_VECTORS && SEG_COLS > 1
+  // One vector a row: the block's results neighbours in memory, and every row's run of them
+  // aligned (the first, and the step between rows).
+  const bool vec = R2 == 1 && base[SEG_COLS - 1] == base[0] + SEG_COLS - 1 &&
+                   (ulong)(x0 + base[0]) % sizeof(SEG_VT(SEG_COLS)) == 0 && step % SEG_COLS == 0;
+#else
+  const bool vec = false;
+#endif
+  if (vec) {
+#if SEG_VECTORS && SEG_COLS > 1
+    __global const T* x = x0 + base[0];
+    ulong r1 = first;
+    for (; r1 + SEG_ROWS <= last; r1 += SEG_ROWS) {
+      seg_cols_t w[SEG_ROWS];
+#pragma unroll
+      for (uint u = 0; u < SEG_ROWS; ++u)
+        w[u].v = *(__global const SEG_VT(SEG_COLS)*)(x + (r1 + u) * step);
+#pragma unroll
+      for (uint u = 0; u < SEG_ROWS; ++u)
+#pragma unroll
+        for (uint c = 0; c < SEG_COLS; ++c) a[c] = clr_op(a[c], (acc_t)w[u].s[c]);
     }
-  for (uint c = 0; c < SEG_COLS && q0 + c < results; ++c) {
+    for (; r1 < last; ++r1) {
+      seg_cols_t w;
+      w.v = *(__global const SEG_VT(SEG_COLS)*)(x + r1 * step);
+#pragma unroll
+      for (uint c = 0; c < SEG_COLS; ++c) a[c] = clr_op(a[c], (acc_t)w.s[c]);
+    }
+#endif
+  } else if (R2 == 1) {
+    ulong r1 = first;
+    for (; r1 + SEG_ROWS <= last; r1 += SEG_ROWS) {
+      acc_t w[SEG_ROWS][SEG_COLS];
+#pragma unroll
+      for (uint u = 0; u < SEG_ROWS; ++u)
+#pragma unroll
+        for (uint c = 0; c < SEG_COLS; ++c) w[u][c] = SEG_LOAD(base[c] + (r1 + u) * step, r1 + u);
+#pragma unroll
+      for (uint u = 0; u < SEG_ROWS; ++u)
+#pragma unroll
+        for (uint c = 0; c < SEG_COLS; ++c) a[c] = clr_op(a[c], w[u][c]);
+    }
+    for (; r1 < last; ++r1) {
+#pragma unroll
+      for (uint c = 0; c < SEG_COLS; ++c) a[c] = clr_op(a[c], SEG_LOAD(base[c] + r1 * step, r1));
+    }
+  } else {
+    for (ulong r1 = first; r1 < last; ++r1)
+      for (ulong r2 = 0; r2 < R2; ++r2) {
+        const ulong at = r1 * step + r2 * J;
+#pragma unroll
+        for (uint c = 0; c < SEG_COLS; ++c)
+          a[c] = clr_op(a[c], SEG_LOAD(base[c] + at, r1 * R2 + r2));
+      }
+  }
+#pragma unroll
+  for (uint c = 0; c < SEG_COLS; ++c) {
+    if (q0 + c >= results) break;
     if (pieces == 1)
       out[q0 + c] = clr_result(a[c]);
     else
@@ -180,14 +373,56 @@ __kernel void reduce_columns(EXPR_INPUTS, ulong R1, ulong I, ulong R2, ulong J, 
   }
 }
 
-// Result q's pieces (partials[p * results + q]) folded in order.
+// The CPU shape of [O, R1, I, R2, J] with J > 1 (a matrix's columns come as [1, R1, 1, 1, C]):
+// work-item g takes tile t = g % tiles of piece p = g / tiles, tiles = O I ceil(J / SEG_TILE):
+// the results (o, i, j0 .. j0 + w - 1), w <= SEG_TILE, over the rows [p rows, min(R1, (p + 1)
+// rows)) of R1 and all of R2. Each row's run of w elements is read front to back into a row of
+// w accumulators: the tile's results themselves (one piece) or their partials, kept in the
+// destination (a few KiB: in the cache) so that any w fits. Per result, the same operations
+// in the same order as reduce_columns.
+__kernel void reduce_columns_cpu(EXPR_INPUTS, ulong R1, ulong I, ulong R2, ulong J, ulong results,
+                                 ulong pieces, ulong rows, __global acc_t* out,
+                                 __global acc_t* partials) {
+  EXPR_UNUSED;
+  const ulong per = (J + SEG_TILE - 1) / SEG_TILE, tiles = results / J * per;
+  const ulong g = get_global_id(0);
+  if (g >= tiles * pieces) return;
+  const ulong t = g % tiles, p = g / tiles;
+  const ulong oi = t / per, j0 = (t % per) * SEG_TILE, w = min((ulong)SEG_TILE, J - j0);
+  const ulong o = oi / I, i = oi % I;
+  const ulong first = p * rows, last = min(R1, first + rows);
+  __global acc_t* d = (pieces == 1 ? out : partials + p * results) + oi * J + j0;
+  for (ulong c = 0; c < w; ++c) d[c] = clr_identity();
+  for (ulong r1 = first; r1 < last; ++r1)
+    for (ulong r2 = 0; r2 < R2; ++r2) {
+      const ulong at = (((o * R1 + r1) * I + i) * R2 + r2) * J + j0, k = r1 * R2 + r2;
+      for (ulong c = 0; c < w; ++c) d[c] = clr_op(d[c], SEG_LOAD(at + c, k));
+    }
+  if (pieces == 1)
+    for (ulong c = 0; c < w; ++c) d[c] = clr_result(d[c]);
+}
+
+// Results q0 .. q0 + SEG_TILE - 1 (q0 = SEG_TILE g): their pieces (partials[p * results + q])
+// folded in order, from the identity. SEG_TILE 1 (GPUs): a work-item per result, neighbours
+// neighbouring; more (CPUs): each piece's run of results read front to back.
 __kernel void reduce_columns_fold(__global const acc_t* partials, ulong results, ulong pieces,
                                   __global acc_t* out) {
-  const ulong q = get_global_id(0);
-  if (q >= results) return;
+  const ulong q0 = get_global_id(0) * SEG_TILE;
+  if (q0 >= results) return;
+#if SEG_TILE == 1
   acc_t a = clr_identity();
-  for (ulong p = 0; p < pieces; ++p) a = clr_op(a, partials[p * results + q]);
-  out[q] = clr_result(a);
+  for (ulong p = 0; p < pieces; ++p) a = clr_op(a, partials[p * results + q0]);
+  out[q0] = clr_result(a);
+#else
+  const ulong w = min((ulong)SEG_TILE, results - q0);
+  __global acc_t* d = out + q0;
+  for (ulong c = 0; c < w; ++c) d[c] = clr_identity();
+  for (ulong p = 0; p < pieces; ++p) {
+    __global const acc_t* s = partials + p * results + q0;
+    for (ulong c = 0; c < w; ++c) d[c] = clr_op(d[c], s[c]);
+  }
+  for (ulong c = 0; c < w; ++c) d[c] = clr_result(d[c]);
+#endif
 }
 
 #if CLR_OP == CLR_EXPR

@@ -239,6 +239,35 @@ check --input "$segdir/m.npy" --axis 0,2 --op var --ddof 1 --local-size 4
 check --input "$segdir/c.npy" --axis 0 --op logsumexp --local-size 4
 check --input "$segdir/x.npy" --offsets "$segdir/off.npy" --op mean --local-size 4
 checks="--data-races --uninitialized --check-api"
+# The GPU shape's knobs: loads in flight and vector loads of a segment (ends element by
+# element; the arg op reads no vectors), several results a work-item read as vectors (the
+# (300, 2) array's rows: float2) with rows in flight, and where they cannot be (axis 0 of
+# m.npy: rows of 15 elements).
+check --input "$segdir/x.npy" --offsets "$segdir/off.npy" --local-size 4 --op sum \
+      --tune segments-unroll=4 --tune segments-vec=4
+check --input "$segdir/x.npy" --offsets "$segdir/off1.npy" --local-size 4 --op argmin \
+      --tune segments-unroll=2 --tune segments-vec=8
+check --input "$segdir/c.npy" --axis 0 --op sum --local-size 4 --tune axis-cols=2 --tune axis-unroll=4
+check --input "$segdir/m.npy" --axis 0 --op max --local-size 4 --tune axis-cols=4 --tune axis-unroll=2
+# The CPU shape: segments walked by a work-item each (runs of whole ones; long ones in pieces of
+# 256, folded), a user reduction and an engine row among them; columns in tiles (axis 0 of
+# m.npy: a tile of its 15 results, or tiles of 4; axis 1: tiles of 3; the (300, 2) array's in
+# 4 pieces, their fold a tile a work-item, or tiles of 1), and axes 0 and 2 of m.npy (no tiles:
+# 16 results a work-item).
+for combo in "--op sum" "--op prod" "--map x*x --reduce a+b --identity 0 --post a/n"; do
+  check --input "$segdir/x.npy" --offsets "$segdir/off.npy" --tune segments-shape=cpu \
+        --tune segments-piece=256 $combo
+done
+check --input "$segdir/x.npy" --offsets "$segdir/off1.npy" --tune segments-shape=cpu --op argmin
+for combo in "--axis 0 --op sum" "--axis 1 --op argmax" "--axis 0,2 --op sum" "--axis 0 --op max --tune axis-cols=4"; do
+  check --input "$segdir/m.npy" --tune segments-shape=cpu $combo
+done
+check --input "$segdir/c.npy" --axis 0 --op sum --tune segments-shape=cpu
+check --input "$segdir/c.npy" --axis 0 --op argmin --tune segments-shape=cpu --tune axis-cols=1
+checks="--data-races --check-api"
+check --input "$segdir/m.npy" --axis 0,2 --op var --ddof 1 --tune segments-shape=cpu
+check --input "$segdir/x.npy" --offsets "$segdir/off.npy" --op mean --tune segments-shape=cpu
+checks="--data-races --uninitialized --check-api"
 # The chunk driver: a reduction folded over 4 chunks (results written at offsets in one partials
 # buffer), a segmented exclusive scan whose carry crosses 4 chunk edges, both used in place and
 # copied; then streamed through 2 slots of 2 KiB, each way of feeding them.

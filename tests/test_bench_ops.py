@@ -101,6 +101,31 @@ with tempfile.TemporaryDirectory() as out:
     check("segsum float len=8" in log and "vs fast" in log and "axis1 float 64x64" in log,
           "the table names each segment length and the matrix")
 
+# --tune goes to every clreduce run; each --tune-set adds a variant@NAME row of the segment and axis
+# ops, run with its settings beside the default one.
+with tempfile.TemporaryDirectory() as out:
+    code, log = bench("run", "--clreduce", clreduce, "--device", device, "--ops", "segsum,axis0", "--types",
+                      "int32", "--logs", "12", "--segment-lengths", "1000", "--matrix", "64,64", "--repeat", "1",
+                      "--warmup", "0", "--tune", "segments-shape=gpu", "--tune-set", "p100", "segments-piece=100",
+                      "--tune-set", "c2", "axis-cols=2", "axis-unroll=4", "--out", out)
+    print(log)
+    check(code == 0, "bench.py run with --tune and --tune-set exits 0 (got %d)" % code)
+    with open(os.path.join(out, "results.csv")) as f:
+        rows = [r for r in csv.DictReader(f) if r["tool"] == "clreduce" and r["kind"] == "clreduce"]
+    got = {(r["op"], r["variant"]): r for r in rows}
+    check(sorted(got) == [("axis0", "segments"), ("axis0", "segments@c2"), ("axis0", "segments@p100"),
+                          ("segsum", "segments"), ("segsum", "segments@c2"), ("segsum", "segments@p100")]
+          and all(r["verified"] == "True" for r in rows), "a verified row per op and tune set (%r)" % sorted(got))
+    check(all("GPU shape" in r["policy"] for r in rows), "--tune reaches every run (%r)" %
+          [r["policy"] for r in rows])
+    seg = got.get(("segsum", "segments@p100"), {})
+    check("pieces of 100" in seg.get("policy", "") and seg.get("tune") == "segments-piece=100"
+          and "pieces of 100" not in got.get(("segsum", "segments"), {}).get("policy", "x"),
+          "the set's settings reach its own run alone (%r)" % seg)
+    col = got.get(("axis0", "segments@c2"), {})
+    check("2 results a work-item, " in col.get("policy", "") and "4 rows in flight" in col.get("policy", ""),
+          "axis-cols and axis-unroll reach the axis run (%r)" % col)
+
 # vs_fast: the baseline's time / the op's, from the same round; a noisy baseline is not quoted.
 rows = [dict(op="sum", type="float", n=4096, log2n=12, variant="fast", kind="baseline", verified=True, kernel_ms=1.0,
              baseline_id="a"),
@@ -120,7 +145,11 @@ check(len(summary) == 1 and summary[0]["vs_fast_median"] == 0.5 and summary[0]["
 # Bad lengths and matrices are refused before the sweep.
 for args, says in ((["--ops", "segsum", "--segment-lengths", "0,8"], "--segment-lengths takes lengths >= 1"),
                    (["--ops", "segsum", "--segment-lengths", "zipf"], "not 'zipf'"),
-                   (["--ops", "axis0", "--matrix", "64"], "--matrix takes R,C")):
+                   (["--ops", "axis0", "--matrix", "64"], "--matrix takes R,C"),
+                   (["--ops", "segsum", "--tune", "segments-vec=3"], "clreduce refuses the tuning"),
+                   (["--ops", "segsum", "--tune-set", "v3", "segments-vec=3"], "must be one of"),
+                   (["--ops", "segsum", "--tune-set", "v3"], "--tune-set v3 needs at least one KEY=VALUE"),
+                   (["--ops", "segsum", "--tune-set", "a=b", "x=1"], "takes a NAME")):
     with tempfile.TemporaryDirectory() as out:
         code, log = bench("run", "--clreduce", clreduce, "--device", device, "--logs", "10", "--repeat", "1",
                           "--warmup", "0", "--out", os.path.join(out, "o"), *args)

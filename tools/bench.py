@@ -9,7 +9,8 @@
                [--ops sum,min,argmin] [--types int32,float] [--min-log 10] [--max-log 30]
                [--repeat R] [--warmup W] [--seed S] [--acc int32|int64]
                [--segment-length L] [--logs 10,16,20] [--no-peers] [--rounds R]
-               [--segment-lengths 1,8,100,powerlaw] [--matrix R,C] --out DIR
+               [--segment-lengths 1,8,100,powerlaw] [--matrix R,C]
+               [--tune KEY=VALUE]... [--tune-set NAME KEY=VALUE...]... --out DIR
   bench.py plot DIR
 
 Ops: sum, prod, min, max, argmin, argmax (reductions), scan-inclusive and scan-exclusive (prefix
@@ -42,6 +43,13 @@ at its one size). Each round of each (n, type) first runs `fast` sum on the same
 baseline's time / the op's, of_copy its GB/s (bytes read) / the best copy GB/s. cub_peer runs
 dot, minmax, segsum (on the same offsets file) and axis1 (segsum with offsets k*C); CUB has no
 call for axis0. These ops need numpy (segsum; axis1 with --cub-peer) to write the offsets.
+
+--tune KEY=VALUE (repeatable) passes clreduce's --tune to every clreduce run. --tune-set NAME
+KEY=VALUE... (repeatable) times alternatives side by side: the engine's, segment and axis ops
+run once more per set, right after the default run of the same round and data, with those
+--tune settings added; their rows are the variant's with @NAME appended (segments@NAME), held
+against the same peers, copy ceiling and baseline, and summarised on their own. Keys and values
+are checked by clreduce before the sweep starts.
 """
 
 import argparse
@@ -87,7 +95,7 @@ CSV_COLUMNS = ["device", "driver", "commit", "round", "op", "type", "acc", "n", 
                "tool", "verified", "skipped", "kernel_ms", "kernel_ms_min", "kernel_ms_max", "noisy",
                "wall_ms", "gbps", "gbps_min", "gbps_max", "launches", "vs_omp", "vs_cub",
                "vs_seq", "vs_omp_best", "vs_cub_best", "of_copy", "policy", "note",
-               "shape", "segments", "vs_fast"]
+               "shape", "segments", "vs_fast", "tune"]
 
 
 def fail(msg, code=2):
@@ -279,6 +287,26 @@ def check_sweep(a, ops, types, variants):
             fail("--ops %s needs numpy, which this Python (%s) cannot import: install it for this interpreter "
                  "(%s -m pip install numpy) or run bench.py with a Python that has it"
                  % ("segsum" if "segsum" in ops else "axis1 with --cub-peer", sys.executable, sys.executable))
+    names = set()
+    for ts in a.tune_set:
+        name, kvs = ts[0], ts[1:]
+        if not name or not all(c.isalnum() or c in "_.-" for c in name) or "=" in name:
+            fail("--tune-set takes a NAME (letters, digits, '_', '.', '-') and then KEY=VALUE settings, not '%s'"
+                 % name)
+        if name in names:
+            fail("--tune-set %s is given twice" % name)
+        names.add(name)
+        if not kvs:
+            fail("--tune-set %s needs at least one KEY=VALUE" % name)
+    settings = list(a.tune) + [kv for ts in a.tune_set for kv in ts[1:]]
+    for kv in settings:
+        if "=" not in kv or kv.startswith("="):
+            fail("--tune takes KEY=VALUE, not '%s'" % kv)
+    if settings:  # clreduce checks every key and value before it touches a device
+        code, _, err = run_json_lines([a.clreduce, "--list-variants", "--format", "json"] +
+                                      [x for kv in settings for x in ("--tune", kv)], 120)
+        if code != 0:
+            fail("clreduce refuses the tuning: %s" % err)
     if a.cub_peer and not shutil.which(a.cub_peer):
         fail("--cub-peer %s: not found or not executable. The build makes build/tools/cub_peer only where nvcc and an "
              "NVIDIA GPU are found; configure with -DCLREDUCE_CUB_PEER=ON to build it wherever nvcc is"
@@ -325,6 +353,7 @@ def cmd_run(a):
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
         "repeat": a.repeat, "warmup": a.warmup, "seed": a.seed, "rounds": a.rounds,
+        "tune": list(a.tune), "tune_sets": {ts[0]: ts[1:] for ts in a.tune_set},
     }
     if any(SCAN_OPS.get(op, (False, False))[1] for op in ops):
         meta["segment_length"] = a.segment_length
@@ -463,7 +492,8 @@ def bench_one(a, meta, op, t, n, k, variants, copy, label=""):
     if vs:
         cmd = ([a.clreduce, "--device", a.device, "--variant", ",".join(vs)] +
                clreduce_op_args(op, a.segment_length) +
-               ["--type", t, "--format", "json"] + ([] if a.no_peers else ["--peers"]) + common + acc + (["--measure-copy"] if copy else []))
+               ["--type", t, "--format", "json"] + ([] if a.no_peers else ["--peers"]) + common + acc +
+               (["--measure-copy"] if copy else []) + tune_args(a.tune))
         rows += clreduce_rows(a, base, cmd, op)
         seq = next((r for r in rows if r.get("seq_ms") and r.get("kernel_ms") and r.get("gbps")
                     and r.get("kind") == "clreduce"), None)
@@ -525,6 +555,11 @@ def clreduce_rows(a, base, cmd, op):
     return rows
 
 
+def tune_args(settings):
+    """clreduce's --tune flags for KEY=VALUE settings."""
+    return [x for kv in settings for x in ("--tune", kv)]
+
+
 def common_args(a, n):
     return ["--size", str(n), "--seed", str(a.seed), "--warmup", str(a.warmup), "--repeat", str(a.repeat)]
 
@@ -537,7 +572,8 @@ def bench_baseline(a, meta, t, n, k, copy):
             "op": "sum", "type": t, "n": n, "log2n": k}
     acc = ["--acc", a.acc] if a.acc and t == "int32" else []
     cmd = ([a.clreduce, "--device", a.device, "--variant", "fast", "--op", "sum", "--type", t,
-            "--format", "json"] + common_args(a, n) + acc + (["--measure-copy"] if copy else []))
+            "--format", "json"] + common_args(a, n) + acc + (["--measure-copy"] if copy else []) +
+           tune_args(a.tune))
     rows = clreduce_rows(a, base, cmd, "sum")
     for r in rows:
         if r.get("kind") == "clreduce":
@@ -564,8 +600,18 @@ def bench_new(a, meta, op, t, n, k, shape="", segments=None, offsets=None, matri
     else:  # an axis of the matrix file
         cmd += ["--op", "sum", "--input", matrix, "--axis", str(AXIS_OPS[op]), "--warmup", str(a.warmup),
                 "--repeat", str(a.repeat)]
+    cmd += tune_args(a.tune)
     print("n = 2^%d %s %s%s%s" % (k, op, t, " " + shape if shape else "", label), flush=True)
     rows = clreduce_rows(a, base, cmd, op)
+    for ts in a.tune_set:  # each alternative right after the default, on the same data
+        name, kvs = ts[0], ts[1:]
+        print("n = 2^%d %s %s%s @%s (%s)%s" % (k, op, t, " " + shape if shape else "", name, " ".join(kvs), label),
+              flush=True)
+        got = clreduce_rows(a, base, cmd + tune_args(kvs), op)
+        for r in got:
+            r["variant"] = r["variant"] + "@" + name
+            r["tune"] = " ".join(kvs)
+        rows += got
     if a.cub_peer:
         why = cub_unsupported(op, t)
         if why:
@@ -908,6 +954,11 @@ def main(argv):
                         "(default: 1,8,100,...,10^7,powerlaw)")
     r.add_argument("--matrix", default="16384,16384",
                    help="axis0, axis1: the matrix's R,C (default 16384,16384)")
+    r.add_argument("--tune", action="append", default=[], metavar="KEY=VALUE",
+                   help="clreduce's --tune KEY=VALUE for every clreduce run (repeatable)")
+    r.add_argument("--tune-set", action="append", nargs="+", default=[], metavar="NAME KEY=VALUE",
+                   help="the engine's, segment and axis ops once more with these --tune settings, "
+                        "as variant@NAME beside the default (repeatable)")
     r.add_argument("--rounds", type=int, default=1,
                    help="interleaved process pairs per cell; above 1, a summary of each ratio's median and range")
     r.add_argument("--timeout", type=int, default=600, help="seconds allowed per process")

@@ -122,6 +122,25 @@ const std::vector<TuningKey>& tuning_keys() {
       {"timeout", "0.001-1000000 seconds (60 + 1 per 256 MiB moved)",
        "how long a device may take to finish a run before it is abandoned (exit 3; also "
        "--timeout)"},
+      {"segments-shape", "auto | gpu | cpu (auto: the device's type)",
+       "segments and axes: force the GPU shape (lanes per segment, a work-item per result) or "
+       "the CPU shape (a work-item walks whole segments; tiles of rows by columns)"},
+      {"segments-lane", "1-1048576 (GPU shape 4)",
+       "segments, GPU shape: elements a lane takes before a segment gets more lanes"},
+      {"segments-piece", "1-1073741824 (GPU shape 64 x work-group size; CPU shape 65536)",
+       "segments: elements per piece of a long segment (pieces folded in order)"},
+      {"segments-unroll", "1 | 2 | 4 | 8 | 16 (1)",
+       "segments, GPU shape: loads a lane issues before folding them in order"},
+      {"segments-vec", "1 | 2 | 4 | 8 | 16 (1)",
+       "segments, GPU shape: elements per vector load (sum, prod, min, max; aligned vectors, "
+       "the ends element by element)"},
+      {"axis-cols", "1-1048576 (GPU shape 1; CPU shape 4096 or the row)",
+       "axes: results per work-item: GPU shape 1, 2, 4, 8 or 16 neighbouring ones (read as "
+       "vectors where aligned: sum, prod, min, max); CPU shape the tiles' width"},
+      {"axis-unroll", "1 | 2 | 4 | 8 | 16 (1)",
+       "axes, GPU shape: rows a work-item loads before folding them in order"},
+      {"axis-pieces", "1-1048576 (enough work-items for the device)",
+       "axes: pieces the reduced rows are cut into per result (folded in order)"},
   };
   return keys;
 }
@@ -216,6 +235,22 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.row_count = one_of(v, {"n", "acc"}, source);
   } else if (key == "expr-arg-vec") {
     t.expr_arg_vec = one_of(v, {"on", "off"}, source);
+  } else if (key == "segments-shape") {
+    t.segments_shape = one_of(v, {"auto", "gpu", "cpu"}, source);
+  } else if (key == "segments-lane") {
+    t.segments_lane = parse_count(v, 1, 1u << 20, source, "a count from 1 to 2^20");
+  } else if (key == "segments-piece") {
+    t.segments_piece = parse_count(v, 1, 1u << 30, source, "a count from 1 to 2^30");
+  } else if (key == "segments-unroll" || key == "segments-vec" || key == "axis-unroll") {
+    const unsigned w =
+        static_cast<unsigned>(std::stoul(one_of(v, {"1", "2", "4", "8", "16"}, source)));
+    (key == "segments-unroll" ? t.segments_unroll
+     : key == "segments-vec"  ? t.segments_vec
+                              : t.axis_unroll) = w;
+  } else if (key == "axis-cols") {
+    t.axis_cols = parse_count(v, 1, 1u << 20, source, "a count from 1 to 2^20");
+  } else if (key == "axis-pieces") {
+    t.axis_pieces = parse_count(v, 1, 1u << 20, source, "a count from 1 to 2^20");
   } else if (key == "scan-groups") {
     t.scan_groups = parse_count(v, 1, 4096, source, "a count from 1 to 4096");
   } else {
@@ -280,6 +315,14 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"row-count", t.row_count},
       {"expr-arg-vec", t.expr_arg_vec},
       {"timeout", timeout},
+      {"segments-shape", t.segments_shape},
+      {"segments-lane", n(t.segments_lane)},
+      {"segments-piece", n(t.segments_piece)},
+      {"segments-unroll", n(t.segments_unroll)},
+      {"segments-vec", n(t.segments_vec)},
+      {"axis-cols", n(t.axis_cols)},
+      {"axis-unroll", n(t.axis_unroll)},
+      {"axis-pieces", n(t.axis_pieces)},
   };
   // In tuning_keys() order; a knob missing here is an internal error, found by the tests.
   std::vector<std::pair<std::string, std::string>> ordered;

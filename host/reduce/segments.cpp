@@ -164,60 +164,58 @@ SegmentReduction::SegmentReduction(Context& ctx, const ExprSpec& spec, SegmentLa
 
 void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
   const DeviceInfo& dev = ctx_.info();
-  const bool cpu = !dev.is_gpu;
-  // GPU: 256 work-items per group, 4 elements per lane before a segment takes more lanes,
-  // pieces of 64 elements per work-item; CPU: 64, 16 and 1024.
-  const std::size_t preferred = cpu ? 64 : 256;
-  const std::uint64_t per_lane = cpu ? 16 : 4, per_item = cpu ? 1024 : 64;
+  const Tuning& tune = ctx_.tuning();
+  cpu_ = tune.segments_shape == "cpu" || (tune.segments_shape != "gpu" && !dev.is_gpu);
   check_local_size(ctx_, local_size, local_size * local_bytes);
-  // Columns: a work-item per result on GPUs (coalesced), 16 neighbouring results on CPUs (a
-  // cache line of each row read at once; reduce_segments.cl).
-  cols_ = cpu ? 16 : 1;
-  const auto make = [&](std::size_t wg) {
-    main_ = build(layout_.columns ? "reduce_columns" : "reduce_segments",
-                  " -DWG_SIZE=" + std::to_string(wg) +
-                      (layout_.columns ? " -DSEG_COLS=" + std::to_string(cols_) : ""));
-  };
-  make(local_size ? local_size : preferred);
-  policy_.wg_size = choose_wg(ctx_, main_, local_size, preferred);
-  if (policy_.wg_size != (local_size ? local_size : preferred)) make(policy_.wg_size);
-  const std::uint64_t wg = policy_.wg_size;
-  const std::string wg_option = " -DWG_SIZE=" + std::to_string(wg);
-  policy_.vec_width = 1;
+  const std::uint64_t units = std::max<std::uint64_t>(1, dev.compute_units);
+  // The built-in ops whose values alone count (not the arg ops, nor expressions) may read
+  // several elements a load.
+  const bool vectors = !expr_ && !is_arg_op(op_);
   if (layout_.columns) {
-    // Enough work-items to fill the device (4 groups per compute unit), each a piece of at least
-    // 16 rows of its result.
-    const std::uint64_t results = layout_.results();
-    const std::uint64_t blocks = ceil_div(results, cols_);
-    const std::uint64_t target = std::max<std::uint64_t>(1, dev.compute_units) * wg * 4;
-    pieces_ = std::clamp<std::uint64_t>(ceil_div(target, std::max<std::uint64_t>(blocks, 1)), 1,
-                                        std::max<std::uint64_t>(1, ceil_div(layout_.R1, 16)));
-    rows_ = ceil_div(layout_.R1, pieces_);
-    pieces_ = std::max<std::uint64_t>(1, ceil_div(layout_.R1, rows_));
-    policy_.groups = ceil_div(blocks * pieces_, wg);
-    policy_.items_per_thread = static_cast<unsigned>(
-        std::min<std::uint64_t>(rows_ * layout_.R2, std::numeric_limits<unsigned>::max()));
-    policy_.path = std::string("columns: ") +
-                   (cols_ == 1 ? "a work-item per result, "
-                               : std::to_string(cols_) + " results a work-item, ") +
-                   std::to_string(pieces_) +
-                   (pieces_ == 1 ? " piece" : " pieces") + " of " + std::to_string(rows_) + " rows";
-    if (pieces_ > 1) {
-      fold_ = build("reduce_columns_fold", wg_option);
-      partials_ = ctx_.zeroed_buffer(results * pieces_ * acc_bytes_);
-    }
+    plan_columns(local_size, units, vectors);
     return;
   }
-  // Contiguous segments: lanes per segment by its length, runs of segments that take the same
-  // lanes sharing a group, long segments in pieces.
-  piece_ = wg * per_item;
+  // Contiguous segments. GPU shape: 256 work-items per group, 4 elements per lane before a
+  // segment takes more lanes (segments-lane), pieces of 64 elements per work-item (segments-
+  // piece); CPU shape: a work-item per task, its segments walked with SEG_V accumulators (256
+  // bytes of them: four AVX-512 registers), pieces of 2^16 elements, runs of segments of a
+  // quarter piece.
+  std::string options;
+  std::uint64_t per_lane = 0;
+  if (cpu_) {
+    seg_v_ = 1;
+    while (seg_v_ < 64 && 2 * seg_v_ * acc_bytes_ <= 128) seg_v_ *= 2;
+    options = " -DSEG_V=" + std::to_string(seg_v_);
+    main_ = build("reduce_segments_cpu", options);
+    policy_.wg_size = choose_wg(ctx_, main_, local_size, 16);
+    piece_ = tune.segments_piece ? tune.segments_piece : std::uint64_t{1} << 16;
+  } else {
+    const std::size_t preferred = 256;
+    unroll_ = tune.segments_unroll;
+    vec_ = vectors ? tune.segments_vec : 1;
+    per_lane = tune.segments_lane ? tune.segments_lane : 4;
+    const auto make = [&](std::size_t wg) {
+      options = " -DWG_SIZE=" + std::to_string(wg) + " -DSEG_UNROLL=" + std::to_string(unroll_) +
+                " -DSEG_VEC=" + std::to_string(vec_);
+      main_ = build("reduce_segments", options);
+    };
+    make(local_size ? local_size : preferred);
+    policy_.wg_size = choose_wg(ctx_, main_, local_size, preferred);
+    if (policy_.wg_size != (local_size ? local_size : preferred)) make(policy_.wg_size);
+    piece_ = tune.segments_piece ? tune.segments_piece : policy_.wg_size * 64;
+  }
+  const std::uint64_t wg = policy_.wg_size;
+  policy_.vec_width = static_cast<unsigned>(cpu_ ? seg_v_ : vec_);
+  // Lanes per segment by its length (GPU shape; the CPU shape's tasks are kind 1, a work-item
+  // each), runs of segments that take the same lanes sharing a task, long segments in pieces.
+  const std::uint64_t run_cost = std::max<std::uint64_t>(1, piece_ / 4);
   const std::uint64_t S = layout_.results();
   lanes_.assign(S, 0);
-  std::uint64_t run_lanes = 0, run_first = 0, run_count = 0, items = 0, short_segs = 0;
+  std::uint64_t run_lanes = 0, run_first = 0, run_count = 0, run_elems = 0, short_segs = 0;
   std::size_t long_segs = 0;
   const auto close_run = [&] {
     if (run_count) tasks_.insert(tasks_.end(), {run_lanes, run_first, run_count, 0, 0});
-    run_count = 0;
+    run_count = run_elems = 0;
   };
   for (std::uint64_t s = 0; s < S; ++s) {
     const std::uint64_t len = layout_.length(s);
@@ -234,38 +232,131 @@ void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
       continue;
     }
     std::uint64_t L = 1;
-    while (L < wg && L * per_lane < len) L *= 2;
-    L = std::min<std::uint64_t>(L, wg);
+    if (!cpu_) {
+      while (L < wg && L * per_lane < len) L *= 2;
+      L = std::min<std::uint64_t>(L, wg);
+      if (run_count && (L != run_lanes || run_count == wg / L)) close_run();
+    } else if (run_count && run_elems + 16 * run_count >= run_cost) {
+      // A work-item's run: about a quarter piece of elements (each segment counted 16 more:
+      // its own start and fold).
+      close_run();
+    }
     lanes_[s] = static_cast<std::uint32_t>(L);
-    if (run_count && (L != run_lanes || run_count == wg / L)) close_run();
     if (!run_count) {
       run_lanes = L;
       run_first = s;
     }
     ++run_count;
+    run_elems += len;
     ++short_segs;
-    items += len;
   }
   close_run();
-  policy_.groups = tasks_.size() / 5;
-  policy_.items_per_thread = static_cast<unsigned>(per_lane);
-  policy_.path = "segments: " + std::to_string(short_segs) + " by lanes, " +
+  const std::uint64_t tasks = tasks_.size() / 5;
+  policy_.groups = cpu_ ? ceil_div(tasks, wg) : tasks;
+  policy_.items_per_thread = static_cast<unsigned>(cpu_ ? run_cost : per_lane);
+  policy_.path = std::string("segments, ") + (cpu_ ? "CPU" : "GPU") +
+                 " shape: " + std::to_string(short_segs) + (cpu_ ? " whole in " : " by lanes in ") +
+                 std::to_string(tasks - slots_) + (cpu_ ? " runs, " : " groups, ") +
                  std::to_string(long_segs) + " long in " + std::to_string(slots_) + " pieces of " +
-                 std::to_string(piece_);
-  (void)items;
+                 std::to_string(piece_) +
+                 (cpu_ ? ", " + std::to_string(seg_v_) + " accumulators a work-item"
+                       : (unroll_ > 1 ? ", " + std::to_string(unroll_) + " loads in flight" : ""));
   offsets_ = buffer_of(ctx_, layout_.offsets);
   tasks_buf_ = buffer_of(ctx_, tasks_);
   longs_buf_ = buffer_of(ctx_, longs_);
   partials_ = ctx_.zeroed_buffer(std::max<std::uint64_t>(slots_, 1) * acc_bytes_);
-  if (!longs_.empty()) fold_ = build("reduce_segments_fold", wg_option);
+  if (!longs_.empty()) fold_ = build("reduce_segments_fold", " -DWG_SIZE=" + std::to_string(wg));
+}
+
+void SegmentReduction::plan_columns(std::size_t local_size, std::uint64_t units, bool vectors) {
+  const Tuning& tune = ctx_.tuning();
+  const SegmentLayout& L = layout_;
+  const std::uint64_t results = L.results();
+  // The CPU shape's tiles, where the results of each (o, i) are neighbours: J > 1, or a
+  // matrix's columns ([O, R1, I, 1, 1], taken as [O, R1, 1, 1, I]: the same addresses).
+  tile_ = cpu_ && (L.J > 1 || L.R2 == 1);
+  dims_I_ = L.J > 1 || !tile_ ? L.I : 1;
+  dims_J_ = L.J > 1 || !tile_ ? L.J : L.I;
+  std::string options;
+  std::uint64_t blocks = 0;  // work-items per piece
+  if (tile_) {
+    // Tiles of 16384 results (64 KiB of float accumulators: in L2), or the whole row where it
+    // is shorter: a piece's rows then read as one stream.
+    cols_ = std::min<std::uint64_t>(tune.axis_cols ? tune.axis_cols : 16384, dims_J_);
+    options = " -DSEG_TILE=" + std::to_string(cols_);
+    main_ = build("reduce_columns_cpu", options);
+    policy_.wg_size = choose_wg(ctx_, main_, local_size, 1);
+    blocks = results / dims_J_ * ceil_div(dims_J_, cols_);
+  } else {
+    // A work-item per result on GPUs (coalesced), or axis-cols; 16 neighbouring results on CPUs
+    // (a cache line of each row read at once; axis-cols is the tiles' width).
+    cols_ = cpu_ ? 16 : tune.axis_cols ? tune.axis_cols : 1;
+    if (cols_ != 1 && cols_ != 2 && cols_ != 4 && cols_ != 8 && cols_ != 16)
+      throw Error(Errc::kUsage, "--tune axis-cols=" + std::to_string(cols_) +
+                                    ": the GPU shape takes 1, 2, 4, 8 or 16 results a work-item");
+    unroll_ = tune.axis_unroll;
+    const std::size_t preferred = cpu_ ? 64 : 256;
+    const auto make = [&](std::size_t wg) {
+      options = " -DWG_SIZE=" + std::to_string(wg) + " -DSEG_COLS=" + std::to_string(cols_) +
+                " -DSEG_ROWS=" + std::to_string(unroll_);
+      main_ = build("reduce_columns", options);
+    };
+    make(local_size ? local_size : preferred);
+    policy_.wg_size = choose_wg(ctx_, main_, local_size, preferred);
+    if (policy_.wg_size != (local_size ? local_size : preferred)) make(policy_.wg_size);
+    blocks = ceil_div(results, cols_);
+  }
+  (void)vectors;
+  const std::uint64_t wg = policy_.wg_size;
+  // Pieces of R1: enough work-items to fill the device (GPU shape: 4 groups per compute unit;
+  // CPU shape: 4 tiles per compute unit), each a piece of at least 16 rows of its results; or
+  // axis-pieces.
+  const std::uint64_t target = units * (tile_ ? 4 : wg * 4);
+  if (tune.axis_pieces)
+    pieces_ = std::min<std::uint64_t>(tune.axis_pieces, std::max<std::uint64_t>(1, L.R1));
+  else
+    pieces_ = std::clamp<std::uint64_t>(ceil_div(target, std::max<std::uint64_t>(blocks, 1)), 1,
+                                        std::max<std::uint64_t>(1, ceil_div(L.R1, 16)));
+  rows_ = ceil_div(L.R1, pieces_);
+  pieces_ = std::max<std::uint64_t>(1, ceil_div(L.R1, std::max<std::uint64_t>(rows_, 1)));
+  policy_.groups = ceil_div(blocks * pieces_, wg);
+  policy_.vec_width = static_cast<unsigned>(!tile_ && vectors && L.R2 == 1 ? cols_ : 1);
+  policy_.items_per_thread = static_cast<unsigned>(
+      std::min<std::uint64_t>(rows_ * L.R2, std::numeric_limits<unsigned>::max()));
+  policy_.path = std::string("columns, ") + (cpu_ ? "CPU" : "GPU") + " shape: " +
+                 (tile_        ? "tiles of " + std::to_string(cols_) + " results, "
+                  : cols_ == 1 ? "a work-item per result, "
+                               : std::to_string(cols_) + " results a work-item, ") +
+                 std::to_string(pieces_) + (pieces_ == 1 ? " piece" : " pieces") + " of " +
+                 std::to_string(rows_) + " rows" +
+                 (!tile_ && unroll_ > 1 ? ", " + std::to_string(unroll_) + " rows in flight" : "");
+  if (pieces_ > 1) {
+    // The CPU shape folds a tile of results a work-item (the main kernel's program).
+    fold_ = tile_ ? build("reduce_columns_fold", options)
+                  : build("reduce_columns_fold", " -DWG_SIZE=" + std::to_string(wg));
+    partials_ = ctx_.zeroed_buffer(results * pieces_ * acc_bytes_);
+  }
 }
 
 std::uint64_t SegmentReduction::depth(std::uint64_t q) const {
   const std::uint64_t len = layout_.length(q);
   if (layout_.columns) return rows_ * layout_.R2 + (pieces_ > 1 ? pieces_ : 0);
   const std::uint64_t L = lanes_[q];
-  if (L) return ceil_div(len, L) + ceil_log2(L);
-  return ceil_div(piece_, policy_.wg_size) + ceil_log2(policy_.wg_size) + ceil_div(len, piece_);
+  if (cpu_) {
+    // seg_walk(): a short segment's elements one after another; else len / SEG_V rounds, the
+    // tree and the last len mod SEG_V; pieces, then their fold.
+    const auto walk = [&](std::uint64_t k) {
+      return k < seg_v_ ? k : k / seg_v_ + ceil_log2(seg_v_) + seg_v_;
+    };
+    return L ? walk(len) : walk(piece_) + ceil_div(len, piece_);
+  }
+  // A lane's elements (with vectors: at most 3 SEG_VEC more: those before the first aligned
+  // vector, after the last, and a last partial round), the group's tree; a long segment's
+  // pieces, then their fold.
+  const std::uint64_t extra = vec_ > 1 ? 3 * vec_ : 0;
+  if (L) return ceil_div(len, L) + extra + ceil_log2(L);
+  return ceil_div(piece_, policy_.wg_size) + extra + ceil_log2(policy_.wg_size) +
+         ceil_div(len, piece_);
 }
 
 void SegmentReduction::enqueue(const std::vector<cl::Buffer>& in, const cl::Buffer& out,
@@ -276,34 +367,38 @@ void SegmentReduction::enqueue(const std::vector<cl::Buffer>& in, const cl::Buff
   set_expr_inputs(main_, in, acc_, spec_.shift);
   if (layout_.columns) {
     main_.setArg(kExprArgs, static_cast<cl_ulong>(layout_.R1));
-    main_.setArg(kExprArgs + 1, static_cast<cl_ulong>(layout_.I));
+    main_.setArg(kExprArgs + 1, static_cast<cl_ulong>(dims_I_));
     main_.setArg(kExprArgs + 2, static_cast<cl_ulong>(layout_.R2));
-    main_.setArg(kExprArgs + 3, static_cast<cl_ulong>(layout_.J));
+    main_.setArg(kExprArgs + 3, static_cast<cl_ulong>(dims_J_));
     main_.setArg(kExprArgs + 4, static_cast<cl_ulong>(results));
     main_.setArg(kExprArgs + 5, static_cast<cl_ulong>(pieces_));
     main_.setArg(kExprArgs + 6, static_cast<cl_ulong>(rows_));
     main_.setArg(kExprArgs + 7, out);
     main_.setArg(kExprArgs + 8, partials_.get() ? partials_ : out);
     events.emplace_back();
-    ctx_.queue().enqueueNDRangeKernel(main_, cl::NullRange,
-                                      cl::NDRange(ceil_div(ceil_div(results, cols_) * pieces_, wg) * wg),
+    ctx_.queue().enqueueNDRangeKernel(main_, cl::NullRange, cl::NDRange(policy_.groups * wg),
                                       cl::NDRange(wg), nullptr, &events.back());
     if (pieces_ > 1) {
       fold_.setArg(0, partials_);
       fold_.setArg(1, static_cast<cl_ulong>(results));
       fold_.setArg(2, static_cast<cl_ulong>(pieces_));
       fold_.setArg(3, out);
+      // A work-item per result (GPU shape) or per tile of them (CPU shape).
+      const std::uint64_t items = ceil_div(results, tile_ ? cols_ : 1);
+      const std::size_t fwg = tile_ ? 1 : wg;
       events.emplace_back();
       ctx_.queue().enqueueNDRangeKernel(fold_, cl::NullRange,
-                                        cl::NDRange(ceil_div(results, wg) * wg), cl::NDRange(wg),
+                                        cl::NDRange(ceil_div(items, fwg) * fwg), cl::NDRange(fwg),
                                         nullptr, &events.back());
     }
     return;
   }
   main_.setArg(kExprArgs, offsets_);
   main_.setArg(kExprArgs + 1, tasks_buf_);
-  main_.setArg(kExprArgs + 2, out);
-  main_.setArg(kExprArgs + 3, partials_);
+  cl_uint arg = kExprArgs + 2;
+  if (cpu_) main_.setArg(arg++, static_cast<cl_ulong>(tasks_.size() / 5));
+  main_.setArg(arg, out);
+  main_.setArg(arg + 1, partials_);
   events.emplace_back();
   ctx_.queue().enqueueNDRangeKernel(main_, cl::NullRange, cl::NDRange(policy_.groups * wg),
                                     cl::NDRange(wg), nullptr, &events.back());

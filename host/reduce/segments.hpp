@@ -93,6 +93,7 @@ class SegmentReduction {
 
  private:
   void plan(std::size_t local_size, std::size_t local_bytes);
+  void plan_columns(std::size_t local_size, std::uint64_t units, bool vectors);
   cl::Kernel build(const std::string& name, const std::string& extra = "");
 
   Context& ctx_;
@@ -110,7 +111,14 @@ class SegmentReduction {
   std::vector<std::uint64_t> tasks_, longs_;
   std::vector<std::uint32_t> lanes_;
   std::uint64_t piece_ = 0, slots_ = 0, pieces_ = 1, rows_ = 0;
-  std::uint64_t cols_ = 1;  // columns: neighbouring results a work-item (SEG_COLS)
+  std::uint64_t cols_ = 1;  // columns: neighbouring results a work-item (SEG_COLS, SEG_TILE)
+  // The CPU shape (segments-shape): segments walked by SEG_V accumulators a work-item; columns
+  // in tiles (tile_) of [O, R1, dims_I_, R2, dims_J_], J the contiguous kept axis.
+  bool cpu_ = false, tile_ = false;
+  std::uint64_t seg_v_ = 1, dims_I_ = 1, dims_J_ = 1;
+  // The GPU shape's loads: in flight per lane or rows per work-item (SEG_UNROLL, SEG_ROWS), and
+  // elements per vector load of a segment (SEG_VEC).
+  std::uint64_t unroll_ = 1, vec_ = 1;
   cl::Buffer offsets_, tasks_buf_, longs_buf_, partials_;
 };
 

@@ -48,6 +48,15 @@ struct CLREDUCE_API Tuning {
   std::string var_sums = "auto";    // var-sums: auto | off (float var, std as shifted sums)
   std::string row_count = "n";      // row-count: n | acc (mean, var, std's count without --where)
   std::string expr_arg_vec = "on";  // expr-arg-vec: on | off (GPU shape: arg rows' vector loads)
+  // Segmented and axis reductions (reduce/segments.hpp); 0 = the shape's choice.
+  std::string segments_shape = "auto";  // segments-shape: auto | gpu | cpu
+  std::size_t segments_lane = 0;        // segments-lane: elements a lane takes (GPU shape)
+  std::size_t segments_piece = 0;       // segments-piece: elements per piece of a long segment
+  unsigned segments_unroll = 1;         // segments-unroll: loads in flight per lane, 1-16 (GPU)
+  unsigned segments_vec = 1;            // segments-vec: elements per load, 1/2/4/8/16 (GPU)
+  std::size_t axis_cols = 0;            // axis-cols: results per work-item
+  unsigned axis_unroll = 1;             // axis-unroll: rows loaded before folding, 1-16 (GPU)
+  std::size_t axis_pieces = 0;          // axis-pieces: pieces of the reduced rows per result
 };
 
 // One knob as documented: its key, accepted values and default, and what it does.

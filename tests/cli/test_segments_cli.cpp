@@ -58,18 +58,26 @@ TEST_CASE(
   TempDir dir;
   std::filesystem::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir.dir / "cl",
                         std::filesystem::copy_options::recursive);
-  // Results from 3000 on doubled (a + a), of 5000 (past the check's parallel threshold).
+  // Results from 3000 on doubled (a + a), of 5000 (past the check's parallel threshold): in
+  // the GPU shape's kernel (a work-item per result) and in the CPU shape's tiles (one piece).
   edit(dir.dir / "cl" / "reduce_segments.cl", "out[q0 + c] = clr_result(a[c]);",
        "out[q0 + c] = clr_result(q0 + c >= 3000 ? clr_op(a[c], a[c]) : a[c]);");
   edit(dir.dir / "cl" / "reduce_segments.cl", "partials[p * results + q0 + c] = a[c];",
        "partials[p * results + q0 + c] = q0 + c >= 3000 ? clr_op(a[c], a[c]) : a[c];");
+  edit(dir.dir / "cl" / "reduce_segments.cl",
+       "if (pieces == 1)\n    for (ulong c = 0; c < w; ++c) d[c] = clr_result(d[c]);",
+       "if (pieces == 1)\n    for (ulong c = 0; c < w; ++c)\n      d[c] = clr_result(oi * J + j0 "
+       "+ c >= 3000 ? clr_op(d[c], d[c]) : d[c]);");
   std::vector<std::int32_t> x(8 * 5000);
   for (std::size_t k = 0; k < x.size(); ++k) x[k] = static_cast<std::int32_t>(k % 97) + 1;
   const std::string m = save(dir, "m.npy", DType::kInt32, x, {8, 5000});
-  const auto bad = run_cli("--input " + m + " --axis 0 --op sum --repeat 1 --kernel-dir " +
-                           (dir / "cl"));
-  CHECK(bad.code == 1);
-  CHECK_THAT(bad.out, ContainsSubstring("segment 3000: "));
+  for (const char* shape : {"gpu", "cpu"}) {
+    CAPTURE(shape);
+    const auto bad = run_cli("--input " + m + " --axis 0 --op sum --repeat 1 --kernel-dir " +
+                             (dir / "cl") + " --tune segments-shape=" + shape);
+    CHECK(bad.code == 1);
+    CHECK_THAT(bad.out, ContainsSubstring("segment 3000: "));
+  }
   const auto good = run_cli("--input " + m + " --axis 0 --op sum --repeat 1");
   CHECK(good.code == 0);
 }
@@ -240,5 +248,159 @@ TEST_CASE("peers (--peers) beside segments and axes: a verified omp row of the s
     CHECK(r.code == 0);
     CHECK_THAT(r.out, ContainsSubstring("omp                    skipped: the OpenMP peer has"));
     CHECK_THAT(r.out, ContainsSubstring("\nsegments "));
+  }
+}
+
+namespace {
+
+// The sums (int64) and first argmins (index within the line, or -1 for an empty one) of an int32
+// C-order array of `shape` along `axes` (ascending), in C order of the kept axes: the results
+// clreduce must give, computed here element by element.
+void line_results(const std::vector<std::int32_t>& x, const std::vector<std::uint64_t>& shape,
+                  const std::vector<std::size_t>& axes, std::vector<std::int64_t>* sums,
+                  std::vector<std::int64_t>* argmins) {
+  std::vector<bool> reduced(shape.size(), false);
+  for (std::size_t a : axes) reduced[a] = true;
+  std::uint64_t results = 1;
+  for (std::size_t k = 0; k < shape.size(); ++k) results *= reduced[k] ? 1 : shape[k];
+  sums->assign(results, 0);
+  argmins->assign(results, -1);
+  std::vector<std::int32_t> least(results, 0);
+  std::vector<std::uint64_t> at(shape.size(), 0);
+  for (std::size_t e = 0; e < x.size(); ++e) {
+    std::uint64_t q = 0, along = 0;
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+      if (reduced[k])
+        along = along * shape[k] + at[k];
+      else
+        q = q * shape[k] + at[k];
+    }
+    (*sums)[q] += x[e];
+    if ((*argmins)[q] < 0 || x[e] < least[q]) {  // the first index of the least
+      least[q] = x[e];
+      (*argmins)[q] = static_cast<std::int64_t>(along);
+    }
+    for (std::size_t k = shape.size(); k-- > 0;) {  // the next element's coordinates
+      if (++at[k] < shape[k]) break;
+      at[k] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "both shapes of segments and axes and their tuning keys give every result exactly: tile and "
+    "piece edges, one row, one column, empty and long segments",
+    "[cli][segments]") {
+  TempDir dir;
+  const std::string out = dir / "out.npy";
+  // int32 over the whole range (sums exact in int64), with ties for the argmins.
+  const auto data = [](std::size_t n) {
+    std::vector<std::int32_t> x(n);
+    std::uint64_t s = 12345;
+    for (std::size_t k = 0; k < n; ++k) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      x[k] = k % 7 == 3 ? -5 : static_cast<std::int32_t>(static_cast<std::uint32_t>(s >> 32));
+    }
+    return x;
+  };
+  struct Case {
+    std::vector<std::uint64_t> shape;
+    std::vector<std::size_t> axes;
+    bool argmin;
+  };
+  // A matrix's columns (1001 results: not a multiple of a tile, of vectors, of the pieces' rows;
+  // 1004: rows of whole vectors) and rows; one row; one column; 5-D lines whose kept last axis
+  // follows a reduced one (R2 > 1, tiles of 45 or 9 results); axes 0 and 2 of a 3-D array (no tiles
+  // on CPUs).
+  const std::vector<Case> cases = {{{37, 1001}, {0}, true},
+                                   {{37, 1004}, {0}, false},
+                                   {{37, 1001}, {1}, false},
+                                   {{1, 1001}, {0}, false},
+                                   {{1001, 1}, {0}, true},
+                                   {{3, 17, 2, 5, 9}, {0, 2}, false},
+                                   {{3, 17, 2, 5, 9}, {1, 3}, false},
+                                   {{3, 17, 2, 5, 9}, {0, 3}, false},
+                                   {{3, 17, 2, 5, 9}, {1}, true},
+                                   {{7, 33, 5}, {0, 2}, false}};
+  // Segments: empty ones, one element, around a vector register of accumulators (63-65) and
+  // around pieces (segments-piece=100 below: 130, 700 and 5000 are cut).
+  const std::vector<std::int64_t> lengths = {0, 1, 63, 64, 65, 0, 130, 700, 5000, 0, 2, 3};
+  std::vector<std::int64_t> off = {0};
+  for (std::int64_t l : lengths) off.push_back(off.back() + l);
+  const std::vector<std::int32_t> flat = data(static_cast<std::size_t>(off.back()));
+  const std::string flat_path = save(dir, "flat.npy", DType::kInt32, flat);
+  const std::string off_path = save(dir, "off.npy", DType::kInt64, off);
+  std::vector<std::int64_t> full = {0};  // the same without the empty segments
+  for (std::int64_t l : lengths)
+    if (l) full.push_back(full.back() + l);
+  const std::string full_path = save(dir, "full.npy", DType::kInt64, full);
+  const char* const tunings[] = {
+      "",  // the device's own shape
+      "--tune segments-shape=cpu --tune axis-cols=256 --tune axis-pieces=3 "
+      "--tune segments-piece=100",
+      "--tune segments-shape=gpu --local-size 8",
+      "--tune segments-shape=gpu --tune segments-unroll=4 --tune segments-vec=4 "
+      "--tune segments-piece=1000 --tune axis-cols=4 --tune axis-unroll=4 --tune axis-pieces=5 "
+      "--local-size 16"};
+  for (const char* tune : tunings) {
+    CAPTURE(tune);
+    for (const Case& c : cases) {
+      std::uint64_t n = 1;
+      for (std::uint64_t d : c.shape) n *= d;
+      const std::vector<std::int32_t> x = data(n);
+      const std::string in = save(dir, "m.npy", DType::kInt32, x, c.shape);
+      std::string axes;
+      for (std::size_t a : c.axes) axes += (axes.empty() ? "" : ",") + std::to_string(a);
+      CAPTURE(axes);
+      CAPTURE(n);
+      std::vector<std::int64_t> sums, argmins;
+      line_results(x, c.shape, c.axes, &sums, &argmins);
+      for (const char* op : {"sum", "argmin"}) {
+        if (std::string(op) == "argmin" && !c.argmin) continue;
+        const auto r = run_cli("--input " + in + " --axis " + axes + " --op " + op +
+                               " --repeat 1 --output " + out + " " + tune);
+        INFO(r.out);
+        REQUIRE(r.code == 0);
+        std::vector<std::uint64_t> shape;
+        const clreduce::HostArray a = clreduce::read_npy_nd(out, &shape);
+        const std::vector<std::int64_t>& want = std::string(op) == "sum" ? sums : argmins;
+        REQUIRE(a.n == want.size());
+        std::size_t wrong = 0;
+        for (std::size_t q = 0; q < want.size(); ++q) wrong += a.as<std::int64_t>()[q] != want[q];
+        CHECK(wrong == 0);
+      }
+    }
+    // Segments: sums exact, empty ones 0; the first argmins of the non-empty ones (an op read
+    // element by element); a float sum checked by the run itself.
+    const auto r = run_cli("--input " + flat_path + " --offsets " + off_path +
+                           " --op sum --repeat 1 --output " + out + " " + tune);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    const clreduce::HostArray a = clreduce::read_npy(out);
+    REQUIRE(a.n == lengths.size());
+    for (std::size_t s = 0; s < lengths.size(); ++s) {
+      std::int64_t want = 0;
+      for (std::int64_t k = off[s]; k < off[s + 1]; ++k) want += flat[static_cast<std::size_t>(k)];
+      CHECK(a.as<std::int64_t>()[s] == want);
+    }
+    const auto g = run_cli("--input " + flat_path + " --offsets " + full_path +
+                           " --op argmin --repeat 1 --output " + out + " " + tune);
+    INFO(g.out);
+    REQUIRE(g.code == 0);
+    const clreduce::HostArray b = clreduce::read_npy(out);
+    REQUIRE(b.n + 1 == full.size());
+    for (std::size_t s = 0; s + 1 < full.size(); ++s) {
+      std::int64_t want = 0;
+      for (std::int64_t k = full[s]; k < full[s + 1]; ++k)
+        if (flat[static_cast<std::size_t>(k)] < flat[static_cast<std::size_t>(full[s] + want)])
+          want = k - full[s];
+      CHECK(b.as<std::int64_t>()[s] == want);
+    }
+    const auto f =
+        run_cli("--type float --size 6028 --offsets " + off_path + " --op sum --repeat 1 " + tune);
+    INFO(f.out);
+    CHECK(f.code == 0);
   }
 }

@@ -149,6 +149,11 @@ TEST_CASE("tuning_values gives every knob's value as text, and each knob changes
       {"expr-lanes", "off"},       {"expr-fold", "off"},
       {"var-sums", "off"},         {"row-count", "acc"},
       {"expr-arg-vec", "off"},     {"timeout", "2.5"},
+      {"segments-shape", "cpu"},
+      {"segments-lane", "16"},     {"segments-piece", "4096"},
+      {"segments-unroll", "4"},    {"segments-vec", "4"},
+      {"axis-cols", "4"},          {"axis-unroll", "8"},
+      {"axis-pieces", "3"},
   };
   const auto base = tuning_values(Tuning());
   REQUIRE(base.size() == tuning_keys().size());
