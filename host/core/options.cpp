@@ -131,13 +131,13 @@ const std::vector<TuningKey>& tuning_keys() {
        "segments: elements per piece of a long segment (pieces folded in order)"},
       {"segments-unroll", "1 | 2 | 4 | 8 | 16 (1)",
        "segments, GPU shape: loads a lane issues before folding them in order"},
-      {"segments-vec", "1 | 2 | 4 | 8 | 16 (1)",
+      {"segments-vec", "auto | 1 | 2 | 4 | 8 | 16 (auto: 4)",
        "segments, GPU shape: elements per vector load (sum, prod, min, max; aligned vectors, "
        "the ends element by element)"},
       {"axis-cols", "1-1048576 (GPU shape 1; CPU shape 4096 or the row)",
        "axes: results per work-item: GPU shape 1, 2, 4, 8 or 16 neighbouring ones (read as "
        "vectors where aligned: sum, prod, min, max); CPU shape the tiles' width"},
-      {"axis-unroll", "1 | 2 | 4 | 8 | 16 (1)",
+      {"axis-unroll", "auto | 1 | 2 | 4 | 8 | 16 (auto: 4)",
        "axes, GPU shape: rows a work-item loads before folding them in order"},
       {"axis-pieces", "1-1048576 (enough work-items for the device)",
        "axes: pieces the reduced rows are cut into per result (folded in order)"},
@@ -242,8 +242,11 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
   } else if (key == "segments-piece") {
     t.segments_piece = parse_count(v, 1, 1u << 30, source, "a count from 1 to 2^30");
   } else if (key == "segments-unroll" || key == "segments-vec" || key == "axis-unroll") {
-    const unsigned w =
-        static_cast<unsigned>(std::stoul(one_of(v, {"1", "2", "4", "8", "16"}, source)));
+    // segments-vec and axis-unroll take auto (0: the shape's choice); segments-unroll does not.
+    const std::string w_text =
+        key == "segments-unroll" ? one_of(v, {"1", "2", "4", "8", "16"}, source)
+                                 : one_of(v, {"auto", "1", "2", "4", "8", "16"}, source);
+    const unsigned w = w_text == "auto" ? 0u : static_cast<unsigned>(std::stoul(w_text));
     (key == "segments-unroll" ? t.segments_unroll
      : key == "segments-vec"  ? t.segments_vec
                               : t.axis_unroll) = w;
@@ -319,9 +322,9 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"segments-lane", n(t.segments_lane)},
       {"segments-piece", n(t.segments_piece)},
       {"segments-unroll", n(t.segments_unroll)},
-      {"segments-vec", n(t.segments_vec)},
+      {"segments-vec", t.segments_vec ? n(t.segments_vec) : std::string("auto")},
       {"axis-cols", n(t.axis_cols)},
-      {"axis-unroll", n(t.axis_unroll)},
+      {"axis-unroll", t.axis_unroll ? n(t.axis_unroll) : std::string("auto")},
       {"axis-pieces", n(t.axis_pieces)},
   };
   // In tuning_keys() order; a knob missing here is an internal error, found by the tests.
