@@ -133,6 +133,16 @@ cl::Kernel SegmentReduction::build(const std::string& name, const std::string& e
   return ctx_.kernel("reduce_segments.cl", name, options);
 }
 
+std::string SegmentReduction::build_sized(const std::string& name, const std::string& extra,
+                                          std::size_t local_size, std::size_t preferred) {
+  const std::size_t first = local_size ? local_size : preferred;
+  main_ = build(name, " -DWG_SIZE=" + std::to_string(first) + extra);
+  policy_.wg_size = choose_wg(ctx_, main_, local_size, preferred);
+  const std::string options = " -DWG_SIZE=" + std::to_string(policy_.wg_size) + extra;
+  if (policy_.wg_size != first) main_ = build(name, options);
+  return options;
+}
+
 SegmentReduction::SegmentReduction(Context& ctx, Op op, DType t, DType acc, SegmentLayout layout,
                                    std::size_t local_size)
     : ctx_(ctx), op_(op), acc_(acc), layout_(std::move(layout)) {
@@ -196,14 +206,10 @@ void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
     // better at segments of 10^3 and 10^5, 0.75-0.82x with one element a load; docs/PERF.md).
     vec_ = vectors ? (tune.segments_vec ? tune.segments_vec : 4) : 1;
     per_lane = tune.segments_lane ? tune.segments_lane : 4;
-    const auto make = [&](std::size_t wg) {
-      options = " -DWG_SIZE=" + std::to_string(wg) + " -DSEG_UNROLL=" + std::to_string(unroll_) +
-                " -DSEG_VEC=" + std::to_string(vec_);
-      main_ = build("reduce_segments", options);
-    };
-    make(local_size ? local_size : preferred);
-    policy_.wg_size = choose_wg(ctx_, main_, local_size, preferred);
-    if (policy_.wg_size != (local_size ? local_size : preferred)) make(policy_.wg_size);
+    options = build_sized("reduce_segments",
+                          " -DSEG_UNROLL=" + std::to_string(unroll_) +
+                              " -DSEG_VEC=" + std::to_string(vec_),
+                          local_size, preferred);
     piece_ = tune.segments_piece ? tune.segments_piece : policy_.wg_size * 64;
   }
   const std::uint64_t wg = policy_.wg_size;
@@ -300,14 +306,10 @@ void SegmentReduction::plan_columns(std::size_t local_size, std::uint64_t units,
     // 2^14 x 2^14 float along axis 0: 0.98 of the copy rate against 0.92 with 1).
     unroll_ = tune.axis_unroll ? tune.axis_unroll : cpu_ ? 1u : 4u;
     const std::size_t preferred = cpu_ ? 64 : 256;
-    const auto make = [&](std::size_t wg) {
-      options = " -DWG_SIZE=" + std::to_string(wg) + " -DSEG_COLS=" + std::to_string(cols_) +
-                " -DSEG_ROWS=" + std::to_string(unroll_);
-      main_ = build("reduce_columns", options);
-    };
-    make(local_size ? local_size : preferred);
-    policy_.wg_size = choose_wg(ctx_, main_, local_size, preferred);
-    if (policy_.wg_size != (local_size ? local_size : preferred)) make(policy_.wg_size);
+    options = build_sized("reduce_columns",
+                          " -DSEG_COLS=" + std::to_string(cols_) +
+                              " -DSEG_ROWS=" + std::to_string(unroll_),
+                          local_size, preferred);
     blocks = ceil_div(results, cols_);
   }
   (void)vectors;

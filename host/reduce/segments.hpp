@@ -95,6 +95,10 @@ class SegmentReduction {
   void plan(std::size_t local_size, std::size_t local_bytes);
   void plan_columns(std::size_t local_size, std::uint64_t units, bool vectors);
   cl::Kernel build(const std::string& name, const std::string& extra = "");
+  // main_ as `name` with -DWG_SIZE of the group the device takes for it (local_size, else
+  // `preferred` or the most it allows) and `extra`; sets policy_.wg_size, returns the options.
+  std::string build_sized(const std::string& name, const std::string& extra,
+                          std::size_t local_size, std::size_t preferred);
 
   Context& ctx_;
   bool expr_ = false;
