@@ -194,11 +194,11 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_segmen
   s[lid] = a;
   barrier(CLK_LOCAL_MEM_FENCE);
   // The lanes' values fold pairwise within each run of `lanes` work-items: step by step, w
-  // values to ceil(w / 2), the same steps in every run. The loop's count is the group's
-  // (ceil(log2(WG_SIZE)) steps, the last ones idle for fewer lanes), so every barrier is met
-  // alike by every work-item whatever the task.
+  // values to ceil(w / 2), the same steps in every run. The loop's count, ceil(log2(lanes))
+  // steps, is the task's, and a task is the whole group's, so every barrier is met alike by
+  // every work-item of the group.
   uint w = lanes;
-  for (uint span = 1; span < WG_SIZE; span *= 2) {
+  for (uint span = 1; span < lanes; span *= 2) {
     const uint h = (w + 1) / 2;
     if (w > 1 && lane + h < w) s[lid] = clr_op(s[lid], s[lid + h]);
     barrier(CLK_LOCAL_MEM_FENCE);

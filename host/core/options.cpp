@@ -119,6 +119,9 @@ const std::vector<TuningKey>& tuning_keys() {
       {"expr-arg-vec", "on | off (on)",
        "the engine's GPU shape: argmin, argmax and minmax read 16-byte vectors, each lane mapped "
        "with its index; off: one element per load"},
+      {"expr-blocks", "auto | on (auto)",
+       "the engine's GPU shape: rows of float and float16 arrays worked in double fold each "
+       "work-item's elements in one chain (bounds by its length); on: pairwise blocks of 16"},
       {"timeout", "0.001-1000000 seconds (60 + 1 per 256 MiB moved)",
        "how long a device may take to finish a run before it is abandoned (exit 3; also "
        "--timeout)"},
@@ -235,6 +238,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.row_count = one_of(v, {"n", "acc"}, source);
   } else if (key == "expr-arg-vec") {
     t.expr_arg_vec = one_of(v, {"on", "off"}, source);
+  } else if (key == "expr-blocks") {
+    t.expr_blocks = one_of(v, {"auto", "on"}, source);
   } else if (key == "segments-shape") {
     t.segments_shape = one_of(v, {"auto", "gpu", "cpu"}, source);
   } else if (key == "segments-lane") {
@@ -317,6 +322,7 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"var-sums", t.var_sums},
       {"row-count", t.row_count},
       {"expr-arg-vec", t.expr_arg_vec},
+      {"expr-blocks", t.expr_blocks},
       {"timeout", timeout},
       {"segments-shape", t.segments_shape},
       {"segments-lane", n(t.segments_lane)},

@@ -316,15 +316,19 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
     throw Error(Errc::kUsage,
                 "an indexed accumulator takes one value of float, double, int64 "
                 "or uint64");
+  // The shape: fast's (the fast-shape and fast-groups knobs, else by the device type). GPU: 256
+  // work-items per group, up to 4 groups per compute unit, at least 4 elements per work-item;
+  // CPU: one work-item per group, up to 4 groups per core, at least 2^16 elements per
+  // work-item.
+  const std::string& forced = ctx.tuning().fast_shape;
+  const bool cpu = forced == "cpu" || (forced != "gpu" && !ctx.info().is_gpu);
+  // The GPU shape's work-items fold a few thousand elements each: rows whose blocks are optional
+  // fold them in one chain (the depth below counts it), unless the expr-blocks knob keeps them.
+  if (launch && !cpu && spec_.blocks_optional && ctx.tuning().expr_blocks == "auto")
+    spec_.block = 0;
   tail_ = generated_tail(spec_);
   options_ = spec_options(spec_);
   if (!launch) return;  // the checks alone (check_laws, post, map_values)
-  // The shape: fast's (the fast-shape and fast-groups knobs, else by the device type). GPU: 256
-  // work-items per
-  // group, up to 4 groups per compute unit, at least 4 elements per work-item; CPU: one
-  // work-item per group, up to 4 groups per core, at least 2^16 elements per work-item.
-  const std::string& forced = ctx.tuning().fast_shape;
-  const bool cpu = forced == "cpu" || (forced != "gpu" && !ctx.info().is_gpu);
   const std::size_t preferred = cpu ? 1 : 256;
   const std::size_t per_item = cpu ? std::size_t{1} << 16 : 4;
   const unsigned unroll = 4;

@@ -45,6 +45,10 @@ struct ExprSpec {
   // 0, or B: each work-item folds blocks of B rounds and combines them pairwise, so that an
   // element passes through about B + log2(its work-item's blocks) operations there.
   unsigned block = 0;
+  // Whether the blocks may go where a work-item's chain is short enough (the GPU shape, the
+  // expr-blocks knob): rows of float and float16 arrays worked in double, whose bounds in
+  // double stay far below float's rounding at any chain a GPU's work-item folds.
+  bool blocks_optional = false;
   // 0; 1: the accumulator is a value of acc and its index (argmin, argmax); 2: the least and
   // greatest values and their indices (minmax). The map then takes the element's index, i (a
   // long), and acc is float, double, int64 or uint64. The built-in ops' rows use it (width 1).

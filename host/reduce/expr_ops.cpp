@@ -176,6 +176,7 @@ ExprSpec expr_op_spec(const std::string& op, const std::vector<DType>& inputs,
     s.acc = w;
     s.width = width;
     s.block = 16;
+    s.blocks_optional = plain_double(w, inputs);
     s.map = map;
     s.reduce = reduce;
     s.identity = identity;

@@ -11,7 +11,7 @@
 #     finite answers where NumPy's scaled result is; float32 NaN, inf and -inf in the CPU shape's
 #     lanes and after them, and in the GPU shape's element folds;
 #   - the rows' older paths kept as tuning alternatives (expr-lanes, expr-fold, var-sums,
-#     row-count off): still verified;
+#     row-count off; the GPU shape's blocks, expr-blocks=on): still verified;
 #   - var and std of float32 as shifted sums: one launch where the first pass's condition allows
 #     it, two (a second pass shifted by the mean) where the shift lies far from the mean (a
 #     predicate that leaves it out; 2^22 values after an outlier), a NaN or inf in one pass.
@@ -239,6 +239,17 @@ with tempfile.TemporaryDirectory() as tmp:
         for op in ("mean", "var", "std", "logsumexp", "norm2"):
             check(op, [files["f32off"]], arrays["f32off"], label="f32off " + tune, shapes=("cpu",),
                   tune=(tune,))
+    # The GPU shape's pairwise blocks (expr-blocks=on) for the rows it folds in one chain by
+    # default.
+    for op in ("mean", "var", "std", "logsumexp", "norm2"):
+        check(op, [files["f32off"]], arrays["f32off"], label="f32off expr-blocks=on",
+              shapes=("gpu",), tune=("expr-blocks=on",))
+    check("dot", [files["f32off"], files["f32off"]], arrays["f32off"], arrays["f32off"],
+          label="f32off expr-blocks=on", shapes=("gpu",), tune=("expr-blocks=on",))
+    for tune, blocked in (((), False), (("expr-blocks=on",), True)):
+        r = run(["--op", "mean", "--input", files["f32off"]], "gpu", tune)
+        if r is not None and ("pairwise blocks" in r["policy"]) != blocked:
+            failures.append("mean (gpu, %s): policy %s" % (tune, r["policy"]))
 
     # var and std of float arrays as shifted sums (x - x0 in double, x0 the first element): one
     # pass where the sums' condition allows it, else a second shifted by the first's mean (two
