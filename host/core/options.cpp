@@ -128,11 +128,11 @@ const std::vector<TuningKey>& tuning_keys() {
       {"segments-shape", "auto | gpu | cpu (auto: the device's type)",
        "segments and axes: force the GPU shape (lanes per segment, a work-item per result) or "
        "the CPU shape (a work-item walks whole segments; tiles of rows by columns)"},
-      {"segments-lane", "1-1048576 (GPU shape 4)",
+      {"segments-lane", "1-1048576 (GPU shape 32)",
        "segments, GPU shape: elements a lane takes before a segment gets more lanes"},
       {"segments-piece", "1-1073741824 (GPU shape 64 x work-group size; CPU shape 65536)",
        "segments: elements per piece of a long segment (pieces folded in order)"},
-      {"segments-unroll", "1 | 2 | 4 | 8 | 16 (1)",
+      {"segments-unroll", "auto | 1 | 2 | 4 | 8 | 16 (auto: 4)",
        "segments, GPU shape: loads a lane issues before folding them in order"},
       {"segments-vec", "auto | 1 | 2 | 4 | 8 | 16 (auto: 4)",
        "segments, GPU shape: elements per vector load (sum, prod, min, max; aligned vectors, "
@@ -247,10 +247,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
   } else if (key == "segments-piece") {
     t.segments_piece = parse_count(v, 1, 1u << 30, source, "a count from 1 to 2^30");
   } else if (key == "segments-unroll" || key == "segments-vec" || key == "axis-unroll") {
-    // segments-vec and axis-unroll take auto (0: the shape's choice); segments-unroll does not.
-    const std::string w_text =
-        key == "segments-unroll" ? one_of(v, {"1", "2", "4", "8", "16"}, source)
-                                 : one_of(v, {"auto", "1", "2", "4", "8", "16"}, source);
+    // auto: 0, the shape's choice.
+    const std::string w_text = one_of(v, {"auto", "1", "2", "4", "8", "16"}, source);
     const unsigned w = w_text == "auto" ? 0u : static_cast<unsigned>(std::stoul(w_text));
     (key == "segments-unroll" ? t.segments_unroll
      : key == "segments-vec"  ? t.segments_vec
@@ -327,7 +325,7 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"segments-shape", t.segments_shape},
       {"segments-lane", n(t.segments_lane)},
       {"segments-piece", n(t.segments_piece)},
-      {"segments-unroll", n(t.segments_unroll)},
+      {"segments-unroll", t.segments_unroll ? n(t.segments_unroll) : std::string("auto")},
       {"segments-vec", t.segments_vec ? n(t.segments_vec) : std::string("auto")},
       {"axis-cols", n(t.axis_cols)},
       {"axis-unroll", t.axis_unroll ? n(t.axis_unroll) : std::string("auto")},

@@ -185,7 +185,7 @@ void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
     plan_columns(local_size, units, vectors);
     return;
   }
-  // Contiguous segments. GPU shape: 256 work-items per group, 4 elements per lane before a
+  // Contiguous segments. GPU shape: 256 work-items per group, 32 elements per lane before a
   // segment takes more lanes (segments-lane), pieces of 64 elements per work-item (segments-
   // piece); CPU shape: a work-item per task, its segments walked with SEG_V accumulators (256
   // bytes of them: four AVX-512 registers), pieces of 2^16 elements, runs of segments of a
@@ -201,11 +201,13 @@ void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
     piece_ = tune.segments_piece ? tune.segments_piece : std::uint64_t{1} << 16;
   } else {
     const std::size_t preferred = 256;
-    unroll_ = tune.segments_unroll;
     // 4 elements a load unless segments-vec says otherwise (H100, 2^28 float: CUB's time or
-    // better at segments of 10^3 and 10^5, 0.75-0.82x with one element a load; docs/PERF.md).
+    // better at segments of 10^3 and 10^5, 0.75-0.82x with one element a load); 32 elements a
+    // lane before a segment takes more lanes, 4 loads in flight (segments of 100: 0.45 of the
+    // copy with 4 a lane, 0.89 with 32 and 4 loads; of 1000: 0.53, 0.96; docs/PERF.md).
+    unroll_ = tune.segments_unroll ? tune.segments_unroll : 4;
     vec_ = vectors ? (tune.segments_vec ? tune.segments_vec : 4) : 1;
-    per_lane = tune.segments_lane ? tune.segments_lane : 4;
+    per_lane = tune.segments_lane ? tune.segments_lane : 32;
     options = build_sized("reduce_segments",
                           " -DSEG_UNROLL=" + std::to_string(unroll_) +
                               " -DSEG_VEC=" + std::to_string(vec_),

@@ -53,7 +53,7 @@ struct CLREDUCE_API Tuning {
   std::string segments_shape = "auto";  // segments-shape: auto | gpu | cpu
   std::size_t segments_lane = 0;        // segments-lane: elements a lane takes (GPU shape)
   std::size_t segments_piece = 0;       // segments-piece: elements per piece of a long segment
-  unsigned segments_unroll = 1;         // segments-unroll: loads in flight per lane, 1-16 (GPU)
+  unsigned segments_unroll = 0;         // segments-unroll: loads in flight per lane, 1-16 (GPU; 0 auto: 4)
   unsigned segments_vec = 0;            // segments-vec: elements per load, 1/2/4/8/16 (GPU; 0 auto: 4)
   std::size_t axis_cols = 0;            // axis-cols: results per work-item
   unsigned axis_unroll = 0;             // axis-unroll: rows loaded before folding, 1-16 (GPU; 0 auto: 4)
