@@ -274,7 +274,9 @@ with tempfile.TemporaryDirectory() as tmp:
         bound = number(r.get("bound", float("nan")))
         if abs(LD(got) - LD(exact)) > (fexp if floatexp else 0) + plain:
             failures.append("%s: got %r, exact %r" % (what, got, float(exact)))
-        if not (fexp <= bound <= fexp + plain if floatexp else bound <= plain):
+        # (JSON gives the bound to 6 digits.)
+        if not (fexp * (1 - 1e-5) <= bound <= (fexp + plain) * (1 + 1e-5) if floatexp
+                else bound <= plain):
             failures.append("%s: bound %r, not the %s exp's" % (what, bound,
                                                                 "float" if floatexp else "double"))
         return r
@@ -287,25 +289,28 @@ with tempfile.TemporaryDirectory() as tmp:
         "spread": rng.uniform(-1e4, 1e4, n),
     }
     for k, base in lse.items():
-        for dt in (np.float32, np.float16):
-            x = base.astype(dt)
-            for tune in (("lse-exp=auto",), ("lse-exp=double",)):
-                lse_check(k, x, "gpu", tune)
-            lse_check(k + "_lanes_off", x, "cpu", ("expr-lanes=off",))
-            lse_check(k + "_where", x, "cpu", (), where=x > 0, where_text="x > 0")
-            lse_check(k + "_where", x, "gpu", (), where=x > 0, where_text="x > 0")
+        x = base.astype(np.float32)
+        for tune in (("lse-exp=auto",), ("lse-exp=double",)):
+            lse_check(k, x, "gpu", tune)
+        lse_check(k + "_lanes_off", x, "cpu", ("expr-lanes=off",))
+        lse_check(k + "_where", x, "cpu", (), where=x > 0, where_text="x > 0")
+        lse_check(k + "_where", x, "gpu", (), where=x > 0, where_text="x > 0")
+        x = base.astype(np.float16)
+        lse_check(k, x, "gpu", ())
+        lse_check(k + "_where", x, "cpu", (), where=x > 0, where_text="x > 0")
     rand = lse["rand"].astype(np.float32)
     for k, (pos, val) in {"ninf_first": ([0, 5, 2000], -np.inf), "inf": ([77], np.inf),
                           "infs": ([3, 1000], [np.inf, -np.inf]), "inf2": ([9, 900], np.inf),
                           "nan": ([1500], np.nan), "nan_inf": ([40, 41], [np.inf, np.nan]),
                           "all_ninf": (slice(None), -np.inf)}.items():
-        for dt in (np.float32, np.float16):
-            x = rand.astype(dt)
-            x[pos] = val
-            for tune in (("lse-exp=auto",), ("lse-exp=double",)):
-                lse_check(k, x, "gpu", tune)
-            lse_check(k + "_where", x, "cpu", (), where=x < 1, where_text="x < 1")
-    for size in (1, 2, 3, 5, 17, 63, 65):
+        x = rand.copy()
+        x[pos] = val
+        for tune in (("lse-exp=auto",), ("lse-exp=double",)):
+            lse_check(k, x, "gpu", tune)
+        lse_check(k + "_where", x, "cpu", (), where=x < 1, where_text="x < 1")
+        x = x.astype(np.float16)
+        lse_check(k, x, "gpu", ())
+    for size in (1, 2, 3, 17, 65):
         x = (rng.standard_normal(size) * 4).astype(np.float32)
         lse_check("size%d" % size, x, "gpu", ())
         lse_check("size%d_where" % size, x, "cpu", (), where=x > -1, where_text="x > -1")
