@@ -645,16 +645,16 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
     r.bound = gamma_k(6 * d + 8, u) * (std::fabs(static_cast<double>(l)) + lc + 1);
     if (row && row->lse_expf) {
       // The fold's float exp (cl/clr_expr.h, CLR_LSE_EXPF): an element's term t = e^d, d = x - m
-      // (m the accumulator's reference element, d <= T, kLseExpfMargin), is expf of d rounded to float:
-      // relative error |d| 2^-24 from the rounding (e^(d(1 + r)) = e^d e^(d r)) and 3 ulp
-      // (3 * 2^-23) from expf, in double afterwards. The reference element's own term is 1, so
-      // s >= 1, and with weights t / s, sum t |d| <= s (ln(count + 1) + T): the entropy of the
-      // weights for the negative d (at most ln(count + 1), also for 1 or 2 terms), T for the
-      // positive ones; rescaled terms keep their relative error, and a move of m starts a new
+      // (m its accumulator's reference element, d <= T = kLseExpfMargin), is expf of d rounded
+      // to float: relative error |d| 2^-24 from the rounding (e^(d(1 + r)) = e^d e^(d r)) and
+      // 3 ulp (3 * 2^-23) from expf, in double afterwards. The reference element's own term is
+      // 1, so s >= 1, and with weights t / s, sum t |d| <= s (ln(count + 1) + T): the entropy of
+      // the weights for the negative d (at most ln(count + 1), also for 1 or 2 terms), T for the
+      // positive ones. Rescaled terms keep their relative error, and a move of m starts a new
       // reference whose part of s obeys the same bound, so the whole s is within
       // 2^-24 (ln(count + 1) + T) + 3 * 2^-23 relative, and L = m + ln s within that absolutely
-      // (times 1.01 for second order). A term below float's normal range may flush: count
-      // times float's smallest normal against s >= 1.
+      // (times 1.01 for second order). A term below float's normal range may flush: count times
+      // float's smallest normal against s >= 1.
       const double t = kLseExpfMargin;
       r.bound += 1.01 * (std::ldexp(lc + t, -24) + 3 * std::ldexp(1.0, -23)) +
                  static_cast<double>(r.count) * std::numeric_limits<float>::min();

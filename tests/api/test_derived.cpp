@@ -110,10 +110,12 @@ TEST_CASE("derived ops over host arrays and buffers match long double references
         (fp64 ? 1.5e-6 : rel * 10));
   clreduce::Tuning dexp;
   dexp.lse_exp = "double";
-  clreduce::Device exact([] {
-    const char* s = std::getenv("CLREDUCE_TEST_DEVICE");
-    return std::string(s && *s ? s : "0");
-  }(), "", dexp);
+  clreduce::Device exact(
+      [] {
+        const char* s = std::getenv("CLREDUCE_TEST_DEVICE");
+        return std::string(s && *s ? s : "0");
+      }(),
+      "", dexp);
   CHECK(near(exact.reduce(Derived::kLogSumExp, {x}, n, checked()).value.f, 1 + std::log(lse), rel));
 
   // count, any, all with a predicate, exactly; the same arrays as cl::Buffers.

@@ -120,9 +120,10 @@ TEST_CASE("norm2's reference keeps NaN, inf, zero and squares past double's rang
   CHECK(one({-5.0}) == 5.0);
 }
 
-TEST_CASE("logsumexp takes the float exp for float and float16 arrays in double, and its bound adds "
-          "that exp's error",
-          "[expr][logsumexp][bound]") {
+TEST_CASE(
+    "logsumexp takes the float exp for float and float16 arrays in double, and its bound adds "
+    "that exp's error",
+    "[expr][logsumexp][bound]") {
   ExprOpOptions o;
   CHECK(expr_op_spec("logsumexp", {DType::kFloat}, o).lse_expf);
   CHECK(expr_op_spec("logsumexp", {DType::kFloat16}, o).lse_expf);
@@ -155,7 +156,8 @@ TEST_CASE("logsumexp takes the float exp for float and float16 arrays in double,
   ExprSpec dbl = row;
   dbl.lse_expf = false;
   const std::uint64_t depth = 200;
-  const ExprOpReference with = expr_op_reference("logsumexp", {a}, {}, 0, DType::kDouble, depth, &row);
+  const ExprOpReference with =
+      expr_op_reference("logsumexp", {a}, {}, 0, DType::kDouble, depth, &row);
   const ExprOpReference without =
       expr_op_reference("logsumexp", {a}, {}, 0, DType::kDouble, depth, &dbl);
   const ExprOpReference none = expr_op_reference("logsumexp", {a}, {}, 0, DType::kDouble, depth);
