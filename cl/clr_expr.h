@@ -173,8 +173,9 @@ inline acc_t clr_nrm_op(acc_t a, acc_t b) {
 }
 
 // logsumexp: (m, s) with value m + log(s), s the sum of exp(x - m) over the elements, m their
-// largest: two combine by rescaling the smaller one's s. The identity (-inf, 0); NaN anywhere
-// gives NaN, +inf gives +inf.
+// largest (or, after CLR_LSE_EXPF's fold, one within CLR_LSE_T of it): two combine by rescaling
+// to the larger m, neither exp's argument above 0. The identity (-inf, 0); NaN anywhere gives
+// NaN, +inf gives +inf.
 inline acc_t clr_lse_op(acc_t a, acc_t b) {
   if (isnan(a.x) || isnan(b.x)) return (acc_t)(NAN, NAN);
   const A m = fmax(a.x, b.x);
@@ -183,6 +184,30 @@ inline acc_t clr_lse_op(acc_t a, acc_t b) {
   return (acc_t)(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
 }
 
+#ifndef CLR_LSE_EXPF
+#define CLR_LSE_EXPF 0
+#endif
+#if CLR_LSE_EXPF
+// The lazy max's margin (below).
+#ifndef CLR_LSE_T
+#define CLR_LSE_T 8
+#endif
+// The fold of one element b ((x, 1), or the identity (-inf, 0) where --where leaves it out) into
+// a, for float and float16 arrays in double (the host's CLR_LSE_EXPF): m moves only where b.x is
+// past a.x + CLR_LSE_T, its s rescaled by a double exp (rare: an element past every one before
+// it by that margin); else m stays, though b.x may be up to CLR_LSE_T above it, and the term
+// exp(x - m), at most e^CLR_LSE_T, is a float exp of the difference rounded to float (one
+// element's whole cost). m stays one of the accumulator's elements (or -inf), whose own term
+// is 1, and s at most e^CLR_LSE_T times the count (far inside double), so clr_lse_op takes it
+// as it is. NaN and inf as the other fold: a NaN x makes m NaN; equal infinities (d NaN) add
+// their s; -inf (or the identity) adds exp(-inf) = 0; +inf moves m and s is 1.
+inline acc_t clr_lse_fold(acc_t a, acc_t b) {
+  const A d = b.x - a.x;
+  if (d > (A)CLR_LSE_T) return (acc_t)(b.x, a.y * exp(-d) + b.y);
+  const float e = isnan(d) ? 1.0f : exp((float)d);
+  return (acc_t)(isnan(b.x) ? b.x : a.x, a.y + b.y * (A)e);
+}
+#else
 // The fold of one element b ((x, 1), or the identity where --where leaves it out) into a: the
 // same rescaling with one exp, of -|x - m| (the side that does not move has exp(0) = 1, which
 // clr_lse_op computes too), and no branch. Equal inf and -inf (x - m NaN) add their s; a NaN x
@@ -194,6 +219,7 @@ inline acc_t clr_lse_fold(acc_t a, acc_t b) {
   const A m = up || isnan(b.x) ? b.x : a.x;
   return (acc_t)(m, up ? a.y * e + b.y : a.y + b.y * e);
 }
+#endif
 
 // var, std: the shifted sums' element d = x - clr_shift, (d, d^2).
 inline acc_t clr_shifted2(A d) { return (acc_t)(d, d * d); }

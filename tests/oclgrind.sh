@@ -170,10 +170,13 @@ for shape in gpu cpu; do
   check --op logsumexp --type float --size 4003 --local-size $ls --where 'x > 0'
   # Float arrays without a predicate: the CPU shape's lanes (16 elements at a time: the sums of
   # mean and var, minmax, logsumexp; float16 read by vload_half16), the GPU shape's element
-  # folds (minmax, logsumexp).
+  # folds (minmax, logsumexp: its float exp, and the double one of lse-exp=double).
   check --op mean --type float --size 4003 --local-size $ls
   check --op var --type float --size 4003 --local-size $ls
   check --op logsumexp --type float --size 4003 --local-size $ls
+  if [ $shape = gpu ]; then
+    check --op logsumexp --type float --size 4003 --local-size $ls --tune lse-exp=double
+  fi
   check --op minmax --type float --size 4003 --local-size $ls
   check --op norm2 --type float16 --size 4003 --local-size $ls
   # Indexed accumulators (structs across groups) over float16 read with vload_half, an arg op

@@ -113,6 +113,10 @@ const std::vector<TuningKey>& tuning_keys() {
        "var and std of float and float16 arrays in double: shifted sums (plain additions), and a "
        "second pass shifted by the mean where the first's condition needs it; off: Chan's "
        "pairwise combine"},
+      {"lse-exp", "auto | double (auto)",
+       "logsumexp of float and float16 arrays in double, in its element fold: a float exp of each "
+       "element's x - m (m moving only past m + 8; every rescale and combine in double); double: "
+       "a double exp per element"},
       {"row-count", "n | acc (n)",
        "mean, var and std without --where: the count is n (not summed); acc: summed in the "
        "accumulator, as with --where"},
@@ -234,6 +238,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.expr_fold = one_of(v, {"on", "off"}, source);
   } else if (key == "var-sums") {
     t.var_sums = one_of(v, {"auto", "off"}, source);
+  } else if (key == "lse-exp") {
+    t.lse_exp = one_of(v, {"auto", "double"}, source);
   } else if (key == "row-count") {
     t.row_count = one_of(v, {"n", "acc"}, source);
   } else if (key == "expr-arg-vec") {
@@ -318,6 +324,7 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"expr-lanes", t.expr_lanes},
       {"expr-fold", t.expr_fold},
       {"var-sums", t.var_sums},
+      {"lse-exp", t.lse_exp},
       {"row-count", t.row_count},
       {"expr-arg-vec", t.expr_arg_vec},
       {"expr-blocks", t.expr_blocks},

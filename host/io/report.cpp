@@ -127,6 +127,8 @@ std::string to_json(const RunRecord& r) {
   if (r.has_error)
     s += ",\"err_ulp\":" + json_error(r.err_ulp) + ",\"err_rel\":" + json_error(r.err_rel) +
          ",\"bound\":" + json_error(r.bound);
+  else if (r.bound > 0)  // a float tolerance the result was checked against (the engine's rows)
+    s += ",\"bound\":" + json_error(r.bound);
   if (!r.parts.empty()) {
     s += std::string(",\"") + (r.ranks > 1 ? "ranks" : "devices") +
          "\":" + std::to_string(r.ranks > 1 ? r.ranks : static_cast<int>(r.parts.size())) +

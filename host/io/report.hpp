@@ -19,9 +19,11 @@ namespace clreduce {
 // timing is noisy), launches, policy, seq_runs, seq_ms_min, seq_ms_max and seq_noisy (the
 // sequential loop's spread; none for kind "ceiling"), the ratios (vs_omp; null when not quoted),
 // err_ulp and err_rel (float sums: the distance from the correctly rounded sum; "inf" when
-// infinite, null when undefined), and skipped/reason or error when they apply. A rate or ratio
-// that is undefined (n = 0: no bytes, no time) is null. Scans add exclusive, segmented,
-// first_wrong and wrong_count; their result and expected are the last elements (null when n = 0).
+// infinite, null when undefined) with bound, the float tolerance the result was checked
+// against (also alone where another run has one: the engine's rows, float products), and
+// skipped/reason or error when they apply. A rate or ratio that is undefined (n = 0: no bytes, no
+// time) is null. Scans add exclusive, segmented, first_wrong and wrong_count; their result and
+// expected are the last elements (null when n = 0).
 std::string to_json(const RunRecord& r);
 
 // The result column's least width, and the width a table needs for every result of `op` over n

@@ -70,6 +70,7 @@ std::string spec_options(const ExprSpec& s) {
   if (s.block) o += " -DEXPR_BLOCK=" + std::to_string(s.block);
   if (s.arg) o += " -DEXPR_ARG=" + std::to_string(s.arg);
   if (!s.fold.empty()) o += " -DEXPR_FOLD=1";
+  if (s.lse_expf) o += " -DCLR_LSE_EXPF=1 -DCLR_LSE_T=" + std::to_string(kLseExpfMargin);
   return o;
 }
 

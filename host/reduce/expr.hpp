@@ -28,6 +28,9 @@ constexpr std::size_t kMaxExprInputs = 4;
 constexpr cl_uint kExprArgs = kMaxExprInputs + 2;
 // Elements per vector of the CPU shape's lanes (cl/clr_expr.h's EXPR_LV).
 constexpr std::size_t kExprLanes = 16;
+// logsumexp's fold with a float exp (ExprSpec::lse_expf): its accumulator's m moves only to an
+// element past m + this margin (cl/clr_expr.h's CLR_LSE_T), so a term is at most e^8.
+constexpr int kLseExpfMargin = 8;
 
 struct ExprSpec {
   std::string map;       // over x (and y, z, w: one name per input array)
@@ -67,6 +70,9 @@ struct ExprSpec {
   // var, std as shifted sums (expr_ops.hpp): the caller checks the result's condition and runs
   // a second pass shifted by the mean where it needs one (var_second_shift()).
   bool var_sums = false;
+  // logsumexp's fold with a float exp per element (expr_ops.hpp; cl/clr_expr.h's CLR_LSE_EXPF):
+  // the reference's bound adds that exp's error.
+  bool lse_expf = false;
 };
 
 // Launches k over `items` work-items on ctx's queue and waits for it within the limit (so its

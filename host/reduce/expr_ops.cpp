@@ -109,6 +109,7 @@ bool lanes_ok(const ExprSpec& s, const ExprOpOptions& o) {
 void set_row_tuning(ExprOpOptions& o, const Tuning& t) {
   o.folds = t.expr_fold != "off";
   o.var_sums = t.var_sums != "off";
+  o.lse_expf = t.lse_exp != "double";
   o.count_from_n = t.row_count != "acc";
 }
 
@@ -315,6 +316,9 @@ ExprSpec expr_op_spec(const std::string& op, const std::vector<DType>& inputs,
   } else if (op == "logsumexp") {
     floats(2, "(acc_t)((A)x, 1)", "clr_lse_op(a, b)", "(acc_t)(-INFINITY, 0)", "a.x + log(a.y)");
     if (o.folds) s.fold = "clr_lse_fold(a, b)";
+    // Float and float16 arrays in double: the fold's term of each element by a float exp
+    // (cl/clr_expr.h, CLR_LSE_EXPF; the bound adds its error), every rescale in double.
+    s.lse_expf = o.folds && o.lse_expf && plain_double(w, s.inputs);
     if (w == DType::kDouble && lanes_ok(s, o)) s.lanes = 6;
   } else {
     throw Error(Errc::kUsage, "--op " + op + " is not a row of the reduction engine");
@@ -638,8 +642,24 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
     r.value = make_float(w, l);
     // Rescalings by exp (3 ulp) of rounded differences, products and sums: gamma_{6d+8}
     // relative in the sum; absolutely that, plus the log's and the final sum's roundings.
-    r.bound = gamma_k(6 * d + 8, u) *
-              (std::fabs(static_cast<double>(l)) + std::log(static_cast<double>(r.count) + 1) + 1);
+    const double lc = std::log(static_cast<double>(r.count) + 1);
+    r.bound = gamma_k(6 * d + 8, u) * (std::fabs(static_cast<double>(l)) + lc + 1);
+    if (row && row->lse_expf) {
+      // The fold's float exp (cl/clr_expr.h, CLR_LSE_EXPF): an element's term t = e^d, d = x - m
+      // (m its accumulator's reference element, d <= T = kLseExpfMargin), is expf of d rounded
+      // to float: relative error |d| 2^-24 from the rounding (e^(d(1 + r)) = e^d e^(d r)) and
+      // 3 ulp (3 * 2^-23) from expf, in double afterwards. The reference element's own term is
+      // 1, so s >= 1, and with weights t / s, sum t |d| <= s (ln(count + 1) + T): the entropy of
+      // the weights for the negative d (at most ln(count + 1), also for 1 or 2 terms), T for the
+      // positive ones. Rescaled terms keep their relative error, and a move of m starts a new
+      // reference whose part of s obeys the same bound, so the whole s is within
+      // 2^-24 (ln(count + 1) + T) + 3 * 2^-23 relative, and L = m + ln s within that absolutely
+      // (times 1.01 for second order). A term below float's normal range may flush: count times
+      // float's smallest normal against s >= 1.
+      const double t = kLseExpfMargin;
+      r.bound += 1.01 * (std::ldexp(lc + t, -24) + 3 * std::ldexp(1.0, -23)) +
+                 static_cast<double>(r.count) * std::numeric_limits<float>::min();
+    }
     return r;
   }
   throw Error(Errc::kUsage, "--op " + op + " has no reference");

@@ -45,14 +45,15 @@ struct ExprOpOptions {
   // and for other arrays, Chan's pairwise combine). The segments' paths do not.
   bool second_pass = false;
   // The rows' alternatives, from the tuning knobs (set_row_tuning()): element folds for minmax
-  // and logsumexp (expr-fold), var's shifted sums (var-sums), the count from n for mean, var
-  // and std without a predicate (row-count).
+  // and logsumexp (expr-fold), var's shifted sums (var-sums), logsumexp's fold with a float exp
+  // (lse-exp), the count from n for mean, var and std without a predicate (row-count).
   bool folds = true;
   bool var_sums = true;
+  bool lse_expf = true;
   bool count_from_n = true;
 };
 
-// The Tuning knobs expr-fold, var-sums and row-count into o.
+// The Tuning knobs expr-fold, var-sums, lse-exp and row-count into o.
 void set_row_tuning(ExprOpOptions& o, const Tuning& t);
 
 // var and std as shifted sums (ExprSpec::var_sums): whether the whole array's accumulator acc

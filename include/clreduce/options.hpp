@@ -46,6 +46,7 @@ struct CLREDUCE_API Tuning {
   std::string expr_lanes = "auto";  // expr-lanes: auto | off (the CPU shape's vector lanes)
   std::string expr_fold = "on";     // expr-fold: on | off (minmax's, logsumexp's element folds)
   std::string var_sums = "auto";    // var-sums: auto | off (float var, std as shifted sums)
+  std::string lse_exp = "auto";     // lse-exp: auto | double (logsumexp's fold: a float exp)
   std::string row_count = "n";      // row-count: n | acc (mean, var, std's count without --where)
   std::string expr_arg_vec = "on";  // expr-arg-vec: on | off (GPU shape: arg rows' vector loads)
   std::string expr_blocks = "auto";  // expr-blocks: auto | on (GPU shape: rows in double unblocked)

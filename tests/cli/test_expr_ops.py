@@ -12,6 +12,10 @@
 #     lanes and after them, and in the GPU shape's element folds;
 #   - the rows' older paths kept as tuning alternatives (expr-lanes, expr-fold, var-sums,
 #     row-count off; the GPU shape's blocks, expr-blocks=on): still verified;
+#   - logsumexp of float32 and float16 arrays with the fold's float exp (lse-exp auto) and the
+#     double one: within the float exp's bound of the exact answer on data whose largest element
+#     moves often, rarely, never or spreads past exp's range, with NaN, inf, -inf, --where and
+#     small sizes; the reported bound that one (not vacuous);
 #   - var and std of float32 as shifted sums: one launch where the first pass's condition allows
 #     it, two (a second pass shifted by the mean) where the shift lies far from the mean (a
 #     predicate that leaves it out; 2^22 values after an outlier), a NaN or inf in one pass.
@@ -250,6 +254,86 @@ with tempfile.TemporaryDirectory() as tmp:
         r = run(["--op", "mean", "--input", files["f32off"]], "gpu", tune)
         if r is not None and ("pairwise blocks" in r["policy"]) != blocked:
             failures.append("mean (gpu, %s): policy %s" % (tune, r["policy"]))
+
+    # logsumexp of float32 and float16 arrays in double: the element fold's float exp (lse-exp
+    # auto: m moves only past m + 8, each term a float exp) and the double one (lse-exp=double),
+    # in the GPU shape and in the CPU shape's fold (with --where, or without lanes): data whose
+    # largest element moves at almost every element of an accumulator (ascending by 0.05), moves
+    # by less than the margin (ascending by 30 / n), never (random), spreads so far that most
+    # terms underflow (-1e4..1e4), NaN, inf and -inf, and small odd sizes. Each result verifies
+    # (the reference's bound, JSON `bound`), is within the float exp's own bound of the exact
+    # answer (long double), and the bound is that one (not vacuous, and present only with the
+    # float exp).
+    def lse_check(label, x, shape, tune, where=None, where_text=None):
+        f = save("lse_" + label, x)
+        args = ["--op", "logsumexp", "--input", f] + (["--where", where_text] if where_text else [])
+        r = run(args, shape, tune)
+        if r is None:
+            return None
+        what = "logsumexp %s %s (%s, %s, n %d)" % (label, x.dtype, shape, " ".join(tune), len(x))
+        want, exact = numpy_and_exact("logsumexp", x.astype(np.float64), None, 0, where)
+        got = number(r["result"])
+        if exact is None:
+            if not (np.isnan(got) and np.isnan(want) or got == float(want)):
+                failures.append("%s: got %r, NumPy %r" % (what, got, float(want)))
+            return r
+        count = len(x) if where is None else int(np.count_nonzero(where))
+        lc = np.log(count + 1.0)
+        fexp = 1.01 * (2.0**-24 * (lc + 8) + 3 * 2.0**-23) + count * 2.0**-126
+        plain = 1e-11 * (abs(float(exact)) + lc + 1)
+        floatexp = "lse-exp=double" not in tune
+        bound = number(r.get("bound", float("nan")))
+        if abs(LD(got) - LD(exact)) > (fexp if floatexp else 0) + plain:
+            failures.append("%s: got %r, exact %r" % (what, got, float(exact)))
+        # (JSON gives the bound to 6 digits.)
+        if not (fexp * (1 - 1e-5) <= bound <= (fexp + plain) * (1 + 1e-5) if floatexp
+                else bound <= plain):
+            failures.append("%s: bound %r, not the %s exp's" % (what, bound,
+                                                                "float" if floatexp else "double"))
+        return r
+
+    n = 4001
+    lse = {
+        "asc": np.linspace(-100, 100, n),
+        "asc_slow": np.linspace(0, 30, n),
+        "rand": rng.standard_normal(n) * 3,
+        "spread": rng.uniform(-1e4, 1e4, n),
+    }
+    for k, base in lse.items():
+        x = base.astype(np.float32)
+        for tune in (("lse-exp=auto",), ("lse-exp=double",)):
+            lse_check(k, x, "gpu", tune)
+        lse_check(k + "_lanes_off", x, "cpu", ("expr-lanes=off",))
+        lse_check(k + "_where", x, "cpu", (), where=x > 0, where_text="x > 0")
+        lse_check(k + "_where", x, "gpu", (), where=x > 0, where_text="x > 0")
+        x = base.astype(np.float16)
+        lse_check(k, x, "gpu", ())
+        lse_check(k + "_where", x, "cpu", (), where=x > 0, where_text="x > 0")
+    rand = lse["rand"].astype(np.float32)
+    for k, (pos, val) in {"ninf_first": ([0, 5, 2000], -np.inf), "inf": ([77], np.inf),
+                          "infs": ([3, 1000], [np.inf, -np.inf]), "inf2": ([9, 900], np.inf),
+                          "nan": ([1500], np.nan), "nan_inf": ([40, 41], [np.inf, np.nan]),
+                          "all_ninf": (slice(None), -np.inf)}.items():
+        x = rand.copy()
+        x[pos] = val
+        for tune in (("lse-exp=auto",), ("lse-exp=double",)):
+            lse_check(k, x, "gpu", tune)
+        lse_check(k + "_where", x, "cpu", (), where=x < 1, where_text="x < 1")
+        x = x.astype(np.float16)
+        lse_check(k, x, "gpu", ())
+    for size in (1, 2, 3, 17, 65):
+        x = (rng.standard_normal(size) * 4).astype(np.float32)
+        lse_check("size%d" % size, x, "gpu", ())
+        lse_check("size%d_where" % size, x, "cpu", (), where=x > -1, where_text="x > -1")
+    x = (rng.standard_normal(9) * 4).astype(np.float16)
+    lse_check("size9", x, "gpu", ())
+    # 2^20 float32 elements: the float exp's bound, about 1.7e-6 (checked as above), and plainly
+    # small against the result's scale.
+    x = rng.standard_normal(2 ** 20).astype(np.float32)
+    r = lse_check("big", x, "gpu", ())
+    if r is not None and not (number(r["bound"]) < 1e-7 * (abs(number(r["result"])) +
+                                                           np.log(len(x)) + 1)):
+        failures.append("logsumexp 2^20: bound %r" % number(r["bound"]))
 
     # var and std of float arrays as shifted sums (x - x0 in double, x0 the first element): one
     # pass where the sums' condition allows it, else a second shifted by the first's mean (two

@@ -240,3 +240,16 @@ TEST_CASE("several devices' combined kernel ms is each run's slowest part; ranks
   CHECK_THAT(table_parts(r),
              ContainsSubstring("(kernel ms and wall ms above: each the slowest rank's; combine "));
 }
+
+TEST_CASE("a run's float tolerance is in JSON as bound, with or without the sums' errors",
+          "[report]") {
+  RunRecord r = verified_row(Op::kSum, DType::kInt64, Value{}, 1000);
+  CHECK_THAT(to_json(r), !ContainsSubstring("\"bound\""));
+  r.bound = 0.25;  // an engine row's: no err_ulp, err_rel
+  CHECK_THAT(to_json(r), ContainsSubstring("\"bound\":0.25"));
+  CHECK_THAT(to_json(r), !ContainsSubstring("\"err_ulp\""));
+  r.has_error = true;
+  const std::string json = to_json(r);
+  CHECK_THAT(json, ContainsSubstring("\"err_ulp\""));
+  CHECK(json.find("\"bound\"") == json.rfind("\"bound\""));  // once
+}

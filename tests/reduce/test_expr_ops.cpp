@@ -3,11 +3,14 @@
 // squares in long double drifts (a large element and many small ones; uniform floats, whose
 // squares' low bits are not evenly spread), so a correct result verifies; and a result missing
 // one element of typical size is outside the bound at every depth the engine reaches.
+// logsumexp's row takes the fold's float exp exactly where it should, and its bound adds that
+// exp's error then only.
 #include <catch2/catch_test_macros.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "io/data.hpp"
@@ -115,4 +118,54 @@ TEST_CASE("norm2's reference keeps NaN, inf, zero and squares past double's rang
   CHECK(one({3 * 0x1p-1000, 4 * 0x1p-1000}) == 5 * 0x1p-1000);  // squares underflow double
   CHECK(one({0x1p-1074, 0x1p-1074}) == 0x1p-1074);  // sqrt(2) 2^-1074, rounded to a subnormal
   CHECK(one({-5.0}) == 5.0);
+}
+
+TEST_CASE(
+    "logsumexp takes the float exp for float and float16 arrays in double, and its bound adds "
+    "that exp's error",
+    "[expr][logsumexp][bound]") {
+  ExprOpOptions o;
+  CHECK(expr_op_spec("logsumexp", {DType::kFloat}, o).lse_expf);
+  CHECK(expr_op_spec("logsumexp", {DType::kFloat16}, o).lse_expf);
+  o.where = "x > 0";
+  CHECK(expr_op_spec("logsumexp", {DType::kFloat}, o).lse_expf);
+  CHECK_FALSE(expr_op_spec("logsumexp", {DType::kDouble}, o).lse_expf);
+  CHECK_FALSE(expr_op_spec("logsumexp", {DType::kInt32}, o).lse_expf);
+  CHECK_FALSE(expr_op_spec("mean", {DType::kFloat}, o).lse_expf);
+  ExprOpOptions off = o;
+  off.fp64 = false;  // working in float: the kernel's exp is float's anyway
+  CHECK_FALSE(expr_op_spec("logsumexp", {DType::kFloat}, off).lse_expf);
+  off = o;
+  off.folds = false;  // no fold: the reduce's double exps
+  CHECK_FALSE(expr_op_spec("logsumexp", {DType::kFloat}, off).lse_expf);
+  Tuning t;
+  t.lse_exp = "double";
+  off = o;
+  set_row_tuning(off, t);
+  CHECK_FALSE(expr_op_spec("logsumexp", {DType::kFloat}, off).lse_expf);
+  CHECK(expr_options(expr_op_spec("logsumexp", {DType::kFloat}, o)).find("-DCLR_LSE_EXPF=1") !=
+        std::string::npos);
+
+  // 2^20 elements: the float exp adds 1.01 (2^-24 (ln(n + 1) + 8) + 3 2^-23) + n 2^-126, about
+  // 1.7e-6, to the double path's bound, about 4e-12 here (depth 200).
+  const std::size_t n = std::size_t{1} << 20;
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % 1000) / 100.0f - 5.0f;
+  const HostArray a = floats(v);
+  const ExprSpec row = expr_op_spec("logsumexp", {DType::kFloat}, ExprOpOptions());
+  ExprSpec dbl = row;
+  dbl.lse_expf = false;
+  const std::uint64_t depth = 200;
+  const ExprOpReference with =
+      expr_op_reference("logsumexp", {a}, {}, 0, DType::kDouble, depth, &row);
+  const ExprOpReference without =
+      expr_op_reference("logsumexp", {a}, {}, 0, DType::kDouble, depth, &dbl);
+  const ExprOpReference none = expr_op_reference("logsumexp", {a}, {}, 0, DType::kDouble, depth);
+  CHECK(with.value.f == without.value.f);
+  CHECK(without.bound == none.bound);
+  CHECK(without.bound < 1e-10);
+  const double added = 1.01 * (std::ldexp(std::log(n + 1.0) + 8, -24) + 3 * std::ldexp(1.0, -23)) +
+                       static_cast<double>(n) * std::ldexp(1.0, -126);
+  CHECK(std::fabs(with.bound - without.bound - added) <= 1e-6 * added);
+  CHECK(with.bound < 2e-6);
 }
