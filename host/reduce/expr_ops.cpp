@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 #include "clreduce/error.hpp"
+#include "core/parallel.hpp"
 #include "verify/exact_sum.hpp"
 
 namespace clreduce {
@@ -102,6 +104,49 @@ bool lanes_ok(const ExprSpec& s, const ExprOpOptions& o) {
   return o.where.empty() &&
          std::all_of(s.inputs.begin(), s.inputs.end(),
                      [](DType t) { return t == DType::kFloat || t == DType::kFloat16; });
+}
+
+// The exact sum of terms: each selected element's one or two (term(i, t) writes them to t and
+// returns how many), in blocks of 2^16 elements on the host's cores, each block's exact state
+// (exact_sum.hpp) added exactly (exact_add), so the same state as one pass over every term
+// whatever the blocks; finite: whether every term was.
+struct ExactTerms {
+  ExactState state;
+  bool finite = true;
+};
+template <class Selected, class Term>
+ExactTerms exact_terms(std::size_t n, const Selected& selected, const Term& term) {
+  constexpr std::size_t kBlock = std::size_t{1} << 16;
+  const std::size_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<ExactState> part(blocks);
+  std::vector<unsigned char> finite(blocks, 1);
+  parallel_for(blocks, blocks > 1, [&](std::size_t b) {
+    const std::size_t first = b * kBlock, end = std::min(n, first + kBlock);
+    std::vector<double> terms;
+    terms.reserve(2 * (end - first));
+    double t[2];
+    for (std::size_t i = first; i < end; ++i) {
+      if (!selected(i)) continue;
+      for (int k = 0, count = term(i, t); k < count; ++k) {
+        finite[b] = finite[b] && std::isfinite(t[k]);
+        terms.push_back(t[k]);
+      }
+    }
+    part[b] = exact_state(terms.data(), terms.size());
+  });
+  ExactTerms r;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    exact_add(r.state, part[b]);
+    r.finite = r.finite && finite[b];
+  }
+  return r;
+}
+
+// first() and then(): at once for n from 2^20 elements (a pass in index order on one thread
+// beside blocks on the host's cores: then() spreads itself), else one after the other (a
+// segment's row: no threads started for it).
+void beside(std::size_t n, const std::function<void()>& first, const std::function<void()>& then) {
+  parallel_for(2, n >= (std::size_t{1} << 20), [&](std::size_t k) { k == 0 ? first() : then(); });
 }
 
 }  // namespace
@@ -328,7 +373,10 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
   const std::size_t n = x.n;
   const auto selected = [&](std::size_t i) { return mask.empty() || mask[i] != 0; };
   ExprOpReference r;
-  for (std::size_t i = 0; i < n; ++i) r.count += selected(i);
+  r.count = n;
+  if (!mask.empty()) r.count = static_cast<std::uint64_t>(std::count_if(
+                         mask.begin(), mask.begin() + static_cast<std::ptrdiff_t>(n),
+                         [](unsigned char c) { return c != 0; }));
   const DType w = result_type;
   const double u = roundoff_of(w);
   const double d = static_cast<double>(depth);
@@ -349,18 +397,27 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
       return r;
     }
     if (op == "sum") {
-      std::vector<double> terms;
+      // The elements' exact sum on the host's cores (exact_terms), beside the naive sum (where an
+      // element is not finite) and the magnitude in long double, in index order.
       long double naive = 0, magnitude = 0;
-      bool finite = true;
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!selected(i)) continue;
-        const double a = as_working(x, i, w);
-        terms.push_back(a);
-        naive += a;
-        magnitude += std::fabs(a);
-        finite = finite && std::isfinite(a);
-      }
-      const long double sum = finite ? exact_sum(terms.data(), terms.size()) : naive;
+      ExactTerms t;
+      beside(
+          n,
+          [&] {
+            for (std::size_t i = 0; i < n; ++i) {
+              if (!selected(i)) continue;
+              const double a = as_working(x, i, w);
+              naive += a;
+              magnitude += std::fabs(a);
+            }
+          },
+          [&] {
+            t = exact_terms(n, selected, [&](std::size_t i, double* v) {
+              v[0] = as_working(x, i, w);
+              return 1;
+            });
+          });
+      const long double sum = t.finite ? exact_round(DType::kDouble, t.state).f : naive;
       r.value = make_float(w, sum);
       // The compensated sum's bound, as dot's: u |S| twice, and gamma_{d+1}^2 sum |x| twice.
       const double g = gamma_k(d + 1, u);
@@ -453,29 +510,43 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
     return r;
   }
   if (op == "dot" || op == "mean") {
-    // Dot: each product as its exact pair (p, e), p + e = x y; the pairs' exact sum.
-    std::vector<double> terms;
+    // Dot: each product as its exact pair (p, e), p + e = x y; the pairs' exact sum, on the
+    // host's cores (exact_terms), beside the naive sum (where a term is not finite) and the
+    // magnitude in long double, in index order.
+    const HostArray* y = op == "dot" ? &arrays[1] : nullptr;
     long double naive = 0, magnitude = 0;
-    bool finite = true;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!selected(i)) continue;
-      const double a = as_working(x, i, w);
-      if (op == "mean") {
-        terms.push_back(a);
-        naive += a;
-        magnitude += std::fabs(a);
-        finite = finite && std::isfinite(a);
-        continue;
-      }
-      const double b = as_working(arrays[1], i, w);
-      const double p = a * b;
-      naive += static_cast<long double>(a) * b;
-      magnitude += std::fabs(static_cast<long double>(a) * b);
-      finite = finite && std::isfinite(p);
-      terms.push_back(p);
-      terms.push_back(std::isfinite(p) ? std::fma(a, b, -p) : 0.0);
-    }
-    long double sum = finite ? exact_sum(terms.data(), terms.size()) : naive;
+    ExactTerms t;
+    beside(
+        n,
+        [&] {
+          for (std::size_t i = 0; i < n; ++i) {
+            if (!selected(i)) continue;
+            const double a = as_working(x, i, w);
+            if (!y) {
+              naive += a;
+              magnitude += std::fabs(a);
+              continue;
+            }
+            const double b = as_working(*y, i, w);
+            naive += static_cast<long double>(a) * b;
+            magnitude += std::fabs(static_cast<long double>(a) * b);
+          }
+        },
+        [&] {
+          t = exact_terms(n, selected, [&](std::size_t i, double* v) {
+            const double a = as_working(x, i, w);
+            if (!y) {
+              v[0] = a;
+              return 1;
+            }
+            const double b = as_working(*y, i, w);
+            const double p = a * b;
+            v[0] = p;
+            v[1] = std::isfinite(p) ? std::fma(a, b, -p) : 0.0;
+            return 2;
+          });
+        });
+    long double sum = t.finite ? exact_round(DType::kDouble, t.state).f : naive;
     if (op == "mean") sum = r.count ? sum / static_cast<long double>(r.count) : nan;
     if (op == "mean" && r.count) magnitude /= static_cast<long double>(r.count);
     r.value = make_float(w, sum);
@@ -549,35 +620,17 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
       norm = inf;
     } else if (largest > 0) {
       const int e = std::ilogb(static_cast<double>(largest));
-      ExactState ss;
-      HostArray block;
-      block.type = DType::kDouble;
-      std::vector<double> terms;
-      const auto flush = [&] {
-        if (terms.empty()) return;
-        block.n = terms.size();
-        block.bytes.resize(terms.size() * sizeof(double));
-        std::memcpy(block.bytes.data(), terms.data(), block.bytes.size());
-        exact_add(ss, exact_state(block));
-        terms.clear();
-      };
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!selected(i)) continue;
-        const double a = std::ldexp(as_working(x, i, w), -e);  // |a| < 2
-        const double p = a * a;
-        terms.push_back(p);
-        terms.push_back(std::fma(a, a, -p));
-        if (terms.size() >= (std::size_t{1} << 16)) flush();
-      }
-      flush();
+      // The pairs' exact sum on the host's cores (exact_terms).
+      ExactState ss = exact_terms(n, selected, [&](std::size_t i, double* v) {
+                        const double a = std::ldexp(as_working(x, i, w), -e);  // |a| < 2
+                        const double p = a * a;
+                        v[0] = p;
+                        v[1] = std::fma(a, a, -p);
+                        return 2;
+                      }).state;
       const double hi = exact_round(DType::kDouble, ss).f;
-      HostArray minus;
-      minus.type = DType::kDouble;
-      minus.n = 1;
-      minus.bytes.resize(sizeof(double));
       const double neg = -hi;
-      std::memcpy(minus.bytes.data(), &neg, sizeof neg);
-      exact_add(ss, exact_state(minus));
+      exact_add(ss, exact_state(&neg, 1));
       const double lo = exact_round(DType::kDouble, ss).f;
       norm = std::ldexp(std::sqrt(static_cast<long double>(hi) + lo), e);
     }
