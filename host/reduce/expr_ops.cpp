@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <type_traits>
 
 #include "clreduce/error.hpp"
 #include "core/parallel.hpp"
@@ -140,6 +141,53 @@ ExactTerms exact_terms(std::size_t n, const Selected& selected, const Term& term
     r.finite = r.finite && finite[b];
   }
   return r;
+}
+
+// The naive sum and the magnitude of the selected elements' terms (a, or a b for dot with y), in
+// long double and index order: the bound's scale as one pass gives it. Float and double arrays
+// read through typed pointers (their types dispatched once, not per element); others through
+// as_working. The same sums either way.
+template <class Selected>
+void naive_pass(const HostArray& x, const HostArray* y, DType w, std::size_t n,
+                const Selected& selected, long double& naive, long double& magnitude) {
+  const auto typed = [](DType t) { return t == DType::kFloat || t == DType::kDouble; };
+  const auto pass = [&](const auto& at_x, const auto& at_y) {
+    long double s = 0, m = 0;  // in registers, not through the references
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!selected(i)) continue;
+      const double a = at_x(i);
+      if (!y) {
+        s += a;
+        m += std::fabs(a);
+        continue;
+      }
+      const double b = at_y(i);
+      s += static_cast<long double>(a) * b;
+      m += std::fabs(static_cast<long double>(a) * b);
+    }
+    naive = s;
+    magnitude = m;
+  };
+  const bool single = w == DType::kFloat;
+  const auto reader = [single](const HostArray& h, auto zero) {
+    const auto* p = h.as<decltype(zero)>();
+    return [p, single](std::size_t i) {
+      return single ? static_cast<double>(static_cast<float>(p[i])) : static_cast<double>(p[i]);
+    };
+  };
+  if (typed(x.type) && (!y || typed(y->type))) {
+    dispatch_dtype(x.type, [&](auto zx) {
+      if constexpr (std::is_floating_point_v<decltype(zx)>) {
+        if (!y) return pass(reader(x, zx), reader(x, zx));
+        dispatch_dtype(y->type, [&](auto zy) {
+          if constexpr (std::is_floating_point_v<decltype(zy)>) pass(reader(x, zx), reader(*y, zy));
+        });
+      }
+    });
+    return;
+  }
+  pass([&](std::size_t i) { return as_working(x, i, w); },
+       [&](std::size_t i) { return as_working(*y, i, w); });
 }
 
 // first() and then(): at once for n from 2^20 elements (a pass in index order on one thread
@@ -403,14 +451,7 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
       ExactTerms t;
       beside(
           n,
-          [&] {
-            for (std::size_t i = 0; i < n; ++i) {
-              if (!selected(i)) continue;
-              const double a = as_working(x, i, w);
-              naive += a;
-              magnitude += std::fabs(a);
-            }
-          },
+          [&] { naive_pass(x, nullptr, w, n, selected, naive, magnitude); },
           [&] {
             t = exact_terms(n, selected, [&](std::size_t i, double* v) {
               v[0] = as_working(x, i, w);
@@ -518,20 +559,7 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
     ExactTerms t;
     beside(
         n,
-        [&] {
-          for (std::size_t i = 0; i < n; ++i) {
-            if (!selected(i)) continue;
-            const double a = as_working(x, i, w);
-            if (!y) {
-              naive += a;
-              magnitude += std::fabs(a);
-              continue;
-            }
-            const double b = as_working(*y, i, w);
-            naive += static_cast<long double>(a) * b;
-            magnitude += std::fabs(static_cast<long double>(a) * b);
-          }
-        },
+        [&] { naive_pass(x, y, w, n, selected, naive, magnitude); },
         [&] {
           t = exact_terms(n, selected, [&](std::size_t i, double* v) {
             const double a = as_working(x, i, w);
@@ -604,15 +632,30 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
     // overflows, and a float's square stays exact) and squared as an exact pair (x^2 rounded,
     // its error by fma), the pairs summed exactly (exact_sum.hpp) in blocks; the sum taken as
     // two doubles (its rounding and the rounding of the rest), its root in long double.
+    // The largest |x| and the specials, in blocks on the host's cores (a maximum and an or:
+    // the same in any order).
     long double largest = 0;
     bool any_nan = false, any_inf = false;
-    for (std::size_t i = 0; i < n; ++i)
-      if (selected(i)) {
-        const double a = std::fabs(as_working(x, i, w));
-        any_nan = any_nan || std::isnan(a);
-        any_inf = any_inf || std::isinf(a);
-        if (std::isfinite(a)) largest = std::max<long double>(largest, a);
+    {
+      constexpr std::size_t kBlock = std::size_t{1} << 16;
+      const std::size_t blocks = (n + kBlock - 1) / kBlock;
+      std::vector<double> big(blocks, 0.0);
+      std::vector<unsigned char> nans(blocks, 0), infs(blocks, 0);
+      parallel_for(blocks, blocks > 1, [&](std::size_t b) {
+        for (std::size_t i = b * kBlock, end = std::min(n, i + kBlock); i < end; ++i)
+          if (selected(i)) {
+            const double a = std::fabs(as_working(x, i, w));
+            nans[b] = nans[b] || std::isnan(a);
+            infs[b] = infs[b] || std::isinf(a);
+            if (std::isfinite(a)) big[b] = std::max(big[b], a);
+          }
+      });
+      for (std::size_t b = 0; b < blocks; ++b) {
+        largest = std::max<long double>(largest, big[b]);
+        any_nan = any_nan || nans[b];
+        any_inf = any_inf || infs[b];
       }
+    }
     long double norm = 0;
     if (any_nan) {
       norm = nan;
