@@ -402,9 +402,8 @@ int run_segments(
                  : omp_segments_unsupported(op, x.type, acc);
     omp.skipped = !omp.skip_reason.empty();
     if (!omp.skipped) {
-      const OmpSegmentsResult p =
-          omp_segment_sums(x, lay, acc, static_cast<std::uint64_t>(a.warmup),
-                           static_cast<std::uint64_t>(a.repeat));
+      const OmpSegmentsResult p = omp_segment_sums(
+          x, lay, acc, static_cast<std::uint64_t>(a.warmup), static_cast<std::uint64_t>(a.repeat));
       const SegmentVerdict pv = verify_segments(lay, op, acc, x, p.values, v.expected,
                                                 [&](std::uint64_t) { return p.depth; });
       omp.result = p.values[pv.shown];

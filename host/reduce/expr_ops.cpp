@@ -422,9 +422,10 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
   const auto selected = [&](std::size_t i) { return mask.empty() || mask[i] != 0; };
   ExprOpReference r;
   r.count = n;
-  if (!mask.empty()) r.count = static_cast<std::uint64_t>(std::count_if(
-                         mask.begin(), mask.begin() + static_cast<std::ptrdiff_t>(n),
-                         [](unsigned char c) { return c != 0; }));
+  if (!mask.empty())
+    r.count = static_cast<std::uint64_t>(
+        std::count_if(mask.begin(), mask.begin() + static_cast<std::ptrdiff_t>(n),
+                      [](unsigned char c) { return c != 0; }));
   const DType w = result_type;
   const double u = roundoff_of(w);
   const double d = static_cast<double>(depth);
@@ -450,8 +451,7 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
       long double naive = 0, magnitude = 0;
       ExactTerms t;
       beside(
-          n,
-          [&] { naive_pass(x, nullptr, w, n, selected, naive, magnitude); },
+          n, [&] { naive_pass(x, nullptr, w, n, selected, naive, magnitude); },
           [&] {
             t = exact_terms(n, selected, [&](std::size_t i, double* v) {
               v[0] = as_working(x, i, w);
@@ -558,8 +558,7 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
     long double naive = 0, magnitude = 0;
     ExactTerms t;
     beside(
-        n,
-        [&] { naive_pass(x, y, w, n, selected, naive, magnitude); },
+        n, [&] { naive_pass(x, y, w, n, selected, naive, magnitude); },
         [&] {
           t = exact_terms(n, selected, [&](std::size_t i, double* v) {
             const double a = as_working(x, i, w);

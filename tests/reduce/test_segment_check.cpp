@@ -30,7 +30,8 @@ namespace {
 // Offsets of segments of `length` over n elements (the last one shorter), as bench.py writes.
 SegmentLayout fixed_segments(std::uint64_t n, std::uint64_t length) {
   SegmentLayout L;
-  for (std::uint64_t at = 0; at < n; at += length) L.offsets.push_back(static_cast<std::int64_t>(at));
+  for (std::uint64_t at = 0; at < n; at += length)
+    L.offsets.push_back(static_cast<std::int64_t>(at));
   L.offsets.push_back(static_cast<std::int64_t>(n));
   return L;
 }
@@ -39,9 +40,10 @@ std::uint64_t depth_of(std::uint64_t q) { return 1 + q % 5; }
 
 }  // namespace
 
-TEST_CASE("verify_segments: every segment's reference and the largest bound, as one pass; the "
-          "first wrong segment named",
-          "[segments][segment_check]") {
+TEST_CASE(
+    "verify_segments: every segment's reference and the largest bound, as one pass; the "
+    "first wrong segment named",
+    "[segments][segment_check]") {
   const std::uint64_t n = 3 * 4096 * 8 + 1234;  // past the blocks' 4096 segments at length 8
   for (DType t : {DType::kInt32, DType::kFloat, DType::kDouble}) {
     const HostArray x = generate(t, n, 3);
@@ -76,7 +78,8 @@ TEST_CASE("verify_segments: every segment's reference and the largest bound, as 
       std::vector<Value> bad = results;
       for (std::uint64_t q : {m - 5, m / 2 + 1}) {
         const HostArray seg = gather_segment(x, L, q);
-        const Verdict one = verify(want[q], want[q], Op::kSum, depth_of(q), float_stats(seg, Op::kSum));
+        const Verdict one =
+            verify(want[q], want[q], Op::kSum, depth_of(q), float_stats(seg, Op::kSum));
         if (is_float(acc))
           bad[q].f = want[q].f + 1.5 * one.bound + std::fabs(want[q].f) * 0x1p-20;
         else
@@ -135,12 +138,13 @@ ExprOpReference one_pass(const std::string& op, const HostArray& x, const HostAr
   ExprOpReference r;
   r.count = count;
   r.value.type = w;
-  r.value.f = w == DType::kFloat ? static_cast<double>(static_cast<float>(sum))
-                                 : static_cast<double>(sum);
+  r.value.f =
+      w == DType::kFloat ? static_cast<double>(static_cast<float>(sum)) : static_cast<double>(sum);
   const double u = w == DType::kFloat ? 0x1p-24 : 0x1p-53, d = static_cast<double>(depth);
   const double g = gamma_of(d + 1, u);
   if (op == "sum")
-    r.bound = 2 * u * std::fabs(static_cast<double>(sum)) + 2 * g * g * static_cast<double>(magnitude);
+    r.bound =
+        2 * u * std::fabs(static_cast<double>(sum)) + 2 * g * g * static_cast<double>(magnitude);
   else
     r.bound = (op == "mean" ? 3 : 2) * u * std::fabs(static_cast<double>(sum)) +
               (w == DType::kDouble ? g : 2 * g * g) * static_cast<double>(magnitude);
@@ -149,9 +153,10 @@ ExprOpReference one_pass(const std::string& op, const HostArray& x, const HostAr
 
 }  // namespace
 
-TEST_CASE("dot, mean and sum's references on the host's cores: one pass's value and bound; a "
-          "wrong dot fails",
-          "[expr][segment_check]") {
+TEST_CASE(
+    "dot, mean and sum's references on the host's cores: one pass's value and bound; a "
+    "wrong dot fails",
+    "[expr][segment_check]") {
   // Past 2^20 elements (the exact sum's blocks beside the pass in index order), with a large
   // term that cancels and a mask.
   const std::size_t n = (std::size_t{1} << 20) + 4099;

@@ -239,9 +239,10 @@ template <class T> void check_short_sums(std::mt19937_64& rng, bool specials) {
 
 }  // namespace
 
-TEST_CASE("exact_sum: short arrays (word by word, and floats through an exact double sum) give "
-          "the bins' sum, bit for bit",
-          "[exact_sum]") {
+TEST_CASE(
+    "exact_sum: short arrays (word by word, and floats through an exact double sum) give "
+    "the bins' sum, bit for bit",
+    "[exact_sum]") {
   std::mt19937_64 rng(17);
   for (bool specials : {false, true}) {
     CAPTURE(specials);
