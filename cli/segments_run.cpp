@@ -273,9 +273,12 @@ int run_segments(
   const TimeLimit timeout = ctx.time_limit(bytes);
 
   // ---- Kernels built, the arrays on the device, the laws of a user reduction checked.
+  // The layout moves into the reduction (one offset per segment: not copied), read back there.
   std::unique_ptr<SegmentReduction> sr =
-      expr ? std::make_unique<SegmentReduction>(ctx, spec, layout, a.local_size)
-           : std::make_unique<SegmentReduction>(ctx, op, x.type, acc, layout, a.local_size);
+      expr ? std::make_unique<SegmentReduction>(ctx, spec, std::move(layout), a.local_size)
+           : std::make_unique<SegmentReduction>(ctx, op, x.type, acc, std::move(layout),
+                                                a.local_size);
+  const SegmentLayout& lay = sr->layout();
   if (a.verbose) std::cerr << "segments: " << sr->policy().str() << "\n";
   std::vector<cl::Buffer> in;
   for (HostArray& h : arrays)
@@ -349,8 +352,8 @@ int run_segments(
     if (a.op == "mean" || a.op == "var" || a.op == "std")
       for (std::uint64_t q = 0; q < m; ++q) {
         std::uint64_t selected = 0;
-        for (std::uint64_t k = 0; k < layout.length(q) && selected == 0; ++k)
-          selected += mask.empty() || mask[layout.at(q, k)] != 0;
+        for (std::uint64_t k = 0; k < lay.length(q) && selected == 0; ++k)
+          selected += mask.empty() || mask[lay.at(q, k)] != 0;
         if (selected == 0) {
           std::cerr << "clreduce: warning: --op " << a.op << " of an empty "
                     << (a.where.empty() ? "" : "selection in a ")
@@ -399,10 +402,9 @@ int run_segments(
                  : omp_segments_unsupported(op, x.type, acc);
     omp.skipped = !omp.skip_reason.empty();
     if (!omp.skipped) {
-      const OmpSegmentsResult p =
-          omp_segment_sums(x, layout, acc, static_cast<std::uint64_t>(a.warmup),
-                           static_cast<std::uint64_t>(a.repeat));
-      const SegmentVerdict pv = verify_segments(layout, op, acc, x, p.values, v.expected,
+      const OmpSegmentsResult p = omp_segment_sums(
+          x, lay, acc, static_cast<std::uint64_t>(a.warmup), static_cast<std::uint64_t>(a.repeat));
+      const SegmentVerdict pv = verify_segments(lay, op, acc, x, p.values, v.expected,
                                                 [&](std::uint64_t) { return p.depth; });
       omp.result = p.values[pv.shown];
       omp.expected = v.expected[pv.shown];

@@ -54,6 +54,42 @@ double user_bound(DType acc, bool wider, std::uint64_t depth, std::uint64_t len,
          std::max(std::fabs(magnitude), std::fabs(ref));
 }
 
+// What a block of segments' checks leave: the largest bound, the first wrong segment (kNone:
+// none) and why, and whether an overflow was accepted.
+constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
+struct SegmentBlock {
+  double bound = 0;
+  bool overflow = false;
+  std::uint64_t wrong = kNone;
+  std::string why;
+};
+
+// check(q, block) for every q in [0, m), in blocks of 4096 contiguous segments (each block's in
+// order), the blocks on the host's cores when there are several.
+std::vector<SegmentBlock> segment_blocks(
+    std::uint64_t m, const std::function<void(std::uint64_t, SegmentBlock&)>& check) {
+  constexpr std::uint64_t kBlock = 4096;
+  std::vector<SegmentBlock> blocks(static_cast<std::size_t>((m + kBlock - 1) / kBlock));
+  parallel_for(blocks.size(), blocks.size() > 1, [&](std::size_t k) {
+    for (std::uint64_t q = k * kBlock, end = std::min(m, q + kBlock); q < end; ++q)
+      check(q, blocks[k]);
+  });
+  return blocks;
+}
+
+// The blocks into v in segment order: the largest bound, the first wrong segment shown.
+void gather_blocks(const std::vector<SegmentBlock>& blocks, SegmentVerdict& v) {
+  for (const SegmentBlock& b : blocks) {
+    v.bound = std::max(v.bound, b.bound);
+    v.overflow = v.overflow || b.overflow;
+    if (b.wrong != kNone && v.ok) {
+      v.ok = false;
+      v.shown = b.wrong;
+      v.why = "segment " + std::to_string(b.wrong) + ": " + b.why;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<unsigned char> where_mask(Context& ctx, const ExprSpec& spec,
@@ -165,24 +201,27 @@ SegmentVerdict verify_segments(const SegmentLayout& L, Op op, DType acc, const H
   const std::uint64_t m = L.results();
   v.expected = expected;
   v.expected.resize(m);
-  // Each segment checked on its own, the segments spread over the host's cores in contiguous
-  // ranges (2^28 one-element segments are minutes on one thread); the verdicts then gathered in
-  // segment order, so the first wrong segment is the one shown, as in one pass.
-  std::vector<Verdict> one(m);
-  parallel_for(static_cast<std::size_t>(m), m >= 4096, [&](std::size_t q) {
+  // Each segment checked on its own, in blocks of segments spread over the host's cores
+  // (2^28 one-element segments are minutes on one thread); each block keeps its largest bound,
+  // its first wrong segment and whether it accepted an overflow (no verdict kept per segment),
+  // and the blocks are gathered in segment order, so the first wrong segment is the one shown,
+  // as in one pass.
+  // Magnitudes only where a float sum or product needs them (float_stats: zero otherwise).
+  const bool stats = is_float(x.type) && (op == Op::kSum || op == Op::kProd);
+  const FloatStats none;
+  const std::vector<SegmentBlock> blocks = segment_blocks(m, [&](std::uint64_t q, SegmentBlock& b) {
     const HostArray seg = gather_segment(x, L, q);
     if (expected.empty()) v.expected[q] = reference_reduce(seg, op, acc);
-    one[q] = verify(results[q], v.expected[q], op, depth(q), float_stats(seg, op));
-  });
-  for (std::uint64_t q = 0; q < m; ++q) {
-    v.bound = std::max(v.bound, one[q].bound);
-    if (!one[q].ok && v.ok) {
-      v.ok = false;
-      v.shown = q;
-      v.why = "segment " + std::to_string(q) + ": " + one[q].why;
+    Verdict one = stats ? verify(results[q], v.expected[q], op, depth(q), float_stats(seg, op))
+                        : verify(results[q], v.expected[q], op, depth(q), none);
+    b.bound = std::max(b.bound, one.bound);
+    b.overflow = b.overflow || one.overflow;
+    if (!one.ok && b.wrong == kNone) {
+      b.wrong = q;
+      b.why = std::move(one.why);
     }
-    v.overflow = v.overflow || one[q].overflow;
-  }
+  });
+  gather_blocks(blocks, v);
   return v;
 }
 
@@ -232,9 +271,8 @@ SegmentVerdict verify_segments_row(const SegmentReduction& sr, const std::string
   const SegmentLayout& L = sr.layout();
   const std::uint64_t m = L.results();
   v.expected.resize(m);
-  // As verify_segments: the segments on the host's cores, the verdicts gathered in order.
-  std::vector<ExprVerdict> one(m);
-  parallel_for(static_cast<std::size_t>(m), m >= 4096, [&](std::size_t q) {
+  // As verify_segments: blocks of segments on the host's cores, gathered in order.
+  const std::vector<SegmentBlock> blocks = segment_blocks(m, [&](std::uint64_t q, SegmentBlock& b) {
     std::vector<HostArray> seg;
     for (const HostArray& a : arrays) seg.push_back(gather_segment(a, L, q));
     std::vector<unsigned char> seg_mask;
@@ -243,17 +281,15 @@ SegmentVerdict verify_segments_row(const SegmentReduction& sr, const std::string
       seg_mask.resize(len);
       for (std::uint64_t k = 0; k < len; ++k) seg_mask[k] = mask[L.at(q, k)];
     }
-    one[q] = verify_row(op, seg, seg_mask, ddof, acc, sr.depth(q), results[q]);
-  });
-  for (std::uint64_t q = 0; q < m; ++q) {
-    v.expected[q] = one[q].expected;
-    v.bound = std::max(v.bound, one[q].bound);
-    if (!one[q].ok && v.ok) {
-      v.ok = false;
-      v.shown = q;
-      v.why = "segment " + std::to_string(q) + ": " + one[q].why;
+    ExprVerdict one = verify_row(op, seg, seg_mask, ddof, acc, sr.depth(q), results[q]);
+    v.expected[q] = one.expected;
+    b.bound = std::max(b.bound, one.bound);
+    if (!one.ok && b.wrong == kNone) {
+      b.wrong = q;
+      b.why = std::move(one.why);
     }
-  }
+  });
+  gather_blocks(blocks, v);
   return v;
 }
 

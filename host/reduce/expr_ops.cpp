@@ -7,9 +7,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <type_traits>
 
 #include "clreduce/error.hpp"
+#include "core/parallel.hpp"
 #include "verify/exact_sum.hpp"
 
 namespace clreduce {
@@ -102,6 +105,96 @@ bool lanes_ok(const ExprSpec& s, const ExprOpOptions& o) {
   return o.where.empty() &&
          std::all_of(s.inputs.begin(), s.inputs.end(),
                      [](DType t) { return t == DType::kFloat || t == DType::kFloat16; });
+}
+
+// The exact sum of terms: each selected element's one or two (term(i, t) writes them to t and
+// returns how many), in blocks of 2^16 elements on the host's cores, each block's exact state
+// (exact_sum.hpp) added exactly (exact_add), so the same state as one pass over every term
+// whatever the blocks; finite: whether every term was.
+struct ExactTerms {
+  ExactState state;
+  bool finite = true;
+};
+template <class Selected, class Term>
+ExactTerms exact_terms(std::size_t n, const Selected& selected, const Term& term) {
+  constexpr std::size_t kBlock = std::size_t{1} << 16;
+  const std::size_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<ExactState> part(blocks);
+  std::vector<unsigned char> finite(blocks, 1);
+  parallel_for(blocks, blocks > 1, [&](std::size_t b) {
+    const std::size_t first = b * kBlock, end = std::min(n, first + kBlock);
+    std::vector<double> terms;
+    terms.reserve(2 * (end - first));
+    double t[2];
+    for (std::size_t i = first; i < end; ++i) {
+      if (!selected(i)) continue;
+      for (int k = 0, count = term(i, t); k < count; ++k) {
+        finite[b] = finite[b] && std::isfinite(t[k]);
+        terms.push_back(t[k]);
+      }
+    }
+    part[b] = exact_state(terms.data(), terms.size());
+  });
+  ExactTerms r;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    exact_add(r.state, part[b]);
+    r.finite = r.finite && finite[b];
+  }
+  return r;
+}
+
+// The naive sum and the magnitude of the selected elements' terms (a, or a b for dot with y), in
+// long double and index order: the bound's scale as one pass gives it. Float and double arrays
+// read through typed pointers (their types dispatched once, not per element); others through
+// as_working. The same sums either way.
+template <class Selected>
+void naive_pass(const HostArray& x, const HostArray* y, DType w, std::size_t n,
+                const Selected& selected, long double& naive, long double& magnitude) {
+  const auto typed = [](DType t) { return t == DType::kFloat || t == DType::kDouble; };
+  const auto pass = [&](const auto& at_x, const auto& at_y) {
+    long double s = 0, m = 0;  // in registers, not through the references
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!selected(i)) continue;
+      const double a = at_x(i);
+      if (!y) {
+        s += a;
+        m += std::fabs(a);
+        continue;
+      }
+      const double b = at_y(i);
+      s += static_cast<long double>(a) * b;
+      m += std::fabs(static_cast<long double>(a) * b);
+    }
+    naive = s;
+    magnitude = m;
+  };
+  const bool single = w == DType::kFloat;
+  const auto reader = [single](const HostArray& h, auto zero) {
+    const auto* p = h.as<decltype(zero)>();
+    return [p, single](std::size_t i) {
+      return single ? static_cast<double>(static_cast<float>(p[i])) : static_cast<double>(p[i]);
+    };
+  };
+  if (typed(x.type) && (!y || typed(y->type))) {
+    dispatch_dtype(x.type, [&](auto zx) {
+      if constexpr (std::is_floating_point_v<decltype(zx)>) {
+        if (!y) return pass(reader(x, zx), reader(x, zx));
+        dispatch_dtype(y->type, [&](auto zy) {
+          if constexpr (std::is_floating_point_v<decltype(zy)>) pass(reader(x, zx), reader(*y, zy));
+        });
+      }
+    });
+    return;
+  }
+  pass([&](std::size_t i) { return as_working(x, i, w); },
+       [&](std::size_t i) { return as_working(*y, i, w); });
+}
+
+// first() and then(): at once for n from 2^20 elements (a pass in index order on one thread
+// beside blocks on the host's cores: then() spreads itself), else one after the other (a
+// segment's row: no threads started for it).
+void beside(std::size_t n, const std::function<void()>& first, const std::function<void()>& then) {
+  parallel_for(2, n >= (std::size_t{1} << 20), [&](std::size_t k) { k == 0 ? first() : then(); });
 }
 
 }  // namespace
@@ -333,7 +426,11 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
   const std::size_t n = x.n;
   const auto selected = [&](std::size_t i) { return mask.empty() || mask[i] != 0; };
   ExprOpReference r;
-  for (std::size_t i = 0; i < n; ++i) r.count += selected(i);
+  r.count = n;
+  if (!mask.empty())
+    r.count = static_cast<std::uint64_t>(
+        std::count_if(mask.begin(), mask.begin() + static_cast<std::ptrdiff_t>(n),
+                      [](unsigned char c) { return c != 0; }));
   const DType w = result_type;
   const double u = roundoff_of(w);
   const double d = static_cast<double>(depth);
@@ -354,18 +451,19 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
       return r;
     }
     if (op == "sum") {
-      std::vector<double> terms;
+      // The elements' exact sum on the host's cores (exact_terms), beside the naive sum (where an
+      // element is not finite) and the magnitude in long double, in index order.
       long double naive = 0, magnitude = 0;
-      bool finite = true;
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!selected(i)) continue;
-        const double a = as_working(x, i, w);
-        terms.push_back(a);
-        naive += a;
-        magnitude += std::fabs(a);
-        finite = finite && std::isfinite(a);
-      }
-      const long double sum = finite ? exact_sum(terms.data(), terms.size()) : naive;
+      ExactTerms t;
+      beside(
+          n, [&] { naive_pass(x, nullptr, w, n, selected, naive, magnitude); },
+          [&] {
+            t = exact_terms(n, selected, [&](std::size_t i, double* v) {
+              v[0] = as_working(x, i, w);
+              return 1;
+            });
+          });
+      const long double sum = t.finite ? exact_round(DType::kDouble, t.state).f : naive;
       r.value = make_float(w, sum);
       // The compensated sum's bound, as dot's: u |S| twice, and gamma_{d+1}^2 sum |x| twice.
       const double g = gamma_k(d + 1, u);
@@ -458,29 +556,29 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
     return r;
   }
   if (op == "dot" || op == "mean") {
-    // Dot: each product as its exact pair (p, e), p + e = x y; the pairs' exact sum.
-    std::vector<double> terms;
+    // Dot: each product as its exact pair (p, e), p + e = x y; the pairs' exact sum, on the
+    // host's cores (exact_terms), beside the naive sum (where a term is not finite) and the
+    // magnitude in long double, in index order.
+    const HostArray* y = op == "dot" ? &arrays[1] : nullptr;
     long double naive = 0, magnitude = 0;
-    bool finite = true;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!selected(i)) continue;
-      const double a = as_working(x, i, w);
-      if (op == "mean") {
-        terms.push_back(a);
-        naive += a;
-        magnitude += std::fabs(a);
-        finite = finite && std::isfinite(a);
-        continue;
-      }
-      const double b = as_working(arrays[1], i, w);
-      const double p = a * b;
-      naive += static_cast<long double>(a) * b;
-      magnitude += std::fabs(static_cast<long double>(a) * b);
-      finite = finite && std::isfinite(p);
-      terms.push_back(p);
-      terms.push_back(std::isfinite(p) ? std::fma(a, b, -p) : 0.0);
-    }
-    long double sum = finite ? exact_sum(terms.data(), terms.size()) : naive;
+    ExactTerms t;
+    beside(
+        n, [&] { naive_pass(x, y, w, n, selected, naive, magnitude); },
+        [&] {
+          t = exact_terms(n, selected, [&](std::size_t i, double* v) {
+            const double a = as_working(x, i, w);
+            if (!y) {
+              v[0] = a;
+              return 1;
+            }
+            const double b = as_working(*y, i, w);
+            const double p = a * b;
+            v[0] = p;
+            v[1] = std::isfinite(p) ? std::fma(a, b, -p) : 0.0;
+            return 2;
+          });
+        });
+    long double sum = t.finite ? exact_round(DType::kDouble, t.state).f : naive;
     if (op == "mean") sum = r.count ? sum / static_cast<long double>(r.count) : nan;
     if (op == "mean" && r.count) magnitude /= static_cast<long double>(r.count);
     r.value = make_float(w, sum);
@@ -538,15 +636,30 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
     // overflows, and a float's square stays exact) and squared as an exact pair (x^2 rounded,
     // its error by fma), the pairs summed exactly (exact_sum.hpp) in blocks; the sum taken as
     // two doubles (its rounding and the rounding of the rest), its root in long double.
+    // The largest |x| and the specials, in blocks on the host's cores (a maximum and an or:
+    // the same in any order).
     long double largest = 0;
     bool any_nan = false, any_inf = false;
-    for (std::size_t i = 0; i < n; ++i)
-      if (selected(i)) {
-        const double a = std::fabs(as_working(x, i, w));
-        any_nan = any_nan || std::isnan(a);
-        any_inf = any_inf || std::isinf(a);
-        if (std::isfinite(a)) largest = std::max<long double>(largest, a);
+    {
+      constexpr std::size_t kBlock = std::size_t{1} << 16;
+      const std::size_t blocks = (n + kBlock - 1) / kBlock;
+      std::vector<double> big(blocks, 0.0);
+      std::vector<unsigned char> nans(blocks, 0), infs(blocks, 0);
+      parallel_for(blocks, blocks > 1, [&](std::size_t b) {
+        for (std::size_t i = b * kBlock, end = std::min(n, i + kBlock); i < end; ++i)
+          if (selected(i)) {
+            const double a = std::fabs(as_working(x, i, w));
+            nans[b] = nans[b] || std::isnan(a);
+            infs[b] = infs[b] || std::isinf(a);
+            if (std::isfinite(a)) big[b] = std::max(big[b], a);
+          }
+      });
+      for (std::size_t b = 0; b < blocks; ++b) {
+        largest = std::max<long double>(largest, big[b]);
+        any_nan = any_nan || nans[b];
+        any_inf = any_inf || infs[b];
       }
+    }
     long double norm = 0;
     if (any_nan) {
       norm = nan;
@@ -554,35 +667,17 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
       norm = inf;
     } else if (largest > 0) {
       const int e = std::ilogb(static_cast<double>(largest));
-      ExactState ss;
-      HostArray block;
-      block.type = DType::kDouble;
-      std::vector<double> terms;
-      const auto flush = [&] {
-        if (terms.empty()) return;
-        block.n = terms.size();
-        block.bytes.resize(terms.size() * sizeof(double));
-        std::memcpy(block.bytes.data(), terms.data(), block.bytes.size());
-        exact_add(ss, exact_state(block));
-        terms.clear();
-      };
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!selected(i)) continue;
-        const double a = std::ldexp(as_working(x, i, w), -e);  // |a| < 2
-        const double p = a * a;
-        terms.push_back(p);
-        terms.push_back(std::fma(a, a, -p));
-        if (terms.size() >= (std::size_t{1} << 16)) flush();
-      }
-      flush();
+      // The pairs' exact sum on the host's cores (exact_terms).
+      ExactState ss = exact_terms(n, selected, [&](std::size_t i, double* v) {
+                        const double a = std::ldexp(as_working(x, i, w), -e);  // |a| < 2
+                        const double p = a * a;
+                        v[0] = p;
+                        v[1] = std::fma(a, a, -p);
+                        return 2;
+                      }).state;
       const double hi = exact_round(DType::kDouble, ss).f;
-      HostArray minus;
-      minus.type = DType::kDouble;
-      minus.n = 1;
-      minus.bytes.resize(sizeof(double));
       const double neg = -hi;
-      std::memcpy(minus.bytes.data(), &neg, sizeof neg);
-      exact_add(ss, exact_state(minus));
+      exact_add(ss, exact_state(&neg, 1));
       const double lo = exact_round(DType::kDouble, ss).f;
       norm = std::ldexp(std::sqrt(static_cast<long double>(hi) + lo), e);
     }

@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "clreduce/error.hpp"
+#include "core/parallel.hpp"
 
 namespace clreduce {
 namespace {
@@ -29,8 +31,43 @@ template <> struct Layout<double> {
   static constexpr int kUnitExp = -1074;
 };
 
-// A non-negative integer in radix 2^64, least significant word first.
-using Big = std::vector<std::uint64_t>;
+// A non-negative integer in radix 2^64, least significant word first, in place (no heap: the
+// sums of short segments are taken by the million). The largest is a double sum's: 2^2098 units
+// times 2^64 elements, 36 words; kWords leaves room for big_add's carries past it.
+class Big {
+ public:
+  static constexpr std::size_t kWords = 40;
+  Big() = default;
+  Big(std::size_t n, std::uint64_t v) { resize(n, v); }
+  Big(const std::uint64_t* first, const std::uint64_t* last) {
+    for (; first != last; ++first) push_back(*first);
+  }
+  // Copies only the words in use.
+  Big(const Big& o) : n_(o.n_) { std::copy(o.w_, o.w_ + o.n_, w_); }
+  Big& operator=(const Big& o) {
+    n_ = o.n_;
+    std::copy(o.w_, o.w_ + o.n_, w_);
+    return *this;
+  }
+  std::size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  void resize(std::size_t n, std::uint64_t v) {
+    if (n > kWords) throw Error(Errc::kInternal, "internal: an exact sum past its words");
+    for (std::size_t i = n_; i < n; ++i) w_[i] = v;
+    n_ = n;
+  }
+  void push_back(std::uint64_t v) { resize(n_ + 1, v); }
+  void pop_back() { --n_; }
+  std::uint64_t& back() { return w_[n_ - 1]; }
+  std::uint64_t back() const { return w_[n_ - 1]; }
+  std::uint64_t& operator[](std::size_t i) { return w_[i]; }
+  std::uint64_t operator[](std::size_t i) const { return w_[i]; }
+  const std::uint64_t* begin() const { return w_; }
+
+ private:
+  std::uint64_t w_[kWords];
+  std::size_t n_ = 0;
+};
 
 // a += v * 2^shift.
 void big_add(Big& a, unsigned __int128 v, std::size_t shift) {
@@ -54,12 +91,18 @@ void big_trim(Big& a) {
   while (!a.empty() && a.back() == 0) a.pop_back();
 }
 
+// The words of a without its leading zeros.
+std::size_t big_used(const Big& a) {
+  std::size_t n = a.size();
+  while (n > 0 && a[n - 1] == 0) --n;
+  return n;
+}
+
 // -1, 0, 1 as a < b, a == b, a > b.
-int big_cmp(Big a, Big b) {
-  big_trim(a);
-  big_trim(b);
-  if (a.size() != b.size()) return a.size() < b.size() ? -1 : 1;
-  for (std::size_t i = a.size(); i-- > 0;)
+int big_cmp(const Big& a, const Big& b) {
+  const std::size_t na = big_used(a), nb = big_used(b);
+  if (na != nb) return na < nb ? -1 : 1;
+  for (std::size_t i = na; i-- > 0;)
     if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
   return 0;
 }
@@ -92,7 +135,7 @@ Big big_shr(const Big& a, std::size_t s) {
   return r;
 }
 Big big_low(const Big& a, std::size_t s) {
-  Big r(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(std::min(a.size(), (s + 63) / 64)));
+  Big r(a.begin(), a.begin() + std::min(a.size(), (s + 63) / 64));
   if (s % 64 && r.size() == (s + 63) / 64) r.back() &= (std::uint64_t{1} << (s % 64)) - 1;
   big_trim(r);
   return r;
@@ -121,14 +164,13 @@ struct Parts {
 template <class T> Parts exact_parts(const T* x, std::size_t n) {
   using L = Layout<T>;
   using Bits = typename L::Bits;
-  // bins[s]: the sum of the significands of the elements of value m * 2^(s + kUnitExp), one
-  // sum for positives, one for negatives; 128 bits take 2^74 double significands.
-  std::vector<unsigned __int128> pos(L::kExpMax), neg(L::kExpMax);
   Parts r;
   const Bits sign = Bits{1} << (8 * sizeof(Bits) - 1);
-  for (std::size_t i = 0; i < n; ++i) {
+  // One element's bits: the specials noted, a finite one's significand and bin (its value is
+  // sig * 2^(s + kUnitExp)); false for the specials.
+  const auto split = [&](const T& xi, Bits& sig, std::size_t& s, bool& negative) {
     Bits b;
-    std::memcpy(&b, &x[i], sizeof b);
+    std::memcpy(&b, &xi, sizeof b);
     const int e = static_cast<int>((b >> L::kMantBits) & static_cast<Bits>(L::kExpMax));
     const Bits m = b & ((Bits{1} << L::kMantBits) - 1);
     if (e == L::kExpMax) {
@@ -138,16 +180,32 @@ template <class T> Parts exact_parts(const T* x, std::size_t n) {
         r.ninf = true;
       else
         r.pinf = true;
-      continue;
+      return false;
     }
     // Normal: (2^kMantBits + m) * 2^(e - 1) units; subnormal (e = 0): m units.
-    const std::size_t s = e ? static_cast<std::size_t>(e - 1) : 0;
-    const Bits sig = e ? (m | (Bits{1} << L::kMantBits)) : m;
-    ((b & sign) ? neg : pos)[s] += sig;
+    s = e ? static_cast<std::size_t>(e - 1) : 0;
+    sig = e ? (m | (Bits{1} << L::kMantBits)) : m;
+    negative = (b & sign) != 0;
+    return true;
+  };
+  Bits sig = 0;
+  std::size_t s = 0;
+  bool negative = false;
+  if (n < 64) {
+    // A few elements (a short segment's): each added where it lies, without the bins (whose
+    // clearing and walk would cost more than the elements).
+    for (std::size_t i = 0; i < n; ++i)
+      if (split(x[i], sig, s, negative)) big_add(negative ? r.q : r.p, sig, s);
+    return r;
   }
-  for (std::size_t s = 0; s < pos.size(); ++s) {
-    if (pos[s]) big_add(r.p, pos[s], s);
-    if (neg[s]) big_add(r.q, neg[s], s);
+  // bins[s]: the sum of the significands of the elements of value m * 2^(s + kUnitExp), one
+  // sum for positives, one for negatives; 128 bits take 2^74 double significands.
+  std::vector<unsigned __int128> pos(L::kExpMax), neg(L::kExpMax);
+  for (std::size_t i = 0; i < n; ++i)
+    if (split(x[i], sig, s, negative)) (negative ? neg : pos)[s] += sig;
+  for (std::size_t k = 0; k < pos.size(); ++k) {
+    if (pos[k]) big_add(r.p, pos[k], k);
+    if (neg[k]) big_add(r.q, neg[k], k);
   }
   return r;
 }
@@ -179,9 +237,8 @@ template <class T> T round_parts(const Parts& a) {
   return c > 0 ? r : -r;
 }
 
-template <class T> T exact_sum_t(const T* x, std::size_t n) {
-  return round_parts<T>(exact_parts(x, n));
-}
+// Arrays from this many elements are summed on the host's cores (parallel_state).
+constexpr std::size_t kParallelFrom = std::size_t{1} << 22;
 
 // Carries s's limbs: each below the top into [0, 2^32), the top one signed.
 void normalise(ExactState& s) {
@@ -216,31 +273,10 @@ template <class T> long double ordinal(double v) {
   return b & sign ? -mag : mag;
 }
 
-}  // namespace
-
-ExactState exact_state_of(const std::int64_t* limbs, std::size_t count, std::uint64_t flags) {
-  if (count > ExactState::kLimbs || (flags & ~std::uint64_t{kAllFlags}))
-    throw Error(Errc::kInternal, "internal: an exact state of " + std::to_string(count) +
-                                     " limbs with flags " + std::to_string(flags) +
-                                     " (not written by the kernel?)");
+// The state of parts, the exact sum of n elements.
+ExactState state_of(const Parts& parts, std::size_t n) {
   ExactState s;
-  std::copy(limbs, limbs + count, s.limb);
-  s.flags = static_cast<std::uint32_t>(flags);
-  s.empty = 0;
-  normalise(s);
-  return s;
-}
-
-ExactState exact_state(const HostArray& a) {
-  Parts parts;
-  if (a.type == DType::kFloat)
-    parts = exact_parts(a.as<float>(), a.n);
-  else if (a.type == DType::kDouble)
-    parts = exact_parts(a.as<double>(), a.n);
-  else
-    throw Error(Errc::kInternal, "internal: exact_state of " + dtype_name(a.type));
-  ExactState s;
-  if (a.n == 0) return s;
+  if (n == 0) return s;
   s.empty = 0;
   s.flags = (parts.nan ? ExactState::kNaN : 0) | (parts.pinf ? ExactState::kPosInf : 0) |
             (parts.ninf ? ExactState::kNegInf : 0);
@@ -259,6 +295,75 @@ ExactState exact_state(const HostArray& a) {
     s.limb[j] = digit(parts.p, j) - digit(parts.q, j);
   normalise(s);
   return s;
+}
+
+// The state of x[0..n): below kParallelFrom elements in one pass; else one state per block of
+// 2^20 elements on the host's cores, the blocks' states added exactly (exact_add: integers with
+// carries, the specials OR-ed), which is the same state as one pass's whatever the blocks.
+template <class T> ExactState state_t(const T* x, std::size_t n) {
+  if (n < kParallelFrom) return state_of(exact_parts(x, n), n);
+  constexpr std::size_t kBlock = std::size_t{1} << 20;
+  const std::size_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<ExactState> part(blocks);
+  parallel_for(blocks, true, [&](std::size_t b) {
+    const std::size_t at = b * kBlock, len = std::min(kBlock, n - at);
+    part[b] = state_of(exact_parts(x + at, len), len);
+  });
+  ExactState s;
+  for (const ExactState& p : part) exact_add(s, p);
+  return s;
+}
+
+// A few floats (a short segment's) whose running double sum from +0 stays exact: that sum,
+// else false. Exact where every step's rounding error (TwoSum's, itself exact) is 0; then the
+// exact sum is a double, and its conversion to float is its one rounding to nearest, ties to
+// even, as round_parts rounds (an exact zero: +0, as the sum from +0 gives it).
+bool exact_in_double(const float* x, std::size_t n, double& sum) {
+  double s = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double a = x[i];
+    if (!std::isfinite(a)) return false;
+    const double t = s + a, b = t - s;
+    if ((s - (t - b)) + (a - b) != 0.0) return false;
+    s = t;
+  }
+  sum = s;
+  return true;
+}
+
+template <class T> T exact_sum_t(const T* x, std::size_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    double s = 0.0;
+    if (n < 64 && exact_in_double(x, n, s)) return static_cast<float>(s);
+  }
+  if (n < kParallelFrom) return round_parts<T>(exact_parts(x, n));
+  // The same rounding (round_parts) of the same exact sum, from the state.
+  return static_cast<T>(
+      exact_round(std::is_same_v<T, float> ? DType::kFloat : DType::kDouble, state_t(x, n)).f);
+}
+
+}  // namespace
+
+ExactState exact_state_of(const std::int64_t* limbs, std::size_t count, std::uint64_t flags) {
+  if (count > ExactState::kLimbs || (flags & ~std::uint64_t{kAllFlags}))
+    throw Error(Errc::kInternal, "internal: an exact state of " + std::to_string(count) +
+                                     " limbs with flags " + std::to_string(flags) +
+                                     " (not written by the kernel?)");
+  ExactState s;
+  std::copy(limbs, limbs + count, s.limb);
+  s.flags = static_cast<std::uint32_t>(flags);
+  s.empty = 0;
+  normalise(s);
+  return s;
+}
+
+ExactState exact_state(const float* x, std::size_t n) { return state_t(x, n); }
+ExactState exact_state(const double* x, std::size_t n) { return state_t(x, n); }
+
+ExactState exact_state(const HostArray& a) {
+  if (a.type == DType::kFloat) return exact_state(a.as<float>(), a.n);
+  if (a.type == DType::kDouble) return exact_state(a.as<double>(), a.n);
+  throw Error(Errc::kInternal, "internal: exact_state of " + dtype_name(a.type));
 }
 
 void exact_add(ExactState& into, const ExactState& from) {

@@ -13,7 +13,8 @@
 
 namespace clreduce {
 
-// The correctly rounded sum of x[0..n): IEEE's specials (a NaN, or +inf with -inf: NaN; else an
+// The correctly rounded sum of x[0..n) (from 2^22 elements on the host's cores, as
+// exact_state): IEEE's specials (a NaN, or +inf with -inf: NaN; else an
 // infinity: itself), a finite sum beyond the largest finite value: infinity of its sign; an exact
 // zero: +0, even where every element is -0 (NumPy's sum adds from +0, and so does every variant).
 float exact_sum(const float* x, std::size_t n);
@@ -39,8 +40,11 @@ struct ExactState {
 // The state of limbs[0..count) (count <= kLimbs; any int64 values, not normalised) and flags,
 // of at least one element, normalised. Throws Error(kInternal) for flags no kernel writes.
 ExactState exact_state_of(const std::int64_t* limbs, std::size_t count, std::uint64_t flags);
-// The host's own state of a float or double array (its exact sum by the reference's scheme).
+// The host's own state of a float or double array (its exact sum by the reference's scheme);
+// from 2^22 elements, blocks of it on the host's cores, their states added exactly (exact_add).
 ExactState exact_state(const HostArray& a);
+ExactState exact_state(const float* x, std::size_t n);
+ExactState exact_state(const double* x, std::size_t n);
 // into += from, exactly (integer limbs with carries, flags OR-ed); an empty side adds nothing.
 void exact_add(ExactState& into, const ExactState& from);
 // Whether a and b (normalised) are the same sum: the same specials (NaN, +inf, -inf) and, where

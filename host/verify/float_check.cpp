@@ -22,8 +22,26 @@ Limits limits(bool single) {
 }
 
 // γ_d = (1 + u)^d - 1: the relative error d roundings can compound to, for any d.
+long double gamma_of(long double u, std::uint64_t d) {
+  return std::expm1(static_cast<long double>(d) * std::log1p(u));
+}
+
+// The same, from a table for the depths below kTabled (short segments check millions of sums
+// of small depths; expm1 and log1p in long double were most of their check).
+constexpr std::uint64_t kTabled = 256;
+struct GammaTable {
+  long double g[kTabled];
+  explicit GammaTable(long double u) {
+    for (std::uint64_t d = 0; d < kTabled; ++d) g[d] = gamma_of(u, d);
+  }
+};
+
 long double gamma(const Limits& l, std::uint64_t d) {
-  return std::expm1(static_cast<long double>(d) * std::log1p(l.u));
+  if (d >= kTabled) return gamma_of(l.u, d);
+  static const GammaTable single(0x1p-24L), twice(0x1p-53L);
+  if (l.u == 0x1p-24L) return single.g[d];
+  if (l.u == 0x1p-53L) return twice.g[d];
+  return gamma_of(l.u, d);
 }
 
 std::string g(long double x) {

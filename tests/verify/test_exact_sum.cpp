@@ -204,3 +204,93 @@ TEST_CASE("float_error counts representable values between and the relative erro
   dg.f = std::nan("");
   CHECK(std::isnan(float_error(dg, d).ulps));
 }
+
+namespace {
+
+// A random value of T across its whole range: any sign, exponent (subnormals included) and
+// significand, or one of the specials when `specials`.
+template <class T> T any_value(std::mt19937_64& rng, bool specials) {
+  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  constexpr int kMant = sizeof(T) == 4 ? 23 : 52, kExpMax = sizeof(T) == 4 ? 255 : 2047;
+  const Bits sign = static_cast<Bits>(rng() & 1) << (8 * sizeof(T) - 1);
+  Bits e = static_cast<Bits>(rng() % (specials ? kExpMax + 1 : kExpMax));
+  if (rng() % 4 == 0) e = static_cast<Bits>(kExpMax / 2 + rng() % 8);  // near 1: carries, ties
+  const Bits m = static_cast<Bits>(rng()) & ((Bits{1} << kMant) - 1);
+  const Bits b = sign | (e << kMant) | (rng() % 8 == 0 ? 0 : m);
+  T x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+
+// exact_sum of x against the same elements padded with +0 to 64 (the exponent bins' pass: the
+// padding adds nothing, and a zero sum is +0 either way), bit for bit.
+template <class T> void check_short_sums(std::mt19937_64& rng, bool specials) {
+  for (int trial = 0; trial < 3000; ++trial) {
+    const std::size_t n = rng() % 64;
+    std::vector<T> v(n);
+    for (T& x : v) x = any_value<T>(rng, specials);
+    if (n >= 2 && trial % 3 == 0) v[1] = -v[0];  // cancellation
+    std::vector<T> padded = v;
+    padded.resize(64, T(0));
+    CAPTURE(trial, n);
+    REQUIRE(same(exact_sum(v.data(), n), exact_sum(padded.data(), padded.size())));
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "exact_sum: short arrays (word by word, and floats through an exact double sum) give "
+    "the bins' sum, bit for bit",
+    "[exact_sum]") {
+  std::mt19937_64 rng(17);
+  for (bool specials : {false, true}) {
+    CAPTURE(specials);
+    check_short_sums<float>(rng, specials);
+    check_short_sums<double>(rng, specials);
+  }
+  // Ties and sticky bits through the float path: 1 + 2^-24 ties to 1 (even); a bit far below
+  // makes it round up; a double sum that is not exact (the bins) rounds the same way.
+  CHECK(same(sum_of<float>({1.0f, 0x1p-24f}), 1.0f));
+  CHECK(same(sum_of<float>({1.0f, 0x1p-24f, 0x1p-60f}), 1.0f + 0x1p-23f));
+  CHECK(same(sum_of<float>({1.0f, 0x1p-24f, 0x1p-100f, -0x1p-126f}), 1.0f + 0x1p-23f));
+  CHECK(same(sum_of<float>({0x1p100f, -0x1p100f, -0x1p-149f}), -0x1p-149f));
+  CHECK(same(sum_of<float>({-0.0f}), 0.0f));
+  CHECK(same(sum_of<float>({fmax_, fmax_, -fmax_}), fmax_));
+  CHECK(same(sum_of<float>({fmax_, fmax_}), finf));
+}
+
+TEST_CASE("exact_state: 2^22 elements and more in blocks on the host's cores, added exactly",
+          "[exact_sum]") {
+  // Pairs x, -x of every magnitude, shuffled, and a rest whose sum needs every block's bits:
+  // 1 + 2^-24 is a tie (to 1 in float), 2^-100 decides it upwards.
+  std::mt19937_64 rng(23);
+  std::vector<float> v;
+  v.reserve((std::size_t{1} << 22) + 8);
+  while (v.size() < (std::size_t{1} << 22)) {
+    const float x = any_value<float>(rng, false);
+    v.push_back(x);
+    v.push_back(-x);
+  }
+  for (float r : {1.0f, 0x1p-24f, 0x1p-100f}) v.push_back(r);
+  std::shuffle(v.begin(), v.end(), rng);
+  CHECK(same(exact_sum(v.data(), v.size()), 1.0f + 0x1p-23f));
+  // The state: the same as the sum of uneven pieces' states (each below the blocks' size).
+  const ExactState whole = exact_state(v.data(), v.size());
+  ExactState pieces;
+  for (std::size_t at = 0; at < v.size(); at += 1000003)
+    exact_add(pieces, exact_state(v.data() + at, std::min<std::size_t>(1000003, v.size() - at)));
+  CHECK(same_state(whole, pieces));
+  CHECK(same(static_cast<float>(exact_round(DType::kFloat, whole).f), 1.0f + 0x1p-23f));
+  // Without the 2^-100: the tie, to even.
+  v.erase(std::find(v.begin(), v.end(), 0x1p-100f));
+  CHECK(same(exact_sum(v.data(), v.size()), 1.0f));
+  // Doubles, and a special in one block only.
+  std::vector<double> d(v.begin(), v.end());
+  d.push_back(0x1p-1074);
+  CHECK(same(exact_sum(d.data(), d.size()), 1.0 + 0x1p-24));
+  d[d.size() / 3] = dinf;
+  CHECK(same(exact_sum(d.data(), d.size()), dinf));
+  d[2 * d.size() / 3] = -dinf;
+  CHECK(std::isnan(exact_sum(d.data(), d.size())));
+}
