@@ -201,10 +201,13 @@ inline acc_t clr_lse_op(acc_t a, acc_t b) {
 // is 1, and s at most e^CLR_LSE_T times the count (far inside double), so clr_lse_op takes it
 // as it is. NaN and inf as the other fold: a NaN x makes m NaN; equal infinities (d NaN) add
 // their s; -inf (or the identity) adds exp(-inf) = 0; +inf moves m and s is 1.
+// b.x and a.x are float values (a float or float16 element, +-inf or NaN), so the difference is
+// taken in float, rounded once, and nothing but the term goes through double arithmetic: on GPUs
+// a conversion between float and double costs several of the element's other operations.
 inline acc_t clr_lse_fold(acc_t a, acc_t b) {
-  const A d = b.x - a.x;
-  if (d > (A)CLR_LSE_T) return (acc_t)(b.x, a.y * exp(-d) + b.y);
-  const float e = isnan(d) ? 1.0f : exp((float)d);
+  const float d = (float)b.x - (float)a.x;
+  if (d > (float)CLR_LSE_T) return (acc_t)(b.x, a.y * exp(a.x - b.x) + b.y);
+  const float e = isnan(d) ? 1.0f : exp(d);
   return (acc_t)(isnan(b.x) ? b.x : a.x, a.y + b.y * (A)e);
 }
 #else
