@@ -187,6 +187,9 @@ inline acc_t clr_lse_op(acc_t a, acc_t b) {
 #ifndef CLR_LSE_EXPF
 #define CLR_LSE_EXPF 0
 #endif
+#ifndef CLR_LSE_VFOLD
+#define CLR_LSE_VFOLD 0
+#endif
 #if CLR_LSE_EXPF
 // The lazy max's margin (below).
 #ifndef CLR_LSE_T
@@ -210,6 +213,26 @@ inline acc_t clr_lse_fold(acc_t a, acc_t b) {
   const float e = isnan(d) ? 1.0f : exp(d);
   return (acc_t)(isnan(b.x) ? b.x : a.x, a.y + b.y * (A)e);
 }
+
+#if CLR_LSE_VFOLD
+// Four neighbouring elements of one float array (the GPU shape's vector load, no predicate)
+// folded into a at once: where none of them is past m + CLR_LSE_T and none is NaN (a NaN
+// difference fails the comparison), their terms are four float exps summed pairwise in float
+// (relative error 2^-23 at most, all four positive) and added to s in double: one conversion
+// each way for four elements. Else (m moves, a NaN, the identity's -inf) they go one at a time
+// through clr_lse_fold, in index order.
+inline acc_t clr_lse_vfold(acc_t a, float4 v) {
+  const float4 d = v - (float4)((float)a.x);
+  if (all(d <= (float4)((float)CLR_LSE_T))) {
+    const float4 e = exp(d);
+    return (acc_t)(a.x, a.y + (A)((e.x + e.y) + (e.z + e.w)));
+  }
+  a = clr_lse_fold(a, (acc_t)((A)v.x, 1));
+  a = clr_lse_fold(a, (acc_t)((A)v.y, 1));
+  a = clr_lse_fold(a, (acc_t)((A)v.z, 1));
+  return clr_lse_fold(a, (acc_t)((A)v.w, 1));
+}
+#endif
 #else
 // The fold of one element b ((x, 1), or the identity where --where leaves it out) into a: the
 // same rescaling with one exp, of -|x - m| (the side that does not move has exp(0) = 1, which

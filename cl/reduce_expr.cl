@@ -143,6 +143,13 @@ inline bool expr_vec_aligned(__global const CLR_T0* x0, __global const CLR_T1* x
 #else
 #define EXPR_USE_VEC 0
 #endif
+// logsumexp of one float array (the host's CLR_LSE_VFOLD): a vector's four elements folded at
+// once (clr_expr.h, clr_lse_vfold).
+#if EXPR_USE_VEC && CLR_LSE_VFOLD && EXPR_VEC == 4
+#define EXPR_LSE_V 1
+#else
+#define EXPR_LSE_V 0
+#endif
 #if EXPR_BLOCK
 // Levels of the pairwise stack: 2^48 blocks at most.
 #define EXPR_LEVELS 48
@@ -291,15 +298,23 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_expr(
       }
 #pragma unroll
       for (uint k = 0; k < UNROLL; ++k) {
+#if EXPR_LSE_V
+        acc[k] = clr_lse_vfold(acc[k], l0[k].v);
+#else
 #pragma unroll
         for (uint j = 0; j < EXPR_VEC; ++j) acc[k] = EXPR_STEP(acc[k], EXPR_LMAP(k, j));
+#endif
       }
       EXPR_VROUND_DONE();
     }
     for (; v < nv; v += items) {
       EXPR_VLOAD(0, v);
+#if EXPR_LSE_V
+      acc[0] = clr_lse_vfold(acc[0], l0[0].v);
+#else
 #pragma unroll
       for (uint j = 0; j < EXPR_VEC; ++j) acc[0] = EXPR_STEP(acc[0], EXPR_LMAP(0, j));
+#endif
     }
     i = nv * EXPR_VEC + gid;  // the last n % EXPR_VEC elements, below
   }

@@ -71,6 +71,10 @@ std::string spec_options(const ExprSpec& s) {
   if (s.arg) o += " -DEXPR_ARG=" + std::to_string(s.arg);
   if (!s.fold.empty()) o += " -DEXPR_FOLD=1";
   if (s.lse_expf) o += " -DCLR_LSE_EXPF=1 -DCLR_LSE_T=" + std::to_string(kLseExpfMargin);
+  // One float array, no predicate: the GPU shape's vector loads fold four elements at a time
+  // (cl/clr_expr.h, clr_lse_vfold).
+  if (s.lse_expf && s.inputs.size() == 1 && s.inputs[0] == DType::kFloat && s.where.empty())
+    o += " -DCLR_LSE_VFOLD=1";
   return o;
 }
 

@@ -749,10 +749,12 @@ ExprOpReference expr_op_reference(const std::string& op, const std::vector<HostA
       // positive ones. Rescaled terms keep their relative error, and a move of m starts a new
       // reference whose part of s obeys the same bound, so the whole s is within
       // 2^-24 (ln(count + 1) + T) + 3 * 2^-23 relative, and L = m + ln s within that absolutely
-      // (times 1.01 for second order). A term below float's normal range may flush: count times
-      // float's smallest normal against s >= 1.
+      // (times 1.01 for second order). The GPU shape's vector loads (CLR_LSE_VFOLD) sum four
+      // terms in float before adding them to s: two roundings of positive terms, 2^-23 of their
+      // sum at most, so of s. A term below float's normal range may flush: count times float's
+      // smallest normal against s >= 1.
       const double t = kLseExpfMargin;
-      r.bound += 1.01 * (std::ldexp(lc + t, -24) + 3 * std::ldexp(1.0, -23)) +
+      r.bound += 1.01 * (std::ldexp(lc + t, -24) + 4 * std::ldexp(1.0, -23)) +
                  static_cast<double>(r.count) * std::numeric_limits<float>::min();
     }
     return r;
