@@ -30,7 +30,8 @@
 //   n / work-items (the built-in ops' rows: error bounds of pairwise summation's kind);
 //   EXPR_FOLD 1: a row's fold of one element into a running accumulator (clr_expr.h);
 //   CLR_LSE_EXPF 1 and CLR_LSE_T: logsumexp's fold with a float exp per element, its m moving
-//   only past m + CLR_LSE_T (clr_expr.h);
+//   only past m + CLR_LSE_T (clr_expr.h); CLR_LSE_VFOLD 1 (one float array, no predicate): the
+//   GPU shape's vector loads fold their four elements at once (clr_lse_vfold);
 //   EXPR_LANES 0 or a lane kind of clr_expr.h: the CPU shape reads each stream 16 elements at
 //   a time into the row's vector lanes (a block: EXPR_BLOCK rounds of them).
 // The built-in ops of the command line (--op dot, mean, var, norm2, logsumexp, ...) are rows of
