@@ -3,7 +3,8 @@
 
 Times --calls calls of each row below on a --size-element array (default 2^10 float32) already
 on the device, each call on its own (time.perf_counter_ns around it), queue.finish() untimed
-every 50 calls; prints the median and the fastest tenth per call in microseconds:
+every --batch calls (default 50: calls back to back, as a program's kernels follow each other;
+1: each call finds the queue idle, and PoCL's enqueue then wakes its worker threads); prints the median and the fastest tenth per call in microseconds:
   clreduce.sum / max / argmax   the package's call: checks, dtype rules, the queue's Device, the
                                 0-d result from the array's allocator, the kept plan's enqueue;
                                 returns without waiting
@@ -79,10 +80,14 @@ def main():
     ap.add_argument("--dtype", default="float32", help="default float32")
     ap.add_argument("--calls", type=int, default=20000, help="timed calls per row (default 20000)")
     ap.add_argument("--allocator", choices=("pool", "none"), default="pool")
+    ap.add_argument("--batch", type=int, default=50,
+                    help="calls between two untimed queue.finish() (default 50)")
     ap.add_argument("--profile", default=None, metavar="OP",
                     help="profile clreduce.OP's calls with cProfile instead of timing the rows")
     ap.add_argument("--top", type=int, default=20, help="profile entries printed (default 20)")
     args = ap.parse_args()
+    if args.calls < 1 or args.batch < 1 or args.top < 1:
+        ap.error("--calls, --batch and --top must be at least 1")
 
     info = clreduce.Device(args.device).info
     dev = [d for p in cl.get_platforms() for d in p.get_devices()][info.index]
@@ -103,7 +108,7 @@ def main():
         prof.enable()
         for i in range(args.calls):
             f(a)
-            if i % 50 == 49:
+            if i % args.batch == args.batch - 1:
                 queue.finish()
         prof.disable()
         queue.finish()
@@ -111,7 +116,8 @@ def main():
         return
 
     print(f"clreduce {clreduce.__version__} from {clreduce.__file__}; device {info.name!r}; "
-          f"{n} {dtype.name}; {args.calls} calls a row; allocator {args.allocator}")
+          f"{n} {dtype.name}; {args.calls} calls a row, finish() every {args.batch}; allocator "
+          f"{args.allocator}")
     rows = []
     for op in ("sum", "max", "argmax"):
         f = getattr(clreduce, op)
@@ -120,7 +126,7 @@ def main():
         ok = r == want if op == "argmax" else abs(float(r) - float(want)) <= 1e-3 * np.abs(host).sum()
         if not ok:
             sys.exit(f"py_call_cost.py: clreduce.{op} gave {r}, NumPy {want}")
-        rows.append((f"clreduce.{op}", timed(lambda: f(a), args.calls, queue)))
+        rows.append((f"clreduce.{op}", timed(lambda: f(a), args.calls, queue, args.batch)))
 
     d = clreduce._cl_device(a, None, "sum")._dev
     tname = {"float32": "float", "float64": "double"}.get(dtype.name, dtype.name)
@@ -129,10 +135,11 @@ def main():
     for op in ("sum", "argmax"):
         rows.append((f"reduce_into {op}",
                      timed(lambda: d.reduce_into(op, tname, mem, 0, n, "", out.int_ptr, 0),
-                           args.calls, queue)))
+                           args.calls, queue, args.batch)))
 
     rt = np.dtype(np.float32)
-    rows.append(("result array", timed(lambda: clreduce._cl_new(a, (), rt), args.calls, queue)))
+    rows.append(("result array",
+                 timed(lambda: clreduce._cl_new(a, (), rt), args.calls, queue, args.batch)))
 
     prg = cl.Program(ctx, "__kernel void one(__global float* p) { p[0] = 1.0f; }").build()
     knl = prg.one
@@ -140,9 +147,9 @@ def main():
     gsize, lsize = (1,), None
     rows.append(("pyopencl launch",
                  timed(lambda: cl.enqueue_nd_range_kernel(queue, knl, gsize, lsize),
-                       args.calls, queue)))
+                       args.calls, queue, args.batch)))
     rows.append(("pyopencl kernel call",
-                 timed(lambda: knl(queue, gsize, lsize, out), args.calls, queue)))
+                 timed(lambda: knl(queue, gsize, lsize, out), args.calls, queue, args.batch)))
 
     print(f"{'row':<22} {'median us':>10} {'p10 us':>8}")
     for name, (med, p10) in rows:
