@@ -473,9 +473,10 @@ def _segment_input(fname: str, op: str, arr: Any, dtype: Any, out: Any, o: np.nd
 
 def _reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdims: bool,
             device: DeviceSpec, offsets: Any = None):
-    if (axis is None and dtype is None and out is None and keepdims is False and device is None
-            and offsets is None):  # a pyopencl array's common call, kept: _cl_reduce's checks
-        call = _cl_calls.get((op, type(a), getattr(a, "dtype", None), id(getattr(a, "queue", None))))
+    if (type(a) in _cl_types and axis is None and dtype is None and out is None
+            and keepdims is False and device is None and offsets is None):
+        # a pyopencl array's common call, kept (_ClCall): the checks _cl_reduce's would make
+        call = _cl_calls.get((op, a.dtype, id(a.queue)))
         if call is not None and a.size and (a.flags.c_contiguous or (
                 call.any_order and a.flags.f_contiguous)):
             return call(a)
@@ -1203,7 +1204,8 @@ class _ClCall:
 
 
 _new_object = object.__new__
-_cl_calls: dict = {}  # (op, pyopencl array type, dtype, id(queue)) -> _ClCall
+_cl_calls: dict = {}  # (op, dtype, id(queue)) -> _ClCall
+_cl_types: set = set()  # the pyopencl array types (Array, subclasses) the kept calls took
 
 
 def _cl_reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdims: bool,
@@ -1257,7 +1259,8 @@ def _cl_reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, kee
         res = _cl_enqueue(dev, op, x, acc, shape)
         if defaults and x is a and not acc and back is None and res.dtype == (
                 _I64 if op.startswith("arg") else _lib_rt(op, _LIB_NAME[x.dtype], acc)):
-            _cl_calls[(op, type(a), a.dtype, id(a.queue))] = _ClCall(dev, op, a, res)
+            _cl_calls[(op, a.dtype, id(a.queue))] = _ClCall(dev, op, a, res)
+            _cl_types.add(type(a))
         return res if back is None else res.astype(back)
     # The engine's types: computed and read back (the library has no enqueue-only path for
     # them), the value written to a new device array.
