@@ -92,7 +92,12 @@ def main():
         ap.error("--calls, --batch and --top must be at least 1")
 
     info = clreduce.Device(args.device).info
-    dev = [d for p in cl.get_platforms() for d in p.get_devices()][info.index]
+    found = [d for p in cl.get_platforms() if p.name == info.platform
+             for d in p.get_devices() if d.name == info.name]
+    if not found:
+        sys.exit(f"py_call_cost.py: PyOpenCL finds no device {info.name!r} of platform "
+                 f"{info.platform!r}")
+    dev = found[0]
     ctx = cl.Context([dev])
     queue = cl.CommandQueue(ctx)
     alloc = clt.MemoryPool(clt.ImmediateAllocator(queue)) if args.allocator == "pool" else None
