@@ -473,6 +473,13 @@ def _segment_input(fname: str, op: str, arr: Any, dtype: Any, out: Any, o: np.nd
 
 def _reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdims: bool,
             device: DeviceSpec, offsets: Any = None):
+    if (type(a) in _cl_types and axis is None and dtype is None and out is None
+            and keepdims is False and device is None and offsets is None):
+        # a pyopencl array's common call, kept (_ClCall): the checks _cl_reduce's would make
+        call = _cl_calls.get((op, a.dtype, id(a.queue)))
+        if call is not None and a.size and (a.flags.c_contiguous or (
+                call.any_order and a.flags.f_contiguous)):
+            return call(a)
     if _is_clarray(a):
         return _cl_reduce(fname, op, a, axis, dtype, out, keepdims, device, offsets)
     if offsets is not None:
@@ -1145,10 +1152,68 @@ def _cl_enqueue(dev: Device, op: str, x: Any, acc: str, shape: Tuple[int, ...]) 
     return res
 
 
+class _ClCall:
+    """A whole-array reduction of a pyopencl array with every argument at its default, kept per
+    (op, dtype, queue) once the general path has run it (_cl_reduce): what that path works out
+    on every call (the Device, the library's type name and result dtype, the result's bytes)
+    found once, the call itself the same allocation, 0-d result array and reduce_into as
+    _cl_enqueue's. The 0-d result is made as a copy of the attributes of one made by
+    pyopencl.array.Array's fast constructor (its buffer and event list its own): a third of that
+    constructor's cost; where the pyopencl version's arrays hold other attributes than those
+    known here, or the allocator hands out another kind of memory (SVM), through the constructor."""
+
+    __slots__ = ("op", "reduce_into", "tname", "itemsize", "rt", "nbytes", "offset", "any_order",
+                 "queue", "template", "buf_type", "array_type")
+
+    # The attributes of pyopencl.array.Array that a copy may share (immutable, or None) besides
+    # base_data and events, which are each array's own.
+    _SHARED = frozenset(("_flags", "allocator", "context", "dtype", "nbytes", "offset", "queue",
+                         "shape", "size", "strides"))
+
+    def __init__(self, dev: Device, op: str, a: Any, res: Any) -> None:
+        arg = op == "argmin" or op == "argmax"
+        self.op = op
+        self.reduce_into = dev._dev.reduce_into
+        self.tname = _LIB_NAME[a.dtype]
+        self.itemsize = a.dtype.itemsize
+        self.rt = res.dtype
+        self.nbytes = 16 if arg else res.dtype.itemsize
+        self.offset = 8 if arg else 0
+        self.any_order = not arg  # argmin/argmax count in C order
+        self.queue = a.queue  # kept alive, so that id(queue) in the key names no other
+        d = getattr(res, "__dict__", None)
+        ok = (type(res) is sys.modules["pyopencl.array"].Array and d is not None
+              and set(d) == self._SHARED | {"base_data", "events"} and res._flags is None)
+        # (no buffer, events or allocator of the first result's kept: each call sets its own)
+        self.template = dict(d, base_data=None, events=None, allocator=None) if ok else None
+        self.buf_type = sys.modules["pyopencl"].MemoryObjectHolder  # a Buffer, a pool's, ...
+        self.array_type = type(res)
+
+    def __call__(self, a: Any) -> Any:
+        alloc = a.allocator
+        buf = alloc(self.nbytes) if alloc is not None else _cl_alloc(a, self.nbytes)
+        tmpl = self.template
+        if tmpl is not None and isinstance(buf, self.buf_type) and a.context is tmpl["context"]:
+            res = _new_object(self.array_type)  # (its queue is a's: the key's)
+            res.__dict__ = {**tmpl, "base_data": buf, "events": [], "allocator": alloc}
+        else:
+            res = _cl_new(a, (), self.rt, data=buf, offset=self.offset)
+        self.reduce_into(self.op, self.tname, a.base_data.int_ptr, a.offset // self.itemsize,
+                         a.size, "", buf.int_ptr, 0)
+        return res
+
+
+_new_object = object.__new__
+_cl_calls: dict = {}  # (op, dtype, id(queue)) -> _ClCall
+_cl_types: set = set()  # the pyopencl array types (Array, subclasses) the kept calls took
+
+
 def _cl_reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, keepdims: bool,
                device: DeviceSpec, offsets: Any):
     """op over a pyopencl array, on its context and queue: a new pyopencl array, 0-d for a
     whole-array reduction (NumPy's shape with keepdims, axes or offsets), from a's allocator."""
+    defaults = (axis is None and dtype is None and out is None and device is None
+                and offsets is None and keepdims is False)
     dev = _cl_device(a, device, fname)
     if out is not None:
         raise TypeError(f"clreduce.{fname}: out= is not taken with a pyopencl array (the result "
@@ -1192,6 +1257,10 @@ def _cl_reduce(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, kee
     shape = (1,) * a.ndim if keepdims else ()
     if x.dtype in _PLANNED:  # enqueued into the result's buffer, not waited for
         res = _cl_enqueue(dev, op, x, acc, shape)
+        if defaults and x is a and not acc and back is None and res.dtype == (
+                _I64 if op.startswith("arg") else _lib_rt(op, _LIB_NAME[x.dtype], acc)):
+            _cl_calls[(op, a.dtype, id(a.queue))] = _ClCall(dev, op, a, res)
+            _cl_types.add(type(a))
         return res if back is None else res.astype(back)
     # The engine's types: computed and read back (the library has no enqueue-only path for
     # them), the value written to a new device array.

@@ -390,6 +390,53 @@ def test_results_come_from_the_inputs_allocator(queue):
     assert r.allocator is None and r.context == queue.context and r.get() == h.sum()
 
 
+def test_kept_calls_give_what_the_general_path_gives(queue):
+    """A whole-array reduction with every argument at its default is kept per (op, dtype,
+    queue) once it has run: later calls of arrays on that queue (other allocators, offsets,
+    shapes, Fortran order) give arrays as the first call's (shape, dtype, strides, offset,
+    context, queue, the input's allocator; a buffer and event list of their own) and the right
+    values, and what the kept call does not take (argmax of a Fortran-ordered array, an empty
+    or strided one) is still refused or answered as before."""
+    q = cl.CommandQueue(queue.context)  # a queue of its own: nothing kept for it yet
+    pool = pool_of(q)
+    h = values(np.int32, 1000)
+    hf = np.asfortranarray(h.reshape(40, 25))
+    for dtype in (np.int32, np.float32):
+        hd = h.astype(dtype)
+        for name in ("sum", "max", "argmax", "argmin", "min"):
+            f = getattr(clreduce, name)
+            first = f(cla.to_device(q, hd))
+            assert any(k[0] == name and k[2] == id(q) for k in clreduce._cl_calls), name
+            inputs = [(cla.to_device(q, hd), hd), (cla.to_device(q, hd, allocator=pool), hd),
+                      (cla.to_device(q, hd)[7:], hd[7:]),
+                      (cla.to_device(q, hd.reshape(40, 25), allocator=pool), hd.reshape(40, 25))]
+            if not name.startswith("arg"):
+                inputs.append((cla.to_device(q, hf.astype(dtype)), hf.astype(dtype)))
+            for x, hx in inputs:
+                r = f(x)
+                assert type(r) is type(first) and set(vars(r)) == set(vars(first))
+                for key in vars(first):
+                    if key not in ("base_data", "events", "allocator"):
+                        assert getattr(r, key) is getattr(first, key) or (
+                            getattr(r, key) == getattr(first, key)), (name, key)
+                assert r.allocator is x.allocator and r.queue is q and r.context is x.context
+                assert r.base_data is not first.base_data and r.events == []
+                assert r.events is not first.events
+                if x.allocator is pool:
+                    assert isinstance(r.base_data, cl.tools.PooledBuffer)
+                want = getattr(np, name)(hx)
+                got = device_scalar(r, want, q)
+                assert got == want, (name, got, want)  # float sums of small integers: exact
+                r.events.append(None)  # a list of its own: the next result's stays empty
+        with pytest.raises(ValueError, match="contiguous"):
+            clreduce.argmax(cla.to_device(q, hf.astype(dtype)))
+        with pytest.raises(ValueError, match="contiguous"):
+            clreduce.sum(cla.to_device(q, hd)[::2])
+        with pytest.raises(ValueError, match="empty"):
+            clreduce.argmax(cla.to_device(q, hd)[:0])
+        assert device_scalar(clreduce.sum(cla.to_device(q, hd)[:0]), hd[:0].sum(), q) == 0
+
+
 def test_many_calls_then_one_get(queue):
     """The kept plans' calls only enqueue: many reductions and scans of arrays made by kernels
     not waited for either, and results fed to later calls, all before a single read; a pool
