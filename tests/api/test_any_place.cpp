@@ -3,6 +3,8 @@
 // kernels read any start) or copied (the others, and memory not aligned to its element), arrays
 // past a small max-chunk in chunks and streamed, and ranges of a device buffer at any element
 // offset, blocking and through a Reduction plan.
+#include "api_test_device.hpp"
+
 #include <clreduce/clreduce.hpp>
 
 #include <catch2/catch_test_macros.hpp>
@@ -25,10 +27,7 @@ using clreduce::Op;
 namespace {
 
 clreduce::Device& device() {
-  static clreduce::Device dev([] {
-    const char* s = std::getenv("CLREDUCE_TEST_DEVICE");
-    return std::string(s && *s ? s : "0");
-  }());
+  static clreduce::Device dev(api_test_device_spec());
   return dev;
 }
 

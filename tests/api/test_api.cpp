@@ -2,6 +2,8 @@
 // against the shared library. Host arrays and cl::Buffers, reductions and scans, the arg index,
 // the verdict (off unless asked), the program cache across calls, the error category and text of
 // bad requests, the environment read only when asked, and devices opened from two threads.
+#include "api_test_device.hpp"
+
 #include <clreduce/clreduce.hpp>
 
 #include <catch2/catch_test_macros.hpp>
@@ -33,11 +35,8 @@ using clreduce::Op;
 
 namespace {
 
-// The device spec under test: $CLREDUCE_TEST_DEVICE, else "0".
-std::string device_spec() {
-  const char* s = std::getenv("CLREDUCE_TEST_DEVICE");
-  return s && *s ? s : "0";
-}
+// The device spec under test (api_test_device.hpp).
+std::string device_spec() { return api_test_device_spec(); }
 
 // The device under test: $CLREDUCE_TEST_DEVICE (an index or name), else 0; opened once.
 clreduce::Device& device() {

@@ -2,6 +2,8 @@
 // program meets them through <clreduce/clreduce.hpp> alone: each result against a reference
 // computed here (integers exactly, floats in long double within a stated bound), the library's
 // own verification when asked, host arrays and cl::Buffers alike, and the refusals.
+#include "api_test_device.hpp"
+
 #include <clreduce/clreduce.hpp>
 
 #include <catch2/catch_test_macros.hpp>
@@ -27,10 +29,7 @@ using clreduce::Segments;
 namespace {
 
 clreduce::Device& device() {
-  static clreduce::Device dev([] {
-    const char* s = std::getenv("CLREDUCE_TEST_DEVICE");
-    return std::string(s && *s ? s : "0");
-  }());
+  static clreduce::Device dev(api_test_device_spec());
   return dev;
 }
 

@@ -2,6 +2,8 @@
 // program meets them: results in device buffers at offsets, wait lists honoured (a user event
 // gating a call), a program's out-of-order queue, one plan reused for many n with n > max_n
 // refused, and compaction and partition against the host's answer.
+#include "api_test_device.hpp"
+
 #include <clreduce/clreduce.hpp>
 
 #include <catch2/catch_test_macros.hpp>
@@ -31,10 +33,7 @@ using clreduce::Op;
 namespace {
 
 clreduce::Device& device() {
-  static clreduce::Device dev([] {
-    const char* s = std::getenv("CLREDUCE_TEST_DEVICE");
-    return std::string(s && *s ? s : "0");
-  }());
+  static clreduce::Device dev(api_test_device_spec());
   return dev;
 }
 

@@ -2,6 +2,8 @@
 // ends a long chunked reduction, scan or user expression with Errc::kInterrupted (between chunks
 // or in a wait), every layout the chunk driver has (in place, copied, streamed); the Device then
 // gives the right answers again. A check that never says stop changes no result.
+#include "api_test_device.hpp"
+
 #include <clreduce/clreduce.hpp>
 
 #include <catch2/catch_test_macros.hpp>
@@ -21,10 +23,7 @@ using clreduce::Op;
 namespace {
 
 clreduce::Device& device() {
-  static clreduce::Device dev([] {
-    const char* s = std::getenv("CLREDUCE_TEST_DEVICE");
-    return std::string(s && *s ? s : "0");
-  }());
+  static clreduce::Device dev(api_test_device_spec());
   return dev;
 }
 
