@@ -16,6 +16,12 @@
 #ifndef WG_SIZE
 #define WG_SIZE 64  // work-items of the one group; any size the device accepts
 #endif
+// Whether element i starts a segment (never, unsegmented).
+#if CLR_SEGMENTED
+#define REPAIR_FLAG(i) (uint)(flags[i] != 0)
+#else
+#define REPAIR_FLAG(i) 0u
+#endif
 
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_repair(
     __global const T* x, __global const uchar* flags, ulong n, __global acc_t* y, acc_t carry,
@@ -35,11 +41,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_repair(
   acc_t a = clr_identity();
   uint af = 0u;
   for (ulong i = b; i < e; ++i) {
-#if CLR_SEGMENTED
-    const uint f = flags[i] != 0;
-#else
-    const uint f = 0u;
-#endif
+    const uint f = REPAIR_FLAG(i);
     a = clr_seg_op(a, (acc_t)x[i], f);
     af |= f;
   }
@@ -68,11 +70,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_repair(
   // 3. The chunk again, from its prefix.
   acc_t run = tv[lid];
   for (ulong i = b; i < e; ++i) {
-#if CLR_SEGMENTED
-    const uint f = flags[i] != 0;
-#else
-    const uint f = 0u;
-#endif
+    const uint f = REPAIR_FLAG(i);
     const acc_t before = run;
     run = clr_seg_op(run, (acc_t)x[i], f);
 #if CLR_EXCLUSIVE
