@@ -126,6 +126,22 @@ with tempfile.TemporaryDirectory() as out:
     check("2 results a work-item, " in col.get("policy", "") and "4 rows in flight" in col.get("policy", ""),
           "axis-cols and axis-unroll reach the axis run (%r)" % col)
 
+# A --tune-set reaches the variants' runs too (scans, fast): a row of its own per set, with its settings.
+with tempfile.TemporaryDirectory() as out:
+    code, log = bench("run", "--clreduce", clreduce, "--device", device, "--variants", "scan-fast", "--ops",
+                      "scan-inclusive", "--types", "int32", "--logs", "12", "--repeat", "1", "--warmup", "0",
+                      "--no-peers", "--tune-set", "h", "scan-fast-path=hierarchical", "--out", out)
+    check(code == 0, "bench.py run with --tune-set on a scan exits 0 (got %d)" % code)
+    with open(os.path.join(out, "results.csv")) as f:
+        rows = [r for r in csv.DictReader(f) if r["tool"] == "clreduce" and r["kind"] == "clreduce"]
+    got = {r["variant"]: r for r in rows}
+    check(sorted(got) == ["scan-fast", "scan-fast@h"] and all(r["verified"] == "True" for r in rows),
+          "a verified scan row per tune set (%r)" % sorted(got))
+    check("hierarchical" in got.get("scan-fast@h", {}).get("policy", "")
+          and "hierarchical" not in got.get("scan-fast", {}).get("policy", "hierarchical")
+          and got.get("scan-fast@h", {}).get("tune") == "scan-fast-path=hierarchical",
+          "the set's path reaches its own scan run alone (%r)" % [r.get("policy") for r in rows])
+
 # vs_fast: the baseline's time / the op's, from the same round; a noisy baseline is not quoted.
 rows = [dict(op="sum", type="float", n=4096, log2n=12, variant="fast", kind="baseline", verified=True, kernel_ms=1.0,
              baseline_id="a"),

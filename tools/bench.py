@@ -45,9 +45,9 @@ dot, minmax, segsum (on the same offsets file) and axis1 (segsum with offsets k*
 call for axis0. These ops need numpy (segsum; axis1 with --cub-peer) to write the offsets.
 
 --tune KEY=VALUE (repeatable) passes clreduce's --tune to every clreduce run. --tune-set NAME
-KEY=VALUE... (repeatable) times alternatives side by side: the engine's, segment and axis ops
-run once more per set, right after the default run of the same round and data, with those
---tune settings added; their rows are the variant's with @NAME appended (segments@NAME), held
+KEY=VALUE... (repeatable) times alternatives side by side: every clreduce run (its variants, the
+engine's, segment and axis ops) runs once more per set, right after the default run of the same
+round and data, with those --tune settings added (without host peers); their rows are the variant's with @NAME appended (segments@NAME), held
 against the same peers, copy ceiling and baseline, and summarised on their own. Keys and values
 are checked by clreduce before the sweep starts.
 """
@@ -495,6 +495,17 @@ def bench_one(a, meta, op, t, n, k, variants, copy, label=""):
                ["--type", t, "--format", "json"] + ([] if a.no_peers else ["--peers"]) + common + acc +
                (["--measure-copy"] if copy else []) + tune_args(a.tune))
         rows += clreduce_rows(a, base, cmd, op)
+        alt = ([a.clreduce, "--device", a.device, "--variant", ",".join(vs)] +
+               clreduce_op_args(op, a.segment_length) + ["--type", t, "--format", "json"] + common + acc +
+               tune_args(a.tune))
+        for ts in a.tune_set:  # each alternative right after the default, on the same data
+            name, kvs = ts[0], ts[1:]
+            print("n = 2^%d %s %s @%s (%s)%s" % (k, op, t, name, " ".join(kvs), label), flush=True)
+            got = clreduce_rows(a, base, alt + tune_args(kvs), op)
+            for r in got:
+                r["variant"] = r["variant"] + "@" + name
+                r["tune"] = " ".join(kvs)
+            rows += got
         seq = next((r for r in rows if r.get("seq_ms") and r.get("kernel_ms") and r.get("gbps")
                     and r.get("kind") == "clreduce"), None)
         if seq:  # the sequential loop, with the bytes the variants count, its spread and noise
@@ -957,8 +968,8 @@ def main(argv):
     r.add_argument("--tune", action="append", default=[], metavar="KEY=VALUE",
                    help="clreduce's --tune KEY=VALUE for every clreduce run (repeatable)")
     r.add_argument("--tune-set", action="append", nargs="+", default=[], metavar="NAME KEY=VALUE",
-                   help="the engine's, segment and axis ops once more with these --tune settings, "
-                        "as variant@NAME beside the default (repeatable)")
+                   help="every clreduce run (variants, the engine's, segment and axis ops) once more "
+                        "with these --tune settings, as variant@NAME beside the default (repeatable)")
     r.add_argument("--rounds", type=int, default=1,
                    help="interleaved process pairs per cell; above 1, a summary of each ratio's median and range")
     r.add_argument("--timeout", type=int, default=600, help="seconds allowed per process")
