@@ -22,6 +22,23 @@ inline void lb_publish(__global ulong* desc, uint tile, uint tag, acc_t v) {
   for (uint k = 0; k < LB_WORDS; ++k) atom_xchg(p + k, ((ulong)tag << 32) | (ulong)u.w[k]);
 }
 
+// One 64-bit word of a descriptor, read whole. LB_RELAXED (NVIDIA, set by the host where warps
+// shuffle): a volatile load, as CUB reads its tile states (each word is written by one atomic
+// exchange, and an aligned 64-bit load sees it whole), so pollers of one descriptor do not queue
+// behind each other's read-modify-writes in L2; else an atomic add of 0.
+#ifndef LB_RELAXED
+#define LB_RELAXED 0
+#endif
+#if LB_RELAXED
+inline ulong lb_load(volatile __global ulong* p) {
+  ulong r;
+  asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(r) : "l"((ulong)p) : "memory");
+  return r;
+}
+#else
+#define lb_load(p) atom_add((p), 0ul)
+#endif
+
 // Reads tile's descriptor: its status in this epoch (0 while not, or not wholly, published) and,
 // when nonzero, its value in *v.
 inline uint lb_read(__global ulong* desc, uint tile, uint epoch, acc_t* v) {
@@ -30,7 +47,7 @@ inline uint lb_read(__global ulong* desc, uint tile, uint epoch, acc_t* v) {
   uint tag = 0u, same = 1u;
 #pragma unroll
   for (uint k = 0; k < LB_WORDS; ++k) {
-    const ulong w = atom_add(p + k, 0ul);
+    const ulong w = lb_load(p + k);
     const uint t = (uint)(w >> 32);
     u.w[k] = (uint)w;
     if (k == 0) tag = t;

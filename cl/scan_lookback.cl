@@ -1,7 +1,8 @@
 // scan_lookback.cl: a single-pass scan with decoupled look-back (Merrill & Garland 2016): one
 // launch, each element read once and written once (2n moves against reduce-then-scan's 3n).
 // Each work-group takes the next tile id from an atomic counter (so it only ever waits on tiles
-// whose groups are already running), loads its tile with VEC-wide loads, scans it, publishes the
+// whose groups are already running; LB_GROUP_IDS, on NVIDIA, whose groups start in id order: its
+// group id), loads its tile with VEC-wide loads, scans it, publishes the
 // tile's aggregate (status A; status P at once when the tile is tile 0 or holds a segment start),
 // looks back over its predecessors' descriptors (LANES of them read at once, aggregates combined
 // until an inclusive prefix P is found), publishes its own inclusive prefix (P) and stores the
@@ -11,7 +12,8 @@
 // one 64-bit word under a tag (epoch << 2 | status), so a reader needs no fence: it accepts a
 // value when every word carries the same tag of this run's epoch. Nothing needs clearing between
 // runs: an older epoch's descriptor reads as "not published". The tile counter is reset by the
-// last group to finish. Every wait is bounded: past LB_LIMIT window reads a group sets
+// last group to finish. LB_RELAXED (NVIDIA): descriptors are read by volatile loads
+// (clr_lookback.h). Every wait is bounded: past LB_LIMIT window reads a group sets
 // err[0] = epoch, marks its tile failed (status X, on which later tiles give up at once) and ends
 // without storing; the host sees err and redoes the scan another way.
 //
@@ -49,6 +51,9 @@
 #endif
 #ifndef LB_SHFL
 #define LB_SHFL 0
+#endif
+#ifndef LB_GROUP_IDS
+#define LB_GROUP_IDS 0  // tile = group id (NVIDIA: groups start in id order); else a counter
 #endif
 
 #if LB_SHFL
@@ -225,10 +230,16 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
   const uint lid = (uint)get_local_id(0);
   const uint lane = lid % LANES, warp = lid / LANES;
 
-  // 1. The tile: the next id from the counter (counters[0]).
+  // 1. The tile: the next id from the counter (counters[0]); LB_GROUP_IDS (NVIDIA, whose groups
+  //    start in id order): the group's own id, with no counter to reset.
+#if LB_GROUP_IDS
+  const uint tile = (uint)get_group_id(0);
+  (void)l_tile;
+#else
   if (lid == 0) l_tile = atomic_inc(counters);
   barrier(CLK_LOCAL_MEM_FENCE);
   const uint tile = l_tile;
+#endif
   const ulong base = (ulong)tile * TILE;
   const ulong m = min((ulong)TILE, n - base);  // >= 1: there are ceil(n / TILE) groups
   // Whole vectors where the tile is whole and x, y (and flags) start at multiples of their
@@ -417,8 +428,12 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
   }
 
   // 8. The last group to finish resets the tile counter for the next run.
+#if LB_GROUP_IDS
+  (void)counters;
+#else
   if (lid == 0 && atomic_inc(counters + 1) == (uint)get_num_groups(0) - 1u) {
     atomic_xchg(counters, 0u);
     atomic_xchg(counters + 1, 0u);
   }
+#endif
 }

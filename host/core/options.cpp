@@ -84,6 +84,12 @@ const std::vector<TuningKey>& tuning_keys() {
        "scan-lookback's vectors per work-item"},
       {"lookback-vec", "auto | 1 | 2 | 4 | 8 (auto: 16 bytes of the wider of element and sum)",
        "scan-lookback's elements per load and store"},
+      {"lookback-read", "auto | atomic (auto)",
+       "scan-lookback's reads of its predecessors' descriptors: on NVIDIA GPUs (auto) a volatile "
+       "64-bit load, elsewhere or with atomic an atomic add of 0"},
+      {"lookback-ids", "auto | counter (auto)",
+       "scan-lookback's tile ids: on NVIDIA GPUs (auto) the group's id, whose groups start in "
+       "order; elsewhere or with counter the next from an atomic counter"},
       {"scan-chunk", "1-1073741824 (1048576)",
        "scan-fast CPU path: elements per work-item per superblock"},
       {"scan-groups", "1-4096 (four per compute unit)", "scan-fast CPU path: work-groups"},
@@ -206,6 +212,10 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
         v == "auto"
             ? 0u
             : static_cast<unsigned>(parse_count(v, 1, 16, source, "auto or a count from 1 to 16"));
+  } else if (key == "lookback-read") {
+    t.lookback_read = one_of(v, {"auto", "atomic"}, source);
+  } else if (key == "lookback-ids") {
+    t.lookback_ids = one_of(v, {"auto", "counter"}, source);
   } else if (key == "scan-tile") {
     t.scan_tile = parse_count(v, 1024, 1u << 30, source, "a count from 1024 to 2^30");
   } else if (key == "scan-chunk") {
@@ -311,6 +321,8 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"lookback-limit", n(t.lookback_limit)},
       {"lookback-rows", n(t.lookback_rows)},
       {"lookback-vec", n(t.lookback_vec)},
+      {"lookback-read", t.lookback_read},
+      {"lookback-ids", t.lookback_ids},
       {"scan-chunk", n(t.scan_chunk)},
       {"scan-groups", n(t.scan_groups)},
       {"scan-tile", n(t.scan_tile)},

@@ -52,13 +52,26 @@ unsigned rows_of(Context& ctx, const ScanProblem& p, unsigned vec, std::size_t w
   return (p.n + wg * vec * 8 - 1) / (wg * vec * 8) >= cus ? 8u : 4u;
 }
 
+// Where warps shuffle (NVIDIA): descriptors read by volatile loads rather than atomic adds of 0
+// (the lookback-read knob), and tiles numbered by group id rather than by a counter
+// (lookback-ids): NVIDIA starts a launch's groups in id order, so a group still waits only on
+// groups already running.
+bool relaxed_reads(Context& ctx, std::size_t wg) {
+  return use_shfl(ctx, wg) && ctx.tuning().lookback_read != "atomic";
+}
+bool group_ids(Context& ctx, std::size_t wg) {
+  return use_shfl(ctx, wg) && ctx.tuning().lookback_ids != "counter";
+}
+
 cl::Kernel lookback_kernel(Context& ctx, const ScanProblem& p, std::size_t wg, unsigned vec,
                            unsigned rows, unsigned limit) {
   return ctx.kernel("scan_lookback.cl", "scan_lookback",
                     p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) +
                         " -DVEC=" + std::to_string(vec) + " -DROWS=" + std::to_string(rows) +
                         " -DLB_LIMIT=" + std::to_string(limit) + "u" +
-                        (use_shfl(ctx, wg) ? " -DLB_SHFL=1" : ""));
+                        (use_shfl(ctx, wg) ? " -DLB_SHFL=1" : "") +
+                        (relaxed_reads(ctx, wg) ? " -DLB_RELAXED=1" : "") +
+                        (group_ids(ctx, wg) ? " -DLB_GROUP_IDS=1" : ""));
 }
 
 // The on-device redo of a run whose look-back gave up (cl/scan_repair.cl), in one group of wg.
@@ -152,6 +165,8 @@ std::unique_ptr<ScanPlan> lookback_plan(Context& ctx, const ScanProblem& p,
   pol.groups = (p.n + tile - 1) / tile;
   pol.path = "look-back, 1 launch, tile " + std::to_string(tile) +
              (shfl ? ", warp shuffles" : "") +
+             (relaxed_reads(ctx, pol.wg_size) ? ", volatile reads" : "") +
+             (group_ids(ctx, pol.wg_size) ? ", group ids" : "") +
              (limit != lookback_limit_default(ctx) ? ", limit " + std::to_string(limit) : "");
   // In the tile: a vector (vec), a warp scan (lanes), warp 0's share of the warps' totals and
   // its scan over lanes, a few combinations more; the prefix of tile t passes through up to t

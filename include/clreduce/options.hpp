@@ -27,6 +27,8 @@ struct CLREDUCE_API Tuning {
   long long lookback_limit = -1;  // lookback-limit: window reads before giving up; -1 = default
   unsigned lookback_rows = 0;     // lookback-rows: vectors per work-item, 1-16; 0 = auto
   unsigned lookback_vec = 0;      // lookback-vec: elements per load and store, 1/2/4/8; 0 = auto
+  std::string lookback_read = "auto";  // lookback-read: auto | atomic (NVIDIA: plain volatile reads)
+  std::string lookback_ids = "auto";   // lookback-ids: auto | counter (NVIDIA: tile = group id)
   std::size_t scan_chunk = std::size_t{1}
                            << 20;  // scan-chunk: elements per work-item per superblock
   std::size_t scan_tile = 32768;   // scan-tile: elements per tile of scan-fast's CPU look-back path
