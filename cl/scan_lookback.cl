@@ -52,6 +52,9 @@
 #ifndef LB_SHFL
 #define LB_SHFL 0
 #endif
+#ifndef LB_SPAN
+#define LB_SPAN 1  // descriptors each lane reads per look-back round
+#endif
 #ifndef LB_GROUP_IDS
 #define LB_GROUP_IDS 0  // tile = group id (NVIDIA: groups start in id order); else a counter
 #endif
@@ -352,20 +355,47 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
 #else
     uint state = tile == 0;
 #endif
+    //    With LB_SPAN > 1 each lane reads LB_SPAN neighbouring descriptors a round (position
+    //    lane * LB_SPAN + j is tile next-1-that), all in flight at once, so a window covers
+    //    LANES * LB_SPAN tiles per round trip.
     uint next = tile, reads = 0u;
     // On every lane; tile 0's is the carry-in (dropped at a segment start like any prefix).
     acc_t prefix = tile == 0 && use_carry ? carry : clr_identity();
     while (state == 0u) {  // uniform over the warp
-      acc_t val = clr_identity();
-      uint s = ST_P;  // below tile 0: the identity, final
-      if (lane < next) {
-        s = lb_read(desc, next - 1 - lane, epoch, &val);
-        if (s == 0u) val = clr_identity();
+      acc_t vals[LB_SPAN];
+      uint ss[LB_SPAN];
+#pragma unroll
+      for (uint j = 0; j < LB_SPAN; ++j) {
+        const uint at = lane * LB_SPAN + j;
+        vals[j] = clr_identity();
+        ss[j] = ST_P;  // below tile 0: the identity, final
+        if (at < next) {
+          ss[j] = lb_read(desc, next - 1 - at, epoch, &vals[j]);
+          if (ss[j] == 0u) vals[j] = clr_identity();
+        }
       }
-      const uint first = lb_warp_min(s == ST_A ? LANES : lane);  // LANES: all aggregates
-      const uint sf = first < LANES ? lb_bcast_u32(s, first) : ST_A;
+      // This lane's first position not holding an aggregate (LANES * LB_SPAN: none).
+      uint mine = LANES * LB_SPAN;
+#pragma unroll
+      for (uint j = LB_SPAN; j-- > 0;)
+        if (ss[j] != ST_A) mine = lane * LB_SPAN + j;
+      const uint first = lb_warp_min(mine);
+      uint sf = ST_A;
+      if (first < LANES * LB_SPAN) {
+        // The status at position first, from the lane that holds it.
+        uint s_first = 0u;
+#pragma unroll
+        for (uint j = 0; j < LB_SPAN; ++j)
+          if (lane * LB_SPAN + j == first) s_first = ss[j];
+        sf = lb_bcast_u32(s_first, first / LB_SPAN);
+      }
       const uint used = first + (sf == ST_P ? 1u : 0u);
-      const acc_t run = lb_warp_fold_down(lane < used ? val : clr_identity());
+      // The lane's positions below `used`, the earlier tile (higher position) on the left.
+      acc_t val = clr_identity();
+#pragma unroll
+      for (uint j = 0; j < LB_SPAN; ++j)
+        if (lane * LB_SPAN + j < used) val = clr_op(vals[j], val);
+      const acc_t run = lb_warp_fold_down(val);
       prefix = clr_op(lb_bcast(run, 0u), prefix);
       next -= used;
       state = sf == ST_P ? 1u : sf == ST_X ? 2u : 0u;

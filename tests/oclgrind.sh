@@ -90,6 +90,9 @@ for v in $variants; do
       check --variant "$v" --op "$op" --type "$type" --size 300 --local-size 4 "$@"
     done
     check --variant "$v" --op sum --type int64 --size 300 --local-size 3 --segment-length 33 --exclusive
+    # Look-back windows of 3 descriptors a lane (a round covers every tile before the last).
+    check --variant "$v" --op sum --type int32 --size 300 --local-size 4 --segment-length 20 \
+          --tune lookback-span=3
     # A carry-in taken by the kernel (tile 0's prefix): chunks of 120 elements, each after the
     # first scanned from the chunk before it; segmented, the carry stops at the first start.
     check --variant "$v" --op sum --type int32 --size 300 --local-size 4 --max-chunk 480 --exclusive \

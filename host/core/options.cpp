@@ -90,6 +90,8 @@ const std::vector<TuningKey>& tuning_keys() {
       {"lookback-ids", "auto | counter (auto)",
        "scan-lookback's tile ids: on NVIDIA GPUs (auto) the group's id, whose groups start in "
        "order; elsewhere or with counter the next from an atomic counter"},
+      {"lookback-span", "auto | 1-8 (auto: 4 on NVIDIA GPUs, 1 elsewhere)",
+       "scan-lookback's descriptors read by each lane per look-back round"},
       {"scan-chunk", "1-1073741824 (1048576)",
        "scan-fast CPU path: elements per work-item per superblock"},
       {"scan-groups", "1-4096 (four per compute unit)", "scan-fast CPU path: work-groups"},
@@ -216,6 +218,11 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.lookback_read = one_of(v, {"auto", "atomic"}, source);
   } else if (key == "lookback-ids") {
     t.lookback_ids = one_of(v, {"auto", "counter"}, source);
+  } else if (key == "lookback-span") {
+    t.lookback_span =
+        v == "auto"
+            ? 0u
+            : static_cast<unsigned>(parse_count(v, 1, 8, source, "auto or a count from 1 to 8"));
   } else if (key == "scan-tile") {
     t.scan_tile = parse_count(v, 1024, 1u << 30, source, "a count from 1024 to 2^30");
   } else if (key == "scan-chunk") {
@@ -323,6 +330,7 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"lookback-vec", n(t.lookback_vec)},
       {"lookback-read", t.lookback_read},
       {"lookback-ids", t.lookback_ids},
+      {"lookback-span", n(t.lookback_span)},
       {"scan-chunk", n(t.scan_chunk)},
       {"scan-groups", n(t.scan_groups)},
       {"scan-tile", n(t.scan_tile)},

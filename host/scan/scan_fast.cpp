@@ -254,7 +254,8 @@ bool lookback_checks_out(Context& ctx) {
       "scan-fast check: lookback " + std::to_string(ctx.source_hash("scan_lookback.cl")) +
       " limit=" + std::to_string(t.lookback_limit) + " rows=" + std::to_string(t.lookback_rows) +
       " vec=" + std::to_string(t.lookback_vec) + " read=" + t.lookback_read +
-      " ids=" + t.lookback_ids + " " + t.build_options;
+      " ids=" + t.lookback_ids + " span=" + std::to_string(t.lookback_span) + " " +
+      t.build_options;
   return ctx.probe(key, [&] {
     const ScanVariant* lb = find_scan_variant("scan-lookback");
     // Enough tiles of the largest shape (8192 elements) that the plan takes it, as at large

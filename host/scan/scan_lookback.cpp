@@ -62,6 +62,13 @@ bool relaxed_reads(Context& ctx, std::size_t wg) {
 bool group_ids(Context& ctx, std::size_t wg) {
   return use_shfl(ctx, wg) && ctx.tuning().lookback_ids != "counter";
 }
+// Descriptors each lane reads per look-back round (lookback-span): where warps shuffle, 4 (a
+// round then covers 128 tiles: the last of 256 tiles at 2^20 waits two round trips, not eight);
+// else 1.
+unsigned lookback_span(Context& ctx, std::size_t wg) {
+  if (ctx.tuning().lookback_span) return ctx.tuning().lookback_span;
+  return use_shfl(ctx, wg) ? 4u : 1u;
+}
 
 cl::Kernel lookback_kernel(Context& ctx, const ScanProblem& p, std::size_t wg, unsigned vec,
                            unsigned rows, unsigned limit) {
@@ -71,7 +78,8 @@ cl::Kernel lookback_kernel(Context& ctx, const ScanProblem& p, std::size_t wg, u
                         " -DLB_LIMIT=" + std::to_string(limit) + "u" +
                         (use_shfl(ctx, wg) ? " -DLB_SHFL=1" : "") +
                         (relaxed_reads(ctx, wg) ? " -DLB_RELAXED=1" : "") +
-                        (group_ids(ctx, wg) ? " -DLB_GROUP_IDS=1" : ""));
+                        (group_ids(ctx, wg) ? " -DLB_GROUP_IDS=1" : "") +
+                        " -DLB_SPAN=" + std::to_string(lookback_span(ctx, wg)));
 }
 
 // The on-device redo of a run whose look-back gave up (cl/scan_repair.cl), in one group of wg.
@@ -167,6 +175,9 @@ std::unique_ptr<ScanPlan> lookback_plan(Context& ctx, const ScanProblem& p,
              (shfl ? ", warp shuffles" : "") +
              (relaxed_reads(ctx, pol.wg_size) ? ", volatile reads" : "") +
              (group_ids(ctx, pol.wg_size) ? ", group ids" : "") +
+             (lookback_span(ctx, pol.wg_size) > 1
+                  ? ", look-back span " + std::to_string(lookback_span(ctx, pol.wg_size))
+                  : "") +
              (limit != lookback_limit_default(ctx) ? ", limit " + std::to_string(limit) : "");
   // In the tile: a vector (vec), a warp scan (lanes), warp 0's share of the warps' totals and
   // its scan over lanes, a few combinations more; the prefix of tile t passes through up to t

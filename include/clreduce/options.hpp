@@ -29,6 +29,7 @@ struct CLREDUCE_API Tuning {
   unsigned lookback_vec = 0;      // lookback-vec: elements per load and store, 1/2/4/8; 0 = auto
   std::string lookback_read = "auto";  // lookback-read: auto | atomic (NVIDIA: plain volatile reads)
   std::string lookback_ids = "auto";   // lookback-ids: auto | counter (NVIDIA: tile = group id)
+  unsigned lookback_span = 0;  // lookback-span: descriptors a lane reads per round, 1-8; 0 = auto
   std::size_t scan_chunk = std::size_t{1}
                            << 20;  // scan-chunk: elements per work-item per superblock
   std::size_t scan_tile = 32768;   // scan-tile: elements per tile of scan-fast's CPU look-back path

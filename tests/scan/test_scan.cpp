@@ -456,6 +456,30 @@ TEST_CASE("scan-lookback runs in one pass with the default bound, many tiles, an
   }
 }
 
+TEST_CASE("scan-lookback's wide look-back windows: each lane reads several descriptors a round",
+          "[scan][lookback]") {
+  const std::uint64_t seed = std::random_device{}();
+  CAPTURE(seed);
+  const std::size_t t = tile_of("scan-lookback", 16, Op::kSum, DType::kInt32);
+  const std::size_t n = 150 * t + 7;  // 151 tiles, the last of 7 elements
+  const HostArray a = generate(DType::kInt32, n, seed);
+  const HostArray d = generate(DType::kDouble, n, seed + 1);
+  const auto flags = random_flags(n, 0.0005, seed);
+  // Spans of 3 and 8 (windows that end inside a lane's run, and past tile 0), against span 1.
+  for (const char* span : {"1", "3", "8"}) {
+    CAPTURE(span);
+    const test::TuningGuard g(device_context(), "lookback-span", span);
+    for (const bool seg : {false, true}) {
+      const ScanRun r = run_scan("scan-lookback", a, Op::kSum, seg, seg ? &flags : nullptr, 16);
+      require_verified(r);
+      CHECK(r.rec.policy.path.find("redone") == std::string::npos);
+      CHECK((std::string(span) == "1") ==
+            (r.rec.policy.path.find("look-back span") == std::string::npos));
+      require_verified(run_scan("scan-lookback", d, Op::kMax, seg, seg ? &flags : nullptr, 16));
+    }
+  }
+}
+
 TEST_CASE("scan-fast picks its path per device and records it", "[scan][fast]") {
   const DeviceInfo& d = device_context().info();
   const HostArray a = generate(DType::kInt32, 100000, 3);
