@@ -90,7 +90,7 @@ const std::vector<TuningKey>& tuning_keys() {
       {"lookback-ids", "auto | counter (auto)",
        "scan-lookback's tile ids: on NVIDIA GPUs (auto) the group's id, whose groups start in "
        "order; elsewhere or with counter the next from an atomic counter"},
-      {"lookback-span", "auto | 1-8 (auto: 4 on NVIDIA GPUs, 1 elsewhere)",
+      {"lookback-span", "auto | 1-8 (auto: 1)",
        "scan-lookback's descriptors read by each lane per look-back round"},
       {"scan-chunk", "1-1073741824 (1048576)",
        "scan-fast CPU path: elements per work-item per superblock"},

@@ -62,12 +62,11 @@ bool relaxed_reads(Context& ctx, std::size_t wg) {
 bool group_ids(Context& ctx, std::size_t wg) {
   return use_shfl(ctx, wg) && ctx.tuning().lookback_ids != "counter";
 }
-// Descriptors each lane reads per look-back round (lookback-span): where warps shuffle, 4 (a
-// round then covers 128 tiles: the last of 256 tiles at 2^20 waits two round trips, not eight);
-// else 1.
-unsigned lookback_span(Context& ctx, std::size_t wg) {
-  if (ctx.tuning().lookback_span) return ctx.tuning().lookback_span;
-  return use_shfl(ctx, wg) ? 4u : 1u;
+// Descriptors each lane reads per look-back round (lookback-span), 1 unless asked: on the H100
+// a span of 4 (128 tiles a round trip where warps shuffle) was slower at every size measured
+// (int32 2^20 0.67x CUB against 0.82x, int32 -> int64 2^24 0.94x against 1.16x: docs/PERF.md).
+unsigned lookback_span(Context& ctx, std::size_t) {
+  return ctx.tuning().lookback_span ? ctx.tuning().lookback_span : 1u;
 }
 
 cl::Kernel lookback_kernel(Context& ctx, const ScanProblem& p, std::size_t wg, unsigned vec,
