@@ -292,24 +292,29 @@ __kernel void reduce_segments_fold(__global const acc_t* partials, __global cons
 #define SEG_W SEG_V
 #endif
 #define SEG_P (SEG_V / SEG_W)
-// Lanes k and k + SEG_W / 2, then k and k + SEG_W / 4, ... of one vector: accumulator 0.
+// Lanes k and k + SEG_W / 2, then k and k + SEG_W / 4, ... of one vector: accumulator 0. The
+// halves are read through a union (.lo and .hi give the same code, but Oclgrind's
+// --uninitialized check takes their shuffles for reads of undefined lanes).
+typedef union {
+  SEG_AV(16) v16[1];
+  SEG_AV(8) v8[2];
+  SEG_AV(4) v4[4];
+  SEG_AV(2) v2[8];
+  A s[16];
+} seg_lanes_t;
 inline acc_t seg_fold_lanes(SEG_AV(SEG_W) v) {
+  seg_lanes_t u;
+  CLR_CAT(u.v, SEG_W)[0] = v;
 #if SEG_W == 16
-  const SEG_AV(8) v8 = seg_op8(v.lo, v.hi);
-#elif SEG_W == 8
-  const SEG_AV(8) v8 = v;
+  u.v8[0] = seg_op8(u.v8[0], u.v8[1]);
 #endif
 #if SEG_W >= 8
-  const SEG_AV(4) v4 = seg_op4(v8.lo, v8.hi);
-#elif SEG_W == 4
-  const SEG_AV(4) v4 = v;
+  u.v4[0] = seg_op4(u.v4[0], u.v4[1]);
 #endif
 #if SEG_W >= 4
-  const SEG_AV(2) v2 = seg_op2(v4.lo, v4.hi);
-#else
-  const SEG_AV(2) v2 = v;
+  u.v2[0] = seg_op2(u.v2[0], u.v2[1]);
 #endif
-  return clr_op(v2.s0, v2.s1);
+  return clr_op(u.s[0], u.s[1]);
 }
 #endif
 
