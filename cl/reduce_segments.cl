@@ -15,9 +15,9 @@
 //     a run of whole segments (kind 1), each walked front to back (seg_walk: SEG_V accumulators,
 //     128 bytes of them, take SEG_V neighbouring elements a round, as a SIMD loop does; a
 //     segment shorter than that one element after another), or a piece of a long segment (kind
-//     0); with SEG_SIMD (sum, prod, min, max) the accumulators are OpenCL vectors, loaded with
-//     vloadN: the same operations in the same order per accumulator, SIMD whatever the
-//     compiler's auto-vectoriser makes of the loop;
+//     0); with SEG_SIMD (sum, prod, min, max) the accumulators are OpenCL vectors, SEG_V
+//     elements loaded as vectors a round: the same operations in the same order per
+//     accumulator, SIMD whatever a compiler's auto-vectoriser makes of the scalar loop;
 //   strided lines (any axis but the last): the array seen as [O, R1, I, R2, J], axes R1 and R2
 //     reduced (either may be 1), one result per (o, i, j): reduce_columns gives each work-item
 //     SEG_COLS neighbouring results (GPUs: 1, neighbouring work-items neighbouring j, or i:
@@ -134,11 +134,19 @@ typedef union {
 // accumulator is a plain scalar A): seg_opN(a, b) is clr_op lane by lane on vectors of N
 // accumulators (N = 2, 4, 8, 16), the same operation on each lane as clr_op's on a scalar, so
 // that a vector loop gives the scalar loops' results bit for bit; SEG_VLOAD(n, i) elements i ..
-// i + n - 1 as accumulators (vloadN: element alignment is enough).
+// i + n - 1 as accumulators. Loads and stores go through vector types of an element's alignment
+// (seg_tuN, seg_au16), valid at any element's address and one load or store each (as vloadN and
+// vstoreN mean, but those a compiler may leave in pieces: PoCL 3.1 did for vstore16).
 #if CLR_OP != CLR_EXPR && !CLR_IS_ARG && SEG_SIMD
 #define SEG_SIMD_ON 1
 #define SEG_AV(n) CLR_VEC(A_NAME, n)
-#define SEG_VLOAD(n, i) CLR_CONVERT_VEC(A_NAME, n)(CLR_CAT(vload, n)(0, x0 + (i)))
+typedef CLR_VEC(T_NAME, 2) __attribute__((aligned(sizeof(T)))) seg_tu2;
+typedef CLR_VEC(T_NAME, 4) __attribute__((aligned(sizeof(T)))) seg_tu4;
+typedef CLR_VEC(T_NAME, 8) __attribute__((aligned(sizeof(T)))) seg_tu8;
+typedef CLR_VEC(T_NAME, 16) __attribute__((aligned(sizeof(T)))) seg_tu16;
+typedef SEG_AV(16) __attribute__((aligned(sizeof(A)))) seg_au16;
+#define SEG_VLOAD(n, i) \
+  CLR_CONVERT_VEC(A_NAME, n)(*(__global const CLR_CAT(seg_tu, n)*)(x0 + (i)))
 #if (CLR_OP == CLR_SUM || CLR_OP == CLR_PROD) && !defined(A_IS_FLOAT)
 // Integers wrap: computed in the unsigned twin, as clr_op does.
 #define SEG_UV(n, a) CLR_AS_VEC(U_NAME, n)(a)
@@ -505,11 +513,12 @@ __kernel void reduce_columns_cpu(EXPR_INPUTS, ulong R1, ulong I, ulong R2, ulong
       const ulong at = (((o * R1 + r1) * I + i) * R2 + r2) * J + j0, k = r1 * R2 + r2;
       ulong c = 0;
 #if SEG_SIMD_ON
-      // 16 accumulators and elements at a time (vloadN, vstoreN: element alignment), the
-      // last w mod 16 one by one.
+      // 16 accumulators and elements at a time, the last w mod 16 one by one.
       (void)k;
-      for (; c + 16 <= w; c += 16)
-        vstore16(seg_op16(vload16(0, d + c), SEG_VLOAD(16, at + c)), 0, d + c);
+      for (; c + 16 <= w; c += 16) {
+        __global seg_au16* v = (__global seg_au16*)(d + c);
+        *v = seg_op16(*v, SEG_VLOAD(16, at + c));
+      }
 #endif
       for (; c < w; ++c) d[c] = clr_op(d[c], SEG_LOAD(at + c, k));
     }
@@ -536,7 +545,10 @@ __kernel void reduce_columns_fold(__global const acc_t* partials, ulong results,
     __global const acc_t* s = partials + p * results + q0;
     ulong c = 0;
 #if SEG_SIMD_ON
-    for (; c + 16 <= w; c += 16) vstore16(seg_op16(vload16(0, d + c), vload16(0, s + c)), 0, d + c);
+    for (; c + 16 <= w; c += 16) {
+      __global seg_au16* v = (__global seg_au16*)(d + c);
+      *v = seg_op16(*v, *(__global const seg_au16*)(s + c));
+    }
 #endif
     for (; c < w; ++c) d[c] = clr_op(d[c], s[c]);
   }

@@ -192,8 +192,8 @@ void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
   }
   // Contiguous segments. GPU shape: 256 work-items per group, 32 elements per lane before a
   // segment takes more lanes (segments-lane), pieces of 64 elements per work-item (segments-
-  // piece); CPU shape: a work-item per task, its segments walked with SEG_V accumulators (256
-  // bytes of them: four AVX-512 registers), pieces of 2^16 elements, runs of segments of a
+  // piece); CPU shape: a work-item per task, its segments walked with SEG_V accumulators (128
+  // bytes of them: two AVX-512 registers), pieces of 2^16 elements, runs of segments of a
   // quarter piece.
   std::string options;
   std::uint64_t per_lane = 0;
