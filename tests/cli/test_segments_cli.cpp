@@ -3,7 +3,8 @@
 // host; and the refusals, each one line with exit 2 (5 for arrays past one allocation) and no
 // output file: offsets not ascending, out of range or not int64, an empty segment of an op
 // without identity, an axis out of range or repeated, --axis without an N-dimensional input,
-// flags that exclude each other.
+// flags that exclude each other; the CPU shape's explicit vectors (segments-simd) against its
+// scalar loops, bit for bit.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
