@@ -15,7 +15,9 @@
 //     a run of whole segments (kind 1), each walked front to back (seg_walk: SEG_V accumulators,
 //     128 bytes of them, take SEG_V neighbouring elements a round, as a SIMD loop does; a
 //     segment shorter than that one element after another), or a piece of a long segment (kind
-//     0);
+//     0); with SEG_SIMD (sum, prod, min, max) the accumulators are OpenCL vectors, SEG_V
+//     elements loaded as vectors a round: the same operations in the same order per
+//     accumulator, SIMD whatever a compiler's auto-vectoriser makes of the scalar loop;
 //   strided lines (any axis but the last): the array seen as [O, R1, I, R2, J], axes R1 and R2
 //     reduced (either may be 1), one result per (o, i, j): reduce_columns gives each work-item
 //     SEG_COLS neighbouring results (GPUs: 1, neighbouring work-items neighbouring j, or i:
@@ -25,8 +27,9 @@
 //     is kept (neighbouring results neighbours in memory), reduce_columns_cpu gives each
 //     work-item a tile: a piece of the rows by SEG_TILE neighbouring results, each row's run of
 //     them read front to back into a row of accumulators (the rows stream through the cache),
-//     and reduce_columns_fold folds SEG_TILE results' pieces a work-item; the same operations
-//     in the same order per result as reduce_columns.
+//     and reduce_columns_fold folds SEG_TILE results' pieces a work-item (with SEG_SIMD: both
+//     a run's 16 results at a time, in vectors); the same operations in the same order per
+//     result as reduce_columns.
 //   reduce_segments_seq: the reference of a user reduction: one work-item, each segment in index
 //     order from the identity (EXPR_ABS: the same fold of |map|, the float bound's scale).
 //   reduce_segments_post: post(a, n) of every segment's accumulator, n its element count.
@@ -38,7 +41,8 @@
 // read neither; segments give indices within the segment).
 // Host sets via -D: CLR_TYPE, CLR_ACC, CLR_OP (and a user reduction's options: clr_expr.h),
 // WG_SIZE; SEG_UNROLL and SEG_VEC (reduce_segments), SEG_V (reduce_segments_cpu), SEG_COLS,
-// SEG_ROWS (reduce_columns) and SEG_TILE (reduce_columns_cpu, reduce_columns_fold).
+// SEG_ROWS (reduce_columns), SEG_TILE (reduce_columns_cpu, reduce_columns_fold) and SEG_SIMD (the
+// CPU shape's explicit vectors: 1, or 0 for the scalar loops).
 #ifndef CLREDUCE_H
 #include "clreduce.h"
 #endif
@@ -67,6 +71,9 @@
 #endif
 #ifndef SEG_TILE
 #define SEG_TILE 1
+#endif
+#ifndef SEG_SIMD
+#define SEG_SIMD 0
 #endif
 
 #if CLR_OP == CLR_EXPR
@@ -121,6 +128,58 @@ typedef union {
   T s[SEG_COLS];
 } seg_cols_t;
 #endif
+#endif
+
+// The CPU shape's explicit vectors (SEG_SIMD; the built-in ops but the arg ones, whose
+// accumulator is a plain scalar A): seg_opN(a, b) is clr_op lane by lane on vectors of N
+// accumulators (N = 2, 4, 8, 16), the same operation on each lane as clr_op's on a scalar, so
+// that a vector loop gives the scalar loops' results bit for bit; SEG_VLOAD(n, i) elements i ..
+// i + n - 1 as accumulators. Loads and stores go through vector types of an element's alignment
+// (seg_tuN, seg_au16), valid at any element's address and one load or store each (as vloadN and
+// vstoreN mean, but those a compiler may leave in pieces: PoCL 3.1 did for vstore16).
+#if CLR_OP != CLR_EXPR && !CLR_IS_ARG && SEG_SIMD
+#define SEG_SIMD_ON 1
+#define SEG_AV(n) CLR_VEC(A_NAME, n)
+typedef CLR_VEC(T_NAME, 2) __attribute__((aligned(sizeof(T)))) seg_tu2;
+typedef CLR_VEC(T_NAME, 4) __attribute__((aligned(sizeof(T)))) seg_tu4;
+typedef CLR_VEC(T_NAME, 8) __attribute__((aligned(sizeof(T)))) seg_tu8;
+typedef CLR_VEC(T_NAME, 16) __attribute__((aligned(sizeof(T)))) seg_tu16;
+typedef SEG_AV(16) __attribute__((aligned(sizeof(A)))) seg_au16;
+#define SEG_VLOAD(n, i) \
+  CLR_CONVERT_VEC(A_NAME, n)(*(__global const CLR_CAT(seg_tu, n)*)(x0 + (i)))
+#if (CLR_OP == CLR_SUM || CLR_OP == CLR_PROD) && !defined(A_IS_FLOAT)
+// Integers wrap: computed in the unsigned twin, as clr_op does.
+#define SEG_UV(n, a) CLR_AS_VEC(U_NAME, n)(a)
+#define SEG_AS_A(n, u) CLR_AS_VEC(A_NAME, n)(u)
+#if CLR_OP == CLR_SUM
+#define SEG_VOP(n, a, b) SEG_AS_A(n, SEG_UV(n, a) + SEG_UV(n, b))
+#else
+#define SEG_VOP(n, a, b) SEG_AS_A(n, SEG_UV(n, a) * SEG_UV(n, b))
+#endif
+#elif CLR_OP == CLR_SUM
+#define SEG_VOP(n, a, b) ((a) + (b))
+#elif CLR_OP == CLR_PROD
+#define SEG_VOP(n, a, b) ((a) * (b))
+#elif defined(T_IS_FLOAT)
+// min, max: a where it is NaN or wins, else b (select's last argument: a lane's top bit).
+#define SEG_VOP(n, a, b) select((b), (a), isnan(a) || (a)SEG_CMP(b))
+#else
+#define SEG_VOP(n, a, b) select((b), (a), (a)SEG_CMP(b))
+#endif
+#if CLR_OP == CLR_MIN
+#define SEG_CMP <
+#elif CLR_OP == CLR_MAX
+#define SEG_CMP >
+#endif
+#define SEG_VOP_DEF(n) \
+  inline SEG_AV(n) seg_op##n(SEG_AV(n) a, SEG_AV(n) b) { return SEG_VOP(n, a, b); }
+SEG_VOP_DEF(2)
+SEG_VOP_DEF(4)
+SEG_VOP_DEF(8)
+SEG_VOP_DEF(16)
+#define SEG_OPN(n) CLR_CAT(seg_op, n)
+#else
+#define SEG_SIMD_ON 0
 #endif
 
 // A task: 5 ulongs. Kind L > 0: {L, first segment, segments, 0, 0}; kind 0 (a piece of a long
@@ -231,10 +290,65 @@ __kernel void reduce_segments_fold(__global const acc_t* partials, __global cons
 // + k, b + k + SEG_V, ...: a vector register's worth, the loop a compiler makes SIMD) and fold
 // pairwise (log2(SEG_V) steps), and the last (e - b) mod SEG_V elements, folded one after
 // another, come last. base: the segment's first element (arg ops' indices count from it).
+// With SEG_SIMD the accumulators are SEG_P vectors of SEG_W (accumulator k lane k % SEG_W of
+// vector k / SEG_W), loaded SEG_W elements at a time, and the pairwise fold halves them the
+// same way (vector k with vector k + h, then a vector's low half with its high half).
+#if SEG_SIMD_ON && SEG_V >= 2
+#if SEG_V >= 16
+#define SEG_W 16
+#else
+#define SEG_W SEG_V
+#endif
+#define SEG_P (SEG_V / SEG_W)
+// Lanes k and k + SEG_W / 2, then k and k + SEG_W / 4, ... of one vector: accumulator 0. The
+// halves are read through a union (.lo and .hi give the same code, but Oclgrind's
+// --uninitialized check takes their shuffles for reads of undefined lanes).
+typedef union {
+  SEG_AV(16) v16[1];
+  SEG_AV(8) v8[2];
+  SEG_AV(4) v4[4];
+  SEG_AV(2) v2[8];
+  A s[16];
+} seg_lanes_t;
+inline acc_t seg_fold_lanes(SEG_AV(SEG_W) v) {
+  seg_lanes_t u;
+  CLR_CAT(u.v, SEG_W)[0] = v;
+#if SEG_W == 16
+  u.v8[0] = seg_op8(u.v8[0], u.v8[1]);
+#endif
+#if SEG_W >= 8
+  u.v4[0] = seg_op4(u.v4[0], u.v4[1]);
+#endif
+#if SEG_W >= 4
+  u.v2[0] = seg_op2(u.v2[0], u.v2[1]);
+#endif
+  return clr_op(u.s[0], u.s[1]);
+}
+#endif
+
 inline acc_t seg_walk(EXPR_INPUTS, ulong b, ulong e, ulong base) {
   EXPR_UNUSED;
   acc_t r = clr_identity();
   ulong i = b;
+#if SEG_SIMD_ON && SEG_V >= 2
+  (void)base;
+  if (e - b >= SEG_V) {
+    SEG_AV(SEG_W) a[SEG_P];
+#pragma unroll
+    for (uint k = 0; k < SEG_P; ++k) a[k] = (SEG_AV(SEG_W))clr_identity();
+    for (; i + SEG_V <= e; i += SEG_V) {
+#pragma unroll
+      for (uint k = 0; k < SEG_P; ++k)
+        a[k] = SEG_OPN(SEG_W)(a[k], SEG_VLOAD(SEG_W, i + k * SEG_W));
+    }
+#pragma unroll
+    for (uint h = SEG_P / 2; h > 0; h /= 2) {
+#pragma unroll
+      for (uint k = 0; k < h; ++k) a[k] = SEG_OPN(SEG_W)(a[k], a[k + h]);
+    }
+    r = seg_fold_lanes(a[0]);
+  }
+#else
   if (e - b >= SEG_V) {
     acc_t a[SEG_V];
     // Unrolled, as every loop over the accumulators: constant indices keep them in registers.
@@ -251,6 +365,7 @@ inline acc_t seg_walk(EXPR_INPUTS, ulong b, ulong e, ulong base) {
     }
     r = a[0];
   }
+#endif
   for (; i < e; ++i) r = clr_op(r, SEG_LOAD(i, i - base));
   return r;
 }
@@ -396,7 +511,16 @@ __kernel void reduce_columns_cpu(EXPR_INPUTS, ulong R1, ulong I, ulong R2, ulong
   for (ulong r1 = first; r1 < last; ++r1)
     for (ulong r2 = 0; r2 < R2; ++r2) {
       const ulong at = (((o * R1 + r1) * I + i) * R2 + r2) * J + j0, k = r1 * R2 + r2;
-      for (ulong c = 0; c < w; ++c) d[c] = clr_op(d[c], SEG_LOAD(at + c, k));
+      ulong c = 0;
+#if SEG_SIMD_ON
+      // 16 accumulators and elements at a time, the last w mod 16 one by one.
+      (void)k;
+      for (; c + 16 <= w; c += 16) {
+        __global seg_au16* v = (__global seg_au16*)(d + c);
+        *v = seg_op16(*v, SEG_VLOAD(16, at + c));
+      }
+#endif
+      for (; c < w; ++c) d[c] = clr_op(d[c], SEG_LOAD(at + c, k));
     }
   if (pieces == 1)
     for (ulong c = 0; c < w; ++c) d[c] = clr_result(d[c]);
@@ -419,7 +543,14 @@ __kernel void reduce_columns_fold(__global const acc_t* partials, ulong results,
   for (ulong c = 0; c < w; ++c) d[c] = clr_identity();
   for (ulong p = 0; p < pieces; ++p) {
     __global const acc_t* s = partials + p * results + q0;
-    for (ulong c = 0; c < w; ++c) d[c] = clr_op(d[c], s[c]);
+    ulong c = 0;
+#if SEG_SIMD_ON
+    for (; c + 16 <= w; c += 16) {
+      __global seg_au16* v = (__global seg_au16*)(d + c);
+      *v = seg_op16(*v, *(__global const seg_au16*)(s + c));
+    }
+#endif
+    for (; c < w; ++c) d[c] = clr_op(d[c], s[c]);
   }
   for (ulong c = 0; c < w; ++c) d[c] = clr_result(d[c]);
 #endif

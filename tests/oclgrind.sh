@@ -216,6 +216,8 @@ npy "$segdir/off.npy" "<i8" "(13,)" 0 0 1 7 9 20 50 120 300 1000 1003 1100 1200
 npy "$segdir/off1.npy" "<i8" "(6,)" 0 1 7 50 1000 1200
 npy "$segdir/m.npy" "<f4" "(4, 5, 3)" $(seq_floats 60)
 npy "$segdir/c.npy" "<f4" "(300, 2)" $(seq_floats 600)
+npy "$segdir/w.npy" "<f4" "(40, 37)" $(seq_floats 1480)
+npy "$segdir/i.npy" "<i4" "(1200,)" $(seq 1 1200 | awk '{print ($1 * 7919) % 2001 - 1000}')
 # var's second pass (the first's sums shifted by x0 = 10^6, which the predicate leaves out, are
 # past the one-pass bound: a second launch shifted by their mean), in both shapes.
 npy "$segdir/far.npy" "<f4" "(1200,)" 1000000 $(seq_floats 1199)
@@ -270,6 +272,18 @@ for combo in "--axis 0 --op sum" "--axis 1 --op argmax" "--axis 0,2 --op sum" "-
 done
 check --input "$segdir/c.npy" --axis 0 --op sum --tune segments-shape=cpu
 check --input "$segdir/c.npy" --axis 0 --op argmin --tune segments-shape=cpu --tune axis-cols=1
+# Its explicit vectors (segments-simd=auto, as above) and its scalar loops (off): int32 sums in
+# int64 (vectors converted), floats' min (whole segments past the 32 accumulators: 50, 120,
+# 700), and 37 columns (tiles of two vectors of 16 and 5 one by one) in 3 pieces, folded the
+# same way.
+for simd in auto off; do
+  check --input "$segdir/i.npy" --offsets "$segdir/off.npy" --op sum --tune segments-shape=cpu \
+        --tune segments-piece=256 --tune segments-simd=$simd
+  check --input "$segdir/x.npy" --offsets "$segdir/off1.npy" --op min --tune segments-shape=cpu \
+        --tune segments-simd=$simd
+  check --input "$segdir/w.npy" --axis 0 --op sum --tune segments-shape=cpu --tune axis-pieces=3 \
+        --tune segments-simd=$simd
+done
 checks="--data-races --check-api"
 check --input "$segdir/m.npy" --axis 0,2 --op var --ddof 1 --tune segments-shape=cpu
 check --input "$segdir/x.npy" --offsets "$segdir/off.npy" --op mean --tune segments-shape=cpu

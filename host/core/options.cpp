@@ -149,6 +149,11 @@ const std::vector<TuningKey>& tuning_keys() {
       {"segments-vec", "auto | 1 | 2 | 4 | 8 | 16 (auto: 4)",
        "segments, GPU shape: elements per vector load (sum, prod, min, max; aligned vectors, "
        "the ends element by element)"},
+      {"segments-simd", "auto | off (auto)",
+       "segments and axes, CPU shape: sum, prod, min and max walk a segment with its "
+       "accumulators in OpenCL vectors, and a tile's rows 16 results at a time (the same "
+       "operations in the same order: the same results, bit for bit); off: scalar loops, "
+       "vectorised or not by the OpenCL compiler"},
       {"axis-cols", "1-1048576 (GPU shape 1; CPU shape 4096 or the row)",
        "axes: results per work-item: GPU shape 1, 2, 4, 8 or 16 neighbouring ones (read as "
        "vectors where aligned: sum, prod, min, max); CPU shape the tiles' width"},
@@ -276,6 +281,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     (key == "segments-unroll" ? t.segments_unroll
      : key == "segments-vec"  ? t.segments_vec
                               : t.axis_unroll) = w;
+  } else if (key == "segments-simd") {
+    t.segments_simd = one_of(v, {"auto", "off"}, source);
   } else if (key == "axis-cols") {
     t.axis_cols = parse_count(v, 1, 1u << 20, source, "a count from 1 to 2^20");
   } else if (key == "axis-pieces") {
@@ -354,6 +361,7 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"segments-piece", n(t.segments_piece)},
       {"segments-unroll", t.segments_unroll ? n(t.segments_unroll) : std::string("auto")},
       {"segments-vec", t.segments_vec ? n(t.segments_vec) : std::string("auto")},
+      {"segments-simd", t.segments_simd},
       {"axis-cols", n(t.axis_cols)},
       {"axis-unroll", t.axis_unroll ? n(t.axis_unroll) : std::string("auto")},
       {"axis-pieces", n(t.axis_pieces)},

@@ -181,21 +181,26 @@ void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
   // The built-in ops whose values alone count (not the arg ops, nor expressions) may read
   // several elements a load.
   const bool vectors = !expr_ && !is_arg_op(op_);
+  // The CPU shape's walks and tiles in explicit OpenCL vectors (the same operations in the same
+  // order: the same results), unless segments-simd=off: their scalar loops are SIMD only where
+  // the OpenCL compiler's auto-vectoriser makes them so (PoCL 5.0 for AVX-512 left them scalar).
+  simd_ = cpu_ && vectors && tune.segments_simd != "off";
+  const std::string simd_option = simd_ ? " -DSEG_SIMD=1" : "";
   if (layout_.columns) {
-    plan_columns(local_size, units, vectors);
+    plan_columns(local_size, units, vectors, simd_option);
     return;
   }
   // Contiguous segments. GPU shape: 256 work-items per group, 32 elements per lane before a
   // segment takes more lanes (segments-lane), pieces of 64 elements per work-item (segments-
-  // piece); CPU shape: a work-item per task, its segments walked with SEG_V accumulators (256
-  // bytes of them: four AVX-512 registers), pieces of 2^16 elements, runs of segments of a
+  // piece); CPU shape: a work-item per task, its segments walked with SEG_V accumulators (128
+  // bytes of them: two AVX-512 registers), pieces of 2^16 elements, runs of segments of a
   // quarter piece.
   std::string options;
   std::uint64_t per_lane = 0;
   if (cpu_) {
     seg_v_ = 1;
     while (seg_v_ < 64 && 2 * seg_v_ * acc_bytes_ <= 128) seg_v_ *= 2;
-    options = " -DSEG_V=" + std::to_string(seg_v_);
+    options = " -DSEG_V=" + std::to_string(seg_v_) + simd_option;
     main_ = build("reduce_segments_cpu", options);
     policy_.wg_size = choose_wg(ctx_, main_, local_size, 16);
     piece_ = tune.segments_piece ? tune.segments_piece : std::uint64_t{1} << 16;
@@ -264,12 +269,14 @@ void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
   const std::uint64_t tasks = tasks_.size() / 5;
   policy_.groups = cpu_ ? ceil_div(tasks, wg) : tasks;
   policy_.items_per_thread = static_cast<unsigned>(cpu_ ? run_cost : per_lane);
+  const std::string simd_text =
+      simd_ ? " in vectors of " + std::to_string(std::min<std::uint64_t>(seg_v_, 16)) : "";
   policy_.path = std::string("segments, ") + (cpu_ ? "CPU" : "GPU") +
                  " shape: " + std::to_string(short_segs) + (cpu_ ? " whole in " : " by lanes in ") +
                  std::to_string(tasks - slots_) + (cpu_ ? " runs, " : " groups, ") +
                  std::to_string(long_segs) + " long in " + std::to_string(slots_) + " pieces of " +
                  std::to_string(piece_) +
-                 (cpu_ ? ", " + std::to_string(seg_v_) + " accumulators a work-item"
+                 (cpu_ ? ", " + std::to_string(seg_v_) + " accumulators a work-item" + simd_text
                        : (unroll_ > 1 ? ", " + std::to_string(unroll_) + " loads in flight" : ""));
   offsets_ = buffer_of(ctx_, layout_.offsets);
   tasks_buf_ = buffer_of(ctx_, tasks_);
@@ -278,7 +285,8 @@ void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
   if (!longs_.empty()) fold_ = build("reduce_segments_fold", " -DWG_SIZE=" + std::to_string(wg));
 }
 
-void SegmentReduction::plan_columns(std::size_t local_size, std::uint64_t units, bool vectors) {
+void SegmentReduction::plan_columns(std::size_t local_size, std::uint64_t units, bool vectors,
+                                    const std::string& simd_option) {
   const Tuning& tune = ctx_.tuning();
   const SegmentLayout& L = layout_;
   const std::uint64_t results = L.results();
@@ -293,7 +301,7 @@ void SegmentReduction::plan_columns(std::size_t local_size, std::uint64_t units,
     // Tiles of 16384 results (64 KiB of float accumulators: in L2), or the whole row where it
     // is shorter: a piece's rows then read as one stream.
     cols_ = std::min<std::uint64_t>(tune.axis_cols ? tune.axis_cols : 16384, dims_J_);
-    options = " -DSEG_TILE=" + std::to_string(cols_);
+    options = " -DSEG_TILE=" + std::to_string(cols_) + simd_option;
     main_ = build("reduce_columns_cpu", options);
     policy_.wg_size = choose_wg(ctx_, main_, local_size, 1);
     blocks = results / dims_J_ * ceil_div(dims_J_, cols_);
@@ -332,7 +340,8 @@ void SegmentReduction::plan_columns(std::size_t local_size, std::uint64_t units,
   policy_.items_per_thread = static_cast<unsigned>(
       std::min<std::uint64_t>(rows_ * L.R2, std::numeric_limits<unsigned>::max()));
   policy_.path = std::string("columns, ") + (cpu_ ? "CPU" : "GPU") + " shape: " +
-                 (tile_        ? "tiles of " + std::to_string(cols_) + " results, "
+                 (tile_        ? "tiles of " + std::to_string(cols_) + " results" +
+                                    (simd_ ? " (rows 16 at a time), " : ", ")
                   : cols_ == 1 ? "a work-item per result, "
                                : std::to_string(cols_) + " results a work-item, ") +
                  std::to_string(pieces_) + (pieces_ == 1 ? " piece" : " pieces") + " of " +

@@ -93,7 +93,8 @@ class SegmentReduction {
 
  private:
   void plan(std::size_t local_size, std::size_t local_bytes);
-  void plan_columns(std::size_t local_size, std::uint64_t units, bool vectors);
+  void plan_columns(std::size_t local_size, std::uint64_t units, bool vectors,
+                    const std::string& simd_option);
   cl::Kernel build(const std::string& name, const std::string& extra = "");
   // main_ as `name` with -DWG_SIZE of the group the device takes for it (local_size, else
   // `preferred` or the most it allows) and `extra`; sets policy_.wg_size, returns the options.
@@ -119,6 +120,7 @@ class SegmentReduction {
   // The CPU shape (segments-shape): segments walked by SEG_V accumulators a work-item; columns
   // in tiles (tile_) of [O, R1, dims_I_, R2, dims_J_], J the contiguous kept axis.
   bool cpu_ = false, tile_ = false;
+  bool simd_ = false;  // the CPU shape's explicit vectors (SEG_SIMD)
   std::uint64_t seg_v_ = 1, dims_I_ = 1, dims_J_ = 1;
   // The GPU shape's loads: in flight per lane or rows per work-item (SEG_UNROLL, SEG_ROWS), and
   // elements per vector load of a segment (SEG_VEC).

@@ -59,6 +59,7 @@ struct CLREDUCE_API Tuning {
   std::size_t segments_piece = 0;       // segments-piece: elements per piece of a long segment
   unsigned segments_unroll = 0;         // segments-unroll: loads in flight per lane, 1-16 (GPU; 0 auto: 4)
   unsigned segments_vec = 0;            // segments-vec: elements per load, 1/2/4/8/16 (GPU; 0 auto: 4)
+  std::string segments_simd = "auto";   // segments-simd: auto | off (CPU shape: explicit vectors)
   std::size_t axis_cols = 0;            // axis-cols: results per work-item
   unsigned axis_unroll = 0;             // axis-unroll: rows loaded before folding, 1-16 (GPU; 0 auto: 4)
   std::size_t axis_pieces = 0;          // axis-pieces: pieces of the reduced rows per result

@@ -3,13 +3,17 @@
 // host; and the refusals, each one line with exit 2 (5 for arrays past one allocation) and no
 // output file: offsets not ascending, out of range or not int64, an empty segment of an op
 // without identity, an axis out of range or repeated, --axis without an N-dimensional input,
-// flags that exclude each other.
+// flags that exclude each other; the CPU shape's explicit vectors (segments-simd) against its
+// scalar loops, bit for bit.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -402,5 +406,108 @@ TEST_CASE(
         run_cli("--type float --size 6028 --offsets " + off_path + " --op sum --repeat 1 " + tune);
     INFO(f.out);
     CHECK(f.code == 0);
+  }
+}
+
+namespace {
+
+// The file's bytes ("" where it cannot be read).
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the CPU shape's explicit vectors (segments-simd=auto) give the scalar loops' results bit for "
+    "bit: segment walks, pieces, tiles and their fold, for sum, prod, min and max",
+    "[cli][segments][segments_simd]") {
+  TempDir dir;
+  // Segments around and past the accumulators (16 or 32: 17, 31-33, 64, 65, 100), empty ones,
+  // and long ones cut into pieces of 256 (1000, 777: pieces starting anywhere).
+  const std::vector<std::int64_t> lengths = {1,  3, 17, 100, 1000, 0,   33, 64,
+                                             65, 0, 2,  31,  32,   777, 5,  1000};
+  std::vector<std::int64_t> off = {0};
+  for (std::int64_t l : lengths) off.push_back(off.back() + l);
+  const std::string offs = save(dir, "off.npy", DType::kInt64, off);
+  std::vector<std::int64_t> full = {0};  // the same without the empty segments (min, max)
+  for (std::int64_t l : lengths)
+    if (l) full.push_back(full.back() + l);
+  const std::string full_offs = save(dir, "full.npy", DType::kInt64, full);
+  const std::uint64_t n = static_cast<std::uint64_t>(off.back());
+  // Lines: a matrix's 1001 columns in tiles of 40 (16 + 16 + 8; the last tile 1 wide), 3 pieces
+  // of its 37 rows folded 40 results at a time; its rows (segments of 1001: walks of whole ones);
+  // 5-D lines with two reduced runs, tiles of 40 and 1 over R2 = 5 rows each.
+  const std::vector<std::uint64_t> matrix = {37, 1001}, five = {4, 9, 3, 5, 41};
+  const std::uint64_t m_n = 37 * 1001, f_n = 4 * 9 * 3 * 5 * 41;
+  const std::uint64_t most = std::max({n, m_n, f_n});
+  std::mt19937_64 rng(2024);
+  std::uniform_real_distribution<double> u(-1, 1);
+  struct Case {
+    DType t;
+    const char* op;
+  };
+  const Case cases[] = {{DType::kFloat, "sum"},  {DType::kFloat, "prod"}, {DType::kFloat, "min"},
+                        {DType::kFloat, "max"},  {DType::kDouble, "sum"}, {DType::kDouble, "prod"},
+                        {DType::kDouble, "min"}, {DType::kDouble, "max"}, {DType::kInt32, "sum"},
+                        {DType::kInt32, "prod"}, {DType::kInt32, "min"},  {DType::kInt32, "max"}};
+  for (const Case& c : cases) {
+    const std::string op = c.op;
+    CAPTURE(clreduce::dtype_name(c.t), op);
+    // Floats of many magnitudes (sums depend on their order), -0 and +0 (min and max keep the
+    // one their order meets first), a NaN in two segments, one column and one 5-D line;
+    // products near 1 (no overflow over 1000 factors). Integers over the whole range (sums
+    // wrap in int64 only past 2^32 elements; products wrap: odd factors, never 0).
+    std::vector<double> v(most);
+    std::vector<std::int32_t> iv(most);
+    for (std::uint64_t k = 0; k < most; ++k) {
+      const double r = u(rng);
+      v[k] = op == "prod" ? 1 + r / 64 : r * std::ldexp(1.0, static_cast<int>(k % 23) - 11);
+      if (op != "prod" && k % 13 == 5) v[k] = k % 2 ? -0.0 : 0.0;
+      iv[k] = static_cast<std::int32_t>(rng() >> 32) | (op == "prod" ? 1 : 0);
+    }
+    if (op == "min" || op == "max") {
+      for (std::int64_t k : {full[3] + 40, full[4] + 600, std::int64_t{11 * 1001 + 500},
+                             std::int64_t{2 * 1845 + 100}})
+        v[static_cast<std::size_t>(k)] = std::nan("");
+    }
+    const auto write = [&](const std::string& name, std::uint64_t count,
+                           const std::vector<std::uint64_t>& shape) {
+      if (c.t == DType::kInt32)
+        return save(dir, name, c.t, std::vector<std::int32_t>(iv.begin(), iv.begin() + count),
+                    shape);
+      if (c.t == DType::kFloat)
+        return save(dir, name, c.t, std::vector<float>(v.begin(), v.begin() + count), shape);
+      return save(dir, name, c.t, std::vector<double>(v.begin(), v.begin() + count), shape);
+    };
+    const std::string flat = write("flat.npy", n, {}), m = write("m.npy", m_n, matrix),
+                      f = write("f.npy", f_n, five);
+    const std::string lines = " --tune axis-cols=40 --tune axis-pieces=3";
+    for (const std::string& args :
+         {"--input " + flat + " --offsets " + (op == "sum" || op == "prod" ? offs : full_offs) +
+              " --tune segments-piece=256",
+          "--input " + m + " --axis 1", "--input " + m + " --axis 0" + lines,
+          "--input " + f + " --axis 1,3 --keepdims" + lines}) {
+      CAPTURE(args);
+      std::string got[2];
+      for (int simd = 0; simd < 2; ++simd) {
+        const std::string out = dir / ("out" + std::to_string(simd) + ".npy");
+        const auto r =
+            run_cli(args + " --op " + op + " --repeat 1 --verbose --output " + out +
+                    " --tune segments-shape=cpu --tune segments-simd=" + (simd ? "auto" : "off"));
+        INFO(r.out);
+        REQUIRE(r.code == 0);  // verified
+        // The path taken: vectors with auto alone.
+        const bool vectors = r.out.find(" in vectors of ") != std::string::npos ||
+                             r.out.find("(rows 16 at a time)") != std::string::npos;
+        CHECK(vectors == (simd == 1));
+        got[simd] = file_bytes(out);
+        REQUIRE(!got[simd].empty());
+      }
+      CHECK(got[0] == got[1]);
+    }
   }
 }

@@ -155,6 +155,7 @@ TEST_CASE("tuning_values gives every knob's value as text, and each knob changes
       {"segments-shape", "cpu"},
       {"segments-lane", "16"},     {"segments-piece", "4096"},
       {"segments-unroll", "4"},    {"segments-vec", "4"},
+      {"segments-simd", "off"},
       {"axis-cols", "4"},          {"axis-unroll", "8"},
       {"axis-pieces", "3"},
   };
