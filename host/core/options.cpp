@@ -95,6 +95,9 @@ const std::vector<TuningKey>& tuning_keys() {
       {"scan-chunk", "1-1073741824 (1048576)",
        "scan-fast CPU path: elements per work-item per superblock"},
       {"scan-groups", "1-4096 (four per compute unit)", "scan-fast CPU path: work-groups"},
+      {"scan-nt-stores", "auto | on | off (auto)",
+       "scan-fast's CPU paths: write the output with streaming stores past the caches, where "
+       "the compiler has them (auto, on), or through the caches (off)"},
       {"scan-tile", "1024-1073741824 (32768)",
        "scan-fast CPU look-back path: elements per tile (one work-item each)"},
       {"transfer-piece", "1-1073741824 (1073741824)",
@@ -228,6 +231,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
         v == "auto"
             ? 0u
             : static_cast<unsigned>(parse_count(v, 1, 8, source, "auto or a count from 1 to 8"));
+  } else if (key == "scan-nt-stores") {
+    t.scan_nt_stores = one_of(v, {"auto", "on", "off"}, source);
   } else if (key == "scan-tile") {
     t.scan_tile = parse_count(v, 1024, 1u << 30, source, "a count from 1024 to 2^30");
   } else if (key == "scan-chunk") {
@@ -340,6 +345,7 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"lookback-span", n(t.lookback_span)},
       {"scan-chunk", n(t.scan_chunk)},
       {"scan-groups", n(t.scan_groups)},
+      {"scan-nt-stores", t.scan_nt_stores},
       {"scan-tile", n(t.scan_tile)},
       {"transfer-piece", n(t.transfer_piece)},
       {"max-chunk", n(t.max_chunk)},

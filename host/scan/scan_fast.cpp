@@ -54,9 +54,16 @@ bool has_nt_stores(Context& ctx) {
   }) == "yes";
 }
 
+// Whether a CPU path streams this scan's output past the caches: the scan-nt-stores knob (auto
+// and on: where the trial build has them; off: never).
+bool nt_stores_for(Context& ctx, const ScanProblem& p) {
+  (void)p;
+  return ctx.tuning().scan_nt_stores != "off" && has_nt_stores(ctx);
+}
+
 std::string cpu_options(Context& ctx, const ScanProblem& p, std::size_t wg) {
   return p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) +
-         (has_nt_stores(ctx) ? " -DCLR_NT_STORES=1" : "");
+         (nt_stores_for(ctx, p) ? " -DCLR_NT_STORES=1" : "");
 }
 
 // The CPU-shaped two-pass scan: per superblock, scan_cpu_two_pass_reduce folds each work-item's
@@ -145,7 +152,7 @@ std::unique_ptr<ScanPlan> make_scan_cpu_lookback_plan(Context& ctx, const ScanPr
                              : (1u << 24);
   const cl::Kernel kernel =
       ctx.kernel("scan_cpu_lookback.cl", "scan_cpu_lookback",
-                 p.cl_options() + (has_nt_stores(ctx) ? " -DCLR_NT_STORES=1" : "") +
+                 p.cl_options() + (nt_stores_for(ctx, p) ? " -DCLR_NT_STORES=1" : "") +
                      " -DLB_LIMIT=" + std::to_string(limit) + "u");
   LaunchPolicy pol;
   pol.wg_size = 1;
@@ -154,7 +161,7 @@ std::unique_ptr<ScanPlan> make_scan_cpu_lookback_plan(Context& ctx, const ScanPr
   pol.groups = tiles;
   pol.path = "cpu look-back: " + std::to_string(tiles) + (tiles == 1 ? " tile" : " tiles") +
              " of " + std::to_string(tile) + ", " +
-             (has_nt_stores(ctx) ? "streaming stores, " : "") + "1 launch";
+             (nt_stores_for(ctx, p) ? "streaming stores, " : "") + "1 launch";
   ScanProblem q = p;
   q.carry_in = false;
   std::unique_ptr<ScanPlan> fallback =
@@ -279,7 +286,8 @@ bool cpu_lookback_checks_out(Context& ctx) {
   const std::string key = "scan-fast check: cpu-lookback " +
                           std::to_string(ctx.source_hash("scan_cpu_lookback.cl")) +
                           " tile=" + std::to_string(t.scan_tile) +
-                          " limit=" + std::to_string(t.lookback_limit) + " " + t.build_options;
+                          " limit=" + std::to_string(t.lookback_limit) +
+                          " nt=" + t.scan_nt_stores + " " + t.build_options;
   return ctx.probe(key, [&] {
     const std::size_t n = std::min<std::size_t>(5 * t.scan_tile + 1234, std::size_t{1} << 22);
     const bool ok = checks_out(
@@ -379,7 +387,7 @@ std::unique_ptr<ScanPlan> make_scan_cpu_plan(Context& ctx, const ScanProblem& p,
   pol.items_per_thread = static_cast<unsigned>(s.chunk);
   const std::size_t superblocks = (p.n + s.superblock() - 1) / s.superblock();
   pol.path = "cpu two-pass: " + std::to_string(s.chunks()) + " chunks of " +
-             std::to_string(s.chunk) + ", " + (has_nt_stores(ctx) ? "streaming stores, " : "") +
+             std::to_string(s.chunk) + ", " + (nt_stores_for(ctx, p) ? "streaming stores, " : "") +
              std::to_string(superblocks) + (superblocks == 1 ? " superblock, " : " superblocks, ") +
              std::to_string(2 * superblocks) + " launches";
   // A chunk is scanned sequentially from a carry that has passed, per superblock before it,
@@ -396,7 +404,8 @@ bool scan_cpu_path_checks_out(Context& ctx) {
   const std::string key = "scan-fast check: cpu " +
                           std::to_string(ctx.source_hash("scan_cpu_two_pass.cl")) +
                           " chunk=" + std::to_string(t.scan_chunk) +
-                          " groups=" + std::to_string(t.scan_groups) + " " + t.build_options;
+                          " groups=" + std::to_string(t.scan_groups) +
+                          " nt=" + t.scan_nt_stores + " " + t.build_options;
   return ctx.probe(key, [&] {
     const bool ok =
         checks_out(ctx, 3 * 4096 + 1234, "the start-up check of scan-fast's cpu two-pass path",

@@ -32,6 +32,7 @@ struct CLREDUCE_API Tuning {
   unsigned lookback_span = 0;  // lookback-span: descriptors a lane reads per round, 1-8; 0 = auto
   std::size_t scan_chunk = std::size_t{1}
                            << 20;  // scan-chunk: elements per work-item per superblock
+  std::string scan_nt_stores = "auto";  // scan-nt-stores: auto | on | off (CPU scans' output)
   std::size_t scan_tile = 32768;   // scan-tile: elements per tile of scan-fast's CPU look-back path
   std::size_t scan_groups = 0;     // scan-groups: groups of scan-fast's CPU path; 0 = four per CU
   std::size_t transfer_piece = std::size_t{1}
