@@ -904,6 +904,13 @@ def _scan_type(dt: np.dtype, dtype: Any, fname: str) -> None:
 
 def _scan(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, exclusive: bool,
           device: DeviceSpec, segments: Any = None, offsets: Any = None):
+    if (type(a) in _cl_types and axis is None and dtype is None and out is None
+            and device is None and segments is None and offsets is None
+            and (exclusive is False or exclusive is True)):
+        # a pyopencl array's common scan, kept (_ClScan): the checks _cl_scan's would make
+        call = _cl_scans.get((op, a.dtype, id(a.queue), exclusive, a.size))
+        if call is not None and a.flags.c_contiguous:
+            return call(a)
     if _is_clarray(a):
         return _cl_scan(fname, op, a, axis, dtype, out, exclusive, device, segments, offsets)
     arr = _as_array(a, fname)
@@ -1203,7 +1210,50 @@ class _ClCall:
         return res
 
 
+class _ClScan:
+    """A whole-array scan of a C-contiguous pyopencl array with every argument at its default
+    (exclusive either way), kept per (op, dtype, queue, exclusive, size) once the general path
+    has run it (_cl_scan): the call itself the same allocation, result array and scan_buffer as
+    _cl_scan's, the result made as _ClCall makes its 0-d one (a copy of the first result's
+    attributes, its buffer and event list its own; else through _cl_new)."""
+
+    __slots__ = ("op", "scan_buffer", "tname", "itemsize", "rt", "nbytes", "exclusive", "acc",
+                 "shape", "queue", "template", "buf_type", "array_type")
+
+    def __init__(self, dev: Device, op: str, a: Any, res: Any, exclusive: bool, acc: str) -> None:
+        self.op = op
+        self.acc = acc
+        self.scan_buffer = dev._dev.scan_buffer
+        self.tname = _LIB_NAME[a.dtype]
+        self.itemsize = a.dtype.itemsize
+        self.rt = res.dtype
+        self.nbytes = res.nbytes
+        self.exclusive = exclusive
+        self.shape = res.shape
+        self.queue = a.queue  # kept alive, so that id(queue) in the key names no other
+        d = getattr(res, "__dict__", None)
+        ok = (type(res) is sys.modules["pyopencl.array"].Array and d is not None
+              and set(d) == _ClCall._SHARED | {"base_data", "events"} and res._flags is None)
+        self.template = dict(d, base_data=None, events=None, allocator=None) if ok else None
+        self.buf_type = sys.modules["pyopencl"].MemoryObjectHolder
+        self.array_type = type(res)
+
+    def __call__(self, a: Any) -> Any:
+        alloc = a.allocator
+        buf = alloc(self.nbytes) if alloc is not None else _cl_alloc(a, self.nbytes)
+        tmpl = self.template
+        if tmpl is not None and isinstance(buf, self.buf_type) and a.context is tmpl["context"]:
+            res = _new_object(self.array_type)
+            res.__dict__ = {**tmpl, "base_data": buf, "events": [], "allocator": alloc}
+        else:
+            res = _cl_new(a, self.shape, self.rt, data=buf)
+        self.scan_buffer(self.op, self.tname, a.base_data.int_ptr, a.offset // self.itemsize,
+                         a.size, buf.int_ptr, 0, self.exclusive, None, self.acc)
+        return res
+
+
 _new_object = object.__new__
+_cl_scans: dict = {}  # (op, dtype, id(queue), exclusive, size) -> _ClScan
 _cl_calls: dict = {}  # (op, dtype, id(queue)) -> _ClCall
 _cl_types: set = set()  # the pyopencl array types (Array, subclasses) the kept calls took
 
@@ -1310,4 +1360,9 @@ def _cl_scan(fname: str, op: str, a: Any, axis: Any, dtype: Any, out: Any, exclu
         mem, first = _cl_at(x)
         dev._dev.scan_buffer(op, _LIB_NAME[x.dtype], mem, first, x.size, res.base_data.int_ptr,
                              0, bool(exclusive), flags, acc)
+        if (x is a and back is None and flags is None and axis is None and dtype is None
+                and device is None and isinstance(exclusive, bool)):
+            _cl_scans[(op, a.dtype, id(a.queue), exclusive, a.size)] = _ClScan(dev, op, a, res,
+                                                                                exclusive, acc)
+            _cl_types.add(type(a))
     return res if back is None else res.astype(back)

@@ -437,6 +437,67 @@ def test_kept_calls_give_what_the_general_path_gives(queue):
         assert device_scalar(clreduce.sum(cla.to_device(q, hd)[:0]), hd[:0].sum(), q) == 0
 
 
+def test_kept_scans_give_what_the_general_path_gives(queue):
+    """A whole-array scan with its arguments at their defaults (exclusive either way) is kept per
+    (op, dtype, queue, exclusive, size) once it has run: later calls of C-contiguous arrays of
+    that size on that queue (other allocators, an offset view, another shape) give arrays as
+    the first call's (shape, dtype, strides, context, queue, the input's allocator; a buffer and
+    event list of their own) and NumPy's values; other sizes, strided arrays and other
+    arguments still go the general way."""
+    q = cl.CommandQueue(queue.context)  # a queue of its own: nothing kept for it yet
+    pool = pool_of(q)
+    h = values(np.int32, 1007)
+    for dtype in (np.int32, np.float32):
+        for name, exclusive in (("cumsum", False), ("cumsum", True), ("cumprod", False)):
+            hd = (h % 3 + 1).astype(dtype) if name == "cumprod" else h.astype(dtype)
+            f = getattr(clreduce, name)
+
+            def check(r, hx):
+                want = getattr(np, name)(hx.reshape(-1))
+                if exclusive:
+                    want = np.concatenate(([0], want[:-1])).astype(want.dtype)
+                assert r.dtype == want.dtype and r.shape == want.shape
+                if dtype == np.float32 and name == "cumprod":  # products: rounded per step
+                    np.testing.assert_allclose(r.get(), want, rtol=1e-4)
+                else:  # integers, and float sums of small integers: exact
+                    np.testing.assert_array_equal(r.get(), want)
+
+            first = f(cla.to_device(q, hd[:1000]), exclusive=exclusive)
+            assert any(k[0] == ("prod" if name == "cumprod" else "sum") and k[2] == id(q)
+                       and k[3] is exclusive and k[4] == 1000 for k in clreduce._cl_scans), name
+            inputs = [(cla.to_device(q, hd[:1000]), hd[:1000]),
+                      (cla.to_device(q, hd[:1000], allocator=pool), hd[:1000]),
+                      (cla.to_device(q, hd)[7:], hd[7:]),  # 1000 elements from element 7
+                      (cla.to_device(q, hd[:1000].reshape(40, 25), allocator=pool), hd[:1000])]
+            for x, hx in inputs:
+                r = f(x, exclusive=exclusive)
+                assert type(r) is type(first) and set(vars(r)) == set(vars(first))
+                for key in vars(first):
+                    if key not in ("base_data", "events", "allocator"):
+                        assert getattr(r, key) is getattr(first, key) or (
+                            getattr(r, key) == getattr(first, key)), (name, key)
+                assert r.allocator is x.allocator and r.queue is q and r.context is x.context
+                assert r.base_data is not first.base_data and r.events == []
+                if x.allocator is pool:
+                    assert isinstance(r.base_data, cl.tools.PooledBuffer)
+                check(r, hx)
+                r.events.append(None)  # a list of its own: the next result's stays empty
+            # Another size, and a strided view, take the general path: right values, or refused.
+            r = f(cla.to_device(q, hd[:999]), exclusive=exclusive)
+            check(r, hd[:999])
+            with pytest.raises(ValueError, match="contiguous"):
+                f(cla.to_device(q, hd[:2000])[::2][:1000] if hd.size >= 2000 else
+                  cla.to_device(q, np.tile(hd, 2))[::2][:1000], exclusive=exclusive)
+        # Other arguments: the general path (a dtype, segments).
+        x = cla.to_device(q, h[:1000].astype(dtype))
+        r = clreduce.cumsum(x, dtype=np.float64)
+        np.testing.assert_allclose(r.get(), np.cumsum(h[:1000].astype(dtype), dtype=np.float64))
+        flags = np.zeros(1000, np.uint8)
+        flags[::100] = 1
+        r = clreduce.cumsum(x, segments=flags)
+        assert r.get()[100] == h[100].astype(dtype)
+
+
 def test_many_calls_then_one_get(queue):
     """The kept plans' calls only enqueue: many reductions and scans of arrays made by kernels
     not waited for either, and results fed to later calls, all before a single read; a pool
