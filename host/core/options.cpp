@@ -90,9 +90,6 @@ const std::vector<TuningKey>& tuning_keys() {
       {"lookback-ids", "auto | counter (auto)",
        "scan-lookback's tile ids: on NVIDIA GPUs (auto) the group's id, whose groups start in "
        "order; elsewhere or with counter the next from an atomic counter"},
-      {"lookback-flush", "auto | off (auto)",
-       "enqueue-only look-back scans on GPUs: flush the scan before enqueueing its repair "
-       "launch, so the device starts while the host enqueues the second (auto), or not (off)"},
       {"lookback-span", "auto | 1-8 (auto: 1)",
        "scan-lookback's descriptors read by each lane per look-back round"},
       {"scan-chunk", "1-1073741824 (1048576)",
@@ -229,8 +226,6 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.lookback_read = one_of(v, {"auto", "atomic"}, source);
   } else if (key == "lookback-ids") {
     t.lookback_ids = one_of(v, {"auto", "counter"}, source);
-  } else if (key == "lookback-flush") {
-    t.lookback_flush = one_of(v, {"auto", "off"}, source);
   } else if (key == "lookback-span") {
     t.lookback_span =
         v == "auto"
@@ -347,7 +342,6 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"lookback-vec", n(t.lookback_vec)},
       {"lookback-read", t.lookback_read},
       {"lookback-ids", t.lookback_ids},
-      {"lookback-flush", t.lookback_flush},
       {"lookback-span", n(t.lookback_span)},
       {"scan-chunk", n(t.scan_chunk)},
       {"scan-groups", n(t.scan_groups)},

@@ -148,9 +148,6 @@ bool LookbackRunPlan::run(const cl::Buffer& in, const cl::Buffer& flags, const c
                                     nullptr, &events.back());
   ++runs_;
   if (!fallback_) {
-    // On a GPU the scan is flushed before the repair is enqueued, so the device starts on it
-    // while the host enqueues the second launch (the caller flushes after that one).
-    if (ctx_.info().is_gpu && ctx_.tuning().lookback_flush != "off") ctx_.queue().flush();
     // The repair, on the same data after the launch (in order on the queue): one group that
     // returns at once unless err holds this epoch, else redoes the scan (with the carry-in).
     const std::vector<unsigned char> none(problem().acc_bytes(), 0);

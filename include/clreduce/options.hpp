@@ -29,7 +29,6 @@ struct CLREDUCE_API Tuning {
   unsigned lookback_vec = 0;      // lookback-vec: elements per load and store, 1/2/4/8; 0 = auto
   std::string lookback_read = "auto";  // lookback-read: auto | atomic (NVIDIA: plain volatile reads)
   std::string lookback_ids = "auto";   // lookback-ids: auto | counter (NVIDIA: tile = group id)
-  std::string lookback_flush = "auto";  // lookback-flush: auto | off (GPUs: flush before the repair)
   unsigned lookback_span = 0;  // lookback-span: descriptors a lane reads per round, 1-8; 0 = auto
   std::size_t scan_chunk = std::size_t{1}
                            << 20;  // scan-chunk: elements per work-item per superblock

@@ -143,7 +143,6 @@ TEST_CASE("tuning_values gives every knob's value as text, and each knob changes
       {"lookback-rows", "2"},      {"lookback-vec", "4"},
       {"lookback-read", "atomic"}, {"lookback-ids", "counter"},
       {"lookback-span", "3"},      {"scan-nt-stores", "off"},
-      {"lookback-flush", "off"},
       {"scan-chunk", "16"},        {"scan-groups", "9"},
       {"scan-tile", "2048"},       {"transfer-piece", "4096"},
       {"max-chunk", "8192"},       {"stream", "on"},
