@@ -1159,34 +1159,30 @@ def _cl_enqueue(dev: Device, op: str, x: Any, acc: str, shape: Tuple[int, ...]) 
     return res
 
 
-class _ClCall:
-    """A whole-array reduction of a pyopencl array with every argument at its default, kept per
-    (op, dtype, queue) once the general path has run it (_cl_reduce): what that path works out
-    on every call (the Device, the library's type name and result dtype, the result's bytes)
-    found once, the call itself the same allocation, 0-d result array and reduce_into as
-    _cl_enqueue's. The 0-d result is made as a copy of the attributes of one made by
-    pyopencl.array.Array's fast constructor (its buffer and event list its own): a third of that
-    constructor's cost; where the pyopencl version's arrays hold other attributes than those
-    known here, or the allocator hands out another kind of memory (SVM), through the constructor."""
+class _ClKept:
+    """What a kept call of a pyopencl array shares (_ClCall, _ClScan): its result made as the
+    first call's was, from the input's allocator. The result is a copy of the attributes of the
+    first result (made by pyopencl.array.Array's fast constructor; its buffer and event list
+    its own): a third of that constructor's cost; where the pyopencl version's arrays hold other
+    attributes than those known here, or the allocator hands out another kind of memory (SVM),
+    through the constructor."""
 
-    __slots__ = ("op", "reduce_into", "tname", "itemsize", "rt", "nbytes", "offset", "any_order",
-                 "queue", "template", "buf_type", "array_type")
+    __slots__ = ("op", "tname", "itemsize", "rt", "nbytes", "offset", "shape", "queue",
+                 "template", "buf_type", "array_type")
 
     # The attributes of pyopencl.array.Array that a copy may share (immutable, or None) besides
     # base_data and events, which are each array's own.
     _SHARED = frozenset(("_flags", "allocator", "context", "dtype", "nbytes", "offset", "queue",
                          "shape", "size", "strides"))
 
-    def __init__(self, dev: Device, op: str, a: Any, res: Any) -> None:
-        arg = op == "argmin" or op == "argmax"
+    def __init__(self, op: str, a: Any, res: Any, nbytes: int, offset: int) -> None:
         self.op = op
-        self.reduce_into = dev._dev.reduce_into
         self.tname = _LIB_NAME[a.dtype]
         self.itemsize = a.dtype.itemsize
         self.rt = res.dtype
-        self.nbytes = 16 if arg else res.dtype.itemsize
-        self.offset = 8 if arg else 0
-        self.any_order = not arg  # argmin/argmax count in C order
+        self.nbytes = nbytes
+        self.offset = offset
+        self.shape = res.shape
         self.queue = a.queue  # kept alive, so that id(queue) in the key names no other
         d = getattr(res, "__dict__", None)
         ok = (type(res) is sys.modules["pyopencl.array"].Array and d is not None
@@ -1196,59 +1192,59 @@ class _ClCall:
         self.buf_type = sys.modules["pyopencl"].MemoryObjectHolder  # a Buffer, a pool's, ...
         self.array_type = type(res)
 
-    def __call__(self, a: Any) -> Any:
-        alloc = a.allocator
-        buf = alloc(self.nbytes) if alloc is not None else _cl_alloc(a, self.nbytes)
-        tmpl = self.template
-        if tmpl is not None and isinstance(buf, self.buf_type) and a.context is tmpl["context"]:
-            res = _new_object(self.array_type)  # (its queue is a's: the key's)
-            res.__dict__ = {**tmpl, "base_data": buf, "events": [], "allocator": alloc}
-        else:
-            res = _cl_new(a, (), self.rt, data=buf, offset=self.offset)
-        self.reduce_into(self.op, self.tname, a.base_data.int_ptr, a.offset // self.itemsize,
-                         a.size, "", buf.int_ptr, 0)
-        return res
-
-
-class _ClScan:
-    """A whole-array scan of a C-contiguous pyopencl array with every argument at its default
-    (exclusive either way), kept per (op, dtype, queue, exclusive, size) once the general path
-    has run it (_cl_scan): the call itself the same allocation, result array and scan_buffer as
-    _cl_scan's, the result made as _ClCall makes its 0-d one (a copy of the first result's
-    attributes, its buffer and event list its own; else through _cl_new)."""
-
-    __slots__ = ("op", "scan_buffer", "tname", "itemsize", "rt", "nbytes", "exclusive", "acc",
-                 "shape", "queue", "template", "buf_type", "array_type")
-
-    def __init__(self, dev: Device, op: str, a: Any, res: Any, exclusive: bool, acc: str) -> None:
-        self.op = op
-        self.acc = acc
-        self.scan_buffer = dev._dev.scan_buffer
-        self.tname = _LIB_NAME[a.dtype]
-        self.itemsize = a.dtype.itemsize
-        self.rt = res.dtype
-        self.nbytes = res.nbytes
-        self.exclusive = exclusive
-        self.shape = res.shape
-        self.queue = a.queue  # kept alive, so that id(queue) in the key names no other
-        d = getattr(res, "__dict__", None)
-        ok = (type(res) is sys.modules["pyopencl.array"].Array and d is not None
-              and set(d) == _ClCall._SHARED | {"base_data", "events"} and res._flags is None)
-        self.template = dict(d, base_data=None, events=None, allocator=None) if ok else None
-        self.buf_type = sys.modules["pyopencl"].MemoryObjectHolder
-        self.array_type = type(res)
-
-    def __call__(self, a: Any) -> Any:
+    def result(self, a: Any) -> Any:
+        """A new result array for input a on a buffer from a's allocator (its queue is a's: the
+        key's)."""
         alloc = a.allocator
         buf = alloc(self.nbytes) if alloc is not None else _cl_alloc(a, self.nbytes)
         tmpl = self.template
         if tmpl is not None and isinstance(buf, self.buf_type) and a.context is tmpl["context"]:
             res = _new_object(self.array_type)
             res.__dict__ = {**tmpl, "base_data": buf, "events": [], "allocator": alloc}
-        else:
-            res = _cl_new(a, self.shape, self.rt, data=buf)
+            return res
+        return _cl_new(a, self.shape, self.rt, data=buf, offset=self.offset)
+
+
+class _ClCall(_ClKept):
+    """A whole-array reduction of a pyopencl array with every argument at its default, kept per
+    (op, dtype, queue) once the general path has run it (_cl_reduce): what that path works out
+    on every call (the Device, the library's type name and result dtype, the result's bytes)
+    found once, the call itself the same allocation, 0-d result array and reduce_into as
+    _cl_enqueue's."""
+
+    __slots__ = ("reduce_into", "any_order")
+
+    def __init__(self, dev: Device, op: str, a: Any, res: Any) -> None:
+        arg = op == "argmin" or op == "argmax"
+        super().__init__(op, a, res, 16 if arg else res.dtype.itemsize, 8 if arg else 0)
+        self.reduce_into = dev._dev.reduce_into
+        self.any_order = not arg  # argmin/argmax count in C order
+
+    def __call__(self, a: Any) -> Any:
+        res = self.result(a)
+        self.reduce_into(self.op, self.tname, a.base_data.int_ptr, a.offset // self.itemsize,
+                         a.size, "", res.base_data.int_ptr, 0)
+        return res
+
+
+class _ClScan(_ClKept):
+    """A whole-array scan of a C-contiguous pyopencl array with every argument at its default
+    (exclusive either way), kept per (op, dtype, queue, exclusive, size) once the general path
+    has run it (_cl_scan): the call itself the same allocation, result array and scan_buffer as
+    _cl_scan's."""
+
+    __slots__ = ("scan_buffer", "exclusive", "acc")
+
+    def __init__(self, dev: Device, op: str, a: Any, res: Any, exclusive: bool, acc: str) -> None:
+        super().__init__(op, a, res, res.nbytes, 0)
+        self.scan_buffer = dev._dev.scan_buffer
+        self.exclusive = exclusive
+        self.acc = acc
+
+    def __call__(self, a: Any) -> Any:
+        res = self.result(a)
         self.scan_buffer(self.op, self.tname, a.base_data.int_ptr, a.offset // self.itemsize,
-                         a.size, buf.int_ptr, 0, self.exclusive, None, self.acc)
+                         a.size, res.base_data.int_ptr, 0, self.exclusive, None, self.acc)
         return res
 
 
