@@ -34,6 +34,13 @@ unsigned long long parse_count(const std::string& v, unsigned long long lo, unsi
   return k;
 }
 
+// "auto" (0) or a count from 1 to hi.
+unsigned auto_or_count(const std::string& v, unsigned hi, const std::string& source) {
+  if (v == "auto") return 0u;
+  return static_cast<unsigned>(
+      parse_count(v, 1, hi, source, "auto or a count from 1 to " + std::to_string(hi)));
+}
+
 std::string one_of(const std::string& v, std::initializer_list<const char*> allowed,
                    const std::string& source) {
   std::string list;
@@ -218,19 +225,13 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     const std::string w = one_of(v, {"auto", "1", "2", "4", "8"}, source);
     t.lookback_vec = w == "auto" ? 0u : static_cast<unsigned>(std::stoul(w));
   } else if (key == "lookback-rows") {
-    t.lookback_rows =
-        v == "auto"
-            ? 0u
-            : static_cast<unsigned>(parse_count(v, 1, 16, source, "auto or a count from 1 to 16"));
+    t.lookback_rows = auto_or_count(v, 16, source);
   } else if (key == "lookback-read") {
     t.lookback_read = one_of(v, {"auto", "atomic"}, source);
   } else if (key == "lookback-ids") {
     t.lookback_ids = one_of(v, {"auto", "counter"}, source);
   } else if (key == "lookback-span") {
-    t.lookback_span =
-        v == "auto"
-            ? 0u
-            : static_cast<unsigned>(parse_count(v, 1, 8, source, "auto or a count from 1 to 8"));
+    t.lookback_span = auto_or_count(v, 8, source);
   } else if (key == "scan-nt-stores") {
     t.scan_nt_stores = one_of(v, {"auto", "on", "off"}, source);
   } else if (key == "scan-tile") {

@@ -390,6 +390,18 @@ def test_results_come_from_the_inputs_allocator(queue):
     assert r.allocator is None and r.context == queue.context and r.get() == h.sum()
 
 
+def assert_made_as(r, first, x, q, name):
+    """r, a kept call's result for input x on queue q, is an array as the first call's result:
+    the same type and attributes but its buffer, events and allocator (x's), on q."""
+    assert type(r) is type(first) and set(vars(r)) == set(vars(first))
+    for key in vars(first):
+        if key not in ("base_data", "events", "allocator"):
+            assert getattr(r, key) is getattr(first, key) or (
+                getattr(r, key) == getattr(first, key)), (name, key)
+    assert r.allocator is x.allocator and r.queue is q and r.context is x.context
+    assert r.base_data is not first.base_data and r.events == []
+
+
 def test_kept_calls_give_what_the_general_path_gives(queue):
     """A whole-array reduction with every argument at its default is kept per (op, dtype,
     queue) once it has run: later calls of arrays on that queue (other allocators, offsets,
@@ -414,13 +426,7 @@ def test_kept_calls_give_what_the_general_path_gives(queue):
                 inputs.append((cla.to_device(q, hf.astype(dtype)), hf.astype(dtype)))
             for x, hx in inputs:
                 r = f(x)
-                assert type(r) is type(first) and set(vars(r)) == set(vars(first))
-                for key in vars(first):
-                    if key not in ("base_data", "events", "allocator"):
-                        assert getattr(r, key) is getattr(first, key) or (
-                            getattr(r, key) == getattr(first, key)), (name, key)
-                assert r.allocator is x.allocator and r.queue is q and r.context is x.context
-                assert r.base_data is not first.base_data and r.events == []
+                assert_made_as(r, first, x, q, name)
                 assert r.events is not first.events
                 if x.allocator is pool:
                     assert isinstance(r.base_data, cl.tools.PooledBuffer)
@@ -471,13 +477,7 @@ def test_kept_scans_give_what_the_general_path_gives(queue):
                       (cla.to_device(q, hd[:1000].reshape(40, 25), allocator=pool), hd[:1000])]
             for x, hx in inputs:
                 r = f(x, exclusive=exclusive)
-                assert type(r) is type(first) and set(vars(r)) == set(vars(first))
-                for key in vars(first):
-                    if key not in ("base_data", "events", "allocator"):
-                        assert getattr(r, key) is getattr(first, key) or (
-                            getattr(r, key) == getattr(first, key)), (name, key)
-                assert r.allocator is x.allocator and r.queue is q and r.context is x.context
-                assert r.base_data is not first.base_data and r.events == []
+                assert_made_as(r, first, x, q, name)
                 if x.allocator is pool:
                     assert isinstance(r.base_data, cl.tools.PooledBuffer)
                 check(r, hx)
