@@ -82,6 +82,10 @@ const std::vector<TuningKey>& tuning_keys() {
       {"share-threads", "on | off (on)",
        "several devices: run the shares at once, each from its own thread, or one after another "
        "(for a runtime that cannot run two contexts at once, such as a simulator)"},
+      {"scan-split", "auto | off (auto)",
+       "several devices, an unsegmented scan at default shares: the last device also takes the "
+       "array's first piece and scans it while the others reduce their shares (auto); off: one "
+       "share a device, each but the last reduced first"},
       {"scan-fast-path", "auto | lookback | cpu | cpu-lookback | hierarchical (auto)",
        "force scan-fast's path, unchecked"},
       {"lookback-limit", "0-2147483647 (2^20 on GPUs, 2^22 on CPUs)",
@@ -213,6 +217,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.exact_store = one_of(v, {"auto", "item", "expansions", "group"}, source);
   } else if (key == "share-threads") {
     t.share_threads = one_of(v, {"on", "off"}, source);
+  } else if (key == "scan-split") {
+    t.scan_split = one_of(v, {"auto", "off"}, source);
   } else if (key == "carry-layout") {
     t.carry_layout = one_of(v, {"auto", "blocked", "strided"}, source);
   } else if (key == "scan-fast-path") {
@@ -337,6 +343,7 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"exact-store", t.exact_store},
       {"carry-layout", t.carry_layout},
       {"share-threads", t.share_threads},
+      {"scan-split", t.scan_split},
       {"scan-fast-path", t.scan_fast_path},
       {"lookback-limit", n(t.lookback_limit)},
       {"lookback-rows", n(t.lookback_rows)},

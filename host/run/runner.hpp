@@ -137,6 +137,7 @@ struct RunRecord {
   // over that kernel time.
   std::vector<PartInfo> parts;
   std::string slowest;    // the slowest part's device (or "rank R")
+  int devices = 0;  // several devices: how many (0: one a part; a split scan has one part more)
   int ranks = 1;          // MPI ranks the array was split across
   double combine_ms = 0;  // the combine's time per run (host fold, MPI_Allreduce, MPI_Exscan
                           // and the carry pass), median

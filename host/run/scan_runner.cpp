@@ -76,17 +76,33 @@ ScanSession::ScanSession(const std::vector<Context*>& ctxs, const HostArray& dat
                          RunConfig cfg, ScanOptions opts)
     : ScanSession(*ctxs.at(0), data, op, std::move(cfg), std::move(opts)) {
   if (ctxs.size() < 2 || !refused_.empty()) return;
-  // Default shares: equal. A share before the last also reduces itself first (its total is the
-  // next share's carry), but the shares after it cannot start their scans before that total is
-  // known, so the run takes the slowest total plus the slowest scan: with a share's total taking
-  // r and its scan s per element, max(a (r + s), a r + b s) over shares a and b is least at
-  // a = b (two devices: 2 s / (r + s) of one device's speed, 1.5x for int32 -> int64 at the
-  // copy rate). Shares weighted by their passes alone would leave the last device waiting.
-  const std::vector<std::size_t> counts = share_counts(ctxs, problem_.acc_type);
+  // A share before the last reduces itself first (its total is the next share's carry), and
+  // no share's scan starts before the totals before it are known: the run takes the slowest
+  // first pass plus the slowest second pass. With one share a device (scan-split off, given
+  // weights, segmented scans), equal shares are best: with a total taking r and a scan s per
+  // element, max(a (r + s), a r + b s) over shares a and b is least at a = b (two devices:
+  // 2 s / (r + s) of one device's speed, 1.5x for int32 -> int64 at the copy rate).
+  // Split (the default for an unsegmented scan at default shares): the last device also takes
+  // the array's first piece, which no carry reaches, and scans it (its output final, its total
+  // its carry-out) while devices 0 .. k-2 reduce theirs; then those k - 1 shares and the last
+  // device's own are scanned with their carries. The first piece weighs r/s (its scan as long
+  // as a total) and the k others 1: each device busy for (r + s) / (k s + r) of one device's
+  // time, k s + r over r + s of its speed (two devices: 1.75x for int32 -> int64 by bytes).
+  std::vector<std::size_t> counts = share_counts(ctxs, problem_.acc_type);
+  std::vector<Context*> on = ctxs;
+  split_ = !opts_.segmented && cfg_.share_weights.empty() &&
+           ctxs[0]->tuning().scan_split == "auto";
+  if (split_) {
+    const double in = static_cast<double>(dtype_size(data.type));
+    std::vector<double> weights(ctxs.size() + 1, 1.0);
+    weights[0] = in / (in + static_cast<double>(problem_.acc_bytes()));
+    counts = split_shares(data.n, weights);
+    on.insert(on.begin(), ctxs.back());
+  }
   std::size_t at = 0;
-  for (std::size_t d = 0; d < ctxs.size(); ++d) {
+  for (std::size_t d = 0; d < on.size(); ++d) {
     Part p;
-    p.ctx = ctxs[d];
+    p.ctx = on[d];
     const DeviceInfo& info = p.ctx->info();
     p.view = view_of(data, at, counts[d]);
     p.first = at;
@@ -138,7 +154,7 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
     if (rec.policy.path.empty()) rec.policy = plans[d]->policy();
     chain = std::max<std::uint64_t>(chain, plans[d]->depth());
     pieces += part.layout.chunks;
-    if (reduce_first && d < last) {
+    if (reduce_first && d < last && !(split_ && d == 0)) {
       totals[d] = total_plan(*part.ctx, pp.n);
       if (!totals[d]) reduce_first = false;
     }
@@ -152,7 +168,9 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
                                           " elements to " + part.ctx->info().name);
     }
   }
-  if (reduce_first && last > 0) rec.policy.path += "; shares' totals first, then carry-in";
+  if (reduce_first && last > 0)
+    rec.policy.path += split_ ? "; the first piece scanned beside the shares' totals first, then carry-in"
+                              : "; shares' totals first, then carry-in";
   // A share's carry comes through the totals of the shares before it (a tree each).
   for (std::size_t d = 0; reduce_first && d < k; ++d)
     if (totals[d]) chain = std::max<std::uint64_t>(chain, plans[d]->depth() + totals[d]->depth());
@@ -178,6 +196,17 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
       run_parallel(
           k,
           [&](std::size_t d) {
+            if (split_ && d == 0 && plans[0]) {
+              // The first piece: no carry reaches it, so its scan is final, and its total is
+              // its carry-out.
+              std::vector<cl::Event> events;
+              parts_[0].array->scan(*plans[0], events, what, false);
+              carries[0] = parts_[0].array->carry_out(*plans[0], what);
+              parts_[0].array->read_output(what);
+              s[0].kernel_ms = events_ms(events);
+              s[0].launches = events.size();
+              return;
+            }
             if (!totals[d]) return;  // the last share: nothing after it needs its total
             carries[d].empty = false;
             std::vector<cl::Event> events;
@@ -208,6 +237,10 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
         k,
         [&](std::size_t d) {
           if (!plans[d]) return;
+          if (reduce_first && split_ && d == 0) {  // scanned in the first pass
+            s[d].wall_ms = now_ms() - t0;
+            return;
+          }
           std::vector<cl::Event> events;
           if (reduce_first) {
             parts_[d].array->scan(*plans[d], events, what, true,
@@ -271,6 +304,7 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
     infos.push_back(info);
     shares.push_back(Share{&part.layout, part.upload_ms});
   }
+  rec.devices = static_cast<int>(k - (split_ ? 1 : 0));
   set_shares(rec, std::move(infos), shares);
   finish(rec, verdict.ok, verdict.why, verdict.bound,
          static_cast<double>(data_.bytes.size() + n * acc + flag_bytes));

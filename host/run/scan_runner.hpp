@@ -77,7 +77,10 @@ class ScanSession : public Session {
     std::unique_ptr<ChunkedArray> array;
     double upload_ms = 0.0;
   };
-  std::vector<Part> parts_;
+  std::vector<Part> parts_;  // in the array's order
+  // Several devices, split (scan-split): parts_[0] is the array's first piece, on the last
+  // device (which also has the last piece), scanned while the others' totals are taken.
+  bool split_ = false;
   RunRecord run_one(const ScanVariant& v, HostArray* output);
   RunRecord run_parts(const ScanVariant& v, RunRecord rec);
   // The reduction that gives a piece's total before the piece is scanned with its carry-in

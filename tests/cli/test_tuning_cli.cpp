@@ -139,6 +139,7 @@ TEST_CASE("tuning_values gives every knob's value as text, and each knob changes
       {"exact-shape", "gpu"},      {"exact-groups", "5"},
       {"exact-terms", "3"},        {"exact-store", "item"},
       {"carry-layout", "strided"}, {"share-threads", "off"},
+      {"scan-split", "off"},
       {"scan-fast-path", "cpu"},   {"lookback-limit", "7"},
       {"lookback-rows", "2"},      {"lookback-vec", "4"},
       {"lookback-read", "atomic"}, {"lookback-ids", "counter"},
