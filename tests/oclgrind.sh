@@ -175,6 +175,7 @@ for shape in gpu cpu; do
   # mean and var, minmax, logsumexp; float16 read by vload_half16), the GPU shape's element
   # folds (minmax, logsumexp: its float exp, and the double one of lse-exp=double).
   check --op mean --type float --size 4003 --local-size $ls
+  check --op mean --type float --size 4003 --local-size $ls --tune expr-blocks=on
   check --op var --type float --size 4003 --local-size $ls
   check --op logsumexp --type float --size 4003 --local-size $ls
   if [ $shape = gpu ]; then

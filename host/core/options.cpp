@@ -146,8 +146,9 @@ const std::vector<TuningKey>& tuning_keys() {
        "the engine's GPU shape: argmin, argmax and minmax read 16-byte vectors, each lane mapped "
        "with its index; off: one element per load"},
       {"expr-blocks", "auto | on (auto)",
-       "the engine's GPU shape: rows of float and float16 arrays worked in double fold each "
-       "work-item's elements in one chain (bounds by its length); on: pairwise blocks of 16"},
+       "the engine's rows of float and float16 arrays worked in double fold each work-item's "
+       "elements (CPU: each lane's) in one chain (bounds by its length); on: pairwise blocks of "
+       "16"},
       {"timeout", "0.001-1000000 seconds (60 + 1 per 256 MiB moved)",
        "how long a device may take to finish a run before it is abandoned (exit 3; also "
        "--timeout)"},

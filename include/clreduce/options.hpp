@@ -54,7 +54,7 @@ struct CLREDUCE_API Tuning {
   std::string lse_exp = "auto";     // lse-exp: auto | double (logsumexp's fold: a float exp)
   std::string row_count = "n";      // row-count: n | acc (mean, var, std's count without --where)
   std::string expr_arg_vec = "on";  // expr-arg-vec: on | off (GPU shape: arg rows' vector loads)
-  std::string expr_blocks = "auto";  // expr-blocks: auto | on (GPU shape: rows in double unblocked)
+  std::string expr_blocks = "auto";  // expr-blocks: auto | on (rows in double unblocked)
   // Segmented and axis reductions (reduce/segments.hpp); 0 = the shape's choice.
   std::string segments_shape = "auto";  // segments-shape: auto | gpu | cpu
   std::size_t segments_lane = 0;        // segments-lane: elements a lane takes (GPU shape)
