@@ -11,7 +11,6 @@
 
 #define ST_A 1u  // the tile's aggregate
 #define ST_P 2u  // the tile's inclusive prefix
-#define ST_X 3u  // the tile gave up: so do its successors
 
 // Publishes value v for `tile` under tag (epoch << 2 | status), word by word.
 inline void lb_publish(__global ulong* desc, uint tile, uint tag, acc_t v) {

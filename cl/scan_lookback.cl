@@ -13,9 +13,10 @@
 // value when every word carries the same tag of this run's epoch. Nothing needs clearing between
 // runs: an older epoch's descriptor reads as "not published". The tile counter is reset by the
 // last group to finish. LB_RELAXED (NVIDIA): descriptors are read by volatile loads
-// (clr_lookback.h). Every wait is bounded: past LB_LIMIT window reads a group sets
-// err[0] = epoch, marks its tile failed (status X, on which later tiles give up at once) and ends
-// without storing; the host sees err and redoes the scan another way.
+// (clr_lookback.h). No group waits without bound (the decoupled fallback of Smith, Levien &
+// Owens 2025): once the look-back has read an unpublished predecessor's descriptor LB_LIMIT
+// rounds in a row without moving, warp 0 folds that tile's input itself and goes on, so a group
+// never depends on another group being scheduled, and every run stores every tile.
 //
 // Layout: a tile is ROWS rows of WG_SIZE * VEC consecutive elements; work-item r loads and stores
 // vector r of each row (coalesced, VEC elements wide). The work-items form "warps" of LANES:
@@ -47,8 +48,12 @@
 #define ROWS 4  // vectors per work-item; a tile is WG_SIZE * VEC * ROWS elements
 #endif
 #ifndef LB_LIMIT
-#define LB_LIMIT (1u << 22)  // window reads before a group gives up (0: always give up)
+// Look-back rounds without progress on an unpublished predecessor before the group folds that
+// tile itself. 0, the test setting: at once, and the LB_NEAR tiles just before each tile are
+// folded whatever their descriptors say (so folds run where groups finish in order).
+#define LB_LIMIT (1u << 20)
 #endif
+#define LB_NEAR 3u
 #ifndef LB_SHFL
 #define LB_SHFL 0
 #endif
@@ -221,11 +226,37 @@ inline uint lb_bcast_u32(uint x, uint src) {
 #endif
 }
 
+// The decoupled fallback: the pair (value since its last segment start, any start) of whole
+// tile t, folded from x by the warp, on every lane. Lane l folds the tile's elements
+// [l * TILE / LANES, (l + 1) * TILE / LANES) in order, flags read as the main load reads them;
+// the lanes' pairs are then combined in lane order. For a tile whose descriptor is not
+// published: the same value as its aggregate, whatever its group has done so far.
+inline acc_t lb_fold_tile(__global const T* x, __global const uchar* flags, uint t, uint lane,
+                          uint* any_start) {
+  const ulong b = (ulong)t * TILE + (ulong)lane * (TILE / LANES);
+  acc_t a = clr_identity();
+  uint af = 0u;
+  for (uint i = 0; i < TILE / LANES; ++i) {
+#if CLR_SEGMENTED
+    const uint fi = flags[b + i] != 0;
+#else
+    const uint fi = 0u;
+#endif
+    a = clr_seg_op(a, (acc_t)x[b + i], fi);
+    af |= fi;
+  }
+#if !CLR_SEGMENTED
+  (void)flags;
+#endif
+  lb_warp_scan(&a, &af, lane);
+  *any_start = lb_bcast_u32(af, LANES - 1);
+  return lb_bcast(a, LANES - 1);
+}
+
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback(
     __global const T* x, __global const uchar* flags, ulong n, __global acc_t* y, acc_t carry,
-    uint use_carry, __global ulong* desc, __global uint* counters, __global uint* err,
-    uint epoch) {
-  __local uint l_tile, l_state;
+    uint use_carry, __global ulong* desc, __global uint* counters, uint epoch) {
+  __local uint l_tile;
   __local acc_t wt[WTOT];  // warp row totals (row-major), then each one's prefix in the scan
 #if CLR_SEGMENTED
   __local uchar wf[WTOT];
@@ -349,19 +380,23 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
     //    combination of the aggregates of tiles tile-1, tile-2, ... down to and including the
     //    first inclusive prefix found. Lane l reads tile next-1-l; the lanes before the first
     //    one not holding an aggregate are combined (that one too when it holds a P), and the
-    //    window moves past them. An unpublished descriptor is read again; an X gives up.
+    //    window moves past them. An unpublished descriptor is read again, up to LB_LIMIT rounds
+    //    without the window moving; then warp 0 folds that tile from x (lb_fold_tile) and takes
+    //    the result as the descriptor it would have read: an aggregate (the window moves past
+    //    it), or an inclusive prefix where the tile holds a segment start or is tile 0 (with
+    //    the carry-in, as tile 0 publishes it), which ends the look-back.
 #if CLR_SEGMENTED
-    uint state = tile == 0 || flags[base] != 0;  // 0 looking back, 1 done, 2 gave up
+    uint state = tile == 0 || flags[base] != 0;  // 0 looking back, 1 done
 #else
     uint state = tile == 0;
 #endif
     //    With LB_SPAN > 1 each lane reads LB_SPAN neighbouring descriptors a round (position
     //    lane * LB_SPAN + j is tile next-1-that), all in flight at once, so a window covers
     //    LANES * LB_SPAN tiles per round trip.
-    uint next = tile, reads = 0u;
+    uint next = tile, waits = 0u;
     // On every lane; tile 0's is the carry-in (dropped at a segment start like any prefix).
     acc_t prefix = tile == 0 && use_carry ? carry : clr_identity();
-    while (state == 0u) {  // uniform over the warp
+    while (state == 0u) {  // uniform over the warp: every branch below is on warp-wide values
       acc_t vals[LB_SPAN];
       uint ss[LB_SPAN];
 #pragma unroll
@@ -370,7 +405,11 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
         vals[j] = clr_identity();
         ss[j] = ST_P;  // below tile 0: the identity, final
         if (at < next) {
-          ss[j] = lb_read(desc, next - 1 - at, epoch, &vals[j]);
+#if LB_LIMIT == 0
+          ss[j] = 0u;  // the test setting: the tiles just before this one read as unpublished
+          if (tile - (next - 1 - at) > LB_NEAR)
+#endif
+            ss[j] = lb_read(desc, next - 1 - at, epoch, &vals[j]);
           if (ss[j] == 0u) vals[j] = clr_identity();
         }
       }
@@ -398,62 +437,64 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
       const acc_t run = lb_warp_fold_down(val);
       prefix = clr_op(lb_bcast(run, 0u), prefix);
       next -= used;
-      state = sf == ST_P ? 1u : sf == ST_X ? 2u : 0u;
-      if (++reads > LB_LIMIT) state = 2u;
+      state = sf == ST_P;
+      if (used) waits = 0u;
+      if (sf == 0u && ++waits > LB_LIMIT) {
+        // The fallback: tile next-1, now at position 0, is still unpublished.
+        uint ff;
+        const acc_t ft = lb_fold_tile(x, flags, next - 1u, lane, &ff);
+        if (ff || next == 1u) {
+          prefix = clr_op(next == 1u && use_carry && !ff ? clr_op(carry, ft) : ft, prefix);
+          state = 1u;
+        } else {
+          prefix = clr_op(ft, prefix);
+          --next;
+        }
+        waits = 0u;
+      }
     }
 
-    if (state == 2u) {
-      // 7a. Gave up: say so to the host and to the tiles after this one.
-      if (lane == 0) {
-        if (!published_p) lb_publish(desc, tile, (epoch << 2) | ST_X, clr_identity());
-        atomic_xchg(err, epoch);
-      }
-    } else {
-      if (lane == 0 && !published_p)
-        lb_publish(desc, tile, (epoch << 2) | ST_P, clr_op(prefix, agg));
-      // Each total's prefix: the tile's prefix, then the pairs before it.
-      for (uint i = lo; i < hi; ++i) {
+    if (lane == 0 && !published_p)
+      lb_publish(desc, tile, (epoch << 2) | ST_P, clr_op(prefix, agg));
+    // Each total's prefix: the tile's prefix, then the pairs before it.
+    for (uint i = lo; i < hi; ++i) {
 #if CLR_SEGMENTED
-        const uint ef = wf[i];
+      const uint ef = wf[i];
 #else
-        const uint ef = 0u;
+      const uint ef = 0u;
 #endif
-        const acc_t e = wt[i];
-        wt[i] = af ? a : clr_op(prefix, a);
-        a = clr_seg_op(a, e, ef);
-        af |= ef;
-      }
+      const acc_t e = wt[i];
+      wt[i] = af ? a : clr_op(prefix, a);
+      a = clr_seg_op(a, e, ef);
+      af |= ef;
     }
-    if (lane == 0) l_state = state;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 
-  // 7b. The tile: each vector's prefix is its warp's row prefix, then the warp's vectors before
-  //     it in the row; then its elements in order.
-  if (l_state != 2u) {
+  // 7. The tile: each vector's prefix is its warp's row prefix, then the warp's vectors before
+  //    it in the row; then its elements in order.
 #pragma unroll
-    for (uint j = 0; j < ROWS; ++j) {
-      acc_t run = clr_seg_op(wt[j * WARPS + warp], ex[j], exf[j]);
-      avec_u o;
+  for (uint j = 0; j < ROWS; ++j) {
+    acc_t run = clr_seg_op(wt[j * WARPS + warp], ex[j], exf[j]);
+    avec_u o;
 #pragma unroll
-      for (uint k = 0; k < VEC; ++k) {
-        const acc_t before = run;
-        run = clr_seg_op(run, v[j][k], f[j][k]);
+    for (uint k = 0; k < VEC; ++k) {
+      const acc_t before = run;
+      run = clr_seg_op(run, v[j][k], f[j][k]);
 #if CLR_EXCLUSIVE
-        o.s[k] = f[j][k] ? clr_identity() : before;
+      o.s[k] = f[j][k] ? clr_identity() : before;
 #else
-        o.s[k] = run;
-        (void)before;
+      o.s[k] = run;
+      (void)before;
 #endif
-      }
-      const uint e0 = (j * WG_SIZE + lid) * VEC;
-      if (whole) {
-        ((__global avec*)(y + base))[j * WG_SIZE + lid] = o.v;
-      } else {
+    }
+    const uint e0 = (j * WG_SIZE + lid) * VEC;
+    if (whole) {
+      ((__global avec*)(y + base))[j * WG_SIZE + lid] = o.v;
+    } else {
 #pragma unroll
-        for (uint k = 0; k < VEC; ++k)
-          if (e0 + k < m) y[base + e0 + k] = o.s[k];
-      }
+      for (uint k = 0; k < VEC; ++k)
+        if (e0 + k < m) y[base + e0 + k] = o.s[k];
     }
   }
 

@@ -2,13 +2,14 @@
 # oclgrind.sh: runs every kernel under Oclgrind (--data-races --uninitialized --check-api) on
 # small arrays spanning at least three work-groups with a partial last one, and fails on any
 # report. Reductions get every kind of op (exact: float and double sums); scans (scan-*)
-# sum/prod/min/max, exclusive and segmented; scan-lookback's give-up path and scan-fast's CPU
-# path besides; user reductions (--map) and the engine's rows (--op dot, ..., minmax, and the
+# sum/prod/min/max, exclusive and segmented; scan-lookback's and scan-fast's CPU look-back's
+# in-kernel folds of predecessor tiles (lookback-limit 0) and scan-fast's CPU paths besides; user reductions (--map) and the engine's rows (--op dot, ..., minmax, and the
 # variants' ops on float16, int8 and bool) in both shapes;
 # --op select's compaction (cl/compact.cl);
 # with CLREDUCE_TESTS (the test binary), its small case of a scan's carry-in and plans on
-# sub-buffers, and of the look-back plan for calls that only enqueue with its repair kernel
-# (cl/scan_repair.cl) in both states. Needs OCLGRIND and CLREDUCE (paths) in the environment.
+# sub-buffers, and of the look-back plan a library call makes, with a carry-in, reading its
+# predecessors' descriptors and folding them. Needs OCLGRIND and CLREDUCE (paths) in the
+# environment.
 set -u
 # Oclgrind 21.10's interpreter lacks an LLVM intrinsic that its own optimiser emits for some
 # kernels ("Undefined external function: llvm.experimental.noalias.scope.decl"): build the
@@ -99,9 +100,16 @@ for v in $variants; do
           --tune in-place=off
     check --variant "$v" --op max --type float --size 300 --local-size 4 --max-chunk 480 \
           --segment-length 7 --tune in-place=off
-    # The bounded wait: a limit of 0 makes every tile after the first give up (status X, the
-    # error flag) and the host redo the scan.
+    # The decoupled fallback: with a limit of 0 each group folds the 3 tiles before its own from
+    # the input (tile 0 with the carry-in of a chunk after the first) instead of reading their
+    # descriptors; segmented with starts inside folded tiles, exclusive, 64-bit and float.
     CLREDUCE_LOOKBACK_LIMIT=0 check --variant "$v" --op max --type int32 --size 300 --local-size 4 --segment-length 50
+    CLREDUCE_LOOKBACK_LIMIT=0 check --variant "$v" --op sum --type int64 --size 300 --local-size 4 \
+          --segment-length 37 --exclusive
+    CLREDUCE_LOOKBACK_LIMIT=0 check --variant "$v" --op sum --type float --size 300 --local-size 4 \
+          --max-chunk 480 --exclusive --tune in-place=off
+    CLREDUCE_LOOKBACK_LIMIT=0 check --variant "$v" --op min --type int32 --size 300 --local-size 4 \
+          --max-chunk 480 --segment-length 90 --tune in-place=off
     ;;
   scan-fast)
     # Oclgrind is a GPU without NVIDIA's forward progress: scan-fast takes the hierarchical scan
@@ -115,7 +123,7 @@ for v in $variants; do
         check --variant "$v" --op "$op" --type "$type" --size 300 --local-size 4 "$@"
     done
     # And its CPU look-back path: tiles of 1024 (the smallest), 3000 elements make 3 tiles, the
-    # last partial; then every look-back giving up and the redo.
+    # last partial; then with lookback-limit 0 each tile folding the ones before it.
     for combo in "sum int32 --segment-length 700 --exclusive" "max double" "sum float --segment-length 1024"; do
       set -- $combo
       op=$1 type=$2; shift 2
@@ -124,6 +132,8 @@ for v in $variants; do
     done
     CLREDUCE_SCAN_FAST_PATH=cpu-lookback CLREDUCE_SCAN_TILE=1024 CLREDUCE_LOOKBACK_LIMIT=0 \
       check --variant "$v" --op min --type int32 --size 3000 --segment-length 500
+    CLREDUCE_SCAN_FAST_PATH=cpu-lookback CLREDUCE_SCAN_TILE=1024 CLREDUCE_LOOKBACK_LIMIT=0 \
+      check --variant "$v" --op sum --type float --size 4000 --exclusive
     # Ranges that start between vectors: tiles of 1025, superblocks of 3 x 4 chunks of 13 (156
     # elements), so each vector scan starts after a scalar head; and chunks of 100 elements.
     CLREDUCE_SCAN_FAST_PATH=cpu-lookback CLREDUCE_SCAN_TILE=1025 \
@@ -348,9 +358,9 @@ done
 check --op select --where "x > 0.25f" --type float --size 300 --local-size 16
 check --op select --where "x % 3 == 0" --type int64 --size 1000 --local-size 16
 # What the CLI never runs: a scan plan's carry-in pass (cl/scan_carry.cl) and plans on
-# sub-buffers, the enqueue-only look-back's repair (cl/scan_repair.cl: returning at once, and
-# with lookback-limit 0 redoing the scan), and a compaction's select and partition, in the test
-# binary's small cases for Oclgrind (device 0 there is Oclgrind's).
+# sub-buffers, the look-back plan a library call makes (with a carry-in, reading descriptors and,
+# with lookback-limit 0, folding predecessors), and a compaction's select and partition, in the
+# test binary's small cases for Oclgrind (device 0 there is Oclgrind's).
 if [ -n "${CLREDUCE_TESTS:-}" ]; then
   : >"$log"
   out=$(env -u CLREDUCE_TEST_DEVICE "$OCLGRIND" --data-races --uninitialized --check-api --log "$log" \

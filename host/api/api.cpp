@@ -1,5 +1,5 @@
 // api.cpp: the public API (include/clreduce/clreduce.hpp) over the internals. Every call into
-// the variant interfaces (unsupported, policy, enqueue, depth, run_note), the references and the
+// the variant interfaces (unsupported, policy, enqueue, depth), the references and the
 // device context is in this one file, so a change of those interfaces is adapted here alone.
 #include "clreduce/clreduce.hpp"
 
@@ -523,7 +523,6 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, std:
         p.acc_type, static_cast<const unsigned char*>(host_out) + out_bytes - p.acc_bytes());
     r.layout = L.str();
     r.plan = plan->policy().str();
-    if (const std::string note = plan->run_note(); !note.empty()) r.plan += "; " + note;
   } else if (n > 0) {
     plan = v.plan(ctx, p, o.local_size);
     if (host_in) r.layout = "whole, copied";
@@ -573,7 +572,6 @@ Result run_scan(Context& ctx, Op op, DType type, const cl::Buffer* user_in, std:
     }
     r.value = Value::from_bytes(p.acc_type, last);
     r.plan = plan->policy().str();
-    if (const std::string note = plan->run_note(); !note.empty()) r.plan += "; " + note;
   }
   r.builds = ctx.programs_built() - builds;
   if (check) {
@@ -1456,7 +1454,7 @@ Scan::Scan(Device& device, Op op, DType type, std::size_t max_n, const PlanOptio
   check_fits(ctx.info(), p.acc_type, p.n);
   impl_->dev = &d;
   impl_->max_n = max_n;
-  impl_->plan = make_enqueue_only_scan_plan(ctx, p, options.variant, options.local_size);
+  impl_->plan = make_named_scan_plan(ctx, p, options.variant, options.local_size);
   impl_->any_offset = options.any_offset;
   if (options.any_offset) {
     impl_->in_copy = ctx.zeroed_buffer(p.n * dtype_size(type));

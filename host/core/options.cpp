@@ -88,9 +88,10 @@ const std::vector<TuningKey>& tuning_keys() {
        "share a device, each but the last reduced first"},
       {"scan-fast-path", "auto | lookback | cpu | cpu-lookback | hierarchical (auto)",
        "force scan-fast's path, unchecked"},
-      {"lookback-limit", "0-2147483647 (2^20 on GPUs, 2^22 on CPUs)",
-       "scan-lookback's wait bound in window reads; 0 makes every look-back give up (tests the "
-       "redo)"},
+      {"lookback-limit", "0-2147483647 (2^20 on GPUs, 2^22 on CPUs; 2^24 on scan-fast's CPU path)",
+       "look-back rounds a group waits on an unpublished predecessor before folding that tile's "
+       "input itself; 0 folds at once, and folds the 3 tiles before each tile whatever their "
+       "descriptors say (tests the fold)"},
       {"lookback-rows", "auto | 1-16 (auto: per device, element size and length)",
        "scan-lookback's vectors per work-item"},
       {"lookback-vec", "auto | 1 | 2 | 4 | 8 (auto: 16 bytes of the wider of element and sum)",

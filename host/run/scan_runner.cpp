@@ -497,7 +497,6 @@ RunRecord ScanSession::run_one(const ScanVariant& v, HostArray* output) {
         },
         [&](std::vector<cl::Event>& events) { array.scan(*plan, events, what); });
     set_layout(rec, layout_, upload_ms_);
-    if (const std::string note = plan->run_note(); !note.empty()) rec.policy.path += "; " + note;
     rec.result =
         Value::from_bytes(problem_.acc_type, host_out_.data() + out_bytes - problem_.acc_bytes());
   }

@@ -169,7 +169,7 @@ Compactor::Compactor(Context& ctx, DType type, std::size_t max_n, const CompactW
   p.type = pos;
   p.acc_type = pos;
   p.n = planned;
-  scan_ = make_enqueue_only_scan_plan(ctx, p, "", local_size);
+  scan_ = make_named_scan_plan(ctx, p, "", local_size);
 }
 
 void Compactor::enqueue(const cl::Buffer& in, std::size_t n, const cl::Buffer& out,

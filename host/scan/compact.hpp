@@ -1,7 +1,7 @@
 // compact.hpp: stream compaction on the device, built on the scan: the elements of an array where
 // a predicate holds, in order, and their count (select); or those first and the others after
 // them, both in order (partition). Three steps, all enqueued: the predicate's flags
-// (cl/compact.cl), their inclusive sum by a scan plan that never waits on the host, and a
+// (cl/compact.cl), their inclusive sum by scan-fast's plan (enqueued like every scan), and a
 // scatter that also writes the count.
 #pragma once
 

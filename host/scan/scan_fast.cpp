@@ -119,14 +119,14 @@ class CpuScanPlan : public ScanPlan {
 };
 
 // The CPU-shaped single pass (cl/scan_cpu_lookback.cl): one work-item per group, one group per
-// cache-sized tile, each folding its tile, looking back one descriptor at a time and scanning
-// its tile again from cache. A run whose look-back gave up (err = the run's epoch) is redone by
-// the two-pass plan, built with this one.
+// cache-sized tile, each folding its tile, looking back one descriptor at a time (folding a
+// predecessor's tile itself where its descriptor stays unpublished) and scanning its tile again
+// from cache.
 class CpuLookbackPlan : public LookbackRunPlan {
  public:
   CpuLookbackPlan(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, std::uint64_t depth,
-                  const cl::Kernel& kernel, std::unique_ptr<ScanPlan> fallback)
-      : LookbackRunPlan(ctx, "scan-fast", p, pol, depth, kernel, pol.groups, std::move(fallback)) {}
+                  const cl::Kernel& kernel)
+      : LookbackRunPlan(ctx, "scan-fast", p, pol, depth, kernel, pol.groups) {}
 
  private:
   void launch(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
@@ -137,7 +137,7 @@ class CpuLookbackPlan : public LookbackRunPlan {
     kernel_.setArg(2, static_cast<cl_ulong>(n));
     kernel_.setArg(3, static_cast<cl_ulong>(tile));
     kernel_.setArg(4, out);
-    run(in, flags, out, n, 5, (n + tile - 1) / tile, 1, events);
+    run(5, (n + tile - 1) / tile, 1, events);
   }
 };
 
@@ -147,6 +147,8 @@ std::unique_ptr<ScanPlan> make_scan_cpu_lookback_plan(Context& ctx, const ScanPr
   const std::size_t tile = ctx.tuning().scan_tile;
   const std::size_t tiles = (p.n + tile - 1) / tile;
   if (tiles > 0xFFFFFFFFu) throw Error(Errc::kUnsupported, "scan-fast: more than 2^32 tiles");
+  // Reads of an unpublished predecessor's descriptor before folding its tile: the
+  // lookback-limit knob, else about a second of polling.
   const unsigned limit = ctx.tuning().lookback_limit >= 0
                              ? static_cast<unsigned>(ctx.tuning().lookback_limit)
                              : (1u << 24);
@@ -162,14 +164,9 @@ std::unique_ptr<ScanPlan> make_scan_cpu_lookback_plan(Context& ctx, const ScanPr
   pol.path = "cpu look-back: " + std::to_string(tiles) + (tiles == 1 ? " tile" : " tiles") +
              " of " + std::to_string(tile) + ", " +
              (nt_stores_for(ctx, p) ? "streaming stores, " : "") + "1 launch";
-  ScanProblem q = p;
-  q.carry_in = false;
-  std::unique_ptr<ScanPlan> fallback =
-      scan_cpu_path_checks_out(ctx) ? make_scan_cpu_plan(ctx, q, 0)
-                                    : find_scan_variant("scan-hierarchical")->plan(ctx, q, 0);
-  // A tile's elements pass through the chain of tile prefixes before it and its own run.
-  const std::uint64_t depth = std::max<std::uint64_t>(tiles + tile + 8, fallback->depth());
-  return std::make_unique<CpuLookbackPlan>(ctx, p, pol, depth, kernel, std::move(fallback));
+  // A tile's elements pass through the chain of tile prefixes before it (each a tile's fold,
+  // by its own group or a successor's) and its own run.
+  return std::make_unique<CpuLookbackPlan>(ctx, p, pol, tiles + tile + 8, kernel);
 }
 
 // scan-fast's plan: the path taken, as a type, and the plan of that path (the CPU plan, or the
@@ -181,8 +178,6 @@ class FastPlan : public ScanPlan {
       : ScanPlan(ctx, "scan-fast", p, pol, inner->depth()), path_(path), inner_(std::move(inner)) {}
 
   Path path() const { return path_; }
-  std::string run_note() const override { return inner_->run_note(); }
-  bool waits() const override { return inner_->waits(); }
 
  private:
   void launch(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
@@ -205,10 +200,10 @@ class FastPlan : public ScanPlan {
 
 // Runs small inclusive int32 sums, into int64 and into int32 (the two accumulator sizes, which
 // may run different shapes), of n elements on the plan `make` gives, and compares every element
-// exactly with the host's; a wrong element is a failed check, and so are a run note (a
-// look-back that had to be redone) and an error that is the check's answer (check_answer():
-// the device cannot run the path). A kernel file that does not build, and a wait past the time
-// limit, are errors. `check` names the check in a time-out's message.
+// exactly with the host's; a wrong element is a failed check, and so is an error that is the
+// check's answer (check_answer(): the device cannot run the path). A kernel file that does not
+// build, and a wait past the time limit, are errors. `check` names the check in a time-out's
+// message.
 bool checks_out(Context& ctx, std::size_t n, const std::string& check,
                 const std::function<std::unique_ptr<ScanPlan>(const ScanProblem&)>& make) {
   try {
@@ -223,7 +218,6 @@ bool checks_out(Context& ctx, std::size_t n, const std::string& check,
       const auto* x = reinterpret_cast<const cl_int*>(a.bytes.data());
       for (std::size_t i = 0; i < p.n; ++i) want[i] = sum += x[i];  // |sum| <= 1000 n: no wrap
       const std::unique_ptr<ScanPlan> plan = make(p);
-      plan->in_check(check);
       // Inputs copied as the buffers are made: nothing to wait for before the launch.
       cl::Buffer in(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, a.bytes.size(),
                     const_cast<unsigned char*>(a.bytes.data()));
@@ -233,7 +227,6 @@ bool checks_out(Context& ctx, std::size_t n, const std::string& check,
       cl::Buffer out(ctx.context(), CL_MEM_READ_WRITE, p.n * p.acc_bytes());
       std::vector<cl::Event> events;
       plan->enqueue(in, flags, out, events);
-      if (!plan->run_note().empty()) return false;  // the bound must not be hit
       std::vector<cl_long> got(p.n, 0);
       if (acc == DType::kInt64) {
         ctx.read(out, p.n * sizeof(cl_long), got.data(), check);
@@ -417,38 +410,14 @@ bool scan_cpu_path_checks_out(Context& ctx) {
 std::unique_ptr<ScanVariant> make_scan_fast() { return std::make_unique<Fast>(); }
 
 
-std::unique_ptr<ScanPlan> make_enqueue_only_scan_plan(Context& ctx, const ScanProblem& p,
-                                                      const std::string& variant,
-                                                      std::size_t local_size) {
+std::unique_ptr<ScanPlan> make_named_scan_plan(Context& ctx, const ScanProblem& p,
+                                               const std::string& variant, std::size_t local_size) {
   const std::string name = variant.empty() ? "scan-fast" : variant;
   const ScanVariant* v = find_scan_variant(name);
   if (!v) throw Error(Errc::kUsage, "unknown scan variant '" + name + "'");
   if (const std::string why = v->unsupported(ctx, p); !why.empty())
     throw Error(Errc::kUnsupported, name + " cannot run this on " + ctx.info().name + ": " + why);
-  // The look-back, scan-lookback's or scan-fast's path (NVIDIA GPUs, or the scan-fast-path
-  // knob), with its repair on the device instead of the host's read of its error flag.
-  if (name == "scan-lookback") return make_lookback_enqueue_only_plan(ctx, p, local_size);
-  if (name == "scan-fast" && choose(ctx) == Path::kLookback) {
-    std::unique_ptr<ScanPlan> inner = make_lookback_enqueue_only_plan(ctx, p, local_size);
-    LaunchPolicy pol = inner->policy();
-    pol.path = "scan-lookback: " + pol.path;
-    return std::make_unique<FastPlan>(ctx, p, Path::kLookback, std::move(inner), pol);
-  }
-  std::unique_ptr<ScanPlan> plan = v->plan(ctx, p, local_size);
-  if (!plan->waits()) return plan;
-  if (!variant.empty())
-    throw Error(Errc::kUsage, name + " (" + plan->policy().path +
-                                  ") waits on the host after each launch to check its look-back; "
-                                  "a call that only enqueues takes scan-lookback, "
-                                  "scan-hierarchical, scan-blelloch, scan-hillis-steele or no "
-                                  "variant");
-  ScanProblem q = p;
-  if (!ctx.info().is_gpu && scan_cpu_path_checks_out(ctx) && !p.carry_in) {
-    std::unique_ptr<ScanPlan> inner = make_scan_cpu_plan(ctx, q, local_size);
-    const LaunchPolicy pol = inner->policy();
-    return std::make_unique<FastPlan>(ctx, p, Path::kCpu, std::move(inner), pol);
-  }
-  return find_scan_variant("scan-hierarchical")->plan(ctx, p, local_size);
+  return v->plan(ctx, p, local_size);
 }
 
 }  // namespace clreduce

@@ -1,8 +1,9 @@
 // scan_lookback.cpp: the single-pass decoupled look-back scan: one launch, 16-byte loads, a tile
 // of wg * vec * rows elements per group; on NVIDIA GPUs whose shfl.sync passed its start-up
-// check, warps scan and look back in registers (LB_SHFL), with rows chosen per element size. Waits
-// are bounded in the kernel; when a run reports that a group gave up (err = the run's epoch), the
-// scan is redone by a multi-pass variant.
+// check, warps scan and look back in registers (LB_SHFL), with rows chosen per element size. No
+// wait is unbounded and none ends the run: a group that has waited lookback-limit rounds on an
+// unpublished predecessor folds that tile's input itself (the decoupled fallback), so a launch
+// never needs the host to check or redo it.
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
@@ -14,14 +15,15 @@
 namespace clreduce {
 namespace {
 
-// Window reads before a group gives up by default: about a second of polling on a GPU, several
-// on a CPU.
+// Look-back rounds without progress on an unpublished predecessor before a group folds that
+// tile itself, by default: about a second of polling on a GPU, several on a CPU (a fold is
+// the exception, for a predecessor that is not running).
 unsigned lookback_limit_default(const Context& ctx) {
   return ctx.info().is_gpu ? (1u << 20) : (1u << 22);
 }
 
-// Window reads before a group gives up: the lookback-limit knob (a test knob: 0 makes every
-// look-back give up), else the default.
+// The same, by the lookback-limit knob (a test knob too: 0 folds at once, and folds the three
+// tiles before each tile whatever their descriptors say), else the default.
 unsigned lookback_limit(const Context& ctx) {
   if (ctx.tuning().lookback_limit >= 0) return static_cast<unsigned>(ctx.tuning().lookback_limit);
   return lookback_limit_default(ctx);
@@ -81,35 +83,11 @@ cl::Kernel lookback_kernel(Context& ctx, const ScanProblem& p, std::size_t wg, u
                         " -DLB_SPAN=" + std::to_string(lookback_span(ctx, wg)));
 }
 
-// The on-device redo of a run whose look-back gave up (cl/scan_repair.cl), in one group of wg.
-cl::Kernel repair_kernel(Context& ctx, const ScanProblem& p, std::size_t wg) {
-  return ctx.kernel("scan_repair.cl", "scan_repair",
-                    p.cl_options() + " -DWG_SIZE=" + std::to_string(wg));
-}
-
-// The multi-pass scan that redoes a run whose look-back gave up: on CPUs scan-fast's CPU-shaped
-// reduce-then-scan where it passes its check, elsewhere the hierarchical tile scan. Neither
-// waits on another group, and neither asks scan-fast for its path (which may be this one).
-std::unique_ptr<ScanPlan> fallback_plan(Context& ctx, const ScanProblem& p) {
-  ScanProblem q = p;
-  q.carry_in = false;  // the look-back plan applies the carry once, after either
-  if (!ctx.info().is_gpu && scan_cpu_path_checks_out(ctx)) return make_scan_cpu_plan(ctx, q, 0);
-  return find_scan_variant("scan-hierarchical")->plan(ctx, q, 0);
-}
-
 class LookbackPlan : public LookbackRunPlan {
  public:
   LookbackPlan(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, std::uint64_t depth,
-               const cl::Kernel& kernel, std::unique_ptr<ScanPlan> fallback)
-      : LookbackRunPlan(ctx, "scan-lookback", p, pol, depth, kernel, tiles(p.n, pol),
-                        std::move(fallback)) {
-    check_tiles(p.n, pol);
-  }
-  // The plan that repairs a run on the device (cl/scan_repair.cl) and never waits.
-  LookbackPlan(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, std::uint64_t depth,
-               const cl::Kernel& kernel, const cl::Kernel& repair, std::size_t repair_wg)
-      : LookbackRunPlan(ctx, "scan-lookback", p, pol, depth, kernel, tiles(p.n, pol), repair,
-                        repair_wg) {
+               const cl::Kernel& kernel)
+      : LookbackRunPlan(ctx, "scan-lookback", p, pol, depth, kernel, tiles(p.n, pol)) {
     check_tiles(p.n, pol);
   }
 
@@ -128,7 +106,7 @@ class LookbackPlan : public LookbackRunPlan {
     const std::vector<unsigned char> none(problem().acc_bytes(), 0);
     go(in, flags, out, n, none, false, events);
   }
-  // The carry-in is tile 0's prefix: no pass over the output after the scan (unless a redo).
+  // The carry-in is tile 0's prefix: no pass over the output after the scan.
   bool launch_carry(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
                     std::size_t n, const std::vector<unsigned char>& carry,
                     std::vector<cl::Event>& events) override {
@@ -142,15 +120,14 @@ class LookbackPlan : public LookbackRunPlan {
     kernel_.setArg(3, out);
     kernel_.setArg(4, carry.size(), carry.data());
     kernel_.setArg(5, static_cast<cl_uint>(use_carry ? 1 : 0));
-    return run(in, flags, out, n, 6, tiles(n, policy()) * policy().wg_size, policy().wg_size,
-               events, use_carry ? &carry : nullptr);
+    run(6, tiles(n, policy()) * policy().wg_size, policy().wg_size, events);
+    return use_carry;
   }
 };
 
-// scan-lookback's plan: with a fallback plan that redoes a run after the host reads the error
-// flag (the plan waits), or, enqueue_only, with the repair kernel that does so on the device.
+// scan-lookback's plan.
 std::unique_ptr<ScanPlan> lookback_plan(Context& ctx, const ScanProblem& p,
-                                        std::size_t local_size, bool enqueue_only) {
+                                        std::size_t local_size) {
   const unsigned vec = vec_of(ctx, p), limit = lookback_limit(ctx);
   const std::size_t preferred = ctx.info().is_gpu ? 256 : 64;
   // Rows by the preferred group size (a smaller group, where the device needs one, only makes
@@ -180,29 +157,14 @@ std::unique_ptr<ScanPlan> lookback_plan(Context& ctx, const ScanProblem& p,
              (limit != lookback_limit_default(ctx) ? ", limit " + std::to_string(limit) : "");
   // In the tile: a vector (vec), a warp scan (lanes), warp 0's share of the warps' totals and
   // its scan over lanes, a few combinations more; the prefix of tile t passes through up to t
-  // tiles' combinations (a chain of inclusive prefixes). A fallback's depth is covered too.
+  // tiles' combinations (a chain of inclusive prefixes), each tile's value either its
+  // aggregate or, folded by a successor (the fallback), a lane's run of tile / lanes elements
+  // and a scan over the lanes.
   const std::size_t lanes = shfl ? 32 : 1, totals = rows * pol.wg_size / lanes;
-  const std::uint64_t d =
-      (p.n + tile - 1) / tile + vec + 2 * lanes + (totals + lanes - 1) / lanes + 8;
-  if (enqueue_only) {
-    // The repair: one group of up to the look-back's size (whose local memory fits a value and
-    // a flag per work-item); an element passes through the carry, the chunks before its own and
-    // its own chunk.
-    const auto build = [&](std::size_t wg) { return repair_kernel(ctx, p, wg); };
-    const std::size_t rwg = choose_scan_wg(
-        ctx, 0, pol.wg_size, [&](std::size_t wg) { return wg * (p.acc_bytes() + 1) + 16; },
-        build);
-    pol.path += ", repaired on the device";
-    const std::uint64_t repair_depth = (p.n + rwg - 1) / rwg + rwg + 2;
-    return std::make_unique<LookbackPlan>(ctx, p, pol, std::max(d, repair_depth),
-                                          lookback_kernel(ctx, p, pol.wg_size, vec, rows, limit),
-                                          build(rwg), rwg);
-  }
-  std::unique_ptr<ScanPlan> fallback = fallback_plan(ctx, p);
-  const std::uint64_t depth = std::max(d, fallback->depth());
-  return std::make_unique<LookbackPlan>(ctx, p, pol, depth,
-                                        lookback_kernel(ctx, p, pol.wg_size, vec, rows, limit),
-                                        std::move(fallback));
+  const std::uint64_t d = (p.n + tile - 1) / tile + vec + 2 * lanes +
+                          std::max((totals + lanes - 1) / lanes, tile / lanes) + 8;
+  return std::make_unique<LookbackPlan>(ctx, p, pol, d,
+                                        lookback_kernel(ctx, p, pol.wg_size, vec, rows, limit));
 }
 
 class Lookback : public ScanVariant {
@@ -210,7 +172,7 @@ class Lookback : public ScanVariant {
   std::string name() const override { return "scan-lookback"; }
   std::string description() const override {
     return "single-pass scan, decoupled look-back (Merrill & Garland): 2n moves, one launch, "
-           "bounded waits";
+           "a stalled predecessor's tile folded by its successor";
   }
   std::string unsupported(Context& ctx, const ScanProblem& p) const override {
     std::string why = ScanVariant::unsupported(ctx, p);
@@ -222,19 +184,12 @@ class Lookback : public ScanVariant {
  protected:
   std::unique_ptr<ScanPlan> make_plan(Context& ctx, const ScanProblem& p,
                                       std::size_t local_size) const override {
-    return lookback_plan(ctx, p, local_size, false);
+    return lookback_plan(ctx, p, local_size);
   }
 };
 
 }  // namespace
 
 std::unique_ptr<ScanVariant> make_scan_lookback() { return std::make_unique<Lookback>(); }
-
-std::unique_ptr<ScanPlan> make_lookback_enqueue_only_plan(Context& ctx, const ScanProblem& p,
-                                                          std::size_t local_size) {
-  if (p.n == 0)
-    throw Error(Errc::kUsage, "scan-lookback: an empty array needs no plan (its scan is empty)");
-  return lookback_plan(ctx, p, local_size, true);
-}
 
 }  // namespace clreduce

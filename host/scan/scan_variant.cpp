@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "clreduce/error.hpp"
-#include "runtime/transfer.hpp"
 
 namespace clreduce {
 
@@ -102,78 +101,27 @@ ScanPlan::ScanPlan(Context& ctx, std::string variant, const ScanProblem& p, Laun
 
 LookbackRunPlan::LookbackRunPlan(Context& ctx, std::string variant, const ScanProblem& p,
                                  LaunchPolicy policy, std::uint64_t depth, const cl::Kernel& kernel,
-                                 std::size_t tiles, std::unique_ptr<ScanPlan> fallback)
-    : ScanPlan(ctx, std::move(variant), p, std::move(policy), depth),
-      kernel_(kernel),
-      fallback_(std::move(fallback)) {
+                                 std::size_t tiles)
+    : ScanPlan(ctx, std::move(variant), p, std::move(policy), depth), kernel_(kernel) {
   // Descriptors carry the run's epoch, so they are zeroed once, here; the tile counter is reset
   // by each launch's last group.
   desc_ =
       ctx.zeroed_buffer(std::max<std::size_t>(tiles, 1) * (p.acc_bytes() / 4) * sizeof(cl_ulong));
   counters_ = ctx.zeroed_buffer(2 * sizeof(cl_uint));
-  err_ = ctx.zeroed_buffer(sizeof(cl_uint));
 }
 
-LookbackRunPlan::LookbackRunPlan(Context& ctx, std::string variant, const ScanProblem& p,
-                                 LaunchPolicy policy, std::uint64_t depth, const cl::Kernel& kernel,
-                                 std::size_t tiles, const cl::Kernel& repair, std::size_t repair_wg)
-    : LookbackRunPlan(ctx, std::move(variant), p, std::move(policy), depth, kernel, tiles,
-                      nullptr) {
-  repair_ = repair;
-  repair_wg_ = repair_wg;
-}
-
-std::string LookbackRunPlan::run_note() const {
-  if (!gave_up_ || !fallback_) return "";
-  return "a look-back wait passed its limit in " + std::to_string(gave_up_) + " of " +
-         std::to_string(runs_) + " runs, redone by " + fallback_->variant() + " (" +
-         fallback_->policy().path + ")";
-}
-
-bool LookbackRunPlan::run(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
-                          std::size_t n, cl_uint first_arg, std::size_t global, std::size_t local,
-                          std::vector<cl::Event>& events,
-                          const std::vector<unsigned char>* carry) {
+void LookbackRunPlan::run(cl_uint first_arg, std::size_t global, std::size_t local,
+                          std::vector<cl::Event>& events) {
   // Epochs tag the descriptors (30 bits, never 0): this plan's own, its buffers its own. Bumped
   // here, on the host, per launch: launches enqueued back to back each have their own, and the
-  // tile counter is reset by each launch's last group (every group counts itself out, a group
-  // that gave up too), so nothing is read back between them.
+  // tile counter is reset by each launch's last group, so nothing is read back between them.
   epoch_ = epoch_ % ((std::uint32_t{1} << 30) - 1) + 1;
   kernel_.setArg(first_arg, desc_);
   kernel_.setArg(first_arg + 1, counters_);
-  kernel_.setArg(first_arg + 2, err_);
-  kernel_.setArg(first_arg + 3, static_cast<cl_uint>(epoch_));
+  kernel_.setArg(first_arg + 2, static_cast<cl_uint>(epoch_));
   events.emplace_back();
   ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(global), cl::NDRange(local),
                                     nullptr, &events.back());
-  ++runs_;
-  if (!fallback_) {
-    // The repair, on the same data after the launch (in order on the queue): one group that
-    // returns at once unless err holds this epoch, else redoes the scan (with the carry-in).
-    const std::vector<unsigned char> none(problem().acc_bytes(), 0);
-    repair_.setArg(0, in);
-    repair_.setArg(1, flags);
-    repair_.setArg(2, static_cast<cl_ulong>(n));
-    repair_.setArg(3, out);
-    repair_.setArg(4, problem().acc_bytes(), carry ? carry->data() : none.data());
-    repair_.setArg(5, static_cast<cl_uint>(carry ? 1 : 0));
-    repair_.setArg(6, err_);
-    repair_.setArg(7, static_cast<cl_uint>(epoch_));
-    events.emplace_back();
-    ctx_.queue().enqueueNDRangeKernel(repair_, cl::NullRange, cl::NDRange(repair_wg_),
-                                      cl::NDRange(repair_wg_), nullptr, &events.back());
-    return true;
-  }
-  cl_uint seen = 0;
-  read_after(err_, sizeof seen, &seen, n);
-  if (seen == epoch_) {
-    // A group waited past the limit (no forward progress, or the test knob): some tiles were
-    // not stored. Redo the whole scan with a plan that needs no inter-group waits.
-    ++gave_up_;
-    fallback_->enqueue(in, flags, out, 0, n, nullptr, events);
-    return false;
-  }
-  return true;
 }
 
 bool ScanPlan::launch_carry(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
@@ -181,26 +129,6 @@ bool ScanPlan::launch_carry(const cl::Buffer& in, const cl::Buffer& flags, const
                             std::vector<cl::Event>& events) {
   launch(in, flags, out, n, events);
   return false;
-}
-
-std::string ScanPlan::wait_words(std::size_t n) const {
-  if (check_.empty())
-    return variant_ + " scan of " + std::to_string(n) + " " + dtype_name(problem_.type) +
-           " elements";
-  return ctx_.doing().empty() ? check_ : ctx_.doing() + ": " + check_;
-}
-
-void ScanPlan::wait_launch(const cl::Event& e, std::size_t n) {
-  const double bytes = static_cast<double>(n) *
-                       static_cast<double>(dtype_size(problem_.type) + problem_.acc_bytes());
-  ctx_.queue().flush();
-  wait(e, ctx_.time_limit(bytes), wait_words(n));
-}
-
-void ScanPlan::read_after(const cl::Buffer& buf, std::size_t bytes, void* dst, std::size_t n) {
-  cl::Event read;
-  ctx_.queue().enqueueReadBuffer(buf, CL_FALSE, 0, bytes, dst, nullptr, &read);
-  wait_launch(read, n);  // the launch before it, on the in-order queue, then the read
 }
 
 void ScanPlan::enqueue(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,

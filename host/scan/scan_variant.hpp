@@ -48,21 +48,11 @@ class ScanPlan {
   // The variant that made the plan (for a path delegated to, the variant whose path it is).
   const std::string& variant() const { return variant_; }
   const ScanProblem& problem() const { return problem_; }
-  // A start-up check's plan: the time-outs of waits inside its launches name `label` (after the
-  // context's doing(): the run the check serves) instead of the plan's own variant and size.
-  void in_check(std::string label) { check_ = std::move(label); }
   // The launch as printable data (--verbose, JSON "policy").
   const LaunchPolicy& policy() const { return policy_; }
   // The longest chain of operations any output element passes through in a launch on up to
   // problem().n elements, the carry-in included (the float error bound).
   std::uint64_t depth() const { return depth_ + (problem_.carry_in ? 1 : 0); }
-  // What happened in this plan's launches that the policy cannot say (e.g. "a look-back wait
-  // passed its limit in 1 of 3 runs, redone by scan-hierarchical"), or "".
-  virtual std::string run_note() const { return ""; }
-  // Whether a launch waits on the host (a look-back plan reads its error flag back after its
-  // kernel, to redo a run whose waits gave up): such a plan cannot serve a call that only
-  // enqueues.
-  virtual bool waits() const { return false; }
 
   // Enqueues the scan of in's elements [offset, offset + length) into out's (acc_type elements)
   // [offset, offset + length), 1 <= length <= problem().n; when problem().segmented, flags
@@ -95,7 +85,7 @@ class ScanPlan {
   ScanPlan(Context& ctx, std::string variant, const ScanProblem& p, LaunchPolicy policy,
            std::uint64_t depth);
   // Launches on in[0, n), flags[0, n), out[0, n), 1 <= n <= problem().n: sets arguments and
-  // enqueues (scan-lookback also reads back its error flag), nothing else.
+  // enqueues, nothing else (no launch waits on the host).
   virtual void launch(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
                       std::size_t n, std::vector<cl::Event>& events) = 0;
   // Launches with a carry-in (acc_type bytes) where the kernel takes one itself; returns whether
@@ -104,14 +94,6 @@ class ScanPlan {
   virtual bool launch_carry(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
                             std::size_t n, const std::vector<unsigned char>& carry,
                             std::vector<cl::Event>& events);
-  // Waits for a launch's event e on n elements within the run's time limit (the timeout knob, or
-  // the default for the bytes it moves), so a plan that reads back a flag after its kernel
-  // (the look-back scans) stops at the limit like every other wait: Error(Errc::kTimeout) naming
-  // the variant and size (or the check, in_check()).
-  void wait_launch(const cl::Event& e, std::size_t n);
-  // Reads buf's first `bytes` bytes into dst after a launch on n elements, waiting as
-  // wait_launch() does.
-  void read_after(const cl::Buffer& buf, std::size_t bytes, void* dst, std::size_t n);
 
   Context& ctx_;
 
@@ -120,11 +102,7 @@ class ScanPlan {
   void apply_carry(const cl::Buffer& f, const cl::Buffer& y, std::size_t length, const Value& carry,
                    std::vector<cl::Event>& events);
 
-  // What the waits' time-outs name: `n` elements of the plan's own run, or the check's label.
-  std::string wait_words(std::size_t n) const;
-
   std::string variant_;
-  std::string check_;  // in_check()'s label; "" for a run's plan
   ScanProblem problem_;
   LaunchPolicy policy_;
   std::uint64_t depth_;
@@ -135,47 +113,25 @@ class ScanPlan {
 };
 
 // A single-pass look-back plan (cl/scan_lookback.cl, cl/scan_cpu_lookback.cl): the tile
-// descriptors, tile counter and error flag its kernel uses, the epoch that tags each run (a host
-// counter bumped per launch, so nothing is cleared between runs and back-to-back launches need
-// no read in between), and what redoes a run in which a wait passed its bound (the kernel sets
-// the error flag to the run's epoch): either `fallback`, a plan with no inter-group waits, after
-// the host reads the flag (the plan waits()), or a repair kernel (cl/scan_repair.cl) enqueued
-// after each launch that checks the flag on the device and redoes the scan itself only when it
-// holds this run's epoch (the plan never waits: for calls that only enqueue).
+// descriptors and tile counter its kernel uses, and the epoch that tags each run (a host counter
+// bumped per launch, so nothing is cleared between runs and back-to-back launches need no read
+// in between). Its kernel never gives up a wait: a group that has waited too long on a
+// predecessor folds that tile's input itself, so every launch stores every element.
 class LookbackRunPlan : public ScanPlan {
- public:
-  std::string run_note() const override;
-  bool waits() const override { return fallback_ != nullptr; }
-
  protected:
   // tiles: the most tiles a run has (one descriptor each).
   LookbackRunPlan(Context& ctx, std::string variant, const ScanProblem& p, LaunchPolicy policy,
-                  std::uint64_t depth, const cl::Kernel& kernel, std::size_t tiles,
-                  std::unique_ptr<ScanPlan> fallback);
-  // The plan that repairs on the device: `repair` is scan_repair built for p, run as one group
-  // of repair_wg work-items.
-  LookbackRunPlan(Context& ctx, std::string variant, const ScanProblem& p, LaunchPolicy policy,
-                  std::uint64_t depth, const cl::Kernel& kernel, std::size_t tiles,
-                  const cl::Kernel& repair, std::size_t repair_wg);
-  // With the kernel's data arguments set, sets arguments first_arg .. first_arg + 3 to the
-  // descriptors, the counters, the error flag and a new epoch and launches global x local
-  // work-items. With a fallback: waits (within the run's time limit), reads the error flag and
-  // redoes the scan on give-up, returning false when it did (the fallback has no carry-in).
-  // With a repair kernel: enqueues it after the launch on the same data (carry: the acc_type
-  // bytes of the carry-in, null for none) and returns true, waiting for nothing.
-  bool run(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
-           cl_uint first_arg, std::size_t global, std::size_t local,
-           std::vector<cl::Event>& events, const std::vector<unsigned char>* carry = nullptr);
+                  std::uint64_t depth, const cl::Kernel& kernel, std::size_t tiles);
+  // With the kernel's data arguments set, sets arguments first_arg .. first_arg + 2 to the
+  // descriptors, the counters and a new epoch and launches global x local work-items.
+  void run(cl_uint first_arg, std::size_t global, std::size_t local,
+           std::vector<cl::Event>& events);
 
   cl::Kernel kernel_;
 
  private:
-  std::unique_ptr<ScanPlan> fallback_;  // built with the plan, so a redo builds nothing
-  cl::Kernel repair_;                   // or the on-device redo
-  std::size_t repair_wg_ = 0;
-  cl::Buffer desc_, counters_, err_;
+  cl::Buffer desc_, counters_;
   std::uint32_t epoch_ = 0;
-  std::size_t runs_ = 0, gave_up_ = 0;
 };
 
 // A scan variant: a name, a description and const functions of (context, problem). It holds no
@@ -243,26 +199,15 @@ std::size_t choose_scan_wg(Context& ctx, std::size_t local_size, std::size_t pre
                            const std::function<cl::Kernel(std::size_t)>& build,
                            std::size_t min_wg = 1);
 
-// ---- Plans one variant makes for another (scan-fast delegates; scan-lookback falls back). ----
+// ---- Plans one variant makes for another (scan-fast delegates), and the library's plans. ----
 // scan-fast's CPU-shaped two-pass scan (cl/scan_cpu_two_pass.cl), whatever path scan-fast would
 // choose.
 std::unique_ptr<ScanPlan> make_scan_cpu_plan(Context& ctx, const ScanProblem& p,
                                              std::size_t local_size);
-// scan-lookback's plan for calls that only enqueue: the look-back kernel, then the repair
-// kernel (cl/scan_repair.cl) that redoes the run on the device where a wait gave up; waits()
-// false.
-std::unique_ptr<ScanPlan> make_lookback_enqueue_only_plan(Context& ctx, const ScanProblem& p,
-                                                          std::size_t local_size);
-// A plan whose launches never wait on the host (ScanPlan::waits() false), for calls that only
-// enqueue: where scan-fast's path is the look-back (NVIDIA GPUs, or the scan-fast-path knob)
-// and no variant or scan-fast was named, and where scan-lookback was named, the look-back with
-// its repair on the device (make_lookback_enqueue_only_plan); else `variant`'s (empty:
-// scan-fast's), or, when that one waits and no variant was named, scan-fast's two-pass CPU path
-// where it checks out on a CPU device, else scan-hierarchical's. A named variant whose plan
-// waits (scan-fast where it takes the CPU look-back path) throws Error(Errc::kUsage).
-std::unique_ptr<ScanPlan> make_enqueue_only_scan_plan(Context& ctx, const ScanProblem& p,
-                                                      const std::string& variant,
-                                                      std::size_t local_size);
+// The plan of `variant` (empty: scan-fast), checked first: Error(Errc::kUsage) for a name no
+// scan variant has, Error(Errc::kUnsupported) saying why where the variant cannot run p here.
+std::unique_ptr<ScanPlan> make_named_scan_plan(Context& ctx, const ScanProblem& p,
+                                               const std::string& variant, std::size_t local_size);
 // Whether that CPU path passes its start-up check (a small exact scan) on this device; the
 // answer is kept in the context, keyed by the kernel's source and the knobs that shape it.
 bool scan_cpu_path_checks_out(Context& ctx);

@@ -437,9 +437,8 @@ class CLREDUCE_API Device {
 
 // What a plan is made with.
 struct CLREDUCE_API PlanOptions {
-  std::string variant;  // reductions: as Options::variant ("" picks "fast"); scans: "" picks
-                        // scan-fast's path where it never waits on the host, else
-                        // scan-hierarchical (a variant that waits, scan-lookback, is Errc::kUsage)
+  std::string variant;  // reductions: as Options::variant ("" picks "fast"); scans: any scan
+                        // variant ("" picks scan-fast, whose path suits the device)
   std::string acc;      // the accumulator, as Options::acc
   std::size_t local_size = 0;  // work-group size override; 0 the variant's choice
   bool exclusive = false;      // scans: element i combines the elements before it

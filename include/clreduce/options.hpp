@@ -25,7 +25,7 @@ struct CLREDUCE_API Tuning {
   std::string carry_layout = "auto";    // carry-layout: auto | blocked | strided
   std::string share_threads = "on";     // share-threads: on | off (several devices)
   std::string scan_split = "auto";      // scan-split: auto | off (several devices: a scan's pieces)
-  long long lookback_limit = -1;  // lookback-limit: window reads before giving up; -1 = default
+  long long lookback_limit = -1;  // lookback-limit: waits before folding a tile; -1 = default
   unsigned lookback_rows = 0;     // lookback-rows: vectors per work-item, 1-16; 0 = auto
   unsigned lookback_vec = 0;      // lookback-vec: elements per load and store, 1/2/4/8; 0 = auto
   std::string lookback_read = "auto";  // lookback-read: auto | atomic (NVIDIA: plain volatile reads)

@@ -206,13 +206,17 @@ TEST_CASE("a wrong scan exits 1 and names the first wrong element and the count"
   CHECK_THAT(r.out, ContainsSubstring("\"wrong_count\":15"));
 }
 
-TEST_CASE("scan-fast forced onto the look-back path runs, and so does its redo", "[cli][scan]") {
-  // The look-back's fallback on a CPU is scan-fast's CPU path itself, never scan-fast's choice
-  // (which the knob has made the look-back): no plan asks for itself.
+TEST_CASE("scan-fast forced onto the look-back path runs, predecessors folded in the kernel too",
+          "[cli][scan]") {
+  // lookback-limit 0: each group folds the tiles before its own from the input (10 tiles of 512
+  // on a CPU), segmented and exclusive, in one launch.
   for (const char* env : {"CLREDUCE_SCAN_FAST_PATH=lookback",
                           "CLREDUCE_SCAN_FAST_PATH=lookback CLREDUCE_LOOKBACK_LIMIT=0"}) {
     CAPTURE(env);
-    const Result r = run_cli("--variant scan-fast --size 1000 --repeat 1 --format json", env);
+    const Result r = run_cli(
+        "--variant scan-fast --size 5000 --segment-length 700 --exclusive --repeat 1 "
+        "--format json",
+        env);
     CHECK(r.code == 0);
     CHECK(lines(r.out) == 1);
     if (r.out.find("\"skipped\":true") != std::string::npos) {
@@ -221,5 +225,8 @@ TEST_CASE("scan-fast forced onto the look-back path runs, and so does its redo",
     }
     CHECK_THAT(r.out, ContainsSubstring("\"verified\":true"));
     CHECK_THAT(r.out, ContainsSubstring("path=scan-lookback: look-back"));
+    CHECK((r.out.find(", limit 0") != std::string::npos) ==
+          (std::string(env).find("LIMIT=0") != std::string::npos));
+    CHECK_THAT(r.out, ContainsSubstring("\"launches\":1,"));
   }
 }

@@ -1,8 +1,9 @@
 // test_scan.cpp: every scan variant x op x type on sizes needing one, two and three levels of the
 // recursion over tile totals; exclusive and segmented modes; segment starts on tile edges, one-
 // element segments, all and no flags; inclusive = exclusive shifted; wrapping --acc int32; NaN;
-// odd group sizes; an unwritten element caught by the sentinel; scan-lookback's bounded wait
-// and its redo, scan-fast's choice of path. Every element is checked.
+// odd group sizes; an unwritten element caught by the sentinel; scan-lookback's in-kernel fold of
+// predecessors it waited on (lookback-limit 0), scan-fast's choice of path. Every element is
+// checked.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/generators/catch_generators_range.hpp>
@@ -339,8 +340,8 @@ TEST_CASE("an element no kernel writes keeps the sentinel and is reported", "[sc
   } edits[] = {
       {"clr_scan.h", "  const size_t g = get_group_id(0);\n",
        "  const size_t g = get_group_id(0);\n  if (base + k == 77) return;\n"},
-      {"scan_lookback.cl", "      if (whole) {\n        ((__global avec*)",
-       "      if (0) {\n        ((__global avec*)"},
+      {"scan_lookback.cl", "    if (whole) {\n      ((__global avec*)",
+       "    if (0) {\n      ((__global avec*)"},
       {"scan_lookback.cl", "if (e0 + k < m) y[base + e0 + k] = o.s[k];",
        "if (e0 + k < m && base + e0 + k != 77) y[base + e0 + k] = o.s[k];"},
       {"clr_cpu_scan.h", "#define VSCAN 8 ", "#define VSCAN 1 "},
@@ -404,10 +405,10 @@ TEST_CASE("the scan check catches an error just past the float bound", "[scan]")
   CHECK(v.first_wrong == 600);
 }
 
-TEST_CASE("scan-lookback whose waits pass the bound redoes the scan and still verifies",
+TEST_CASE("scan-lookback with lookback-limit 0 folds predecessors in the kernel, in one launch",
           "[scan][lookback]") {
-  // A limit of 0 makes every tile after the first give up on its first look-back: tile 0 is
-  // stored, the others not; the host sees the error flag and redoes the scan another way.
+  // A limit of 0: each group folds the three tiles before its own from the input (and any
+  // unpublished one at once) instead of reading their descriptors; the results are the same.
   const test::TuningGuard limit(device_context(), "lookback-limit", "0");
   const std::uint64_t seed = std::random_device{}();
   CAPTURE(seed);
@@ -418,20 +419,19 @@ TEST_CASE("scan-lookback whose waits pass the bound redoes the scan and still ve
   };
   for (const Case& c :
        {Case{Op::kSum, DType::kInt32, false, false}, Case{Op::kMin, DType::kFloat, true, false},
-        Case{Op::kSum, DType::kInt64, true, true}, Case{Op::kProd, DType::kUInt32, false, true}}) {
+        Case{Op::kSum, DType::kInt64, true, true}, Case{Op::kProd, DType::kUInt32, false, true},
+        Case{Op::kSum, DType::kFloat, true, true}, Case{Op::kMax, DType::kInt32, false, true}}) {
     CAPTURE(op_name(c.op), dtype_name(c.type), c.exclusive, c.segmented);
-    const std::size_t n = 5 * tile_of("scan-lookback", 64, c.op, c.type) + 17;
+    const std::size_t n = 9 * tile_of("scan-lookback", 64, c.op, c.type) + 17;
     const HostArray a = generate(c.type, n, seed);
-    const auto flags = random_flags(n, 0.01, seed);
+    const auto flags = random_flags(n, 0.001, seed);
     const ScanRun r =
         run_scan("scan-lookback", a, c.op, c.exclusive, c.segmented ? &flags : nullptr);
     require_verified(r);
     CHECK_THAT(r.rec.policy.path, Catch::Matchers::ContainsSubstring("limit 0"));
-    CHECK_THAT(r.rec.policy.path,
-               Catch::Matchers::ContainsSubstring("passed its limit in 1 of 1 runs, redone by"));
-    CHECK(r.rec.launches > 1);  // the look-back launch and the redo
+    CHECK(r.rec.launches == 1);
   }
-  // One tile needs no look-back: nothing to redo.
+  // One tile needs no look-back.
   const HostArray one = generate(DType::kInt32, 100, seed);
   const ScanRun r = run_scan("scan-lookback", one, Op::kSum, false, nullptr);
   require_verified(r);
@@ -450,7 +450,6 @@ TEST_CASE("scan-lookback runs in one pass with the default bound, many tiles, an
     const ScanRun r = run_scan("scan-lookback", a, Op::kSum, seg, seg ? &flags : nullptr, 16);
     require_verified(r);
     CHECK(r.rec.launches == 1);
-    CHECK(r.rec.policy.path.find("redone") == std::string::npos);
     CHECK(r.rec.policy.groups == 201);
     CHECK(r.rec.policy.vec_width == 2);  // int32 -> int64: 16-byte stores of the sums
   }
@@ -472,7 +471,6 @@ TEST_CASE("scan-lookback's wide look-back windows: each lane reads several descr
     for (const bool seg : {false, true}) {
       const ScanRun r = run_scan("scan-lookback", a, Op::kSum, seg, seg ? &flags : nullptr, 16);
       require_verified(r);
-      CHECK(r.rec.policy.path.find("redone") == std::string::npos);
       CHECK((std::string(span) == "1") ==
             (r.rec.policy.path.find("look-back span") == std::string::npos));
       require_verified(run_scan("scan-lookback", d, Op::kMax, seg, seg ? &flags : nullptr, 16));
@@ -527,7 +525,7 @@ TEST_CASE("scan-fast's CPU path with large chunks: superblock edges, segments, e
   }
 }
 
-TEST_CASE("scan-fast's CPU look-back path: tile edges, segments, exclusive, every type, a redo",
+TEST_CASE("scan-fast's CPU look-back path: tile edges, segments, exclusive, every type, folds",
           "[scan][fast]") {
   if (device_context().info().is_gpu) SKIP("the CPU path is for CPUs");
   const test::TuningGuard force(device_context(), "scan-fast-path", "cpu-lookback");
@@ -551,22 +549,26 @@ TEST_CASE("scan-fast's CPU look-back path: tile edges, segments, exclusive, ever
       }
     }
   }
-  // Every look-back gives up (the test setting): the run is redone and still verifies.
+  // lookback-limit 0 (the test setting): each tile folds the three before it from the input
+  // (one of them past a segment start, or tile 0) instead of reading their descriptors.
   const test::TuningGuard limit(device_context(), "lookback-limit", "0");
-  const HostArray a = generate(DType::kInt32, n, seed);
-  for (const bool seg : {false, true}) {
-    CAPTURE(seg);
-    const ScanRun r = run_scan("scan-fast", a, Op::kMax, false, seg ? &flags : nullptr, 0);
-    require_verified(r);
-    CHECK_THAT(r.rec.policy.path,
-               Catch::Matchers::ContainsSubstring("passed its limit in 1 of 1 runs, redone by"));
+  for (const DType type : {DType::kInt32, DType::kInt64, DType::kFloat}) {
+    const HostArray a = generate(type, n, seed);
+    for (const bool exclusive : {false, true}) {
+      for (const bool seg : {false, true}) {
+        CAPTURE(dtype_name(type), exclusive, seg);
+        const Op op = type == DType::kInt32 ? Op::kMax : Op::kSum;
+        const ScanRun r = run_scan("scan-fast", a, op, exclusive, seg ? &flags : nullptr, 0);
+        require_verified(r);
+        CHECK(r.rec.launches == 1);
+        CHECK(r.rec.policy.path.rfind("cpu look-back: 38 tiles of 1024", 0) == 0);
+      }
+    }
   }
 }
 
-TEST_CASE("scan-fast forced onto the look-back path plans without asking for itself",
+TEST_CASE("scan-fast forced onto the look-back path, its predecessors folded in the kernel",
           "[scan][fast][lookback]") {
-  // The look-back's fallback must not be scan-fast's choice of path, which the knob made the
-  // look-back: each would plan the other forever.
   const test::TuningGuard force(device_context(), "scan-fast-path", "lookback");
   const test::TuningGuard limit(device_context(), "lookback-limit", "0");
   const HostArray a = generate(DType::kInt32, 5000, 12);
@@ -577,7 +579,7 @@ TEST_CASE("scan-fast forced onto the look-back path plans without asking for its
     if (r.rec.skipped) SKIP(r.rec.skip_reason);
     require_verified(r);
     CHECK(r.rec.policy.path.rfind("scan-lookback: look-back", 0) == 0);
-    CHECK_THAT(r.rec.policy.path,
-               Catch::Matchers::ContainsSubstring("passed its limit in 1 of 1 runs, redone by"));
+    CHECK_THAT(r.rec.policy.path, Catch::Matchers::ContainsSubstring("limit 0"));
+    CHECK(r.rec.launches == 1);
   }
 }

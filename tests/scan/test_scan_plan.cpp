@@ -226,10 +226,11 @@ TEST_CASE("a scan chained chunk by chunk through the carry equals the whole scan
   REQUIRE(wrong == 0);
 }
 
-TEST_CASE("enqueue-only look-back plans repair on the device, with a carry-in, on sub-ranges",
+TEST_CASE("look-back plans with a carry-in on sub-ranges, predecessors read or folded",
           "[scan][plan][lookback]") {
-  // scan-fast's look-back path (NVIDIA GPUs' choice) forced; lookback-limit 0: every group past
-  // tile 0 gives up and the repair kernel redoes each run; the default: it returns at once.
+  // scan-fast's look-back path (NVIDIA GPUs' choice) forced, as a library call plans it;
+  // lookback-limit 0: each group folds the tiles before its own in the kernel (tile 0 with the
+  // carry-in); the default: descriptors read.
   Context& ctx = device_context();
   const std::string limit = GENERATE(std::string("0"), std::string(""));
   const test::TuningGuard path(ctx, "scan-fast-path", "lookback");
@@ -251,17 +252,180 @@ TEST_CASE("enqueue-only look-back plans repair on the device, with a carry-in, o
                         Form{{Op::kMin, DType::kUInt32}, true, true}}) {
     CAPTURE(limit, op_name(f.c.op), f.exclusive, f.segmented);
     const HostArray x = generate(f.c.type, n, 31);
-    const auto plan = make_enqueue_only_scan_plan(
-        ctx, problem_of(f.c, longest, f.exclusive, f.segmented, true), "", 0);
+    const auto plan =
+        make_named_scan_plan(ctx, problem_of(f.c, longest, f.exclusive, f.segmented, true), "", 0);
     INFO(plan->policy().str());
-    CHECK_FALSE(plan->waits());
-    CHECK_THAT(plan->policy().path, ContainsSubstring("scan-lookback: look-back") &&
-                                        ContainsSubstring("repaired on the device"));
+    CHECK_THAT(plan->policy().path, ContainsSubstring("scan-lookback: look-back"));
+    CHECK((plan->policy().path.find(", limit 0") != std::string::npos) == (limit == "0"));
     const std::int64_t carry = f.c.op == Op::kSum ? -123456789 : 50;
     check_range(ctx, *plan, x, flags, f.c, 0, longest, carry);
     check_range(ctx, *plan, x, flags, f.c, 2 * step, 7919, carry);
     check_range(ctx, *plan, x, flags, f.c, 3 * step, 4097, std::nullopt);
     check_range(ctx, *plan, x, flags, f.c, step, 1, carry);
+  }
+}
+
+namespace {
+
+// The tile of a look-back plan: scan-lookback's group times its elements per work-item, the CPU
+// look-back's elements per work-item (one work-item a tile).
+std::size_t lookback_tile(const ScanPlan& plan) {
+  return plan.policy().wg_size * plan.policy().items_per_thread;
+}
+
+// Segment starts placed against the folds of lookback-limit 0 (each tile folds the three before
+// it from the input, in the kernel), relative to a range of 12 tiles and a partial one: none in
+// tiles 0-3 (tiles 1-3 fold tile 0, which takes the carry-in; tile 4 folds 3, 2 and 1 and reads
+// tile 0's descriptor), one inside tile 5 (tiles 6-8 fold it as an inclusive prefix: the value
+// since that start), tile 7's last element, tile 9's first (no look-back; tile 10 folds it whole).
+std::vector<std::uint8_t> fold_flags(std::size_t size, std::size_t offset, std::size_t tile) {
+  std::vector<std::uint8_t> f(size, 0);
+  f[offset + 5 * tile + tile / 2 + 3] = 1;
+  f[offset + 8 * tile - 1] = 1;
+  f[offset + 9 * tile] = 1;
+  return f;
+}
+
+// Runs plan on x[offset, offset + length) (flags over the same range when the plan is
+// segmented) from `carry` (none: nullopt) and compares every element exactly with the host's
+// loop, which restarts at the identity at each start; outside the range the output keeps its
+// sentinel. op(a, b) is the plan's operator on A (wrapping for integers).
+template <class T, class A, class Op2>
+void check_exact(Context& ctx, ScanPlan& plan, const std::vector<T>& x,
+                 const std::vector<std::uint8_t>& flags, std::size_t offset, std::size_t length,
+                 std::optional<A> carry, A identity, Op2 op) {
+  const ScanProblem& p = plan.problem();
+  REQUIRE(p.acc_bytes() == sizeof(A));
+  std::vector<A> y(x.size());
+  std::memset(y.data(), 0xA5, y.size() * sizeof(A));
+  const std::vector<A> sentinel = y;
+  const cl::Buffer in = upload(ctx, x.data(), x.size() * sizeof(T));
+  const cl::Buffer f = upload(ctx, flags.data(), flags.size());
+  const cl::Buffer out = upload(ctx, y.data(), y.size() * sizeof(A));
+  Value cv;
+  cv.type = p.acc_type;
+  if (carry) {
+    if constexpr (std::is_floating_point_v<A>)
+      cv.f = static_cast<double>(*carry);
+    else if constexpr (std::is_signed_v<A>)
+      cv.i = static_cast<std::int64_t>(*carry);
+    else
+      cv.u = static_cast<std::uint64_t>(*carry);
+  }
+  std::vector<cl::Event> events;
+  plan.enqueue(in, f, out, offset, length, carry ? &cv : nullptr, events);
+  ctx.queue().enqueueReadBuffer(out, CL_TRUE, 0, y.size() * sizeof(A), y.data());
+  A run = carry.value_or(identity);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    A want = sentinel[i];
+    if (i >= offset && i < offset + length) {
+      if (p.segmented && flags[i]) run = identity;
+      const A next = op(run, static_cast<A>(x[i]));
+      want = p.exclusive ? run : next;
+      run = next;
+    }
+    if (std::memcmp(&y[i], &want, sizeof(A)) != 0 && wrong++ == 0)
+      UNSCOPED_INFO("first wrong: y[" << i << "] = " << +y[i] << ", expected " << +want << " (tile "
+                                      << (i - offset) / lookback_tile(plan) << " of the range)");
+  }
+  INFO(plan.policy().str());
+  REQUIRE(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE("look-back kernels fold stalled predecessors exactly: order, tile, segments, carry",
+          "[scan][plan][lookback]") {
+  // lookback-limit 0: every group folds the three tiles before its own from the input in the
+  // kernel (the decoupled fallback) instead of reading their descriptors, deterministically.
+  // A fold that combined out of order, read the wrong tile, missed a segment start in the tile
+  // it folds or dropped the carry-in of tile 0 gives wrong elements here. Both look-back
+  // kernels: scan-lookback (warp shuffles where the device has them: its own group size) and,
+  // on CPUs, scan-fast's CPU look-back (tiles of 1024).
+  Context& ctx = device_context();
+  const test::TuningGuard bound(ctx, "lookback-limit", "0");
+  const test::TuningGuard tile_len(ctx, "scan-tile", "1024");
+  const std::string kernel = GENERATE(std::string("scan-lookback"), std::string("cpu-lookback"));
+  if (kernel == "cpu-lookback" && ctx.info().is_gpu) SKIP("the CPU look-back is for CPUs");
+  const test::TuningGuard path(ctx, "scan-fast-path",
+                               kernel == "cpu-lookback" ? "cpu-lookback" : "");
+  CAPTURE(kernel);
+  const std::size_t step = std::max<std::size_t>(1, ctx.base_align());
+  const auto make = [&](Op op, DType type, DType acc, bool exclusive, bool segmented) {
+    ScanProblem p;
+    p.op = op;
+    p.type = type;
+    p.acc_type = acc;
+    p.n = 1;
+    p.exclusive = exclusive;
+    p.segmented = segmented;
+    p.carry_in = true;
+    const ScanVariant& v = *find_scan_variant(kernel == "cpu-lookback" ? "scan-fast" : kernel);
+    if (!v.unsupported(ctx, p).empty()) SKIP(v.unsupported(ctx, p));
+    const std::size_t local = kernel == "cpu-lookback" || ctx.info().is_gpu ? 0 : 16;
+    const std::size_t tile = lookback_tile(*v.plan(ctx, p, local));
+    p.n = 12 * tile + 333;
+    std::unique_ptr<ScanPlan> plan = v.plan(ctx, p, local);
+    REQUIRE(lookback_tile(*plan) == tile);
+    REQUIRE_THAT(plan->policy().path,
+                 ContainsSubstring(kernel == "cpu-lookback" ? "cpu look-back: 13 tiles"
+                                                            : "look-back, 1 launch"));
+    if (kernel == "scan-lookback") REQUIRE_THAT(plan->policy().path, ContainsSubstring("limit 0"));
+    return plan;
+  };
+  std::mt19937_64 rng(77);
+  for (const bool exclusive : {false, true}) {
+    for (const bool segmented : {false, true}) {
+      CAPTURE(exclusive, segmented);
+      // int32 summed into int64, wrapping into int32, int64 max, float sums of small integers
+      // (every partial sum exact, in any order).
+      {
+        const auto plan = make(Op::kSum, DType::kInt32, DType::kInt64, exclusive, segmented);
+        const std::size_t t = lookback_tile(*plan), m = plan->problem().n;
+        std::vector<std::int32_t> x(step + m);
+        for (auto& v : x) v = static_cast<std::int32_t>(rng() % 2001) - 1000;
+        const auto sum = [](std::int64_t a, std::int64_t b) { return a + b; };
+        for (const std::size_t off : {std::size_t{0}, step}) {
+          const auto flags = fold_flags(x.size(), off, t);
+          check_exact<std::int32_t, std::int64_t>(ctx, *plan, x, flags, off, m - off,
+                                                  std::int64_t{-123456789}, 0, sum);
+          check_exact<std::int32_t, std::int64_t>(ctx, *plan, x, flags, off, m - off, std::nullopt,
+                                                  0, sum);
+        }
+      }
+      {
+        const auto plan = make(Op::kSum, DType::kInt32, DType::kInt32, exclusive, segmented);
+        const std::size_t t = lookback_tile(*plan), m = plan->problem().n;
+        std::vector<std::int32_t> x(step + m);
+        for (auto& v : x) v = static_cast<std::int32_t>(static_cast<std::uint32_t>(rng()));
+        const auto wrap = [](std::int32_t a, std::int32_t b) {
+          return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) +
+                                           static_cast<std::uint32_t>(b));
+        };
+        check_exact<std::int32_t, std::int32_t>(ctx, *plan, x, fold_flags(x.size(), step, t), step,
+                                                m - step, std::int32_t{2000000000}, 0, wrap);
+      }
+      {
+        const auto plan = make(Op::kMax, DType::kInt64, DType::kInt64, exclusive, segmented);
+        const std::size_t t = lookback_tile(*plan), m = plan->problem().n;
+        std::vector<std::int64_t> x(m);
+        for (auto& v : x) v = static_cast<std::int64_t>(rng() % 1000000) - 2000000;
+        // A carry above every element: it is the running max up to the first segment start,
+        // through the tiles that fold tile 0.
+        const auto mx = [](std::int64_t a, std::int64_t b) { return std::max(a, b); };
+        check_exact<std::int64_t, std::int64_t>(ctx, *plan, x, fold_flags(m, 0, t), 0, m,
+                                                std::int64_t{-5}, INT64_MIN, mx);
+      }
+      {
+        const auto plan = make(Op::kSum, DType::kFloat, DType::kFloat, exclusive, segmented);
+        const std::size_t t = lookback_tile(*plan), m = plan->problem().n;
+        std::vector<float> x(m);
+        for (auto& v : x) v = static_cast<float>(static_cast<int>(rng() % 7) - 3);
+        const auto sum = [](float a, float b) { return a + b; };
+        check_exact<float, float>(ctx, *plan, x, fold_flags(m, 0, t), 0, m, 1000.0f, 0.0f, sum);
+      }
+    }
   }
 }
 
@@ -329,15 +493,16 @@ TEST_CASE("carry-in and sub-range plans on small arrays", "[.oclgrind]") {
                           ->plan(ctx, problem_of(c, 300, segmented, segmented, true), 16);
     check_range(ctx, *plan, x, flags, c, step, 300, 1000);
   }
-  // The look-back plan for calls that only enqueue (scan-fast's path forced), with its repair
-  // kernel (cl/scan_repair.cl) both returning at once and, with lookback-limit 0, redoing the
-  // scan: segmented and exclusive, with a carry-in, in groups of 16 (two tiles of 256).
+  // The look-back plan as a library call makes it (scan-fast's path forced), reading its
+  // predecessors' descriptors and, with lookback-limit 0, folding them in the kernel (tile 0
+  // with the carry-in): segmented and exclusive, with a carry-in, in groups of 16 (three tiles
+  // of 128).
   ctx.tuning().scan_fast_path = "lookback";
   for (const long long limit : {-1LL, 0LL}) {
     CAPTURE(limit);
     ctx.tuning().lookback_limit = limit;
-    const auto plan = make_enqueue_only_scan_plan(ctx, problem_of(c, 300, true, true, true), "", 16);
-    REQUIRE_THAT(plan->policy().path, ContainsSubstring("repaired on the device"));
+    const auto plan = make_named_scan_plan(ctx, problem_of(c, 300, true, true, true), "", 16);
+    REQUIRE_THAT(plan->policy().path, ContainsSubstring("scan-lookback: look-back"));
     check_range(ctx, *plan, x, flags, c, step, 300, 1000);
   }
   // A reduction on a sub-buffer: every read stays inside the range.
