@@ -396,7 +396,9 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
     uint next = tile, waits = 0u;
     // On every lane; tile 0's is the carry-in (dropped at a segment start like any prefix).
     acc_t prefix = tile == 0 && use_carry ? carry : clr_identity();
-    while (state == 0u) {  // uniform over the warp: every branch below is on warp-wide values
+    // Uniform over the warp: the loop's exit, and every branch around a warp exchange (the
+    // fold's included), test values that are the same on every lane.
+    while (state == 0u) {
       acc_t vals[LB_SPAN];
       uint ss[LB_SPAN];
 #pragma unroll
