@@ -431,6 +431,18 @@ TEST_CASE("scan-lookback with lookback-limit 0 folds predecessors in the kernel,
     CHECK_THAT(r.rec.policy.path, Catch::Matchers::ContainsSubstring("limit 0"));
     CHECK(r.rec.launches == 1);
   }
+  // Windows of 3 descriptors a lane: the folded tiles and the descriptors after them share a
+  // window.
+  {
+    const test::TuningGuard span(device_context(), "lookback-span", "3");
+    const std::size_t n = 20 * tile_of("scan-lookback", 16, Op::kSum, DType::kInt64) + 5;
+    const HostArray a = generate(DType::kInt64, n, seed);
+    const auto flags = random_flags(n, 0.002, seed);
+    for (const bool seg : {false, true}) {
+      CAPTURE(seg);
+      require_verified(run_scan("scan-lookback", a, Op::kSum, seg, seg ? &flags : nullptr, 16));
+    }
+  }
   // One tile needs no look-back.
   const HostArray one = generate(DType::kInt32, 100, seed);
   const ScanRun r = run_scan("scan-lookback", one, Op::kSum, false, nullptr);
