@@ -130,8 +130,9 @@ std::string to_json(const RunRecord& r) {
   else if (r.bound > 0)  // a float tolerance the result was checked against (the engine's rows)
     s += ",\"bound\":" + json_error(r.bound);
   if (!r.parts.empty()) {
-    s += std::string(",\"") + (r.ranks > 1 ? "ranks" : "devices") +
-         "\":" + std::to_string(r.ranks > 1 ? r.ranks : (r.devices ? r.devices : static_cast<int>(r.parts.size()))) +
+    s += std::string(",\"") + (r.ranks > 1 ? "ranks" : "devices") + "\":" +
+         std::to_string(r.ranks > 1 ? r.ranks
+                                    : (r.devices ? r.devices : static_cast<int>(r.parts.size()))) +
          ",\"combine_ms\":" + num(r.combine_ms) + ",\"slowest\":\"" + json_escape(r.slowest) +
          "\",\"parts\":[";
     for (std::size_t i = 0; i < r.parts.size(); ++i) {

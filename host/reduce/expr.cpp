@@ -329,8 +329,7 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
   const bool cpu = forced == "cpu" || (forced != "gpu" && !ctx.info().is_gpu);
   // The GPU shape's work-items fold a few thousand elements each: rows whose blocks are optional
   // fold them in one chain (the depth below counts it), unless the expr-blocks knob keeps them.
-  if (launch && spec_.blocks_optional && ctx.tuning().expr_blocks == "auto")
-    spec_.block = 0;
+  if (launch && spec_.blocks_optional && ctx.tuning().expr_blocks == "auto") spec_.block = 0;
   tail_ = generated_tail(spec_);
   options_ = spec_options(spec_);
   if (!launch) return;  // the checks alone (check_laws, post, map_values)

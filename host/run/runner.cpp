@@ -155,9 +155,10 @@ void Session::set_shares(RunRecord& rec, std::vector<PartInfo> parts,
     }
   }
   const std::size_t devices = rec.devices ? static_cast<std::size_t>(rec.devices) : parts.size();
-  rec.layout = std::to_string(devices) + " devices" +
-               (devices == parts.size() ? std::string() : ", " + std::to_string(parts.size()) + " pieces") +
-               ": " + layout;
+  rec.layout =
+      std::to_string(devices) + " devices" +
+      (devices == parts.size() ? std::string() : ", " + std::to_string(parts.size()) + " pieces") +
+      ": " + layout;
   rec.parts = std::move(parts);
   const double e2e = rec.upload_ms + rec.wall_ms;
   if (e2e > 0 && !data_.bytes.empty())

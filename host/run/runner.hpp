@@ -136,9 +136,9 @@ struct RunRecord {
   // started to the last read-back; ranks: the slowest rank's), and gbps the whole array's bytes
   // over that kernel time.
   std::vector<PartInfo> parts;
-  std::string slowest;    // the slowest part's device (or "rank R")
-  int devices = 0;  // several devices: how many (0: one a part; a split scan has one part more)
-  int ranks = 1;          // MPI ranks the array was split across
+  std::string slowest;  // the slowest part's device (or "rank R")
+  int devices = 0;      // several devices: how many (0: one a part; a split scan has one part more)
+  int ranks = 1;        // MPI ranks the array was split across
   double combine_ms = 0;  // the combine's time per run (host fold, MPI_Allreduce, MPI_Exscan
                           // and the carry pass), median
 

@@ -90,8 +90,7 @@ ScanSession::ScanSession(const std::vector<Context*>& ctxs, const HostArray& dat
   // time, k s + r over r + s of its speed (two devices: 1.75x for int32 -> int64 by bytes).
   std::vector<std::size_t> counts = share_counts(ctxs, problem_.acc_type);
   std::vector<Context*> on = ctxs;
-  split_ = !opts_.segmented && cfg_.share_weights.empty() &&
-           ctxs[0]->tuning().scan_split == "auto";
+  split_ = !opts_.segmented && cfg_.share_weights.empty() && ctxs[0]->tuning().scan_split == "auto";
   if (split_) {
     const double in = static_cast<double>(dtype_size(data.type));
     std::vector<double> weights(ctxs.size() + 1, 1.0);
@@ -169,8 +168,9 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
     }
   }
   if (reduce_first && last > 0)
-    rec.policy.path += split_ ? "; the first piece scanned beside the shares' totals first, then carry-in"
-                              : "; shares' totals first, then carry-in";
+    rec.policy.path +=
+        split_ ? "; the first piece scanned beside the shares' totals first, then carry-in"
+               : "; shares' totals first, then carry-in";
   // A share's carry comes through the totals of the shares before it (a tree each).
   for (std::size_t d = 0; reduce_first && d < k; ++d)
     if (totals[d]) chain = std::max<std::uint64_t>(chain, plans[d]->depth() + totals[d]->depth());
@@ -189,7 +189,9 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
     std::vector<Sample> s(k);
     std::vector<ScanCarry> carries(k);
     std::vector<double> carry_ms(k, 0.0);
-    const bool threads = ctx_.tuning().share_threads == "on";
+    // Split without totals first, the last device's two pieces would run in the same pass:
+    // one after another then, not from two threads on one context.
+    const bool threads = ctx_.tuning().share_threads == "on" && !(split_ && !reduce_first);
     const double t0 = now_ms();
     if (reduce_first) {
       // Every share but the last: its total, one read of its input.

@@ -6,8 +6,8 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -275,15 +275,16 @@ TEST_CASE(
       CAPTURE(path, row);
       CHECK(field(row, "verified") == "true");
       CHECK_THAT(row, Catch::Matchers::ContainsSubstring("4 chunks of 8192"));
-      const bool lookback = std::string(path) == "lookback" ||
-                            field(row, "variant") == "scan-lookback";
+      const bool lookback =
+          std::string(path) == "lookback" || field(row, "variant") == "scan-lookback";
       CHECK(field(row, "launches") == (lookback ? "4" : "15"));
     }
   }
   // Segmented: a share's carry depends on where its last segment starts; the carry pass then.
-  const auto seg = run_cli(three + " --variant scan-hierarchical --size 10007 --segment-length 77 " +
-                               "--format json --repeat 1 --warmup 0",
-                           kTimeout);
+  const auto seg =
+      run_cli(three + " --variant scan-hierarchical --size 10007 --segment-length 77 " +
+                  "--format json --repeat 1 --warmup 0",
+              kTimeout);
   REQUIRE(seg.code == 0);
   CHECK(field(first_row(seg.out), "verified") == "true");
   CHECK_THAT(first_row(seg.out),
@@ -299,7 +300,7 @@ TEST_CASE(
   // and a scan move an element), each cut at a multiple of 16 but the last; with scan-split off
   // or segments, equal halves.
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
-      {"--type int32", {"10000", "30000", "30000"}},  // int32 -> int64: r/s = 4/12
+      {"--type int32", {"10000", "30000", "30000"}},              // int32 -> int64: r/s = 4/12
       {"--type int32 --acc int32", {"14000", "28000", "28000"}},  // 4/8
       {"--type float --exclusive", {"14000", "28000", "28000"}},
       {"--type double --op max", {"14000", "28000", "28000"}},
