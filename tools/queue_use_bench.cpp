@@ -7,7 +7,9 @@
 // Python package does for a pyopencl array. Beside them, the floors of the same queue: the
 // plan's enqueue alone (no read, no wait: what the Python package does now for a pyopencl
 // array, whose result stays on the device), and a trivial kernel of the program's own (one group
-// of 64) enqueued with and without a flush, and with its 4-byte read and wait.
+// of 64) enqueued with and without a flush, and with its 4-byte read and wait; and the parts of
+// the library's enqueue beside the launch: an event, six kernel arguments, getInfo queries;
+// and the plan's enqueue that makes no event (enqueue(..., wait, nullptr)).
 // usage: queue_use_bench [DEVICE] [N] [CALLS] [ROUNDS]   (defaults 0, 1024, 2000, 5)
 #include <clreduce/clreduce.hpp>
 
@@ -50,8 +52,7 @@ Times one_block(clreduce::Reduction& plan, cl::CommandQueue& q, const cl::Buffer
 }
 
 // Host time of `call` alone, calls back to back, the queue finished after each 100.
-template <class Call>
-Times enqueue_block(cl::CommandQueue& q, int calls, Call&& call) {
+template <class Call> Times enqueue_block(cl::CommandQueue& q, int calls, Call&& call) {
   std::vector<double> t;
   const int warmup = 50;
   for (int i = 0; i < warmup + calls; ++i) {
@@ -88,7 +89,12 @@ int main(int argc, char** argv) {
     q.enqueueWriteBuffer(in, CL_TRUE, 0, n * sizeof(float), x.data());
     clreduce::Reduction on_own(own, clreduce::Op::kSum, clreduce::DType::kFloat, n);
     clreduce::Reduction on_program(direct, clreduce::Op::kSum, clreduce::DType::kFloat, n);
-    const cl::Program prog(ctx, "__kernel void one(__global float* o) { if (get_global_id(0) == 0) o[0] = 1.0f; }");
+    const cl::Program prog(
+        ctx,
+        "__kernel void one(__global float* o) { if (get_global_id(0) == 0) o[0] = 1.0f; }\n"
+        "__kernel void six(__global const float* a, ulong n, __global float* p, "
+        "__global uint* t, __global float* o, ulong f) { if (get_global_id(0) "
+        "== 0 && n == 0) o[0] = a[f] + p[0] + t[0]; }");
     prog.build();
     cl::Kernel one(prog, "one");
     one.setArg(0, out);
@@ -109,11 +115,44 @@ int main(int argc, char** argv) {
         raw(false);
         q.enqueueReadBuffer(out, CL_TRUE, 0, sizeof v, &v);
       });
-      std::printf("round %d  kOwn %.1f / %.1f  kProgram %.1f / %.1f  | enqueue only: kProgram %.1f / "
-                  "%.1f  trivial kernel %.1f / %.1f  +flush %.1f / %.1f  +blocking read %.1f / "
-                  "%.1f\n",
-                  r + 1, a.p10, a.median, b.p10, b.median, c.p10, c.median, d.p10, d.median, e.p10,
-                  e.median, f.p10, f.median);
+      // The parts of the library's enqueue beside the launch itself: the event it returns, its
+      // six kernel arguments, and its buffer checks' getInfo queries.
+      cl::Kernel six(prog, "six");
+      const cl::Buffer scratch(ctx, CL_MEM_READ_WRITE, 64);
+      const Times g = enqueue_block(q, calls, [&] {
+        cl::Event ev;
+        q.enqueueNDRangeKernel(one, cl::NullRange, cl::NDRange(64), cl::NDRange(64), nullptr, &ev);
+        q.flush();
+      });
+      const Times h = enqueue_block(q, calls, [&] {
+        six.setArg(0, in);
+        six.setArg(1, static_cast<cl_ulong>(n));
+        six.setArg(2, scratch);
+        six.setArg(3, scratch);
+        six.setArg(4, out);
+        six.setArg(5, static_cast<cl_ulong>(0));
+        q.enqueueNDRangeKernel(six, cl::NullRange, cl::NDRange(64), cl::NDRange(64));
+        q.flush();
+      });
+      std::size_t bytes = 0;
+      const Times k = enqueue_block(q, calls, [&] {
+        for (int j = 0; j < 3; ++j) {
+          bytes += in.getInfo<CL_MEM_SIZE>() + out.getInfo<CL_MEM_SIZE>();
+          if (in.getInfo<CL_MEM_CONTEXT>()() != ctx()) std::abort();
+        }
+      });
+      const Times m =
+          enqueue_block(q, calls, [&] { on_program.enqueue(in, 0, n, out, 0, {}, nullptr); });
+      std::printf(
+          "round %d  +flush with an event %.1f / %.1f  six arguments set +flush %.1f / %.1f"
+          "  nine getInfo %.2f / %.2f  | enqueue only, no event: kProgram %.1f / %.1f\n",
+          r + 1, g.p10, g.median, h.p10, h.median, k.p10, k.median, m.p10, m.median);
+      std::printf(
+          "round %d  kOwn %.1f / %.1f  kProgram %.1f / %.1f  | enqueue only: kProgram %.1f / "
+          "%.1f  trivial kernel %.1f / %.1f  +flush %.1f / %.1f  +blocking read %.1f / "
+          "%.1f\n",
+          r + 1, a.p10, a.median, b.p10, b.median, c.p10, c.median, d.p10, d.median, e.p10,
+          e.median, f.p10, f.median);
     }
   } catch (const clreduce::Error& e) {
     std::fprintf(stderr, "queue_use_bench: %s\n", e.what());

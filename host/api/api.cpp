@@ -248,8 +248,7 @@ class ReduceCall {
     const std::size_t bytes = p_.acc_bytes();
     cl::CommandQueue& q = ctx_.queue();
     if (n == 0) {
-      events.emplace_back();
-      q.enqueueCopyBuffer(identity_, out, 0, offset, bytes, nullptr, &events.back());
+      q.enqueueCopyBuffer(identity_, out, 0, offset, bytes, nullptr, ctx_.event_slot(events));
       return;
     }
     if (offset == 0 && (spill || plan_->out_bytes() == bytes)) {
@@ -257,8 +256,7 @@ class ReduceCall {
       return;
     }
     plan_->enqueue(in, first, n, result_, events);
-    events.emplace_back();
-    q.enqueueCopyBuffer(result_, out, 0, offset, bytes, nullptr, &events.back());
+    q.enqueueCopyBuffer(result_, out, 0, offset, bytes, nullptr, ctx_.event_slot(events));
   }
 
  private:
@@ -434,9 +432,8 @@ void enqueue_copy(Context& ctx, const cl::Buffer& src, std::size_t src_at, const
                   std::size_t dst_at, std::size_t bytes, std::vector<cl::Event>& events) {
   for_each_piece(0, bytes, ctx.tuning().transfer_piece, 1, [&](std::size_t off, std::size_t len) {
     const bool last = off + len == bytes;
-    if (last) events.emplace_back();
     ctx.queue().enqueueCopyBuffer(src, dst, src_at + off, dst_at + off, len, nullptr,
-                                  last ? &events.back() : nullptr);
+                                  last ? ctx.event_slot(events) : nullptr);
   });
 }
 
@@ -766,15 +763,13 @@ Result Device::scan(Op op, DType type, const cl::Buffer& in, std::size_t first, 
 // ---- Derived ops, user expressions, segments and axes.
 
 const std::vector<Derived>& all_derived() {
-  static const std::vector<Derived> v = {Derived::kDot,   Derived::kNorm2, Derived::kMean,
-                                         Derived::kVar,   Derived::kStd,   Derived::kCount,
-                                         Derived::kAny,   Derived::kAll,   Derived::kLogSumExp};
+  static const std::vector<Derived> v = {Derived::kDot, Derived::kNorm2, Derived::kMean,
+                                         Derived::kVar, Derived::kStd,   Derived::kCount,
+                                         Derived::kAny, Derived::kAll,   Derived::kLogSumExp};
   return v;
 }
 
-std::string derived_name(Derived op) {
-  return expr_op_names().at(static_cast<std::size_t>(op));
-}
+std::string derived_name(Derived op) { return expr_op_names().at(static_cast<std::size_t>(op)); }
 
 Derived parse_derived(const std::string& name) {
   for (Derived d : all_derived())
@@ -885,8 +880,8 @@ CallInputs call_inputs(Context& ctx, const std::vector<ArrayRef>& arrays, std::s
     c.types.push_back(a.type);
     c.host.push_back(a.data);
     if (a.data) {
-      c.buffers.push_back(ctx.scratch("api.expr_input" + std::to_string(k),
-                                      std::max<std::size_t>(bytes, 1)));
+      c.buffers.push_back(
+          ctx.scratch("api.expr_input" + std::to_string(k), std::max<std::size_t>(bytes, 1)));
     } else {
       if (a.buffer() == nullptr)
         throw Error(Errc::kUsage, what + " holds neither host memory nor a buffer");
@@ -1024,9 +1019,8 @@ Result run_expr_call(Context& ctx, const std::string& row, const ExprSpec& spec,
     if (spec.acc == DType::kUInt64) r.value.i = static_cast<std::int64_t>(r.value.u);
     if (spec.arg == 1) std::memcpy(&r.value.index, got.data() + 8, 8);
     if (o.verify) {
-      const ExprOpReference ref =
-          expr_op_reference(row, xa ? views : c.on_host(ctx), {}, o.ddof, r.value.type,
-                            er.depth() + fold_depth);
+      const ExprOpReference ref = expr_op_reference(row, xa ? views : c.on_host(ctx), {}, o.ddof,
+                                                    r.value.type, er.depth() + fold_depth);
       const bool same =
           is_float(r.value.type)
               ? (r.value.f == ref.value.f || (std::isnan(r.value.f) && std::isnan(ref.value.f)))
@@ -1091,17 +1085,15 @@ void check_empty_segments(const SegmentLayout& L, bool by_axes, const std::strin
     if (L.length(q) == 0)
       throw Error(Errc::kUsage,
                   (by_axes ? std::string("the reduced axes hold no elements")
-                           : "segment " + std::to_string(q) + " ([" +
-                                 std::to_string(L.offsets[q]) + ", " +
-                                 std::to_string(L.offsets[q + 1]) + ")) is empty") +
+                           : "segment " + std::to_string(q) + " ([" + std::to_string(L.offsets[q]) +
+                                 ", " + std::to_string(L.offsets[q + 1]) + ")) is empty") +
                       ": " + op + " has no identity");
 }
 
 // One segmented reduction: a built-in op (spec null) or the engine's (row: a derived op's name,
 // else a user expression).
-SegmentedResult run_segments_call(Context& ctx, Op op, const ExprSpec* spec,
-                                  const std::string& row, const CallInputs& c,
-                                  const Segments& segs, const Options& o) {
+SegmentedResult run_segments_call(Context& ctx, Op op, const ExprSpec* spec, const std::string& row,
+                                  const CallInputs& c, const Segments& segs, const Options& o) {
   const DeviceInfo& d = ctx.info();
   const std::size_t n = c.n;
   SegmentedResult r;
@@ -1257,8 +1249,7 @@ Result Device::reduce(Derived op, const std::vector<ArrayRef>& inputs, std::size
                       const Options& options) {
   Context& ctx = impl_->ready();
   const CallInputs c = call_inputs(ctx, inputs, n, named_arrays(op, options), true);
-  return run_expr_call(ctx, derived_name(op), derived_spec(ctx, op, c, options, true), c,
-                       options);
+  return run_expr_call(ctx, derived_name(op), derived_spec(ctx, op, c, options, true), c, options);
 }
 
 Result Device::reduce(const Expression& expression, const std::vector<ArrayRef>& inputs,
@@ -1279,8 +1270,8 @@ SegmentedResult Device::reduce_segments(Op op, DType type, const void* data, std
 SegmentedResult Device::reduce_segments(Op op, DType type, const cl::Buffer& data, std::size_t n,
                                         const Segments& segments, const Options& options) {
   Context& ctx = impl_->ready();
-  return run_segments_call(ctx, op, nullptr, "", one_input(ctx, type, nullptr, &data, n),
-                           segments, options);
+  return run_segments_call(ctx, op, nullptr, "", one_input(ctx, type, nullptr, &data, n), segments,
+                           options);
 }
 
 SegmentedResult Device::reduce_segments(Derived op, const std::vector<ArrayRef>& inputs,
@@ -1328,22 +1319,20 @@ std::vector<cl::Event> gate(Context& ctx, cl::CommandQueue* marker_queue,
 }
 
 // Enqueues `body` on ctx's queue after the gate's events (a barrier), flushes, and returns the
-// last command's event (the barrier's when body enqueues nothing).
+// last command's event (the barrier's, or a marker's, when body enqueues nothing); under
+// Context::EventsOff, no event (nothing made for one).
 template <class Body>
 cl::Event enqueue_gated(Context& ctx, const std::vector<cl::Event>& gated, Body body) {
   std::vector<cl::Event> events;
   cl::CommandQueue& q = ctx.queue();
-  if (!gated.empty()) {
-    events.emplace_back();
-    q.enqueueBarrierWithWaitList(&gated, &events.back());
-  }
+  if (!gated.empty()) q.enqueueBarrierWithWaitList(&gated, ctx.event_slot(events));
   body(events);
-  if (events.empty()) {
+  if (events.empty() && !ctx.events_off()) {
     events.emplace_back();
     q.enqueueMarkerWithWaitList(nullptr, &events.back());
   }
   q.flush();
-  return events.back();
+  return ctx.events_off() ? cl::Event() : events.back();
 }
 
 void check_plan_n(std::size_t n, std::size_t max_n, const char* what) {
@@ -1400,6 +1389,14 @@ cl::Event Reduction::enqueue(const cl::Buffer& in, std::size_t n, const cl::Buff
 cl::Event Reduction::enqueue(const cl::Buffer& in, std::size_t first, std::size_t n,
                              const cl::Buffer& out, std::size_t out_offset,
                              const std::vector<cl::Event>& wait) {
+  cl::Event done;
+  enqueue(in, first, n, out, out_offset, wait, &done);
+  return done;
+}
+
+void Reduction::enqueue(const cl::Buffer& in, std::size_t first, std::size_t n,
+                        const cl::Buffer& out, std::size_t out_offset,
+                        const std::vector<cl::Event>& wait, cl::Event* event) {
   Context& ctx = impl_->dev->ctx;
   const ReduceProblem& p = impl_->call->problem();
   check_plan_n(n, impl_->max_n, "a Reduction");
@@ -1416,9 +1413,12 @@ cl::Event Reduction::enqueue(const cl::Buffer& in, std::size_t first, std::size_
                     "make the plan with the variant fast or exact, which take any first element, "
                     "or copy the range");
   const std::vector<cl::Event> gated = gate(ctx, impl_->dev->marker_queue(), wait);
-  return enqueue_gated(ctx, gated, [&](std::vector<cl::Event>& events) {
+  std::optional<Context::EventsOff> off;
+  if (!event && impl_->dev->use == QueueUse::kProgram) off.emplace(ctx);
+  cl::Event done = enqueue_gated(ctx, gated, [&](std::vector<cl::Event>& events) {
     impl_->call->enqueue(in, first, n, out, out_offset, events);
   });
+  if (event) *event = std::move(done);
 }
 
 struct Scan::Impl {
@@ -1430,9 +1430,9 @@ struct Scan::Impl {
   bool any_offset = false;
   cl::Buffer in_copy, flags_copy, out_copy;
 
-  cl::Event enqueue(const cl::Buffer& in, std::size_t first, std::size_t n,
-                    const cl::Buffer* flags, const cl::Buffer& out, std::size_t out_first,
-                    const std::vector<cl::Event>& wait);
+  cl::Event enqueue(const cl::Buffer& in, std::size_t first, std::size_t n, const cl::Buffer* flags,
+                    const cl::Buffer& out, std::size_t out_first,
+                    const std::vector<cl::Event>& wait, bool no_event = false);
 };
 
 Scan::Scan(Device& device, Op op, DType type, std::size_t max_n, const PlanOptions& options)
@@ -1473,8 +1473,8 @@ std::size_t Scan::max_n() const { return impl_->max_n; }
 std::string Scan::plan() const { return impl_->plan->policy().str(); }
 
 cl::Event Scan::Impl::enqueue(const cl::Buffer& in, std::size_t first, std::size_t n,
-                              const cl::Buffer* flags, const cl::Buffer& out,
-                              std::size_t out_first, const std::vector<cl::Event>& wait) {
+                              const cl::Buffer* flags, const cl::Buffer& out, std::size_t out_first,
+                              const std::vector<cl::Event>& wait, bool no_event) {
   Context& ctx = dev->ctx;
   check_plan_n(n, max_n, "a Scan");
   check_buffer(ctx, in, first, n, p.type, "input");
@@ -1505,6 +1505,8 @@ cl::Event Scan::Impl::enqueue(const cl::Buffer& in, std::size_t first, std::size
     y = copy_out ? out_copy : ctx.view(out, out_at, n * p.acc_bytes());
   }
   const std::vector<cl::Event> gated = gate(ctx, dev->marker_queue(), wait);
+  std::optional<Context::EventsOff> off;
+  if (no_event && dev->use == QueueUse::kProgram) off.emplace(ctx);
   return enqueue_gated(ctx, gated, [&](std::vector<cl::Event>& events) {
     if (!n) return;
     if (copy_in) enqueue_copy(ctx, in, in_at, x, 0, n * dtype_size(p.type), events);
@@ -1525,6 +1527,14 @@ cl::Event Scan::enqueue(const cl::Buffer& in, std::size_t first, std::size_t n,
   if (impl_->p.segmented)
     throw Error(Errc::kUsage, "a segmented Scan takes its flags: call enqueue_segmented()");
   return impl_->enqueue(in, first, n, nullptr, out, out_first, wait);
+}
+
+void Scan::enqueue(const cl::Buffer& in, std::size_t first, std::size_t n, const cl::Buffer& out,
+                   std::size_t out_first, const std::vector<cl::Event>& wait, cl::Event* event) {
+  if (impl_->p.segmented)
+    throw Error(Errc::kUsage, "a segmented Scan takes its flags: call enqueue_segmented()");
+  cl::Event done = impl_->enqueue(in, first, n, nullptr, out, out_first, wait, event == nullptr);
+  if (event) *event = std::move(done);
 }
 
 cl::Event Scan::enqueue_segmented(const cl::Buffer& in, std::size_t n, const cl::Buffer& flags,

@@ -114,7 +114,8 @@ class ReducePlan {
 // an atomic ticket, folds the partials into out[0] (topdown's scheme, fast's shapes). The kernel
 // takes (in, n, partials, ticket, out); partials (one accumulator per group) and the ticket are
 // zeroed here, and each launch's last group resets the ticket. A kernel made with first_arg
-// takes a sixth, the range's first element (ulong), and reads any start (any_start()).
+// takes a sixth, the range's first element (ulong), and reads any start (any_start()). The
+// kernel is the plan's own: partials and ticket are set once, n and first when they change.
 class TicketPlan : public ReducePlan {
  public:
   bool any_start() const override { return first_arg_; }
@@ -131,6 +132,7 @@ class TicketPlan : public ReducePlan {
   cl::Kernel kernel_;
   bool first_arg_;
   cl::Buffer partials_, ticket_;
+  std::size_t n_set_ = 0, first_set_ = 0;  // the arguments last set (n = 0: none yet)
 };
 
 // A reduction variant: a name, a description and const functions of (context, problem). It

@@ -41,6 +41,29 @@ class Context {
   cl::CommandQueue& queue() { return queue_; }
   const std::string& kernel_dir() const { return kernel_dir_; }
   bool verbose() const { return verbose_; }
+
+  // Where a launch stores its event: a new element of `events`, or nowhere (nullptr) while an
+  // EventsOff of this context is alive. An event costs NVIDIA's driver about 2 us a launch
+  // (docs/PERF.md); the library's enqueue-only calls that the caller asked for no event, on the
+  // program's in-order queue (whose order is all that follows them need), make none.
+  cl::Event* event_slot(std::vector<cl::Event>& events) {
+    if (events_off_) return nullptr;
+    events.emplace_back();
+    return &events.back();
+  }
+  bool events_off() const { return events_off_; }
+  // While alive, event_slot() gives nullptr (launches make no events).
+  class EventsOff {
+   public:
+    explicit EventsOff(Context& ctx) : ctx_(ctx), was_(ctx.events_off_) { ctx.events_off_ = true; }
+    ~EventsOff() { ctx_.events_off_ = was_; }
+    EventsOff(const EventsOff&) = delete;
+    EventsOff& operator=(const EventsOff&) = delete;
+
+   private:
+    Context& ctx_;
+    bool was_;
+  };
   // The tuning knobs; read when a plan is made, so a change applies to the next plan.
   const Tuning& tuning() const { return tuning_; }
   Tuning& tuning() { return tuning_; }
@@ -160,6 +183,7 @@ class Context {
   DeviceInfo info_;
   std::string kernel_dir_;
   bool verbose_;
+  bool events_off_ = false;
   Tuning tuning_;
   cl::Context context_;
   cl::CommandQueue queue_;

@@ -114,15 +114,27 @@ class LookbackPlan : public LookbackRunPlan {
   }
   bool go(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out, std::size_t n,
           const std::vector<unsigned char>& carry, bool use_carry, std::vector<cl::Event>& events) {
+    // The buffers every launch (a handle may name a new buffer); n and the carry when changed.
     kernel_.setArg(0, in);
     kernel_.setArg(1, flags);
-    kernel_.setArg(2, static_cast<cl_ulong>(n));
+    if (n != n_set_) kernel_.setArg(2, static_cast<cl_ulong>(n));
+    n_set_ = n;
     kernel_.setArg(3, out);
-    kernel_.setArg(4, carry.size(), carry.data());
-    kernel_.setArg(5, static_cast<cl_uint>(use_carry ? 1 : 0));
+    if (!carry_set_ || carry != carry_ || use_carry != use_carry_) {
+      carry_set_ = false;
+      kernel_.setArg(4, carry.size(), carry.data());
+      kernel_.setArg(5, static_cast<cl_uint>(use_carry ? 1 : 0));
+      carry_ = carry;
+      use_carry_ = use_carry;
+      carry_set_ = true;
+    }
     run(6, tiles(n, policy()) * policy().wg_size, policy().wg_size, events);
     return use_carry;
   }
+
+  std::size_t n_set_ = 0;  // the arguments last set (n = 0: none yet)
+  bool carry_set_ = false, use_carry_ = false;
+  std::vector<unsigned char> carry_;
 };
 
 // scan-lookback's plan.
@@ -147,8 +159,7 @@ std::unique_ptr<ScanPlan> lookback_plan(Context& ctx, const ScanProblem& p,
   pol.vec_width = vec;
   const std::size_t tile = pol.wg_size * pol.items_per_thread;
   pol.groups = (p.n + tile - 1) / tile;
-  pol.path = "look-back, 1 launch, tile " + std::to_string(tile) +
-             (shfl ? ", warp shuffles" : "") +
+  pol.path = "look-back, 1 launch, tile " + std::to_string(tile) + (shfl ? ", warp shuffles" : "") +
              (relaxed_reads(ctx, pol.wg_size) ? ", volatile reads" : "") +
              (group_ids(ctx, pol.wg_size) ? ", group ids" : "") +
              (lookback_span(ctx, pol.wg_size) > 1

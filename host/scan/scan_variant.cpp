@@ -116,12 +116,14 @@ void LookbackRunPlan::run(cl_uint first_arg, std::size_t global, std::size_t loc
   // here, on the host, per launch: launches enqueued back to back each have their own, and the
   // tile counter is reset by each launch's last group, so nothing is read back between them.
   epoch_ = epoch_ % ((std::uint32_t{1} << 30) - 1) + 1;
-  kernel_.setArg(first_arg, desc_);
-  kernel_.setArg(first_arg + 1, counters_);
+  if (!scratch_set_) {  // the plan's own kernel: its scratch set once
+    kernel_.setArg(first_arg, desc_);
+    kernel_.setArg(first_arg + 1, counters_);
+    scratch_set_ = true;
+  }
   kernel_.setArg(first_arg + 2, static_cast<cl_uint>(epoch_));
-  events.emplace_back();
   ctx_.queue().enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(global), cl::NDRange(local),
-                                    nullptr, &events.back());
+                                    nullptr, ctx_.event_slot(events));
 }
 
 bool ScanPlan::launch_carry(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,

@@ -123,7 +123,8 @@ class LookbackRunPlan : public ScanPlan {
   LookbackRunPlan(Context& ctx, std::string variant, const ScanProblem& p, LaunchPolicy policy,
                   std::uint64_t depth, const cl::Kernel& kernel, std::size_t tiles);
   // With the kernel's data arguments set, sets arguments first_arg .. first_arg + 2 to the
-  // descriptors, the counters and a new epoch and launches global x local work-items.
+  // descriptors, the counters (once: the kernel is the plan's own) and a new epoch and launches
+  // global x local work-items.
   void run(cl_uint first_arg, std::size_t global, std::size_t local,
            std::vector<cl::Event>& events);
 
@@ -131,6 +132,7 @@ class LookbackRunPlan : public ScanPlan {
 
  private:
   cl::Buffer desc_, counters_;
+  bool scratch_set_ = false;
   std::uint32_t epoch_ = 0;
 };
 

@@ -77,9 +77,9 @@ struct CLREDUCE_API Options {
 
 // The outcome of one reduce or scan.
 struct CLREDUCE_API Result {
-  std::string variant;  // the variant that ran ("expr" for derived ops and user expressions)
-  std::string name;     // the op's name: op_name(op), derived_name(), or "expr"
-  Op op = Op::kSum;     // the built-in op (kSum for derived ops and user expressions)
+  std::string variant;         // the variant that ran ("expr" for derived ops and user expressions)
+  std::string name;            // the op's name: op_name(op), derived_name(), or "expr"
+  Op op = Op::kSum;            // the built-in op (kSum for derived ops and user expressions)
   DType type = DType::kInt32;  // element type
   DType acc = DType::kInt64;   // accumulator type: the type of value and of a scan's output
   std::size_t n = 0;
@@ -437,9 +437,9 @@ class CLREDUCE_API Device {
 
 // What a plan is made with.
 struct CLREDUCE_API PlanOptions {
-  std::string variant;  // reductions: as Options::variant ("" picks "fast"); scans: any scan
-                        // variant ("" picks scan-fast, whose path suits the device)
-  std::string acc;      // the accumulator, as Options::acc
+  std::string variant;         // reductions: as Options::variant ("" picks "fast"); scans: any scan
+                               // variant ("" picks scan-fast, whose path suits the device)
+  std::string acc;             // the accumulator, as Options::acc
   std::size_t local_size = 0;  // work-group size override; 0 the variant's choice
   bool exclusive = false;      // scans: element i combines the elements before it
   bool segmented = false;      // scans: enqueue_segmented() takes one flag byte per element
@@ -482,6 +482,12 @@ class CLREDUCE_API Reduction {
   // BASE_ADDR_ALIGN; else Errc::kUsage: a plan copies nothing).
   cl::Event enqueue(const cl::Buffer& in, std::size_t first, std::size_t n, const cl::Buffer& out,
                     std::size_t out_offset = 0, const std::vector<cl::Event>& wait = {});
+  // The same with the event given back the OpenCL way: the last command's in *event, or, for
+  // event = nullptr on a Device of QueueUse::kProgram, no event made at all (NVIDIA's driver
+  // spends about 2 us a call making one; the program's in-order queue orders what follows).
+  // On a Device of clreduce's own queue an event is made and dropped.
+  void enqueue(const cl::Buffer& in, std::size_t first, std::size_t n, const cl::Buffer& out,
+               std::size_t out_offset, const std::vector<cl::Event>& wait, cl::Event* event);
 
  private:
   struct Impl;
@@ -522,9 +528,13 @@ class CLREDUCE_API Scan {
   // and one made without throws Errc::kUsage. A range past its buffer's end is Errc::kUsage.
   cl::Event enqueue(const cl::Buffer& in, std::size_t first, std::size_t n, const cl::Buffer& out,
                     std::size_t out_first, const std::vector<cl::Event>& wait = {});
+  // An unsegmented scan with the event given back as Reduction's enqueue(..., cl::Event*):
+  // nullptr on a Device of QueueUse::kProgram makes none.
+  void enqueue(const cl::Buffer& in, std::size_t first, std::size_t n, const cl::Buffer& out,
+               std::size_t out_first, const std::vector<cl::Event>& wait, cl::Event* event);
   cl::Event enqueue_segmented(const cl::Buffer& in, std::size_t first, std::size_t n,
-                              const cl::Buffer& flags, const cl::Buffer& out,
-                              std::size_t out_first, const std::vector<cl::Event>& wait = {});
+                              const cl::Buffer& flags, const cl::Buffer& out, std::size_t out_first,
+                              const std::vector<cl::Event>& wait = {});
 
  private:
   struct Impl;

@@ -57,12 +57,12 @@ template <class F> std::optional<clreduce::Errc> error_category(F&& f) {
 
 template <class T> cl::Buffer upload(clreduce::Device& dev, const std::vector<T>& v) {
   cl::Buffer b(dev.context(), CL_MEM_READ_WRITE, std::max<std::size_t>(v.size(), 1) * sizeof(T));
-  if (!v.empty())
-    dev.queue().enqueueWriteBuffer(b, CL_TRUE, 0, v.size() * sizeof(T), v.data());
+  if (!v.empty()) dev.queue().enqueueWriteBuffer(b, CL_TRUE, 0, v.size() * sizeof(T), v.data());
   return b;
 }
 
-template <class T> std::vector<T> download(cl::CommandQueue& q, const cl::Buffer& b, std::size_t n) {
+template <class T>
+std::vector<T> download(cl::CommandQueue& q, const cl::Buffer& b, std::size_t n) {
   std::vector<T> v(n);
   if (n) q.enqueueReadBuffer(b, CL_TRUE, 0, n * sizeof(T), v.data());
   return v;
@@ -130,8 +130,8 @@ TEST_CASE("enqueue: a Reduction writes its result at a byte offset, reused for m
   for (int rep = 0; rep < 1000; ++rep) {
     const std::size_t n = 1 + static_cast<std::size_t>(rep * 97) % max_n, slot = rep % 32;
     last = sum.enqueue(in, n, many, 8 * slot);
-    want[slot] = std::accumulate(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n),
-                                 std::int64_t{0});
+    want[slot] =
+        std::accumulate(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n), std::int64_t{0});
   }
   last.wait();
   CHECK(download<std::int64_t>(dev.queue(), many, 32) == want);
@@ -198,18 +198,16 @@ TEST_CASE("enqueue: bad requests throw before anything is enqueued; nothing is w
   CHECK_THAT(error_text([&] { scan.enqueue_segmented(in, 10, y, y); }),
              ContainsSubstring("takes no flags"));
   // Compactions: an expression that is not one, or does not compile, or names y.
-  CHECK(error_text([&] {
-          Compaction(dev, DType::kInt32, 10, clreduce::Predicate::where("x > 0; x"));
-        }) == "Predicate::expr 'x > 0; x' is not one expression: it holds ';' (an expression "
-              "may not end itself or add code)");
-  CHECK_THAT(error_text([&] {
-               Compaction(dev, DType::kInt32, 10, clreduce::Predicate::where("x > q"));
-             }),
-             ContainsSubstring("Predicate::expr 'x > q' does not compile: column 5"));
-  CHECK_THAT(error_text([&] {
-               Compaction(dev, DType::kInt32, 10, clreduce::Predicate::where("x > y"));
-             }),
-             ContainsSubstring("a compaction has one array, x"));
+  CHECK(error_text(
+            [&] { Compaction(dev, DType::kInt32, 10, clreduce::Predicate::where("x > 0; x")); }) ==
+        "Predicate::expr 'x > 0; x' is not one expression: it holds ';' (an expression "
+        "may not end itself or add code)");
+  CHECK_THAT(
+      error_text([&] { Compaction(dev, DType::kInt32, 10, clreduce::Predicate::where("x > q")); }),
+      ContainsSubstring("Predicate::expr 'x > q' does not compile: column 5"));
+  CHECK_THAT(
+      error_text([&] { Compaction(dev, DType::kInt32, 10, clreduce::Predicate::where("x > y")); }),
+      ContainsSubstring("a compaction has one array, x"));
   Compaction sel(dev, DType::kInt32, 1000, {Cmp::kGreater, 0});
   cl::Buffer count = filled(dev, 8, 0);
   CHECK_THAT(error_text([&] { sel.enqueue(in, 1000, in, count); }),
@@ -245,7 +243,8 @@ TEST_CASE("enqueue: a user event gates the call; events chain calls with no wait
   clreduce::Scan scan(dev, Op::kSum, DType::kInt32, n);
   clreduce::Reduction mx(dev, Op::kMax, DType::kInt64, n);
   Compaction pos(dev, DType::kInt64, n, {Cmp::kGreater, 0});
-  cl::Buffer y(dev.context(), CL_MEM_READ_WRITE, n * 8), kept(dev.context(), CL_MEM_READ_WRITE, n * 8);
+  cl::Buffer y(dev.context(), CL_MEM_READ_WRITE, n * 8),
+      kept(dev.context(), CL_MEM_READ_WRITE, n * 8);
   const cl::Buffer res = filled(dev, 32, 0);
   const cl::Event e1 = scan.enqueue(zin, n, y);
   const cl::Event e2 = mx.enqueue(y, n, res, 0, {e1});
@@ -257,14 +256,13 @@ TEST_CASE("enqueue: a user event gates the call; events chain calls with no wait
   const std::vector<std::int64_t> r = download<std::int64_t>(dev.queue(), res, 2);
   CHECK(r[0] == *std::max_element(prefix.begin(), prefix.end()));
   std::uint64_t want_kept = 0;
-  const std::vector<std::int64_t> want =
-      host_compact(prefix, [](std::int64_t v) { return v > 0; }, false, &want_kept);
+  const std::vector<std::int64_t> want = host_compact(
+      prefix, [](std::int64_t v) { return v > 0; }, false, &want_kept);
   CHECK(static_cast<std::uint64_t>(r[1]) == want_kept);
   CHECK(download<std::int64_t>(dev.queue(), kept, want_kept) == want);
 }
 
-TEST_CASE("enqueue: on a program's out-of-order queue, events order the work",
-          "[api][enqueue]") {
+TEST_CASE("enqueue: on a program's out-of-order queue, events order the work", "[api][enqueue]") {
   const cl::Device cl_dev = device().device();
   if (!(cl_dev.getInfo<CL_DEVICE_QUEUE_PROPERTIES>() & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
     WARN("the device has no out-of-order queues");
@@ -288,7 +286,8 @@ TEST_CASE("enqueue: on a program's out-of-order queue, events order the work",
     std::vector<unsigned char> b(64);
     std::vector<cl::Event> both = {s, c};
     q.enqueueReadBuffer(out, CL_TRUE, 0, 64, b.data(), &both);
-    CHECK(at<std::int64_t>(b, 16) == static_cast<std::int64_t>(round) * static_cast<std::int64_t>(n));
+    CHECK(at<std::int64_t>(b, 16) ==
+          static_cast<std::int64_t>(round) * static_cast<std::int64_t>(n));
     CHECK(at<std::uint64_t>(b, 40) == (round % 2 ? n : 0));
     CHECK(b[15] == 0xEE);
     CHECK(b[24] == 0xEE);
@@ -358,12 +357,12 @@ class KnobGuard {
 template <class T, class A>
 std::vector<A> host_scan(const std::vector<T>& x, const std::vector<unsigned char>* flags, Op op,
                          bool exclusive, std::size_t n) {
-  const A identity = op == Op::kSum   ? A(0)
-                     : op == Op::kProd ? A(1)
-                     : op == Op::kMin  ? std::numeric_limits<A>::has_infinity
-                                             ? std::numeric_limits<A>::infinity()
-                                             : std::numeric_limits<A>::max()
-                     : std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
+  const A identity = op == Op::kSum                         ? A(0)
+                     : op == Op::kProd                      ? A(1)
+                     : op == Op::kMin                       ? std::numeric_limits<A>::has_infinity
+                                                                  ? std::numeric_limits<A>::infinity()
+                                                                  : std::numeric_limits<A>::max()
+                                           : std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
                                                             : std::numeric_limits<A>::lowest();
   std::vector<A> y(n);
   A run = identity;
@@ -462,11 +461,11 @@ TEST_CASE("enqueue: Scan on the look-back path, every op, back to back, predeces
   check_enqueued_scans<std::uint32_t, std::uint64_t>(dev, Op::kProd, DType::kUInt32, u32, flags,
                                                      true, false);
   check_enqueued_scans<float, float>(dev, Op::kProd, DType::kFloat, unit, flags, true, true);
-  check_enqueued_scans<std::int64_t, std::int64_t>(dev, Op::kMin, DType::kInt64, i64, flags,
-                                                   false, true);
+  check_enqueued_scans<std::int64_t, std::int64_t>(dev, Op::kMin, DType::kInt64, i64, flags, false,
+                                                   true);
   check_enqueued_scans<float, float>(dev, Op::kMin, DType::kFloat, small, flags, true, false);
-  check_enqueued_scans<std::int32_t, std::int32_t>(dev, Op::kMax, DType::kInt32, i32, flags,
-                                                   false, false);
+  check_enqueued_scans<std::int32_t, std::int32_t>(dev, Op::kMax, DType::kInt32, i32, flags, false,
+                                                   false);
   if (dev.summary().fp64)
     check_enqueued_scans<double, double>(dev, Op::kMax, DType::kDouble, f64, flags, true, true);
 }
@@ -489,8 +488,8 @@ TEST_CASE("enqueue: select and partition against the host, int32 and float, 0, 1
         CAPTURE(v, n);
         const std::vector<std::int32_t> xs(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n));
         std::uint64_t kept = 0;
-        const std::vector<std::int32_t> want =
-            host_compact(xs, [&](std::int32_t e) { return e > v; }, partition, &kept);
+        const std::vector<std::int32_t> want = host_compact(
+            xs, [&](std::int32_t e) { return e > v; }, partition, &kept);
         c.enqueue(in, n, out, count, 3).wait();
         const std::vector<unsigned char> cb = bytes_of(dev.queue(), count, 24);
         CHECK(at<std::uint64_t>(cb, 3) == kept);
@@ -547,8 +546,8 @@ TEST_CASE("enqueue: select and partition against the host, int32 and float, 0, 1
     Compaction band(dev, DType::kFloat, max_n, clreduce::Predicate::where("x > -0.05f && x < 0.1f"),
                     mode);
     std::uint64_t kept = 0;
-    const std::vector<float> want =
-        host_compact(f, [](float e) { return e > -0.05f && e < 0.1f; }, partition, &kept);
+    const std::vector<float> want = host_compact(
+        f, [](float e) { return e > -0.05f && e < 0.1f; }, partition, &kept);
     band.enqueue(fin, max_n, fout, count).wait();
     CHECK(download<std::uint64_t>(dev.queue(), count, 1)[0] == kept);
     CHECK(same(download<float>(dev.queue(), fout, want.size()), want));
@@ -642,8 +641,8 @@ TEST_CASE("enqueue: QueueUse::kProgram runs on the program's in-order queue, as 
   pos_direct.enqueue(in, n, k2, out, 8);
   const std::vector<std::uint64_t> kept = download<std::uint64_t>(q, out, 2);
   std::uint64_t want_kept = 0;
-  const std::vector<std::int32_t> want =
-      host_compact(x, [](std::int32_t v) { return v > 0; }, false, &want_kept);
+  const std::vector<std::int32_t> want = host_compact(
+      x, [](std::int32_t v) { return v > 0; }, false, &want_kept);
   CHECK(kept[0] == want_kept);
   CHECK(kept[1] == want_kept);
   CHECK(download<std::int32_t>(q, k2, want_kept) == want);
@@ -660,6 +659,109 @@ TEST_CASE("enqueue: QueueUse::kProgram runs on the program's in-order queue, as 
   cl::Buffer y(own, CL_MEM_READ_WRITE, n * 4);
   direct.scan(Op::kMax, DType::kInt32, in, n, y);  // int32 out
   CHECK(download<std::int32_t>(q, y, n).back() == *std::max_element(x.begin(), x.end()));
+}
+
+TEST_CASE(
+    "enqueue: no event asked for, on the program's queue: its order holds as arguments "
+    "change from call to call",
+    "[api][enqueue][queue_use]") {
+  const cl::Device cl_dev = device().device();
+  cl::Context own(cl_dev);
+  cl::CommandQueue q(own, cl_dev);
+  clreduce::Device direct(own, cl_dev, q, clreduce::QueueUse::kProgram);
+  clreduce::Device mine(own, cl_dev, q);
+  const std::size_t n = 20011;
+  std::vector<std::int32_t> xa = ramp(n), xb(n);
+  std::vector<float> fa(n), fb(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    xb[i] = static_cast<std::int32_t>((i * 2654435761u) % 2001) - 1000;
+    fa[i] = std::sin(static_cast<float>(i) * 0.37f);
+    fb[i] = std::cos(static_cast<float>(i) * 0.11f);
+  }
+  cl::Buffer a(own, CL_MEM_READ_WRITE, n * 4), b(own, CL_MEM_READ_WRITE, n * 4),
+      af(own, CL_MEM_READ_WRITE, n * 4), bf(own, CL_MEM_READ_WRITE, n * 4);
+  q.enqueueWriteBuffer(a, CL_TRUE, 0, n * 4, xa.data());
+  q.enqueueWriteBuffer(b, CL_TRUE, 0, n * 4, xb.data());
+  q.enqueueWriteBuffer(af, CL_TRUE, 0, n * 4, fa.data());
+  q.enqueueWriteBuffer(bf, CL_TRUE, 0, n * 4, fb.data());
+
+  // The plan keeps what it set last (n, first) and sets the buffers every call: the calls change
+  // the input, the range, the output and its offset in every pattern, none waited for.
+  struct Call {
+    bool second;
+    std::size_t first, len, at;
+  };
+  const std::vector<Call> calls = {
+      {false, 0, n, 0},     {false, 0, n, 16},     {true, 0, n, 32},
+      {true, 5, n - 5, 48}, {false, 5, n - 5, 64}, {false, 5, 17, 80},
+      {true, 0, 1, 96},     {true, 0, 1, 112},     {false, 3, 999, 128}};
+  clreduce::Reduction sum(direct, Op::kSum, DType::kInt32, n);
+  clreduce::Reduction argmax(direct, Op::kArgMax, DType::kFloat, n);
+  cl::Buffer out(own, CL_MEM_READ_WRITE, 160), out2(own, CL_MEM_READ_WRITE, 160);
+  q.enqueueFillBuffer(out, cl_uchar{0xEE}, 0, 160);
+  q.enqueueFillBuffer(out2, cl_uchar{0xEE}, 0, 160);
+  for (const Call& c : calls) {
+    sum.enqueue(c.second ? b : a, c.first, c.len, out, c.at, {}, nullptr);
+    argmax.enqueue(c.second ? bf : af, c.first, c.len, out2, c.at, {}, nullptr);
+  }
+  const std::vector<unsigned char> got = download<unsigned char>(q, out, 160);
+  const std::vector<unsigned char> got2 = download<unsigned char>(q, out2, 160);
+  for (const Call& c : calls) {
+    CAPTURE(c.second, c.first, c.len, c.at);
+    const std::vector<std::int32_t>& x = c.second ? xb : xa;
+    const std::vector<float>& f = c.second ? fb : fa;
+    CHECK(at<std::int64_t>(got, c.at) ==
+          std::accumulate(x.begin() + c.first, x.begin() + c.first + c.len, std::int64_t{0}));
+    const auto best = std::max_element(f.begin() + c.first, f.begin() + c.first + c.len);
+    CHECK(at<float>(got2, c.at) == *best);
+    CHECK(at<std::int64_t>(got2, c.at + 8) == best - (f.begin() + c.first));
+  }
+
+  // Asked for, the event is given back, a command of the program's queue; on a Device of
+  // clreduce's own queue, none asked for, the result is there once a later call's event is.
+  cl::Event done;
+  sum.enqueue(b, 0, n, out, 0, {}, &done);
+  REQUIRE(done() != nullptr);
+  CHECK(done.getInfo<CL_EVENT_COMMAND_QUEUE>()() == q());
+  done.wait();
+  CHECK(download<std::int64_t>(q, out, 1)[0] ==
+        std::accumulate(xb.begin(), xb.end(), std::int64_t{0}));
+  clreduce::Reduction sum_own(mine, Op::kSum, DType::kInt32, n);
+  sum_own.enqueue(a, 0, n, out, 0, {}, nullptr);
+  sum_own.enqueue(b, 0, n, out, 8).wait();
+  const std::vector<std::int64_t> both = download<std::int64_t>(q, out, 2);
+  CHECK(both[0] == std::accumulate(xa.begin(), xa.end(), std::int64_t{0}));
+  CHECK(both[1] == std::accumulate(xb.begin(), xb.end(), std::int64_t{0}));
+
+  // Scans, the device's own path and the look-back, inclusive and exclusive: sizes and buffers
+  // changing, no events, every element against the host's.
+  for (const std::string variant : {"", "scan-lookback"}) {
+    for (const bool exclusive : {false, true}) {
+      CAPTURE(variant, exclusive);
+      clreduce::PlanOptions o;
+      o.variant = variant;
+      o.exclusive = exclusive;
+      clreduce::Scan scan(direct, Op::kSum, DType::kInt32, n, o);
+      const std::vector<std::size_t> lens = {n, n, 1000, 1, n - 7};
+      std::vector<cl::Buffer> ys;
+      for (std::size_t k = 0; k < lens.size(); ++k) {
+        ys.emplace_back(own, CL_MEM_READ_WRITE, n * 8);
+        scan.enqueue(k % 2 ? b : a, 0, lens[k], ys.back(), 0, {}, nullptr);
+      }
+      for (std::size_t k = 0; k < lens.size(); ++k) {
+        CAPTURE(k);
+        const std::vector<std::int32_t>& x = k % 2 ? xb : xa;
+        std::vector<std::int64_t> want(lens[k]);
+        std::int64_t s = 0;
+        for (std::size_t i = 0; i < lens[k]; ++i) {
+          if (exclusive) want[i] = s;
+          s += x[i];
+          if (!exclusive) want[i] = s;
+        }
+        CHECK(download<std::int64_t>(q, ys[k], lens[k]) == want);
+      }
+    }
+  }
 }
 
 TEST_CASE("enqueue: QueueUse::kProgram on a queue that profiles measures kernel time",
