@@ -121,9 +121,10 @@ const std::vector<TuningKey>& tuning_keys() {
       {"stream-bytes", "1-2^62 (4 GiB or half the device's memory)",
        "device memory a streamed run keeps for its chunks in flight"},
       {"stream-slots", "2-8 (3)", "chunks in flight when streaming (upload, kernel, read-back)"},
-      {"stream-source", "auto | write | stage | host-ptr (auto: stage)",
+      {"stream-source", "auto | write | stage | stage-memcpy | host-ptr (auto: stage)",
        "how streamed chunks reach the device: a write from the array, a copy through pinned "
-       "staging buffers, or a copy from a buffer over the array (CL_MEM_USE_HOST_PTR)"},
+       "staging buffers (stage: streaming stores on x86-64; stage-memcpy: memcpy), or a copy "
+       "from a buffer over the array (CL_MEM_USE_HOST_PTR)"},
       {"in-place", "auto | on | off (auto: on for CPU devices)",
        "use host arrays in place (CL_MEM_USE_HOST_PTR) instead of uploading them"},
       {"expr-lanes", "auto | off (auto)",
@@ -257,7 +258,7 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
   } else if (key == "stream-slots") {
     t.stream_slots = static_cast<unsigned>(parse_count(v, 2, 8, source, "a count from 2 to 8"));
   } else if (key == "stream-source") {
-    t.stream_source = one_of(v, {"auto", "write", "stage", "host-ptr"}, source);
+    t.stream_source = one_of(v, {"auto", "write", "stage", "stage-memcpy", "host-ptr"}, source);
   } else if (key == "in-place") {
     t.in_place = one_of(v, {"auto", "on", "off"}, source);
   } else if (key == "timeout") {

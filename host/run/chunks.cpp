@@ -1,8 +1,13 @@
 // chunks.cpp: layouts and the chunk driver (resident, streamed, in place).
 #include "run/chunks.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
+#if defined(__x86_64__) || defined(_M_X64)
+#include <emmintrin.h>  // SSE2: streaming stores (every x86-64 has them)
+#endif
 
 #include "clreduce/error.hpp"
 #include "core/checked.hpp"
@@ -25,17 +30,47 @@ std::size_t round_chunk(std::size_t c) {
   return c > kChunkGrain ? c / kChunkGrain * kChunkGrain : c;
 }
 
-// Copies n bytes, in parallel for large n.
-void parallel_copy(unsigned char* dst, const unsigned char* src, std::size_t n) {
+// Copies n bytes, in parallel for large n; `streaming`: with copy_streaming().
+void parallel_copy(unsigned char* dst, const unsigned char* src, std::size_t n, bool streaming) {
   constexpr std::size_t kPiece = std::size_t{1} << 22;
   const std::size_t pieces = (n + kPiece - 1) / kPiece;
   parallel_for(pieces, pieces > 4, [&](std::size_t k) {
     const std::size_t at = k * kPiece;
-    std::memcpy(dst + at, src + at, std::min(kPiece, n - at));
+    if (streaming)
+      copy_streaming(dst + at, src + at, std::min(kPiece, n - at));
+    else
+      std::memcpy(dst + at, src + at, std::min(kPiece, n - at));
   });
 }
 
 }  // namespace
+
+void copy_streaming(unsigned char* dst, const unsigned char* src, std::size_t n) {
+#if defined(__x86_64__) || defined(_M_X64)
+  // Unaligned 16-byte loads, aligned streaming stores; the ends by memcpy.
+  const std::size_t head =
+      std::min(n, (16 - reinterpret_cast<std::uintptr_t>(dst) % 16) % std::size_t{16});
+  std::memcpy(dst, src, head);
+  std::size_t i = head;
+  for (; i + 64 <= n; i += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
+    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
+  }
+  for (; i + 16 <= n; i += 16)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+  std::memcpy(dst + i, src + i, n - i);
+  _mm_sfence();  // the streaming stores visible before the caller hands the memory on
+#else
+  std::memcpy(dst, src, n);
+#endif
+}
 
 std::string ChunkLayout::str() const {
   std::string s;
@@ -152,7 +187,7 @@ ChunkedArray::ChunkedArray(Context& ctx, const ChunkLayout& layout, const HostAr
         s.in = cl::Buffer(cc, CL_MEM_READ_ONLY, layout_.chunk * e_.in);
         if (e_.flags) s.flags = cl::Buffer(cc, CL_MEM_READ_ONLY, layout_.chunk * e_.flags);
         if (e_.out) s.out = cl::Buffer(cc, CL_MEM_READ_WRITE, layout_.chunk * e_.out);
-        if (layout_.source == "stage") {
+        if (layout_.source == "stage" || layout_.source == "stage-memcpy") {
           s.stage = cl::Buffer(cc, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, layout_.chunk * e_.in);
           cl::Event mapped;
           s.stage_ptr = static_cast<unsigned char*>(ctx.queue().enqueueMapBuffer(
@@ -225,9 +260,9 @@ void ChunkedArray::stream_in(std::size_t c) {
   if (c >= k) waits.push_back(s.done);  // the slot's last kernel has read it
   std::vector<cl::Event> evs;
   const unsigned char* src = data_.bytes.data() + at * e_.in;
-  if (layout_.source == "stage") {
+  if (layout_.source == "stage" || layout_.source == "stage-memcpy") {
     if (c >= k) wait(s.written, timeout(static_cast<double>(bytes)), "an upload");
-    parallel_copy(s.stage_ptr, src, bytes);
+    parallel_copy(s.stage_ptr, src, bytes, layout_.source == "stage");
     enqueue_write(xfer_, s.in, 0, bytes, s.stage_ptr, piece_, &evs, &waits);
   } else if (layout_.source == "host-ptr") {
     const cl::Buffer host(ctx_.context(), CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, bytes,

@@ -30,7 +30,7 @@ struct ChunkLayout {
   std::size_t chunk = 0;   // elements per chunk (the last may be shorter); >= 1
   std::size_t chunks = 0;  // ceil(n / chunk); 0 for n = 0
   std::size_t slots = 0;   // streamed: chunks in flight (device buffer sets)
-  std::string source;      // streamed: "write", "stage" or "host-ptr"
+  std::string source;      // streamed: "write", "stage", "stage-memcpy" or "host-ptr"
   std::size_t align = 0;   // in place: the alignment the host arrays have (in_place_aligned())
 
   std::size_t begin(std::size_t c) const { return c * chunk; }
@@ -79,6 +79,12 @@ bool in_place_aligned(const DeviceInfo& d, const ChunkLayout& layout, ElementByt
 // pass the element size.
 ChunkLayout choose_layout(const DeviceInfo& d, const Tuning& t, std::size_t n, ElementBytes e,
                           const HostArrays& host = {}, std::size_t align = 0);
+
+// Copies n bytes from src to dst (any alignments) with streaming (non-temporal) stores on x86-64,
+// memcpy elsewhere: a staging buffer that the device's DMA reads next is written without first
+// reading its lines into the caches (three passes over host memory per element streamed, not
+// four), and the stores are fenced before it returns.
+void copy_streaming(unsigned char* dst, const unsigned char* src, std::size_t n);
 
 // Throws Error(Errc::kUnsupported) when n elements of t exceed the device's largest allocation
 // (for a caller's own device buffer, which cannot be chunked).

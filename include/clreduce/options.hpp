@@ -25,17 +25,18 @@ struct CLREDUCE_API Tuning {
   std::string carry_layout = "auto";    // carry-layout: auto | blocked | strided
   std::string share_threads = "on";     // share-threads: on | off (several devices)
   std::string scan_split = "auto";      // scan-split: auto | off (several devices: a scan's pieces)
-  long long lookback_limit = -1;  // lookback-limit: waits before folding a tile; -1 = default
-  unsigned lookback_rows = 0;     // lookback-rows: vectors per work-item, 1-16; 0 = auto
-  unsigned lookback_vec = 0;      // lookback-vec: elements per load and store, 1/2/4/8; 0 = auto
-  std::string lookback_read = "auto";  // lookback-read: auto | atomic (NVIDIA: plain volatile reads)
-  std::string lookback_ids = "auto";   // lookback-ids: auto | counter (NVIDIA: tile = group id)
+  long long lookback_limit = -1;        // lookback-limit: waits before folding a tile; -1 = default
+  unsigned lookback_rows = 0;           // lookback-rows: vectors per work-item, 1-16; 0 = auto
+  unsigned lookback_vec = 0;  // lookback-vec: elements per load and store, 1/2/4/8; 0 = auto
+  std::string lookback_read =
+      "auto";                         // lookback-read: auto | atomic (NVIDIA: plain volatile reads)
+  std::string lookback_ids = "auto";  // lookback-ids: auto | counter (NVIDIA: tile = group id)
   unsigned lookback_span = 0;  // lookback-span: descriptors a lane reads per round, 1-8; 0 = auto
   std::size_t scan_chunk = std::size_t{1}
-                           << 20;  // scan-chunk: elements per work-item per superblock
+                           << 20;       // scan-chunk: elements per work-item per superblock
   std::string scan_nt_stores = "auto";  // scan-nt-stores: auto | on | off (CPU scans' output)
-  std::size_t scan_tile = 32768;   // scan-tile: elements per tile of scan-fast's CPU look-back path
-  std::size_t scan_groups = 0;     // scan-groups: groups of scan-fast's CPU path; 0 = four per CU
+  std::size_t scan_tile = 32768;  // scan-tile: elements per tile of scan-fast's CPU look-back path
+  std::size_t scan_groups = 0;    // scan-groups: groups of scan-fast's CPU path; 0 = four per CU
   std::size_t transfer_piece = std::size_t{1}
                                << 30;  // transfer-piece: bytes per fill/copy/read/write
   // Arrays past one allocation or past device memory (run/chunks.hpp).
@@ -43,28 +44,29 @@ struct CLREDUCE_API Tuning {
   std::string stream = "auto";         // stream: auto | on | off
   std::size_t stream_bytes = 0;        // stream-bytes: device bytes a streamed run keeps; 0: 4 GiB
   unsigned stream_slots = 3;           // stream-slots: chunks in flight when streaming, 2-8
-  std::string stream_source = "auto";  // stream-source: auto | write | stage | host-ptr
+  std::string stream_source = "auto";  // stream-source: auto | write | stage | stage-memcpy |
+                                       // host-ptr
   std::string in_place = "auto";       // in-place: auto | on | off (CPU devices)
   double timeout = 0;  // timeout: seconds any wait on the device may take; 0 = by bytes moved
   // The engine's built-in rows (host/reduce/expr_ops.cpp), each alternative timed against the
   // one before it.
-  std::string expr_lanes = "auto";  // expr-lanes: auto | off (the CPU shape's vector lanes)
-  std::string expr_fold = "on";     // expr-fold: on | off (minmax's, logsumexp's element folds)
-  std::string var_sums = "auto";    // var-sums: auto | off (float var, std as shifted sums)
-  std::string lse_exp = "auto";     // lse-exp: auto | double (logsumexp's fold: a float exp)
-  std::string row_count = "n";      // row-count: n | acc (mean, var, std's count without --where)
-  std::string expr_arg_vec = "on";  // expr-arg-vec: on | off (GPU shape: arg rows' vector loads)
+  std::string expr_lanes = "auto";   // expr-lanes: auto | off (the CPU shape's vector lanes)
+  std::string expr_fold = "on";      // expr-fold: on | off (minmax's, logsumexp's element folds)
+  std::string var_sums = "auto";     // var-sums: auto | off (float var, std as shifted sums)
+  std::string lse_exp = "auto";      // lse-exp: auto | double (logsumexp's fold: a float exp)
+  std::string row_count = "n";       // row-count: n | acc (mean, var, std's count without --where)
+  std::string expr_arg_vec = "on";   // expr-arg-vec: on | off (GPU shape: arg rows' vector loads)
   std::string expr_blocks = "auto";  // expr-blocks: auto | on (rows in double unblocked)
   // Segmented and axis reductions (reduce/segments.hpp); 0 = the shape's choice.
   std::string segments_shape = "auto";  // segments-shape: auto | gpu | cpu
   std::size_t segments_lane = 0;        // segments-lane: elements a lane takes (GPU shape)
   std::size_t segments_piece = 0;       // segments-piece: elements per piece of a long segment
-  unsigned segments_unroll = 0;         // segments-unroll: loads in flight per lane, 1-16 (GPU; 0 auto: 4)
-  unsigned segments_vec = 0;            // segments-vec: elements per load, 1/2/4/8/16 (GPU; 0 auto: 4)
-  std::string segments_simd = "auto";   // segments-simd: auto | off (CPU shape: explicit vectors)
-  std::size_t axis_cols = 0;            // axis-cols: results per work-item
-  unsigned axis_unroll = 0;             // axis-unroll: rows loaded before folding, 1-16 (GPU; 0 auto: 4)
-  std::size_t axis_pieces = 0;          // axis-pieces: pieces of the reduced rows per result
+  unsigned segments_unroll = 0;  // segments-unroll: loads in flight per lane, 1-16 (GPU; 0 auto: 4)
+  unsigned segments_vec = 0;     // segments-vec: elements per load, 1/2/4/8/16 (GPU; 0 auto: 4)
+  std::string segments_simd = "auto";  // segments-simd: auto | off (CPU shape: explicit vectors)
+  std::size_t axis_cols = 0;           // axis-cols: results per work-item
+  unsigned axis_unroll = 0;     // axis-unroll: rows loaded before folding, 1-16 (GPU; 0 auto: 4)
+  std::size_t axis_pieces = 0;  // axis-pieces: pieces of the reduced rows per result
 };
 
 // One knob as documented: its key, accepted values and default, and what it does.

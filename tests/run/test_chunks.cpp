@@ -6,6 +6,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -251,6 +252,30 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("copy_streaming copies every byte at every alignment and length, nothing past them",
+          "[chunks]") {
+  std::vector<unsigned char> src(4096 + 64), dst(4096 + 64);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
+  for (std::size_t s_at = 0; s_at < 16; ++s_at)
+    for (std::size_t d_at = 0; d_at < 16; ++d_at)
+      for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{16},
+                                  std::size_t{17}, std::size_t{63}, std::size_t{64},
+                                  std::size_t{65}, std::size_t{200}, std::size_t{4096}}) {
+        std::fill(dst.begin(), dst.end(), static_cast<unsigned char>(0xA5));
+        clreduce::copy_streaming(dst.data() + d_at, src.data() + s_at, n);
+        bool same = true, untouched = true;
+        for (std::size_t i = 0; i < dst.size(); ++i) {
+          if (i >= d_at && i < d_at + n)
+            same = same && dst[i] == src[s_at + i - d_at];
+          else
+            untouched = untouched && dst[i] == 0xA5;
+        }
+        CAPTURE(s_at, d_at, n);
+        CHECK(same);
+        CHECK(untouched);
+      }
+}
+
 TEST_CASE("streamed runs: a few device slots, each way of feeding them, in pieces of a few bytes",
           "[chunks]") {
   const TempDir d;
@@ -261,7 +286,7 @@ TEST_CASE("streamed runs: a few device slots, each way of feeding them, in piece
       kTimeout);
   REQUIRE(ref.code == 0);
   int k = 0;
-  for (const std::string source : {"write", "stage", "host-ptr"}) {
+  for (const std::string source : {"write", "stage", "stage-memcpy", "host-ptr"}) {
     for (const std::string slots : {"2", "3"}) {
       for (const std::string piece : {"1073741824", "12"}) {
         const std::string stream =
