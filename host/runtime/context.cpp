@@ -48,16 +48,38 @@ Context::Context(const DeviceInfo& info, const cl::Context& context, std::string
 // Compilers that ignore #line (NVIDIA's reports "<kernel>:239:29") get their positions mapped
 // back: line L of the spliced source is clreduce.h or the kernel file, by where the splice put it.
 std::string remap_log(const std::string& log, const std::string& file, std::size_t header_lines,
-                      std::size_t prefix_lines) {
+                      std::size_t prefix_lines, const std::string& tail, std::size_t tail_first) {
   static const std::regex kPos(R"(<(kernel|source)>:(\d+):)");
+  static const std::regex kLine(R"re(^\s*#\s*line\s+(\d+)\s+"([^"]*)"\s*$)re");
+  // The tail's lines and, at each, the #line directive in force (its number, name and line).
+  std::vector<std::string> tail_lines;
+  for (std::size_t at = 0; !tail.empty() && at <= tail.size();) {
+    const std::size_t end = std::min(tail.find('\n', at), tail.size());
+    tail_lines.push_back(tail.substr(at, end - at));
+    at = end + 1;
+  }
   std::string out;
   auto begin = log.cbegin();
   std::smatch m;
   while (std::regex_search(begin, log.cend(), m, kPos)) {
     out.append(begin, m[0].first);
     const std::size_t line = std::stoul(m[2].str());
+    // A line of the generated tail: where its last #line directive before it places it.
+    std::string in_tail;
+    if (!tail_lines.empty() && line >= tail_first && line - tail_first < tail_lines.size()) {
+      const std::size_t k = line - tail_first;
+      for (std::size_t d = k; d-- > 0;) {
+        std::smatch dm;
+        if (std::regex_match(tail_lines[d], dm, kLine)) {
+          in_tail = dm[2].str() + ":" + std::to_string(std::stoul(dm[1].str()) + (k - d - 1)) + ":";
+          break;
+        }
+      }
+    }
     // Line 1 is #line, the header follows; the kernel file starts after prefix_lines lines.
-    if (line >= 2 && line < 2 + header_lines) {
+    if (!in_tail.empty()) {
+      out += in_tail;
+    } else if (line >= 2 && line < 2 + header_lines) {
       out += "clreduce.h:" + std::to_string(line - 1) + ":";
     } else if (line > prefix_lines) {
       out += file + ":" + std::to_string(line - prefix_lines) + ":";
@@ -181,7 +203,8 @@ cl::Kernel Context::kernel(const std::string& file, const std::string& name,
       throw Error(Errc::kBuild, "kernel build failed on " + info_.name + ": " +
                                     printable(kernel_dir_ + "/" + file) + " with options '" +
                                     printable(options) + "'\n" +
-                                    remap_log(log, file, src.header_lines, src.prefix_lines));
+                                    remap_log(log, file, src.header_lines, src.prefix_lines, tail,
+                                              count_lines(src.text) + 2));
     }
     it = programs_.emplace(key, program).first;
   }

@@ -207,9 +207,13 @@ bool check_answer(const Error& e);
 
 // Rewrites "<kernel>:L:" / "<source>:L:" positions (compilers that ignore #line) in a build log
 // into clreduce.h or `file` positions, given the header's line count and the number of lines
-// spliced in front of the kernel file.
+// spliced in front of the kernel file; a position in `tail` (generated code built after the
+// file, its first line at line tail_first of the whole text) where the tail's last #line
+// directive before it places it (a user expression's "--map:1:5:", as compilers that honour
+// #line report it).
 std::string remap_log(const std::string& log, const std::string& file, std::size_t header_lines,
-                      std::size_t prefix_lines);
+                      std::size_t prefix_lines, const std::string& tail = "",
+                      std::size_t tail_first = 0);
 
 // Reads a whole text file; throws Error(Errc::kBuild) if it cannot.
 std::string read_text_file(const std::string& path);

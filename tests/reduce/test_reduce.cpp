@@ -16,6 +16,7 @@
 
 #include "clreduce/error.hpp"
 #include "io/data.hpp"
+#include "reduce/expr.hpp"
 #include "reduce/ladder.hpp"
 #include "reduce/variant.hpp"
 #include "run/runner.hpp"
@@ -444,4 +445,26 @@ TEST_CASE("build logs without #line support are mapped back to the user's file",
   const std::string mapped = remap_log(log, "reduce_topdown.cl", 210, 217);
   CHECK_THAT(mapped, Catch::Matchers::ContainsSubstring("reduce_topdown.cl:22:29: error"));
   CHECK_THAT(mapped, Catch::Matchers::ContainsSubstring("clreduce.h:4:1: note"));
+
+  // A generated tail after the file (a user expression under its own #line directives, as
+  // expr_function() writes it) maps where those directives place it, so the expression is
+  // named with its own column, as on compilers that honour #line.
+  const std::string tail = expr_function("--map", "acc_t f(acc_t x)", "x*q");
+  const std::string tail_log =
+      "<kernel>:304:3: error: use of undeclared identifier 'q'\n<kernel>:306:3: note: here\n"
+      "<kernel>:239:29: error: expected expression\n";
+  const std::string in_tail = remap_log(tail_log, "reduce_topdown.cl", 210, 217, tail, 300);
+  CAPTURE(tail, in_tail);
+  CHECK_THAT(in_tail, Catch::Matchers::ContainsSubstring(
+                          "--map:1:3: error: use of undeclared identifier 'q'"));
+  CHECK_THAT(in_tail, Catch::Matchers::ContainsSubstring("--map wrapper:3:3: note"));
+  CHECK_THAT(in_tail, Catch::Matchers::ContainsSubstring("reduce_topdown.cl:22:29: error"));
+  try {
+    rethrow_expr_build(Error(Errc::kBuild, "kernel build failed: " + in_tail), {{"--map", "x*q"}});
+    FAIL("not rethrown");
+  } catch (const Error& e) {
+    CHECK(e.category() == Errc::kUsage);
+    CHECK_THAT(e.what(), Catch::Matchers::ContainsSubstring(
+                             "does not compile: column 3: use of undeclared identifier 'q'"));
+  }
 }
