@@ -4,16 +4,18 @@
 # version and commit, and the sequential loop's spread; bad ops,
 # types and variants refused before the sweep; noisy timings not quoted; a failing run reported,
 # not fatal; PNG plots where matplotlib is installed, and without it a message naming the
-# interpreter; a missing --cub-peer refused with the CMake option that builds it;
-# scan_side_by_side's --help and errors.
+# interpreter; a missing --cub-peer refused with the CMake option that builds it; a sweep cut
+# short by --time-limit or SIGTERM writing what finished; scan_side_by_side's --help and errors.
 # Usage: test_bench.py CLREDUCE_BIN BENCH_PY [SCAN_SIDE_BY_SIDE_BIN]
 import csv
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 clreduce, bench_py = sys.argv[1], sys.argv[2]
 fake_cub = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_cub_peer.py")
@@ -224,6 +226,40 @@ with tempfile.TemporaryDirectory() as out:
     check("/nonexistent/cl" in log, "and says why")
     with open(os.path.join(out, "results.csv")) as f:
         check(any(r["kind"] == "error" for r in csv.DictReader(f)), "an error row is written")
+
+# A sweep cut short keeps what finished: --time-limit, and SIGTERM (what `timeout` sends), each
+# write results.json with the rows measured, their ratios, and meta "stopped"; exit 3.
+sweep = ["run", "--clreduce", clreduce, "--device", device, "--variants", "fast",
+         "--cub-peer", fake_cub, "--ops", "sum", "--types", "int32", "--logs", "10,11,12,13,14,15",
+         "--rounds", "2", "--repeat", "2", "--warmup", "0"]
+with tempfile.TemporaryDirectory() as out:
+    code, log = bench(*(sweep + ["--time-limit", "1e-9", "--out", out]))
+    check(code == 3, "--time-limit: exit 3 (got %d)" % code)
+    with open(os.path.join(out, "results.json")) as f:
+        data = json.load(f)
+    check("--time-limit" in data["meta"].get("stopped", ""),
+          "--time-limit: meta says why it stopped (%r)" % data["meta"].get("stopped"))
+    check(len({r["n"] for r in data["rows"]}) < 6, "--time-limit: not every size ran")
+    check("cut short" in log, "--time-limit: it says so")
+with tempfile.TemporaryDirectory() as out:
+    p = subprocess.Popen([sys.executable, bench_py] + sweep + ["--out", out],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    partial = os.path.join(out, "rows.partial.jsonl")
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and p.poll() is None:
+        if os.path.exists(partial) and sum(1 for _ in open(partial)) >= 4:
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    log, _ = p.communicate(timeout=300)
+    check(p.returncode == 3, "SIGTERM: exit 3 (got %d): %s" % (p.returncode, log[-500:]))
+    with open(os.path.join(out, "results.json")) as f:
+        data = json.load(f)
+    check("signal %d" % signal.SIGTERM in data["meta"].get("stopped", ""),
+          "SIGTERM: meta says why it stopped (%r)" % data["meta"].get("stopped"))
+    done = [r for r in data["rows"] if r["tool"] == "clreduce" and r["variant"] == "fast"]
+    check(done and all(r.get("verified") for r in done), "SIGTERM: the finished rows are written")
+    check(any(isinstance(r.get("vs_cub"), float) for r in done), "SIGTERM: with their ratios")
 
 # tools/scan_side_by_side: --help answers without running anything; bad arguments are one line.
 if len(sys.argv) > 3:

@@ -10,7 +10,8 @@
                [--repeat R] [--warmup W] [--seed S] [--acc int32|int64]
                [--segment-length L] [--logs 10,16,20] [--no-peers] [--rounds R]
                [--segment-lengths 1,8,100,powerlaw] [--matrix R,C]
-               [--tune KEY=VALUE]... [--tune-set NAME KEY=VALUE...]... --out DIR
+               [--tune KEY=VALUE]... [--tune-set NAME KEY=VALUE...]... [--time-limit S]
+               --out DIR
   bench.py plot DIR
 
 Ops: sum, prod, min, max, argmin, argmax (reductions), scan-inclusive and scan-exclusive (prefix
@@ -24,6 +25,13 @@ sweep goes on). Variants named scan-* run only for the scan ops, and the others 
 reductions, so reduce and scan variants can share one --variants list. Ops, types and variants
 are checked before the sweep starts. A ratio against a noisy timing (clreduce's JSON "noisy") is
 not quoted.
+
+A sweep cut short keeps what it measured: --time-limit S starts no process pair after S seconds
+of the sweep, and SIGTERM (as `timeout` sends) or Ctrl-C stops the one running; either way the
+finished rows are written with their ratios and summary (results.json's meta "stopped" says why
+and where), and the exit status is 3. rows.partial.jsonl holds every row as it comes. Exit
+status: 0 every row verified, 1 a row unverified or a run failed, 2 a bad request (nothing run),
+3 cut short (what finished written).
 
 --rounds R (default 1) runs every (size, op, type) R times as interleaved process pairs (clreduce,
 then cub_peer, then clreduce again ...): each round's ratios are its own, and a summary gives each
@@ -60,8 +68,10 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 ELEM_BYTES = {"int32": 4, "uint32": 4, "float": 4, "int64": 8, "uint64": 8, "double": 8}
 # The sweep's ops: clreduce's reductions as they are, and the prefix sums as clreduce's --op sum,
@@ -96,6 +106,14 @@ CSV_COLUMNS = ["device", "driver", "commit", "round", "op", "type", "acc", "n", 
                "wall_ms", "gbps", "gbps_min", "gbps_max", "launches", "vs_omp", "vs_cub",
                "vs_seq", "vs_omp_best", "vs_cub_best", "of_copy", "policy", "note",
                "shape", "segments", "vs_fast", "tune"]
+
+
+class Stopped(Exception):
+    """The sweep cut short: a signal, or --time-limit passed."""
+
+
+def stop_on_term(signum, frame):
+    raise Stopped("stopped by signal %d" % signum)
 
 
 def fail(msg, code=2):
@@ -416,7 +434,17 @@ def cmd_run(a):
             r["baseline_id"] = "%s %d %d %s" % (t, n, rnd, "axes" if matrix else "flat")
         keep(got)
 
+    started = time.monotonic()
+    where = [""]  # the cell about to run (or running), for a sweep cut short
+
+    def check_time():
+        if a.time_limit and time.monotonic() - started > a.time_limit:
+            raise Stopped("--time-limit %g s passed" % a.time_limit)
+
+    stopped = None
+    previous_term = signal.signal(signal.SIGTERM, stop_on_term)
     try:
+      try:
         for t in types:
             limit, why = size_limit(dev, t)
             for k in logs:
@@ -427,6 +455,8 @@ def cmd_run(a):
                 for i, op in enumerate(classic):
                     got = []
                     for rnd in range(a.rounds):  # interleaved process pairs
+                        where[0] = "%s %s 2^%d, round %d" % (op, t, k, rnd + 1)
+                        check_time()
                         one = bench_one(a, meta, op, t, n, k, variants, copy=(i == 0 and rnd == 0),
                                         label=" (round %d of %d)" % (rnd + 1, a.rounds) if a.rounds > 1 else "")
                         for r in one:
@@ -434,6 +464,8 @@ def cmd_run(a):
                         got += one
                     keep(got)
                 for rnd in range(a.rounds if flat else 0):
+                    where[0] = "%s %s 2^%d, round %d" % (",".join(flat), t, k, rnd + 1)
+                    check_time()
                     new_ops_round(t, n, k, rnd, flat)
             if axes:
                 n = shape[0] * shape[1]
@@ -446,6 +478,8 @@ def cmd_run(a):
                 matrix = write_matrix(a, path, t, shape[0], shape[1])
                 try:
                     for rnd in range(a.rounds if matrix else 0):
+                        where[0] = "%s %s, round %d" % (",".join(axes), t, rnd + 1)
+                        check_time()
                         new_ops_round(t, n, n.bit_length() - 1, rnd, axes, matrix)
                     if not matrix:
                         keep([dict(device=meta["device"], driver=meta["driver"], commit=meta["commit"],
@@ -456,13 +490,21 @@ def cmd_run(a):
                 finally:
                     if os.path.exists(path):
                         os.remove(path)
-    finally:
+      finally:
         for path, _ in offsets.values():
             if os.path.exists(path):
                 os.remove(path)
+    except (Stopped, KeyboardInterrupt) as e:
+        stopped = "%s at %s" % (str(e) or "interrupted (Ctrl-C)", where[0])
+        print("bench.py: sweep cut short: %s; writing the %d rows that finished" % (stopped, len(rows)),
+              file=sys.stderr, flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
     for note in notes:
         print(note)
     meta["notes"] = notes
+    if stopped:
+        meta["stopped"] = stopped
     add_ratios(rows)
     summary = summarise(rows) if a.rounds > 1 else []
     write_results(out_dir, meta, rows, summary)
@@ -475,6 +517,9 @@ def cmd_run(a):
         print("bench.py: %d unverified rows, %d failed runs (see results.csv)" % (len(bad), len(errors)),
               file=sys.stderr)
         return 1
+    if stopped:
+        print("bench.py: cut short (%s): the rows above are what finished" % stopped, file=sys.stderr)
+        return 3
     return 0
 
 
@@ -973,6 +1018,9 @@ def main(argv):
     r.add_argument("--rounds", type=int, default=1,
                    help="interleaved process pairs per cell; above 1, a summary of each ratio's median and range")
     r.add_argument("--timeout", type=int, default=600, help="seconds allowed per process")
+    r.add_argument("--time-limit", type=float, default=0,
+                   help="seconds for the whole sweep: no process pair starts after them; what "
+                        "finished is written and summarised, exit 3 (default 0: none)")
     r.add_argument("--out", required=True, help="directory for results.json and results.csv")
     q = sub.add_parser("plot", help="draw GB/s against n from a results directory")
     q.add_argument("dir", help="a directory written by bench.py run")
