@@ -110,7 +110,9 @@ const std::vector<TuningKey>& tuning_keys() {
       {"scan-nt-stores", "auto | on | off (auto)",
        "scan-fast's CPU paths: write the output with streaming stores past the caches, where "
        "the compiler has them (auto, on), or through the caches (off)"},
-      {"scan-tile", "1024-1073741824 (32768)",
+      {"scan-tile",
+       "auto | 1024-1073741824 (auto: 32768, smaller where that leaves fewer than 4 "
+       "tiles a compute unit)",
        "scan-fast CPU look-back path: elements per tile (one work-item each)"},
       {"transfer-piece", "1-1073741824 (1073741824)",
        "largest piece of one fill, copy, read or write of device memory, in bytes"},
@@ -244,7 +246,9 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
   } else if (key == "scan-nt-stores") {
     t.scan_nt_stores = one_of(v, {"auto", "on", "off"}, source);
   } else if (key == "scan-tile") {
-    t.scan_tile = parse_count(v, 1024, 1u << 30, source, "a count from 1024 to 2^30");
+    t.scan_tile = v == "auto"
+                      ? 0
+                      : parse_count(v, 1024, 1u << 30, source, "auto or a count from 1024 to 2^30");
   } else if (key == "scan-chunk") {
     t.scan_chunk = parse_count(v, 1, 1u << 30, source, "a count from 1 to 2^30");
   } else if (key == "transfer-piece") {
@@ -357,7 +361,7 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"scan-chunk", n(t.scan_chunk)},
       {"scan-groups", n(t.scan_groups)},
       {"scan-nt-stores", t.scan_nt_stores},
-      {"scan-tile", n(t.scan_tile)},
+      {"scan-tile", t.scan_tile ? n(t.scan_tile) : std::string("auto")},
       {"transfer-piece", n(t.transfer_piece)},
       {"max-chunk", n(t.max_chunk)},
       {"stream", t.stream},

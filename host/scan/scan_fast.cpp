@@ -141,10 +141,24 @@ class CpuLookbackPlan : public LookbackRunPlan {
   }
 };
 
-// The CPU look-back path's plan: tiles of the scan-tile knob's length (32768 elements: 128 KiB
-// of int32, within a core's L2 on both measured CPUs), so the second read of a tile hits cache.
+// The CPU look-back path's tile for n elements: the scan-tile knob, or auto: 32768 elements
+// (128 KiB of int32, within a core's L2 on both measured CPUs, so the second read of a tile hits
+// cache), and where that leaves fewer than 4 tiles a compute unit, about 8 a unit, at least 8192
+// (the 16-core Xeon at 2^20: 8192 ran 0.215-0.225 ms where 32768 ran 0.288-0.292 and 16384
+// 0.278; at 2^21, 4 tiles a unit, 32768 stays ahead: docs/PERF.md).
+std::size_t cpu_scan_tile(const Context& ctx, std::size_t n) {
+  if (ctx.tuning().scan_tile) return ctx.tuning().scan_tile;
+  constexpr std::size_t kTile = 32768, kSmallest = 8192;
+  const std::size_t units = std::max<std::size_t>(ctx.info().compute_units, 1);
+  if (n >= 4 * units * kTile) return kTile;
+  std::size_t tile = kSmallest;
+  while (tile < kTile && tile * 8 * units < n) tile *= 2;
+  return tile;
+}
+
+// The CPU look-back path's plan: tiles of cpu_scan_tile().
 std::unique_ptr<ScanPlan> make_scan_cpu_lookback_plan(Context& ctx, const ScanProblem& p) {
-  const std::size_t tile = ctx.tuning().scan_tile;
+  const std::size_t tile = cpu_scan_tile(ctx, p.n);
   const std::size_t tiles = (p.n + tile - 1) / tile;
   if (tiles > 0xFFFFFFFFu) throw Error(Errc::kUnsupported, "scan-fast: more than 2^32 tiles");
   // Reads of an unpublished predecessor's descriptor before folding its tile: the
@@ -188,7 +202,8 @@ class FastPlan : public ScanPlan {
   bool launch_carry(const cl::Buffer& in, const cl::Buffer& flags, const cl::Buffer& out,
                     std::size_t n, const std::vector<unsigned char>& carry,
                     std::vector<cl::Event>& events) override {
-    if (!inner_->problem().carry_in) return ScanPlan::launch_carry(in, flags, out, n, carry, events);
+    if (!inner_->problem().carry_in)
+      return ScanPlan::launch_carry(in, flags, out, n, carry, events);
     const Value c = Value::from_bytes(problem().acc_type, carry.data());
     inner_->enqueue(in, flags, out, 0, n, &c, events);
     return true;
@@ -254,8 +269,7 @@ bool lookback_checks_out(Context& ctx) {
       "scan-fast check: lookback " + std::to_string(ctx.source_hash("scan_lookback.cl")) +
       " limit=" + std::to_string(t.lookback_limit) + " rows=" + std::to_string(t.lookback_rows) +
       " vec=" + std::to_string(t.lookback_vec) + " read=" + t.lookback_read +
-      " ids=" + t.lookback_ids + " span=" + std::to_string(t.lookback_span) + " " +
-      t.build_options;
+      " ids=" + t.lookback_ids + " span=" + std::to_string(t.lookback_span) + " " + t.build_options;
   return ctx.probe(key, [&] {
     const ScanVariant* lb = find_scan_variant("scan-lookback");
     // Enough tiles of the largest shape (8192 elements) that the plan takes it, as at large
@@ -276,13 +290,13 @@ bool lookback_checks_out(Context& ctx) {
 // kernel's text and the knobs that shape it): a few tiles, a partial last one.
 bool cpu_lookback_checks_out(Context& ctx) {
   const Tuning& t = ctx.tuning();
-  const std::string key = "scan-fast check: cpu-lookback " +
-                          std::to_string(ctx.source_hash("scan_cpu_lookback.cl")) +
-                          " tile=" + std::to_string(t.scan_tile) +
-                          " limit=" + std::to_string(t.lookback_limit) +
-                          " nt=" + t.scan_nt_stores + " " + t.build_options;
+  const std::string key =
+      "scan-fast check: cpu-lookback " + std::to_string(ctx.source_hash("scan_cpu_lookback.cl")) +
+      " tile=" + std::to_string(t.scan_tile) + " limit=" + std::to_string(t.lookback_limit) +
+      " nt=" + t.scan_nt_stores + " " + t.build_options;
   return ctx.probe(key, [&] {
-    const std::size_t n = std::min<std::size_t>(5 * t.scan_tile + 1234, std::size_t{1} << 22);
+    const std::size_t n = std::min<std::size_t>(5 * cpu_scan_tile(ctx, std::size_t{1} << 30) + 1234,
+                                                std::size_t{1} << 22);
     const bool ok = checks_out(
         ctx, n, "the start-up check of scan-fast's cpu look-back path",
         [&](const ScanProblem& p) -> std::unique_ptr<ScanPlan> {
@@ -394,11 +408,10 @@ std::unique_ptr<ScanPlan> make_scan_cpu_plan(Context& ctx, const ScanProblem& p,
 
 bool scan_cpu_path_checks_out(Context& ctx) {
   const Tuning& t = ctx.tuning();
-  const std::string key = "scan-fast check: cpu " +
-                          std::to_string(ctx.source_hash("scan_cpu_two_pass.cl")) +
-                          " chunk=" + std::to_string(t.scan_chunk) +
-                          " groups=" + std::to_string(t.scan_groups) +
-                          " nt=" + t.scan_nt_stores + " " + t.build_options;
+  const std::string key =
+      "scan-fast check: cpu " + std::to_string(ctx.source_hash("scan_cpu_two_pass.cl")) +
+      " chunk=" + std::to_string(t.scan_chunk) + " groups=" + std::to_string(t.scan_groups) +
+      " nt=" + t.scan_nt_stores + " " + t.build_options;
   return ctx.probe(key, [&] {
     const bool ok =
         checks_out(ctx, 3 * 4096 + 1234, "the start-up check of scan-fast's cpu two-pass path",
@@ -408,7 +421,6 @@ bool scan_cpu_path_checks_out(Context& ctx) {
 }
 
 std::unique_ptr<ScanVariant> make_scan_fast() { return std::make_unique<Fast>(); }
-
 
 std::unique_ptr<ScanPlan> make_named_scan_plan(Context& ctx, const ScanProblem& p,
                                                const std::string& variant, std::size_t local_size) {

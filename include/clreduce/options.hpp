@@ -35,8 +35,9 @@ struct CLREDUCE_API Tuning {
   std::size_t scan_chunk = std::size_t{1}
                            << 20;       // scan-chunk: elements per work-item per superblock
   std::string scan_nt_stores = "auto";  // scan-nt-stores: auto | on | off (CPU scans' output)
-  std::size_t scan_tile = 32768;  // scan-tile: elements per tile of scan-fast's CPU look-back path
-  std::size_t scan_groups = 0;    // scan-groups: groups of scan-fast's CPU path; 0 = four per CU
+  std::size_t scan_tile =
+      0;  // scan-tile: elements per tile of scan-fast's CPU look-back path; 0 = auto
+  std::size_t scan_groups = 0;  // scan-groups: groups of scan-fast's CPU path; 0 = four per CU
   std::size_t transfer_piece = std::size_t{1}
                                << 30;  // transfer-piece: bytes per fill/copy/read/write
   // Arrays past one allocation or past device memory (run/chunks.hpp).

@@ -500,11 +500,27 @@ TEST_CASE("scan-fast picks its path per device and records it", "[scan][fast]") 
     CHECK(r.rec.policy.path.rfind("scan-lookback: look-back", 0) == 0);
     CHECK(r.rec.launches == 1);
   } else if (!d.is_gpu) {
-    // The CPU-shaped look-back: one work-item per cache-sized tile, one launch.
+    // The CPU-shaped look-back: one work-item per cache-sized tile, one launch. Tiles of 32768,
+    // or, where that leaves fewer than 4 a compute unit, about 8 a unit of at least 8192.
     CHECK(r.rec.policy.path.rfind("cpu look-back: ", 0) == 0);
     CHECK(r.rec.policy.wg_size == 1);
-    CHECK(r.rec.policy.groups == (100000 + 32767) / 32768);
+    const std::size_t units = std::max(1u, d.compute_units);
+    std::size_t tile = 32768;
+    if (100000 < 4 * units * 32768)
+      for (tile = 8192; tile < 32768 && tile * 8 * units < 100000;) tile *= 2;
+    CHECK(r.rec.policy.groups == (100000 + tile - 1) / tile);
     CHECK(r.rec.launches == 1);
+    // 2^22 elements are at least 4 tiles of 32768 a unit up to 32 units; the knob sets any tile.
+    if (units <= 32) {
+      const ScanRun big =
+          run_scan("scan-fast", generate(DType::kInt32, 1u << 22, 5), Op::kSum, false, nullptr, 0);
+      require_verified(big);
+      CHECK(big.rec.policy.groups == (1u << 22) / 32768);
+    }
+    const test::TuningGuard knob(device_context(), "scan-tile", "32768");
+    const ScanRun set = run_scan("scan-fast", a, Op::kSum, false, nullptr, 0);
+    require_verified(set);
+    CHECK(set.rec.policy.groups == (100000 + 32767) / 32768);
   } else {
     CHECK(r.rec.policy.path.rfind("scan-hierarchical: ", 0) == 0);
   }
