@@ -1,6 +1,7 @@
 // consumer.cpp: a program on an installed clreduce that includes the public header alone and is
 // compiled with every warning an error: the version macros work in #if, the library reads none
-// of its settings from the environment (the program does not ask), and a sum runs and verifies.
+// of its settings from the environment (the program does not ask), and a sum runs and verifies;
+// a plan's sum and scan on the program's own context and queue, no event asked for, match it.
 // usage: consumer [DEVICE]; exit 0 verified, 1 a wrong answer, 3 a clreduce error.
 #include <clreduce/clreduce.hpp>
 
@@ -43,6 +44,27 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "consumer: sum %lld, expected %lld (%s), fast-groups %zu\n",
                    static_cast<long long>(r.value.i), static_cast<long long>(want),
                    r.verdict.c_str(), dev.tuning().fast_groups);
+      return 1;
+    }
+    // The enqueue-only calls on the program's own in-order queue, no event made: the queue's
+    // order brings their results to the reads after them.
+    const cl::Context ctx(dev.device());
+    cl::CommandQueue q(ctx, dev.device());
+    clreduce::Device direct(ctx, dev.device(), q, clreduce::QueueUse::kProgram);
+    const cl::Buffer in(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, x.size() * sizeof x[0],
+                        x.data());
+    const cl::Buffer out(ctx, CL_MEM_READ_WRITE, 8), scanned(ctx, CL_MEM_READ_WRITE, x.size() * 8);
+    clreduce::Reduction plan(direct, clreduce::Op::kSum, clreduce::DType::kInt32, x.size());
+    clreduce::Scan scan(direct, clreduce::Op::kSum, clreduce::DType::kInt32, x.size());
+    plan.enqueue(in, 0, x.size(), out, 0, {}, nullptr);
+    scan.enqueue(in, 0, x.size(), scanned, 0, {}, nullptr);
+    std::int64_t planned = 0, last = 0;
+    q.enqueueReadBuffer(out, CL_TRUE, 0, sizeof planned, &planned);
+    q.enqueueReadBuffer(scanned, CL_TRUE, (x.size() - 1) * 8, sizeof last, &last);
+    if (planned != want || last != want) {
+      std::fprintf(stderr, "consumer: planned sum %lld, scan's last %lld, expected %lld\n",
+                   static_cast<long long>(planned), static_cast<long long>(last),
+                   static_cast<long long>(want));
       return 1;
     }
     std::printf("consumer: clreduce %s (macros %s), sum %lld %s, kernels %s\n", clreduce::version(),
