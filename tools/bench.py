@@ -444,7 +444,6 @@ def cmd_run(a):
     stopped = None
     previous_term = signal.signal(signal.SIGTERM, stop_on_term)
     try:
-      try:
         for t in types:
             limit, why = size_limit(dev, t)
             for k in logs:
@@ -490,16 +489,15 @@ def cmd_run(a):
                 finally:
                     if os.path.exists(path):
                         os.remove(path)
-      finally:
-        for path, _ in offsets.values():
-            if os.path.exists(path):
-                os.remove(path)
     except (Stopped, KeyboardInterrupt) as e:
         stopped = "%s at %s" % (str(e) or "interrupted (Ctrl-C)", where[0])
         print("bench.py: sweep cut short: %s; writing the %d rows that finished" % (stopped, len(rows)),
               file=sys.stderr, flush=True)
     finally:
         signal.signal(signal.SIGTERM, previous_term)
+        for path, _ in offsets.values():
+            if os.path.exists(path):
+                os.remove(path)
     for note in notes:
         print(note)
     meta["notes"] = notes

@@ -120,20 +120,18 @@ class LookbackPlan : public LookbackRunPlan {
     if (n != n_set_) kernel_.setArg(2, static_cast<cl_ulong>(n));
     n_set_ = n;
     kernel_.setArg(3, out);
-    if (!carry_set_ || carry != carry_ || use_carry != use_carry_) {
-      carry_set_ = false;
+    if (carry != carry_ || use_carry != use_carry_) {  // carry_ starts empty: set the first time
       kernel_.setArg(4, carry.size(), carry.data());
       kernel_.setArg(5, static_cast<cl_uint>(use_carry ? 1 : 0));
       carry_ = carry;
       use_carry_ = use_carry;
-      carry_set_ = true;
     }
     run(6, tiles(n, policy()) * policy().wg_size, policy().wg_size, events);
     return use_carry;
   }
 
-  std::size_t n_set_ = 0;  // the arguments last set (n = 0: none yet)
-  bool carry_set_ = false, use_carry_ = false;
+  std::size_t n_set_ = 0;  // the arguments last set (n = 0, an empty carry: none yet)
+  bool use_carry_ = false;
   std::vector<unsigned char> carry_;
 };
 
