@@ -653,7 +653,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
     sa.local_size = local_size;
     sa.format = format;
     sa.verbose = verbose;
-    Context ctx(one_device(with + " runs on one device"), find_kernel_dir(kernel_dir, true), verbose, tuning);
+    Context ctx(one_device(with + " runs on one device"), find_kernel_dir(kernel_dir, true),
+                verbose, tuning);
     return run_segments(sa, ctx, [](const std::string& path, std::vector<std::uint64_t>* shape) {
       if (path != "-") return read_npy_nd(path, shape);
       if (isatty(0) == 1)
@@ -696,7 +697,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
       throw Error(Errc::kUsage, "--where '" + printable(where_expr) + "' names " +
                                     std::string(1, "xyzw"[named - 1]) +
                                     ": --op select has one array, x");
-    Context ctx(one_device("--op select runs on one device"), find_kernel_dir(kernel_dir, true), verbose, tuning);
+    Context ctx(one_device("--op select runs on one device"), find_kernel_dir(kernel_dir, true),
+                verbose, tuning);
     return run_select(ea, output, ctx, read_input);
   }
   if ((user_expr || engine_row) && !list_variants_flag && !list_devices_flag) {
@@ -876,10 +878,13 @@ int run(int argc, char** argv, const Ranks& ranks) {
   // and sent as slices once the ranks have agreed to go on.
   HostArray data;  // --input: the array (this rank's slice), read before the device is chosen
   std::uint64_t total_n = input.empty() ? n : 0;
+  DType slice_type = the_type;  // the element type, where the slices are cut
   if (ranks.many() && input == "-") {
     if (ranks.root()) data = read_input(input);
   } else if (ranks.many() && !input.empty()) {
-    total_n = npy_info(input).n;
+    const NpyInfo info = npy_info(input);
+    total_n = info.n;
+    slice_type = info.type;
   }
   if (!output.empty()) check_output_path(output);  // before any work, not after it
   if (!save_input.empty()) {
@@ -931,7 +936,20 @@ int run(int argc, char** argv, const Ranks& ranks) {
   }
   if (const int c = agree(ranks, -1, "", settings, false); c >= 0) return c;
   if (ranks.many() && input == "-") data = scatter_from_root(data, &total_n);
-  const Slice slice = rank_slice(total_n, ranks.rank, ranks.size);
+  // A scan alone, unsegmented, at scan-split auto, under ranks: rank 0's slice begins with the
+  // array's first piece, which the last rank scans (run/ranks.hpp, split_first_piece()).
+  // Standard input's slices are cut as rank 0 sent them.
+  std::uint64_t first_piece = 0;
+  if (ranks.many() && input != "-" && plan.reduce.empty() && !plan.scan.empty() && !segmented &&
+      !is_arg_op(the_op) && tuning.scan_split == "auto" && is_variant_dtype(slice_type)) {
+    try {
+      first_piece = split_first_piece(total_n, ranks.size, dtype_size(slice_type),
+                                      dtype_size(resolve_acc(the_op, slice_type, acc)));
+    } catch (const Error&) {  // an --acc this type cannot take: said once the run is checked
+      first_piece = 0;
+    }
+  }
+  const Slice slice = rank_slice(total_n, ranks.rank, ranks.size, first_piece);
 
   Progress progress(!verbose);  // --verbose writes its own lines to stderr
   const auto devices = list_devices();
@@ -1211,6 +1229,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     cfg.ranks = &ranks;
     cfg.first = slice.first;
     cfg.total = total_n;
+    cfg.first_piece = first_piece;
   }
   // Peers run beside reductions and beside scans; beside the ladder they are rows of their own,
   // outside its chain of speedups.

@@ -177,14 +177,17 @@ std::string table_parts(const RunRecord& r, std::size_t width) {
   }
   // Devices run their parts at once: a run takes as long as its slowest part, whichever part
   // that is in that run. Ranks run at once: the whole's kernel ms and wall ms are each the
-  // largest of the ranks' medians.
+  // largest of the ranks' medians (a scan's kernel ms: its runs' critical paths, run/ranks.hpp).
   char tail[200];
-  std::snprintf(tail, sizeof tail,
-                r.ranks > 1
-                    ? "  (kernel ms and wall ms above: each the slowest rank's; combine %.4f ms)\n"
-                    : "  (kernel ms above: each run's slowest part, median over the runs; "
-                      "combine %.4f ms)\n",
-                r.combine_ms);
+  std::snprintf(
+      tail, sizeof tail,
+      r.ranks > 1 ? (r.scan ? "  (kernel ms above: each run's slowest first pass plus its "
+                              "slowest second pass; wall ms the slowest rank's; combine %.4f ms)\n"
+                            : "  (kernel ms and wall ms above: each the slowest rank's; combine "
+                              "%.4f ms)\n")
+                  : "  (kernel ms above: each run's slowest part, median over the runs; "
+                    "combine %.4f ms)\n",
+      r.combine_ms);
   return out + tail;
 }
 

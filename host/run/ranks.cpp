@@ -205,16 +205,86 @@ void abort_ranks(int code) {
   std::_Exit(code);
 }
 
-Slice rank_slice(std::uint64_t n, int r, int R) {
-  if (R < 1 || r < 0 || r >= R)
-    throw Error(Errc::kInternal,
-                "internal: rank " + std::to_string(r) + " of " + std::to_string(R) + " ranks");
+Slice rank_slice(std::uint64_t n, int r, int R, std::uint64_t first_piece) {
+  if (R < 1 || r < 0 || r >= R || first_piece > n)
+    throw Error(Errc::kInternal, "internal: rank " + std::to_string(r) + " of " +
+                                     std::to_string(R) + " ranks, a first piece of " +
+                                     std::to_string(first_piece) + " of " + std::to_string(n));
+  if (first_piece > 0) {
+    Slice s = rank_slice(n - first_piece, r, R);
+    if (r == 0)
+      s.count += first_piece;
+    else
+      s.first += first_piece;
+    return s;
+  }
   const auto ur = static_cast<std::uint64_t>(r), uR = static_cast<std::uint64_t>(R);
   const std::uint64_t base = n / uR, extra = n % uR;
   Slice s;
   s.count = base + (ur < extra ? 1 : 0);
   s.first = ur * base + (ur < extra ? ur : extra);
   return s;
+}
+
+std::uint64_t split_first_piece(std::uint64_t n, int R, std::size_t in, std::size_t acc) {
+  if (R < 2 || in == 0) return 0;
+  const double w = static_cast<double>(in) / static_cast<double>(in + acc);
+  const auto piece = static_cast<std::uint64_t>(
+      std::llround(static_cast<double>(n) * (w / (w + static_cast<double>(R)))));
+  return std::min(piece, n);
+}
+
+namespace {
+
+// Pieces of at most 1 GiB (MPI counts are int), in order.
+template <class Each> void in_pieces(std::uint64_t bytes, Each&& each) {
+  for (std::uint64_t at = 0; at < bytes;) {
+    const std::uint64_t k = std::min<std::uint64_t>(bytes - at, std::uint64_t{1} << 30);
+    each(at, static_cast<int>(k));
+    at += k;
+  }
+}
+
+}  // namespace
+
+void send_bytes(int to, const unsigned char* p, std::uint64_t n) {
+#if CLREDUCE_HAVE_MPI
+  if (g_mpi && g_ranks.many()) {
+    in_pieces(
+        n, [&](std::uint64_t at, int k) { MPI_Send(p + at, k, MPI_BYTE, to, 1, MPI_COMM_WORLD); });
+    return;
+  }
+#endif
+  (void)p;
+  throw Error(Errc::kInternal, "internal: " + std::to_string(n) + " bytes sent to rank " +
+                                   std::to_string(to) + " without MPI ranks");
+}
+
+void recv_bytes(int from, unsigned char* p, std::uint64_t n) {
+#if CLREDUCE_HAVE_MPI
+  if (g_mpi && g_ranks.many()) {
+    in_pieces(n, [&](std::uint64_t at, int k) {
+      MPI_Recv(p + at, k, MPI_BYTE, from, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    });
+    return;
+  }
+#endif
+  (void)p;
+  throw Error(Errc::kInternal, "internal: " + std::to_string(n) + " bytes from rank " +
+                                   std::to_string(from) + " without MPI ranks");
+}
+
+ScanCarry bcast_carry(const ScanCarry& mine, int root) {
+  ScanCarry c = mine;
+#if CLREDUCE_HAVE_MPI
+  if (g_mpi) {
+    c = zeroed(mine);
+    MPI_Bcast(&c, sizeof c, MPI_BYTE, root, MPI_COMM_WORLD);
+  }
+#else
+  (void)root;
+#endif
+  return c;
 }
 
 Combined allreduce_value(Op op, const Value& mine, bool empty) {
@@ -515,14 +585,7 @@ HostArray scatter_from_root(const HostArray& whole, std::uint64_t* total) {
       throw Error(Errc::kUnsupported, ok ? "another rank is out of host memory for its slice"
                                          : "out of host memory for this rank's slice of " +
                                                std::to_string(s.count) + " elements");
-    // Pieces of at most 1 GiB (counts are int), tagged by their order.
-    const auto pieces = [](std::uint64_t bytes, auto&& each) {
-      for (std::uint64_t at = 0; at < bytes;) {
-        const std::uint64_t k = std::min<std::uint64_t>(bytes - at, std::uint64_t{1} << 30);
-        each(at, static_cast<int>(k));
-        at += k;
-      }
-    };
+    const auto pieces = [](std::uint64_t bytes, auto&& each) { in_pieces(bytes, each); };
     if (g_ranks.root()) {
       for (int r = 1; r < g_ranks.size; ++r) {
         const Slice sr = slice_of(r);

@@ -72,11 +72,28 @@ Agreement agree_ranks(int code, const std::string& line, const std::vector<Setti
 
 // Rank r's slice of n elements among R ranks: [first, first + count), contiguous, in rank
 // order, the first n % R ranks one element longer (a rank may own nothing when n < R).
+// first_piece > 0 (a split scan, below): the array's first first_piece elements go with rank 0's
+// slice, and the rest is cut so.
 struct Slice {
   std::uint64_t first = 0;
   std::uint64_t count = 0;
 };
-Slice rank_slice(std::uint64_t n, int r, int R);
+Slice rank_slice(std::uint64_t n, int r, int R, std::uint64_t first_piece = 0);
+
+// A scan split across ranks (tuning key scan-split auto, not segmented): the array's first piece,
+// of split_first_piece() elements, begins rank 0's slice, but the last rank scans it (rank 0 sends
+// it there once, and gets its output back after the timed runs) while the other ranks reduce their
+// shares; then every rank scans its share with its carry-in. As several devices of one process
+// split (run/scan_runner.hpp): the piece weighs in / (in + acc) of a share (in, acc: the element's
+// and the accumulator's bytes), so that its scan takes about as long as a share's total. 0 when
+// R < 2 or n is too short to leave the piece an element.
+std::uint64_t split_first_piece(std::uint64_t n, int R, std::size_t in, std::size_t acc);
+// Bytes from this rank to rank `to`, and into this rank from rank `from` (pieces of at most 1 GiB,
+// in order): the split scan's first piece and its output. One rank: Error(Errc::kInternal).
+void send_bytes(int to, const unsigned char* p, std::uint64_t n);
+void recv_bytes(int from, unsigned char* p, std::uint64_t n);
+// Rank root's carry, on every rank (one rank: mine).
+ScanCarry bcast_carry(const ScanCarry& mine, int root);
 
 // The slices' reduction results combined in rank order: fold_values(op, ...) (run/fold.hpp)
 // semantics exactly (integers wrap, arg ops keep the earlier index on ties and the first NaN).

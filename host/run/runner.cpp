@@ -177,7 +177,8 @@ std::vector<std::size_t> Session::share_counts(const std::vector<Context*>& ctxs
                                                           : cfg_.share_weights);
 }
 
-void Session::join_rank_times(RunRecord& rec, std::size_t bytes_per_element) const {
+void Session::join_rank_times(RunRecord& rec, std::size_t bytes_per_element,
+                              const std::vector<double>& critical) const {
   const std::vector<double> kernel = gather_ranks(rec.kernel_ms);
   const std::vector<double> kernel_min = gather_ranks(rec.kernel_ms_min);
   const std::vector<double> kernel_max = gather_ranks(rec.kernel_ms_max);
@@ -190,7 +191,7 @@ void Session::join_rank_times(RunRecord& rec, std::size_t bytes_per_element) con
   rec.parts.clear();
   double slowest = -1.0, seq_ms = 0.0, wall_ms = 0.0, upload_ms = 0.0, e2e_ms = 0.0;
   for (int r = 0; r < ranks; ++r) {
-    const Slice sl = rank_slice(cfg_.total, r, ranks);
+    const Slice sl = rank_slice(cfg_.total, r, ranks, cfg_.first_piece);
     const auto at = static_cast<std::size_t>(r);
     PartInfo p;
     p.rank = r;
@@ -224,6 +225,11 @@ void Session::join_rank_times(RunRecord& rec, std::size_t bytes_per_element) con
   // once: the whole is done when the last is), the whole array's bytes, the slices' sequential
   // loops one after another (as one process would run them).
   rec.kernel_ms = slowest;
+  if (!critical.empty()) {
+    rec.kernel_ms = median(critical);
+    rec.kernel_ms_min = *std::min_element(critical.begin(), critical.end());
+    rec.kernel_ms_max = *std::max_element(critical.begin(), critical.end());
+  }
   rec.wall_ms = wall_ms;
   rec.upload_ms = upload_ms;
   rec.e2e_gbps =

@@ -35,6 +35,9 @@ struct RunConfig {
   const Ranks* ranks = nullptr;
   std::uint64_t first = 0;  // global index of the array's element 0
   std::uint64_t total = 0;  // elements of the whole array (0: this array's n)
+  // A scan split across ranks (run/ranks.hpp, split_first_piece()): the array's first piece, the
+  // start of rank 0's slice that the last rank scans; 0: none (every slice is rank_slice()'s).
+  std::uint64_t first_piece = 0;
 };
 
 // One device's share of a run over several devices, or one rank's slice (RunRecord::parts).
@@ -187,7 +190,11 @@ class Session {
   // upload times of the ranks (they run at once: the whole is done when the last is); the slices'
   // loops added (their fastest and slowest runs too); the whole's GB/s, and its end-to-end rate:
   // the whole input over the slowest rank's upload + wall.
-  void join_rank_times(RunRecord& rec, std::size_t bytes_per_element) const;
+  // critical: each timed run's critical path over the ranks (a scan's slowest first pass plus
+  // its slowest second pass, run/scan_runner.cpp), whose median and spread are then the whole's
+  // kernel time; empty: the slowest rank's.
+  void join_rank_times(RunRecord& rec, std::size_t bytes_per_element,
+                       const std::vector<double>& critical = {}) const;
   // The timed loop of a device run, warmup + repeat times: prepare() untimed (e.g. a sentinel
   // write), then body(events) between two reads of the host clock (uploads, launches, read-back);
   // sets rec's kernel and wall times, their spread and its launches.

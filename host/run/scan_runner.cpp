@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <new>
 
 #include "clreduce/error.hpp"
 #include "core/checked.hpp"
@@ -314,61 +315,210 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
   return rec;
 }
 
+namespace {
+
+// Each timed run's critical path over the ranks (every rank's first and second passes, in run
+// order, the same count on every rank): its slowest first pass plus its slowest second pass.
+std::vector<double> critical_path(const std::vector<double>& firsts,
+                                  const std::vector<double>& seconds, int ranks) {
+  const std::size_t runs = firsts.size();
+  std::vector<unsigned char> mine(2 * runs * sizeof(double));
+  if (runs) {
+    std::memcpy(mine.data(), firsts.data(), runs * sizeof(double));
+    std::memcpy(mine.data() + runs * sizeof(double), seconds.data(), runs * sizeof(double));
+  }
+  const std::vector<unsigned char> all = gather_bytes_ranks(mine);
+  std::vector<double> path(runs, 0.0);
+  for (std::size_t i = 0; i < runs; ++i) {
+    double first = 0.0, second = 0.0;
+    for (int r = 0; r < ranks; ++r) {
+      double f = 0.0, s = 0.0;
+      const unsigned char* at = all.data() + static_cast<std::size_t>(r) * mine.size();
+      std::memcpy(&f, at + i * sizeof(double), sizeof f);
+      std::memcpy(&s, at + (runs + i) * sizeof(double), sizeof s);
+      first = std::max(first, f);
+      second = std::max(second, s);
+    }
+    path[i] = first + second;
+  }
+  return path;
+}
+
+}  // namespace
+
 RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const ScanProblem& pp) {
   const Ranks& R = *cfg_.ranks;
-  const std::size_t n = problem_.n, acc = problem_.acc_bytes();
-  std::unique_ptr<ScanPlan> plan;
-  std::unique_ptr<ReducePlan> total;
-  ChunkedArray* array = nullptr;
+  const std::size_t n = problem_.n, acc = problem_.acc_bytes(), in = dtype_size(data_.type);
   const std::string what =
       v.name() + " scan of " + std::to_string(n) + " " + dtype_name(problem_.type) + " elements";
-  if (n > 0) {
-    plan = v.plan(ctx_, pp, cfg_.local_size);
-    rec.policy = plan->policy();
-    array = &device_array();
-    // The last rank's total reaches no one; it is reduced anyway, so that every rank takes the
-    // same path (a rank whose device cannot reduce it makes every rank add its carry instead).
-    total = total_plan(ctx_, pp.n);
+  const ElementBytes bytes{in, 0u, acc};
+  // Split (RunConfig::first_piece): rank 0's slice begins with the array's first piece, which the
+  // last rank scans (it reaches no carry) while the other ranks reduce their shares; rank 0's
+  // share is then the rest of its slice. Every rank must be able to take its part, else none
+  // does, and rank 0 scans its whole slice as the unsplit run does.
+  const std::uint64_t first_piece = problem_.segmented ? 0 : cfg_.first_piece;
+  const int last_rank = R.size - 1;
+  std::unique_ptr<ScanPlan> plan, piece_plan;
+  std::unique_ptr<ReducePlan> total;
+  bool split = false;
+  if (first_piece > 0) {
+    bool ready = true;
+    RankPiece& rp = rank_piece_;
+    try {
+      if (R.rank == 0 || R.rank == last_rank) {
+        const bool share = R.rank == 0;  // rank 0: its share; the last rank: the first piece
+        const std::size_t m = share ? n - first_piece : first_piece;
+        if (!rp.array && !share && rp.in.size() != m * in) {
+          rp.in.allocate_uninit(m * in);  // filled from rank 0 below
+          rp.out.allocate_uninit(m * acc);
+        }
+        if (share && !rp.array) {
+          rp.view = view_of(data_, first_piece, m);
+          rp.out_at = host_out_.data() + first_piece * acc;
+        } else if (!rp.array) {
+          rp.view.type = data_.type;
+          rp.view.n = m;
+          rp.view.bytes.adopt(
+              rp.in.data(), rp.in.size(), [](void*, std::size_t, void*) {}, nullptr);
+          rp.out_at = rp.out.data();
+        }
+        if (m > 0) {
+          if (!rp.array)
+            rp.layout = choose_layout(ctx_.info(), ctx_.tuning(), m, bytes,
+                                      HostArrays{rp.view.bytes.data(), nullptr, rp.out_at});
+          ScanProblem pm = problem_;
+          pm.n = rp.layout.chunks > 1 ? rp.layout.chunk : m;
+          pm.carry_in = true;
+          // The last rank holds the piece beside its slice, each laid out as if alone: where
+          // the two would not stay resident together, the ranks run unsplit.
+          const double both =
+              static_cast<double>(m + (share ? 0 : n)) * static_cast<double>(in + acc);
+          const bool crowded = !share && !rp.layout.in_place && !layout_.in_place &&
+                               both > 0.85 * static_cast<double>(ctx_.info().global_mem);
+          if (crowded || !v.unsupported(ctx_, pm).empty()) {
+            ready = false;
+          } else {
+            piece_plan = v.plan(ctx_, pm, cfg_.local_size);
+            if (share) {
+              total = total_plan(ctx_, pm.n);
+              ready = total != nullptr;
+            }
+          }
+        }
+      }
+      if (R.rank != 0 && R.rank != last_rank && n > 0) {
+        total = total_plan(ctx_, pp.n);
+        ready = total != nullptr;
+      }
+    } catch (const std::bad_alloc&) {
+      ready = false;
+    }
+    split = all_ranks(ready);
+    if (!split) {
+      piece_plan.reset();
+      total.reset();
+    }
   }
-  const bool reduce_first = all_ranks(n == 0 || total != nullptr) && !problem_.segmented;
-  if (reduce_first) rec.policy.path += "; ranks' totals first, then carry-in";
+  if (split) {
+    RankPiece& rp = rank_piece_;
+    if (!rp.moved) {  // the first piece's input, once for every variant
+      if (R.rank == 0) send_bytes(last_rank, data_.bytes.data(), first_piece * in);
+      if (R.rank == last_rank) recv_bytes(0, rp.in.data(), first_piece * in);
+      rp.moved = true;
+    }
+    if (piece_plan && !rp.array) {
+      rp.array =
+          std::make_unique<ChunkedArray>(ctx_, rp.layout, rp.view, nullptr, rp.out_at, bytes);
+      rp.upload_ms = rp.array->upload("uploading " + std::to_string(rp.view.n) + " elements");
+    }
+  }
+  // This rank's share on the device: rank 0's past the first piece when split, else its slice.
+  ChunkedArray* array = nullptr;
+  ScanPlan* share_plan = nullptr;
+  if (split && R.rank == 0) {
+    array = rank_piece_.array.get();
+    share_plan = piece_plan.get();
+  } else if (n > 0) {
+    plan = v.plan(ctx_, pp, cfg_.local_size);
+    share_plan = plan.get();
+    array = &device_array();
+    // Unsplit, the last rank's total reaches no one; it is reduced anyway, so that every rank
+    // takes the same path (a rank whose device cannot reduce it makes every rank add its carry
+    // instead).
+    if (!split && !total) total = total_plan(ctx_, pp.n);
+  }
+  ChunkedArray* piece = split && R.rank == last_rank ? rank_piece_.array.get() : nullptr;
+  const bool reduce_first = split || (all_ranks(n == 0 || total != nullptr) && !problem_.segmented);
+  const bool take_total = array && reduce_first && !(split && R.rank == last_rank);
+  if (share_plan) rec.policy = share_plan->policy();
+  if (piece) rec.policy = piece_plan->policy();
+  if (split)
+    rec.policy.path +=
+        "; the first piece scanned on the last rank beside the ranks' totals, "
+        "then carry-in";
+  else if (reduce_first)
+    rec.policy.path += "; ranks' totals first, then carry-in";
   const unsigned char sentinel = is_float(problem_.acc_type) ? 0xFF : 0xA5;
-  std::vector<double> mpi;
+  std::vector<double> mpi, firsts, seconds;
   std::uint64_t run_index = 0;
   barrier_ranks();
   time_device(
       rec,
       [&] {
         host_out_.assign(host_out_.size(), sentinel);
+        if (piece) {
+          rank_piece_.out.assign(rank_piece_.out.size(), sentinel);
+          piece->prepare_scan(what + " (first piece)");
+        }
         if (array) array->prepare_scan(what);
-        if (array && reduce_first) array->prepare_reduce(total->out_bytes(), what + " (total)");
+        if (take_total) array->prepare_reduce(total->out_bytes(), what + " (total)");
       },
       [&](std::vector<cl::Event>& events) {
-        ScanCarry mine;
-        if (array && reduce_first) {
+        ScanCarry mine, first;
+        if (piece) {  // no carry reaches it: its scan is final, its total the ranks' first carry
+          piece->scan(*piece_plan, events, what + " (first piece)", false);
+          first = piece->carry_out(*piece_plan, what + " (first piece)");
+        }
+        if (take_total) {
           mine.value = array->reduce(*total, events, what + " (total)");
           mine.empty = false;
-        } else if (array) {
-          array->scan(*plan, events, what, false);
-          mine = array->carry_out(*plan, what);
+        } else if (array && !reduce_first) {
+          array->scan(*share_plan, events, what, false);
+          mine = array->carry_out(*share_plan, what);
         }
-        double ms = 0.0;
-        const ScanCarry into = exscan_carry(problem_.op, mine, &ms);
+        const double first_ms = events_ms(events);
+        const double t0 = now_ms();
+        if (split) first = bcast_carry(first, last_rank);
+        const ScanCarry into = fold_carry(problem_.op, first, exscan_carry(problem_.op, mine));
+        const double ms = now_ms() - t0;
         if (array && reduce_first) {
-          array->scan(*plan, events, what, true, into.empty ? nullptr : &into.value);
+          array->scan(*share_plan, events, what, true, into.empty ? nullptr : &into.value);
         } else if (array) {
-          if (!into.empty) array->add_carry(*plan, into.value, events, what);
+          if (!into.empty) array->add_carry(*share_plan, into.value, events, what);
           array->read_output(what);
         }
-        if (run_index++ >= cfg_.warmup) mpi.push_back(ms);
+        if (piece) piece->read_output(what + " (first piece)");
+        if (run_index++ >= cfg_.warmup) {
+          mpi.push_back(ms);
+          firsts.push_back(first_ms);
+          seconds.push_back(events_ms(events) - first_ms);
+        }
       });
-  set_layout(rec, layout_, upload_ms_);
+  // Split: the first piece's output, from the last rank into rank 0's.
+  if (split && R.rank == last_rank) send_bytes(0, rank_piece_.out.data(), first_piece * acc);
+  if (split && R.rank == 0) recv_bytes(last_rank, host_out_.data(), first_piece * acc);
+  if (split && R.rank == 0)
+    set_layout(rec, rank_piece_.layout, rank_piece_.upload_ms);
+  else
+    set_layout(rec, layout_, upload_ms_ + (piece ? rank_piece_.upload_ms : 0.0));
   if (n) rec.result = Value::from_bytes(problem_.acc_type, host_out_.data() + (n - 1) * acc);
   const ScanMode mode{problem_.op, problem_.acc_type, problem_.exclusive};
   // The carry from the ranks before passes through their totals' trees (reduce_first) or their
-  // scans, then one operation per rank.
-  const std::uint64_t depth = (plan ? plan->depth() : 0) + (total ? total->depth() : 0) +
-                              (layout_.chunks > 1 ? layout_.chunks : 0) + R.size;
+  // scans, then one operation per rank (and the first piece's).
+  const ChunkLayout& lay = split && R.rank == 0 ? rank_piece_.layout : layout_;
+  const std::uint64_t depth =
+      (share_plan ? share_plan->depth() : 0) + (piece_plan ? piece_plan->depth() : 0) +
+      (total ? total->depth() : 0) + (lay.chunks > 1 ? lay.chunks : 0) + R.size + 1;
   const ScanVerdict verdict =
       verify_scan(data_, mode, opts_.flags, depth, host_out_.data(), &ref_start_);
   const std::size_t flag_bytes = problem_.segmented ? n : 0;
@@ -376,7 +526,9 @@ RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const Sca
          static_cast<double>(data_.bytes.size() + n * acc + flag_bytes));
   rec.overflow = verdict.overflow;
   // The whole: every rank's verdict, the wrong elements of all, the last rank's last element,
-  // the slowest rank's kernel and wall times.
+  // the slowest rank's wall time, and as kernel time the run's critical path: no rank's second
+  // pass starts before every first pass has ended (its carry comes through them), so the slowest
+  // first pass plus the slowest second pass, where that exceeds the slowest rank's own sum.
   const std::uint64_t wrong = sum_ranks(verdict.wrong);
   rec.verified = all_ranks(verdict.ok);
   rec.combine_ms = mpi.empty() ? 0.0 : median(mpi);
@@ -387,7 +539,8 @@ RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const Sca
   rec.scan->wrong_count = wrong;
   if (!rec.verified && verdict.ok)
     rec.verify_note = std::to_string(wrong) + " elements wrong on other ranks";
-  join_rank_times(rec, dtype_size(problem_.type) + acc + (problem_.segmented ? 1 : 0));
+  join_rank_times(rec, in + acc + (problem_.segmented ? 1 : 0),
+                  critical_path(firsts, seconds, R.size));
   return rec;
 }
 

@@ -93,6 +93,19 @@ class ScanSession : public Session {
   // checked from the reference's state where the slice starts.
   RunRecord run_ranked(const ScanVariant& v, RunRecord rec, const ScanProblem& pp);
   ScanRefState ref_start_;
+  // MPI, a split scan (RunConfig::first_piece): on rank 0 its share, the slice past the first
+  // piece (a view; its output in host_out_); on the last rank the first piece, sent by rank 0
+  // once (in), its output (out) sent back to rank 0 after each variant's timed runs.
+  struct RankPiece {
+    HostArray view;
+    Bytes in, out;
+    unsigned char* out_at = nullptr;
+    ChunkLayout layout;
+    std::unique_ptr<ChunkedArray> array;
+    double upload_ms = 0.0;
+    bool moved = false;  // the first piece's input has reached the last rank
+  };
+  RankPiece rank_piece_;
 };
 
 }  // namespace clreduce

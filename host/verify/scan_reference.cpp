@@ -118,6 +118,22 @@ ScanRefState ref_state_typed(const HostArray& a, const ScanMode& m, const std::u
   const A id = identity<A>(m.op);
   A acc = id;
   st.run = sum ? 0.0L : 1.0L;
+  // The running long double value and the magnitudes serve only the float sums' and products'
+  // checks (verify_typed); integers, min and max carry the exact value alone.
+  if (!std::is_floating_point_v<A> || !(sum || m.op == Op::kProd)) {
+    for (std::size_t i = 0; i < a.n; ++i) {
+      if (flags && flags[i]) {
+        acc = id;
+        st.count = 0;
+        st.reset = true;
+      }
+      acc = apply(m.op, acc, static_cast<A>(x[i]));
+      ++st.count;
+    }
+    st.exact = value_of(acc);
+    st.empty = a.n == 0;
+    return st;
+  }
   for (std::size_t i = 0; i < a.n; ++i) {
     if (flags && flags[i]) {
       acc = id;

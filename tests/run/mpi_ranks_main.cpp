@@ -126,6 +126,81 @@ void test_rank_slice() {
             (static_cast<std::uint64_t>(g.rank) < 7 % static_cast<std::uint64_t>(g.size)));
 }
 
+// A split scan's slices: rank 0's begins with the first piece, the rest as rank_slice() cuts
+// the remainder; together they tile [0, n) in rank order. The piece weighs in / (in + acc).
+void test_split_slices() {
+  CHECK(split_first_piece(1000, 1, 4, 8) == 0);           // one rank: no split
+  CHECK(split_first_piece(7000000, 2, 4, 8) == 1000000);  // 1/3 over 2 + 1/3: n / 7
+  CHECK(split_first_piece(1000000, 2, 4, 4) == 200000);   // 1/2 over 2 + 1/2: n / 5
+  CHECK(split_first_piece(3, 2, 4, 8) == 0);              // too short to leave the piece an element
+  CHECK(split_first_piece(0, 3, 8, 8) == 0);
+  for (int R = 2; R <= 5; ++R)
+    for (std::uint64_t n : {0ull, 1ull, 2ull, 7ull, 100ull, 1000003ull}) {
+      const std::uint64_t piece = split_first_piece(n, R, 4, 8);
+      CHECK(piece <= n);
+      std::uint64_t next = 0;
+      for (int r = 0; r < R; ++r) {
+        const Slice s = rank_slice(n, r, R, piece), rest = rank_slice(n - piece, r, R);
+        CHECK_MSG(s.first == next, "n " + std::to_string(n) + " R " + std::to_string(R));
+        CHECK(s.count == rest.count + (r == 0 ? piece : 0));
+        next = s.first + s.count;
+      }
+      CHECK_MSG(next == n, "n " + std::to_string(n) + " R " + std::to_string(R));
+    }
+  bool threw = false;
+  try {
+    rank_slice(5, 0, 2, 6);  // a piece longer than the array
+  } catch (const Error& e) {
+    threw = e.category() == Errc::kInternal;
+  }
+  CHECK(threw);
+}
+
+// Bytes from rank 0 to the last rank and back (in pieces past 1 GiB only in size; here several
+// sizes, each byte checked), and the last rank's carry broadcast to every rank.
+void test_send_bytes() {
+  if (!g.many()) {
+    bool threw = false;
+    unsigned char b = 0;
+    try {
+      send_bytes(0, &b, 1);
+    } catch (const Error& e) {
+      threw = e.category() == Errc::kInternal;
+    }
+    CHECK_MSG(threw, "one rank sends nothing");
+    return;
+  }
+  const int last = g.size - 1;
+  for (std::uint64_t n : {0ull, 1ull, 4097ull, 3000001ull}) {
+    std::vector<unsigned char> v(n);
+    for (std::uint64_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>(i * 131 + n);
+    if (g.rank == 0) send_bytes(last, v.data(), n);
+    if (g.rank == last) {
+      std::vector<unsigned char> got(n, 0);
+      recv_bytes(0, got.data(), n);
+      CHECK_MSG(got == v, "to the last rank, " + std::to_string(n) + " bytes");
+      for (auto& c : got) c = static_cast<unsigned char>(c ^ 0x5A);
+      send_bytes(0, got.data(), n);
+    }
+    if (g.rank == 0) {
+      std::vector<unsigned char> back(n, 0);
+      recv_bytes(last, back.data(), n);
+      for (auto& c : v) c = static_cast<unsigned char>(c ^ 0x5A);
+      CHECK_MSG(back == v, "back from the last rank, " + std::to_string(n) + " bytes");
+    }
+  }
+  ScanCarry c;
+  if (g.rank == last) {
+    c.value.type = DType::kInt64;
+    c.value.i = -1234567890123;
+    c.empty = false;
+    c.reset = true;
+  }
+  const ScanCarry got = bcast_carry(c, last);
+  CHECK(!got.empty && got.reset && got.value.type == DType::kInt64 &&
+        got.value.i == -1234567890123);
+}
+
 void test_allreduce() {
   const int R = g.size;
   const auto per = [&](std::size_t k) { return k * static_cast<std::size_t>(R); };
@@ -538,6 +613,8 @@ int main(int argc, char** argv) {
     CHECK_MSG(initialised == (expected > 1 ? 1 : 0), "MPI is started only under a launcher");
 #endif
     test_rank_slice();
+    test_split_slices();
+    test_send_bytes();
     test_allreduce();
     test_allreduce_exact();
     test_exscan_carry();
