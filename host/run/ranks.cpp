@@ -231,7 +231,9 @@ std::uint64_t split_first_piece(std::uint64_t n, int R, std::size_t in, std::siz
   const double w = static_cast<double>(in) / static_cast<double>(in + acc);
   const auto piece = static_cast<std::uint64_t>(
       std::llround(static_cast<double>(n) * (w / (w + static_cast<double>(R)))));
-  return std::min(piece, n);
+  // A whole number of 1024 elements where the piece is longer (so that rank 0's share starts
+  // 4 KiB-aligned in its slice, as a CPU device takes memory in place).
+  return std::min(piece >= 2048 ? piece - piece % 1024 : piece, n);
 }
 
 namespace {

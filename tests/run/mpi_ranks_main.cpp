@@ -129,10 +129,13 @@ void test_rank_slice() {
 // A split scan's slices: rank 0's begins with the first piece, the rest as rank_slice() cuts
 // the remainder; together they tile [0, n) in rank order. The piece weighs in / (in + acc).
 void test_split_slices() {
-  CHECK(split_first_piece(1000, 1, 4, 8) == 0);           // one rank: no split
-  CHECK(split_first_piece(7000000, 2, 4, 8) == 1000000);  // 1/3 over 2 + 1/3: n / 7
-  CHECK(split_first_piece(1000000, 2, 4, 4) == 200000);   // 1/2 over 2 + 1/2: n / 5
-  CHECK(split_first_piece(3, 2, 4, 8) == 0);              // too short to leave the piece an element
+  CHECK(split_first_piece(1000, 1, 4, 8) == 0);  // one rank: no split
+  // 1/3 over 2 + 1/3: n / 7, then a multiple of 1024 elements.
+  CHECK(split_first_piece(7000000, 2, 4, 8) == 1000000 - 1000000 % 1024);
+  CHECK(split_first_piece(1000000, 2, 4, 4) == 200000 - 200000 % 1024);  // 1/2 over 2 + 1/2
+  CHECK(split_first_piece(7 * 2047, 2, 4, 8) == 2047);                   // under 2048: not rounded
+  CHECK(split_first_piece(7 * 4000, 2, 8, 8) == 4000 * 7 / 5 - 4000 * 7 / 5 % 1024);
+  CHECK(split_first_piece(3, 2, 4, 8) == 0);  // too short to leave the piece an element
   CHECK(split_first_piece(0, 3, 8, 8) == 0);
   for (int R = 2; R <= 5; ++R)
     for (std::uint64_t n : {0ull, 1ull, 2ull, 7ull, 100ull, 1000003ull}) {
