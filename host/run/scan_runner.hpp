@@ -90,7 +90,8 @@ class ScanSession : public Session {
   std::unique_ptr<ReducePlan> total_plan(Context& ctx, std::size_t n) const;
   // MPI: this rank's slice scanned, the carry from the ranks before it (MPI_Exscan) taken by the
   // scan (a total first, as for several devices) or added on the device after it (segmented),
-  // checked from the reference's state where the slice starts.
+  // checked from the reference's state where the slice starts. Split (RunConfig::first_piece):
+  // the last rank scans the first piece of rank 0's slice while the others take their totals.
   RunRecord run_ranked(const ScanVariant& v, RunRecord rec, const ScanProblem& pp);
   ScanRefState ref_start_;
   // MPI, a split scan (RunConfig::first_piece): on rank 0 its share, the slice past the first
