@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "args.hpp"
@@ -27,6 +28,7 @@
 #include "clreduce/options.hpp"
 #include "clreduce/version.hpp"
 #include "core/checked.hpp"
+#include "core/parallel.hpp"
 #include "csv.hpp"
 #include "exit_codes.hpp"
 #include "expr_run.hpp"
@@ -1002,6 +1004,14 @@ int run(int argc, char** argv, const Ranks& ranks) {
                      "POCL_AFFINITY=0 leaves them to the scheduler)\n";
         break;
       }
+  // Open MPI binds each of two ranks to one core by default: the rank's host work (generating,
+  // the sequential loop, the checks) and a CPU device then have that core alone.
+  if (ranks.root() && ranks.many() && host_threads() == 1 &&
+      std::thread::hardware_concurrency() > static_cast<unsigned>(ranks.local_size))
+    std::cerr << "clreduce: rank 0 may use 1 of this host's " << std::thread::hardware_concurrency()
+              << " cores (mpirun binds ranks to cores by default), so its generating, checking and "
+                 "any CPU device run on that core alone; mpirun --bind-to none lets each rank use "
+                 "the host's cores\n";
 
   // ---- Before the first kernel runs: the data's shape, the memory, every variant's refusal and
   // launch policy (which builds its kernels).
