@@ -587,18 +587,17 @@ HostArray scatter_from_root(const HostArray& whole, std::uint64_t* total) {
       throw Error(Errc::kUnsupported, ok ? "another rank is out of host memory for its slice"
                                          : "out of host memory for this rank's slice of " +
                                                std::to_string(s.count) + " elements");
-    const auto pieces = [](std::uint64_t bytes, auto&& each) { in_pieces(bytes, each); };
     if (g_ranks.root()) {
       for (int r = 1; r < g_ranks.size; ++r) {
         const Slice sr = slice_of(r);
         const unsigned char* from = whole.bytes.data() + sr.first * size;
-        pieces(sr.count * size, [&](std::uint64_t at, int k) {
+        in_pieces(sr.count * size, [&](std::uint64_t at, int k) {
           MPI_Send(from + at, k, MPI_BYTE, r, 0, MPI_COMM_WORLD);
         });
       }
       if (s.count) std::memcpy(mine.bytes.data(), whole.bytes.data(), s.count * size);
     } else {
-      pieces(s.count * size, [&](std::uint64_t at, int k) {
+      in_pieces(s.count * size, [&](std::uint64_t at, int k) {
         MPI_Recv(mine.bytes.data() + at, k, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       });
     }
