@@ -259,7 +259,9 @@ with tempfile.TemporaryDirectory() as out:
           "SIGTERM: meta says why it stopped (%r)" % data["meta"].get("stopped"))
     done = [r for r in data["rows"] if r["tool"] == "clreduce" and r["variant"] == "fast"]
     check(done and all(r.get("verified") for r in done), "SIGTERM: the finished rows are written")
-    check(any(isinstance(r.get("vs_cub"), float) for r in done), "SIGTERM: with their ratios")
+    # Each finished row has its ratio to CUB, or (a noisy timing on this loaded machine) says why not.
+    check(done and all(isinstance(r.get("vs_cub"), float) or "vs_cub" in r.get("note", "") for r in done),
+          "SIGTERM: with their ratios (%r)" % [(r.get("vs_cub"), r.get("note")) for r in done])
 
 # tools/scan_side_by_side: --help answers without running anything; bad arguments are one line.
 if len(sys.argv) > 3:
