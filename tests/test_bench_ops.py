@@ -130,17 +130,22 @@ with tempfile.TemporaryDirectory() as out:
 with tempfile.TemporaryDirectory() as out:
     code, log = bench("run", "--clreduce", clreduce, "--device", device, "--variants", "scan-fast", "--ops",
                       "scan-inclusive", "--types", "int32", "--logs", "12", "--repeat", "1", "--warmup", "0",
-                      "--no-peers", "--tune-set", "h", "scan-fast-path=hierarchical", "--out", out)
+                      "--no-peers", "--tune-set", "h", "scan-fast-path=hierarchical", "--tune-set", "w32",
+                      "local-size=32", "--out", out)
     check(code == 0, "bench.py run with --tune-set on a scan exits 0 (got %d)" % code)
     with open(os.path.join(out, "results.csv")) as f:
         rows = [r for r in csv.DictReader(f) if r["tool"] == "clreduce" and r["kind"] == "clreduce"]
     got = {r["variant"]: r for r in rows}
-    check(sorted(got) == ["scan-fast", "scan-fast@h"] and all(r["verified"] == "True" for r in rows),
+    check(sorted(got) == ["scan-fast", "scan-fast@h", "scan-fast@w32"] and all(r["verified"] == "True" for r in rows),
           "a verified scan row per tune set (%r)" % sorted(got))
     check("hierarchical" in got.get("scan-fast@h", {}).get("policy", "")
           and "hierarchical" not in got.get("scan-fast", {}).get("policy", "hierarchical")
           and got.get("scan-fast@h", {}).get("tune") == "scan-fast-path=hierarchical",
           "the set's path reaches its own scan run alone (%r)" % [r.get("policy") for r in rows])
+    # local-size=N is clreduce's --local-size N, not a --tune key.
+    check("wg=32 " in got.get("scan-fast@w32", {}).get("policy", "")
+          and "wg=32 " not in got.get("scan-fast", {}).get("policy", "wg=32 "),
+          "a set's local-size reaches its own run as the work-group size (%r)" % [r.get("policy") for r in rows])
 
 # vs_fast: the baseline's time / the op's, from the same round; a noisy baseline is not quoted.
 rows = [dict(op="sum", type="float", n=4096, log2n=12, variant="fast", kind="baseline", verified=True, kernel_ms=1.0,
@@ -165,6 +170,7 @@ for args, says in ((["--ops", "segsum", "--segment-lengths", "0,8"], "--segment-
                    (["--ops", "segsum", "--tune", "segments-vec=3"], "clreduce refuses the tuning"),
                    (["--ops", "segsum", "--tune-set", "v3", "segments-vec=3"], "must be one of"),
                    (["--ops", "segsum", "--tune-set", "v3"], "--tune-set v3 needs at least one KEY=VALUE"),
+                   (["--ops", "segsum", "--tune-set", "w0", "local-size=0"], "--local-size must be a whole number"),
                    (["--ops", "segsum", "--tune-set", "a=b", "x=1"], "takes a NAME")):
     with tempfile.TemporaryDirectory() as out:
         code, log = bench("run", "--clreduce", clreduce, "--device", device, "--logs", "10", "--repeat", "1",

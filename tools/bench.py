@@ -57,7 +57,8 @@ KEY=VALUE... (repeatable) times alternatives side by side: every clreduce run (i
 engine's, segment and axis ops) runs once more per set, right after the default run of the same
 round and data, with those --tune settings added (without host peers); their rows are the variant's with @NAME appended (segments@NAME), held
 against the same peers, copy ceiling and baseline, and summarised on their own. Keys and values
-are checked by clreduce before the sweep starts.
+are checked by clreduce before the sweep starts. The setting local-size=N is clreduce's
+--local-size N (the work-group size), so sets may compare group sizes too.
 """
 
 import argparse
@@ -322,7 +323,7 @@ def check_sweep(a, ops, types, variants):
             fail("--tune takes KEY=VALUE, not '%s'" % kv)
     if settings:  # clreduce checks every key and value before it touches a device
         code, _, err = run_json_lines([a.clreduce, "--list-variants", "--format", "json"] +
-                                      [x for kv in settings for x in ("--tune", kv)], 120)
+                                      tune_args(settings), 120)
         if code != 0:
             fail("clreduce refuses the tuning: %s" % err)
     if a.cub_peer and not shutil.which(a.cub_peer):
@@ -610,8 +611,13 @@ def clreduce_rows(a, base, cmd, op):
 
 
 def tune_args(settings):
-    """clreduce's --tune flags for KEY=VALUE settings."""
-    return [x for kv in settings for x in ("--tune", kv)]
+    """clreduce's flags for KEY=VALUE settings: --tune KEY=VALUE, but local-size=N is clreduce's
+    --local-size N (the work-group size, which is not a tuning key)."""
+    out = []
+    for kv in settings:
+        key, value = kv.split("=", 1)
+        out += ["--local-size", value] if key == "local-size" else ["--tune", kv]
+    return out
 
 
 def common_args(a, n):
