@@ -165,7 +165,14 @@ void Session::set_shares(RunRecord& rec, std::vector<PartInfo> parts,
     rec.e2e_gbps = static_cast<double>(data_.bytes.size()) / (e2e * 1e6);
 }
 
-std::vector<std::size_t> Session::share_counts(const std::vector<Context*>& ctxs, DType acc) const {
+std::size_t Session::share_grain_of(const std::vector<Context*>& ctxs, ElementBytes e) {
+  std::vector<std::size_t> aligns;
+  for (const Context* c : ctxs) aligns.push_back(in_place_alignment(c->info()));
+  return share_grain(aligns, {e.in, e.flags, e.out});
+}
+
+std::vector<std::size_t> Session::share_counts(const std::vector<Context*>& ctxs, DType acc,
+                                               ElementBytes e) const {
   if (!cfg_.share_weights.empty() && cfg_.share_weights.size() != ctxs.size())
     throw Error(Errc::kUsage, std::to_string(cfg_.share_weights.size()) + " shares for " +
                                   std::to_string(ctxs.size()) + " devices");
@@ -173,8 +180,10 @@ std::vector<std::size_t> Session::share_counts(const std::vector<Context*>& ctxs
     if ((data_.type == DType::kDouble || acc == DType::kDouble) && !c->info().fp64)
       throw Error(Errc::kUnsupported,
                   c->info().name + " has no double precision (cl_khr_fp64); try float");
-  return split_shares(data_.n, cfg_.share_weights.empty() ? std::vector<double>(ctxs.size(), 1.0)
-                                                          : cfg_.share_weights);
+  return split_shares(
+      data_.n,
+      cfg_.share_weights.empty() ? std::vector<double>(ctxs.size(), 1.0) : cfg_.share_weights,
+      share_grain_of(ctxs, e));
 }
 
 void Session::join_rank_times(RunRecord& rec, std::size_t bytes_per_element,
@@ -295,7 +304,8 @@ ReduceSession::ReduceSession(const std::vector<Context*>& ctxs, const HostArray&
                              RunConfig cfg)
     : ReduceSession(*ctxs.at(0), data, op, std::move(cfg)) {
   if (ctxs.size() < 2) return;
-  const std::vector<std::size_t> counts = share_counts(ctxs, problem_.acc());
+  const std::vector<std::size_t> counts =
+      share_counts(ctxs, problem_.acc(), ElementBytes{dtype_size(data.type), 0, 0});
   std::size_t at = 0;
   for (std::size_t d = 0; d < ctxs.size(); ++d) {
     Part p;

@@ -89,14 +89,15 @@ ScanSession::ScanSession(const std::vector<Context*>& ctxs, const HostArray& dat
   // device's own are scanned with their carries. The first piece weighs r/s (its scan as long
   // as a total) and the k others 1: each device busy for (r + s) / (k s + r) of one device's
   // time, k s + r over r + s of its speed (two devices: 1.75x for int32 -> int64 by bytes).
-  std::vector<std::size_t> counts = share_counts(ctxs, problem_.acc_type);
+  const ElementBytes e{dtype_size(data.type), opts_.segmented ? 1u : 0u, problem_.acc_bytes()};
+  std::vector<std::size_t> counts = share_counts(ctxs, problem_.acc_type, e);
   std::vector<Context*> on = ctxs;
   split_ = !opts_.segmented && cfg_.share_weights.empty() && ctxs[0]->tuning().scan_split == "auto";
   if (split_) {
     const double in = static_cast<double>(dtype_size(data.type));
     std::vector<double> weights(ctxs.size() + 1, 1.0);
     weights[0] = in / (in + static_cast<double>(problem_.acc_bytes()));
-    counts = split_shares(data.n, weights);
+    counts = split_shares(data.n, weights, share_grain_of(ctxs, e));
     on.insert(on.begin(), ctxs.back());
   }
   std::size_t at = 0;

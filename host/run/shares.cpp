@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <exception>
+#include <numeric>
+#include <string>
 #include <thread>
 
 #include "clreduce/error.hpp"
@@ -50,6 +52,19 @@ std::vector<std::size_t> split_shares(std::size_t n, const std::vector<double>& 
   }
   counts[k - 1] = n - given;
   return counts;
+}
+
+std::size_t share_grain(const std::vector<std::size_t>& aligns,
+                        const std::vector<std::size_t>& sizes) {
+  std::size_t grain = 16;
+  for (const std::size_t a : aligns) {
+    if (a == 0 || (a & (a - 1)) != 0)
+      throw Error(Errc::kInternal, "internal: an alignment of " + std::to_string(a) +
+                                       " bytes is not a power of two");
+    for (const std::size_t e : sizes)
+      if (e) grain = std::lcm(grain, a / std::gcd(a, e));  // e * (a / gcd) is a multiple of a
+  }
+  return grain;
 }
 
 void run_parallel(std::size_t k, const std::function<void(std::size_t)>& fn, bool at_once) {

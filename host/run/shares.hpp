@@ -22,6 +22,15 @@ HostArray view_of(const HostArray& a, std::size_t first, std::size_t n);
 std::vector<std::size_t> split_shares(std::size_t n, const std::vector<double>& weights,
                                       std::size_t grain = 16);
 
+// The grain for split_shares() where devices may use the host arrays in place: the fewest
+// elements, at least 16, whose bytes at every element size in `sizes` (0s ignored) are a
+// multiple of every alignment in `aligns` (bytes, powers of two: run/chunks.hpp's
+// in_place_alignment() of each device). A share starting on it starts as aligned as the array,
+// so a CPU device takes it in place rather than a copy. Error(Errc::kInternal) for an alignment
+// that is not a power of two.
+std::size_t share_grain(const std::vector<std::size_t>& aligns,
+                        const std::vector<std::size_t>& sizes);
+
 // Calls fn(0) ... fn(k - 1) at once, each on a thread of its own (fn(0) on the caller's), and
 // waits for all; the first exception (in index order) is rethrown after every call returned.
 // at_once = false: one after another on the caller's thread, in index order.

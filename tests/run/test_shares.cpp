@@ -21,6 +21,7 @@
 
 #include "clreduce/error.hpp"
 #include "io/npy.hpp"
+#include "run/chunks.hpp"
 #include "run/fold.hpp"
 #include "run/shares.hpp"
 #include "test_helpers.hpp"
@@ -94,6 +95,31 @@ TEST_CASE("shares: proportional, on the grain, summing to n; bad weights refused
   }
   CHECK_THROWS_AS(split_shares(10, {0, 0}), Error);
   CHECK_THROWS_AS(split_shares(10, {-1, 2}), Error);
+}
+
+TEST_CASE("share grain: shares start on every device's alignment at every element size",
+          "[shares]") {
+  CHECK(share_grain({}, {4}) == 16);
+  CHECK(share_grain({128}, {4}) == 32);         // 32 int32 = 128 bytes
+  CHECK(share_grain({128}, {4, 8}) == 32);      // int32 -> int64: 128 and 256 bytes
+  CHECK(share_grain({128}, {8}) == 16);         // 16 doubles = 128 bytes
+  CHECK(share_grain({128}, {4, 1, 8}) == 128);  // segment flags: a byte each
+  CHECK(share_grain({128, 4096}, {4}) == 1024);
+  CHECK(share_grain({128}, {0, 4}) == 32);  // no array of that part
+  for (const std::size_t a : {128u, 1024u, 4096u})
+    for (const std::size_t e : {1u, 2u, 4u, 8u}) {
+      const std::size_t g = share_grain({a}, {e});
+      CHECK(g * e % a == 0);
+      CHECK((g <= 16 || g / 2 * e % a != 0));  // the fewest, at least 16
+    }
+  CHECK_THROWS_AS(share_grain({96}, {4}), Error);
+  CHECK_THROWS_AS(share_grain({0}, {4}), Error);
+  // Three equal shares of 1000003 int32: each starts on 128 bytes (the grain of 16 left the
+  // second at 333328 elements, 1333312 bytes, a copy where it could be in place).
+  const auto s = split_shares(1000003, {1, 1, 1}, share_grain({128}, {4}));
+  CHECK(s[0] * 4 % 128 == 0);
+  CHECK((s[0] + s[1]) * 4 % 128 == 0);
+  CHECK(s[0] + s[1] + s[2] == 1000003);
 }
 
 TEST_CASE("carries across pieces: the flag operator's exclusive scan equals the sequential one",
@@ -296,17 +322,26 @@ TEST_CASE(
     "the first piece), others equal; the kernel time is the slowest first pass plus the "
     "slowest second pass",
     "[shares][cli]") {
-  // {flags, the pieces' elements of 70000}: split by weights r/s, 1, 1 (r, s: the bytes a total
-  // and a scan move an element), each cut at a multiple of 16 but the last; with scan-split off
-  // or segments, equal halves.
-  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
-      {"--type int32", {"10000", "30000", "30000"}},              // int32 -> int64: r/s = 4/12
-      {"--type int32 --acc int32", {"14000", "28000", "28000"}},  // 4/8
-      {"--type float --exclusive", {"14000", "28000", "28000"}},
-      {"--type double --op max", {"14000", "28000", "28000"}},
-      {"--type int32 --tune scan-split=off", {"34992", "35008"}},
-      {"--type int32 --segment-length 77", {"34992", "35008"}}};
-  for (const auto& [flags, pieces] : cases) {
+  // {flags, weights, element sizes}: split by weights r/s, 1, 1 (r, s: the bytes a total and a
+  // scan move an element), each cut on the share grain of the device's alignment and the
+  // element sizes (input, segment flags, output) but the last; with scan-split off or
+  // segments, equal halves. On PoCL (128 bytes): int32 -> int64 9984, 30016, 30000.
+  struct Case {
+    std::string flags;
+    std::vector<double> weights;
+    std::vector<std::size_t> sizes;
+  };
+  const std::vector<Case> cases = {{"--type int32", {4.0 / 12, 1, 1}, {4, 8}},  // int32 -> int64
+                                   {"--type int32 --acc int32", {4.0 / 8, 1, 1}, {4, 4}},
+                                   {"--type float --exclusive", {4.0 / 8, 1, 1}, {4, 4}},
+                                   {"--type double --op max", {8.0 / 16, 1, 1}, {8, 8}},
+                                   {"--type int32 --tune scan-split=off", {1, 1}, {4, 8}},
+                                   {"--type int32 --segment-length 77", {1, 1}, {4, 1, 8}}};
+  const std::size_t align = in_place_alignment(test::device_context().info());
+  for (const auto& [flags, weights, sizes] : cases) {
+    std::vector<std::string> pieces;
+    for (const std::size_t c : split_shares(70000, weights, share_grain({align}, sizes)))
+      pieces.push_back(std::to_string(c));
     const std::string args = two_devices() + " --variant scan-fast --size 70000 " + flags +
                              " --format json --repeat 1 --warmup 0";
     CAPTURE(args);
@@ -359,4 +394,33 @@ TEST_CASE("device lists and --shares: bad values are one-line errors, exit 2", "
     CHECK(clreduce::test::count_lines(r.out) == 1);
     CHECK_THAT(r.out, ContainsSubstring("clreduce: "));
   }
+}
+
+TEST_CASE("several CPU devices take their shares in place: every share starts aligned",
+          "[shares][cli]") {
+  if (test::device_context().info().type != "CPU") SKIP("a CPU device uses host arrays in place");
+  // 1000003 int32 over three: the grain of 16 left the second share at 1333312 bytes, off
+  // 128, so it was copied.
+  const std::string one = test::test_device_spec();
+  const std::string args = "--device '" + one + "," + one + "," + one +
+                           "' --variant fast,scan-fast --size 1000003 --format json --repeat 1 "
+                           "--warmup 0";
+  CAPTURE(args);
+  const auto r = run_cli(args, kTimeout);
+  REQUIRE(r.code == 0);
+  std::istringstream rows(r.out);
+  int seen = 0;
+  for (std::string row; std::getline(rows, row);) {
+    if (row.find("\"kind\":\"clreduce\"") == std::string::npos) continue;
+    CAPTURE(row);
+    ++seen;
+    CHECK(field(row, "verified") == "true");
+    const std::string policy = field(row, "policy");
+    std::size_t shares = 0;
+    for (std::size_t at = policy.find("(whole"); at != std::string::npos;
+         at = policy.find("(whole", at + 1), ++shares)
+      CHECK(policy.compare(at, 16, "(whole, in place") == 0);
+    CHECK(shares >= 3);
+  }
+  CHECK(seen == 2);
 }
