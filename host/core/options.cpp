@@ -129,6 +129,9 @@ const std::vector<TuningKey>& tuning_keys() {
        "from a buffer over the array (CL_MEM_USE_HOST_PTR)"},
       {"in-place", "auto | on | off (auto: on for CPU devices)",
        "use host arrays in place (CL_MEM_USE_HOST_PTR) instead of uploading them"},
+      {"device-memory", "1-2^62 bytes (0: the device's global memory)",
+       "device memory a run plans to use, at most the device's: arrays past 0.85 of it are "
+       "streamed (leave room for a program's own buffers on a shared device)"},
       {"expr-lanes", "auto | off (auto)",
        "the engine's CPU shape: mean, dot, norm2, var, std, minmax and logsumexp of float and "
        "float16 arrays (no --where) fold 16 elements at a time in vector lanes; off: one by one"},
@@ -265,6 +268,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.stream_source = one_of(v, {"auto", "write", "stage", "stage-memcpy", "host-ptr"}, source);
   } else if (key == "in-place") {
     t.in_place = one_of(v, {"auto", "on", "off"}, source);
+  } else if (key == "device-memory") {
+    t.device_memory = parse_count(v, 1, 1ull << 62, source, "a byte count from 1 to 2^62");
   } else if (key == "timeout") {
     // Decimal seconds: 0.001 up to 10^6 (fractions make a timeout testable on a fast device).
     char* end = nullptr;
@@ -369,6 +374,7 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"stream-slots", n(t.stream_slots)},
       {"stream-source", t.stream_source},
       {"in-place", t.in_place},
+      {"device-memory", n(t.device_memory)},
       {"expr-lanes", t.expr_lanes},
       {"expr-fold", t.expr_fold},
       {"var-sums", t.var_sums},

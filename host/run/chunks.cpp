@@ -88,6 +88,16 @@ std::string ChunkLayout::str() const {
   return s;
 }
 
+std::uint64_t planned_memory(const DeviceInfo& d, const Tuning& t) {
+  return t.device_memory ? std::min<std::uint64_t>(d.global_mem, t.device_memory) : d.global_mem;
+}
+
+std::uint64_t device_bytes(const ChunkLayout& L, ElementBytes e) {
+  if (L.in_place) return 0;
+  const std::uint64_t elements = L.streamed() ? std::uint64_t{L.slots} * L.chunk : L.n;
+  return elements * e.total();
+}
+
 std::size_t in_place_alignment(const DeviceInfo& d) {
   return std::max<std::size_t>(d.base_align, 128);
 }
@@ -114,18 +124,17 @@ ChunkLayout layout_for(const DeviceInfo& d, const Tuning& t, std::size_t n, Elem
   std::size_t cap = std::max<std::size_t>(1, static_cast<std::size_t>(d.max_alloc) / widest);
   if (t.max_chunk) cap = std::min(cap, std::max<std::size_t>(1, t.max_chunk / e.in));
   const double need = static_cast<double>(n) * static_cast<double>(e.total());
+  const auto memory = static_cast<double>(planned_memory(d, t));
   const bool stream =
-      !L.in_place &&
-      (t.stream == "on" || (t.stream == "auto" && need > 0.85 * static_cast<double>(d.global_mem)));
+      !L.in_place && (t.stream == "on" || (t.stream == "auto" && need > 0.85 * memory));
   if (!stream) {
     L.chunk = n <= cap ? std::max<std::size_t>(n, 1) : round_chunk(cap);
   } else {
     L.kind = ChunkLayout::Kind::kStreamed;
     L.slots = t.stream_slots;
     const std::size_t budget =
-        t.stream_bytes
-            ? t.stream_bytes
-            : std::min<std::size_t>(4 * kGiB, static_cast<std::size_t>(d.global_mem / 2));
+        t.stream_bytes ? t.stream_bytes
+                       : std::min<std::size_t>(4 * kGiB, static_cast<std::size_t>(memory / 2));
     const std::size_t per = std::max<std::size_t>(1, budget / (L.slots * e.total()));
     L.chunk =
         std::max<std::size_t>(1, round_chunk(std::min({cap, per, std::max<std::size_t>(n, 1)})));

@@ -59,6 +59,14 @@ struct HostArrays {
   const void* out = nullptr;
 };
 
+// The device memory a run on d plans to use: the device's global memory, or the device-memory
+// knob where that is less.
+std::uint64_t planned_memory(const DeviceInfo& d, const Tuning& t);
+
+// The device memory a layout's buffers take for elements of sizes e: none in place (they are
+// the host arrays), every chunk where resident, the slots in flight where streamed.
+std::uint64_t device_bytes(const ChunkLayout& L, ElementBytes e);
+
 // The alignment in bytes that host memory used in place on device d must have: the device's
 // base address alignment (what its own buffers get, and what its kernels may assume: PoCL's
 // vectorised loads fault on doubles 8 bytes off a 16-byte boundary), at least long16's 128 bytes,

@@ -89,32 +89,42 @@ ScanSession::ScanSession(const std::vector<Context*>& ctxs, const HostArray& dat
   // device's own are scanned with their carries. The first piece weighs r/s (its scan as long
   // as a total) and the k others 1: each device busy for (r + s) / (k s + r) of one device's
   // time, k s + r over r + s of its speed (two devices: 1.75x for int32 -> int64 by bytes).
+  // The last device holds the first piece beside its share, each laid out as if alone: where
+  // the two would not fit together (past 0.85 of the memory it plans for, as one array past
+  // that streams), the scan runs unsplit.
   const ElementBytes e{dtype_size(data.type), opts_.segmented ? 1u : 0u, problem_.acc_bytes()};
-  std::vector<std::size_t> counts = share_counts(ctxs, problem_.acc_type, e);
-  std::vector<Context*> on = ctxs;
+  const auto lay_out = [&](const std::vector<Context*>& on,
+                           const std::vector<std::size_t>& counts) {
+    parts_.clear();
+    std::size_t at = 0;
+    for (std::size_t d = 0; d < on.size(); ++d) {
+      Part p;
+      p.ctx = on[d];
+      p.view = view_of(data, at, counts[d]);
+      p.first = at;
+      p.layout = choose_layout(
+          p.ctx->info(), p.ctx->tuning(), counts[d], e,
+          HostArrays{p.view.bytes.data(), opts_.segmented ? device_flags_.data() + at : nullptr,
+                     host_out_.data() + at * e.out});
+      at += counts[d];
+      parts_.push_back(std::move(p));
+    }
+  };
   split_ = !opts_.segmented && cfg_.share_weights.empty() && ctxs[0]->tuning().scan_split == "auto";
   if (split_) {
-    const double in = static_cast<double>(dtype_size(data.type));
+    const double in = static_cast<double>(e.in);
     std::vector<double> weights(ctxs.size() + 1, 1.0);
-    weights[0] = in / (in + static_cast<double>(problem_.acc_bytes()));
-    counts = split_shares(data.n, weights, share_grain_of(ctxs, e));
+    weights[0] = in / (in + static_cast<double>(e.out));
+    std::vector<Context*> on = ctxs;
     on.insert(on.begin(), ctxs.back());
+    lay_out(on, split_shares(data.n, weights, share_grain_of(ctxs, e)));
+    const Context& last = *ctxs.back();
+    const double both = static_cast<double>(device_bytes(parts_.front().layout, e)) +
+                        static_cast<double>(device_bytes(parts_.back().layout, e));
+    crowded_ = both > 0.85 * static_cast<double>(planned_memory(last.info(), last.tuning()));
+    split_ = !crowded_;
   }
-  std::size_t at = 0;
-  for (std::size_t d = 0; d < on.size(); ++d) {
-    Part p;
-    p.ctx = on[d];
-    const DeviceInfo& info = p.ctx->info();
-    p.view = view_of(data, at, counts[d]);
-    p.first = at;
-    p.layout = choose_layout(
-        info, p.ctx->tuning(), counts[d],
-        ElementBytes{dtype_size(data.type), opts_.segmented ? 1u : 0u, problem_.acc_bytes()},
-        HostArrays{p.view.bytes.data(), opts_.segmented ? device_flags_.data() + at : nullptr,
-                   host_out_.data() + at * problem_.acc_bytes()});
-    at += counts[d];
-    parts_.push_back(std::move(p));
-  }
+  if (!split_) lay_out(ctxs, share_counts(ctxs, problem_.acc_type, e));
 }
 
 std::unique_ptr<ReducePlan> ScanSession::total_plan(Context& ctx, std::size_t n) const {
@@ -172,7 +182,10 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
   if (reduce_first && last > 0)
     rec.policy.path +=
         split_ ? "; the first piece scanned beside the shares' totals first, then carry-in"
-               : "; shares' totals first, then carry-in";
+        : crowded_
+            ? "; shares' totals first, then carry-in (unsplit: the first piece beside the last "
+              "share would pass 0.85 of the last device's memory)"
+            : "; shares' totals first, then carry-in";
   // A share's carry comes through the totals of the shares before it (a tree each).
   for (std::size_t d = 0; reduce_first && d < k; ++d)
     if (totals[d]) chain = std::max<std::uint64_t>(chain, plans[d]->depth() + totals[d]->depth());
@@ -361,7 +374,7 @@ RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const Sca
   const int last_rank = R.size - 1;
   std::unique_ptr<ScanPlan> plan, piece_plan;
   std::unique_ptr<ReducePlan> total;
-  bool split = false;
+  bool split = false, crowded = false;
   if (first_piece > 0) {
     bool ready = true;
     RankPiece& rp = rank_piece_;
@@ -392,10 +405,10 @@ RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const Sca
           pm.carry_in = true;
           // The last rank holds the piece beside its slice, each laid out as if alone: where
           // the two would not stay resident together, the ranks run unsplit.
-          const double both =
-              static_cast<double>(m + (share ? 0 : n)) * static_cast<double>(in + acc);
-          const bool crowded = !share && !rp.layout.in_place && !layout_.in_place &&
-                               both > 0.85 * static_cast<double>(ctx_.info().global_mem);
+          const double both = static_cast<double>(device_bytes(rp.layout, bytes)) +
+                              static_cast<double>(device_bytes(layout_, bytes));
+          crowded = !share &&
+                    both > 0.85 * static_cast<double>(planned_memory(ctx_.info(), ctx_.tuning()));
           if (crowded || !v.unsupported(ctx_, pm).empty()) {
             ready = false;
           } else {
@@ -415,6 +428,7 @@ RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const Sca
       ready = false;
     }
     split = all_ranks(ready);
+    crowded = !all_ranks(!crowded);  // the reason every rank's path gives
     if (!split) {
       piece_plan.reset();
       total.reset();
@@ -458,7 +472,10 @@ RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const Sca
         "; the first piece scanned on the last rank beside the ranks' totals, "
         "then carry-in";
   else if (reduce_first)
-    rec.policy.path += "; ranks' totals first, then carry-in";
+    rec.policy.path += crowded ? "; ranks' totals first, then carry-in (unsplit: the first piece "
+                                 "beside the last rank's slice would pass 0.85 of its device's "
+                                 "memory)"
+                               : "; ranks' totals first, then carry-in";
   const unsigned char sentinel = is_float(problem_.acc_type) ? 0xFF : 0xA5;
   std::vector<double> mpi, firsts, seconds;
   std::uint64_t run_index = 0;

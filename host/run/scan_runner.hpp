@@ -81,6 +81,7 @@ class ScanSession : public Session {
   // Several devices, split (scan-split): parts_[0] is the array's first piece, on the last
   // device (which also has the last piece), scanned while the others' totals are taken.
   bool split_ = false;
+  bool crowded_ = false;  // not split: the last device could not hold the piece and its share
   RunRecord run_one(const ScanVariant& v, HostArray* output);
   RunRecord run_parts(const ScanVariant& v, RunRecord rec);
   // The reduction that gives a piece's total before the piece is scanned with its carry-in

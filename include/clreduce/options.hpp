@@ -48,6 +48,7 @@ struct CLREDUCE_API Tuning {
   std::string stream_source = "auto";  // stream-source: auto | write | stage | stage-memcpy |
                                        // host-ptr
   std::string in_place = "auto";       // in-place: auto | on | off (CPU devices)
+  std::size_t device_memory = 0;       // device-memory: bytes a run plans to use; 0 = the device's
   double timeout = 0;  // timeout: seconds any wait on the device may take; 0 = by bytes moved
   // The engine's built-in rows (host/reduce/expr_ops.cpp), each alternative timed against the
   // one before it.

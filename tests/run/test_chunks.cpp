@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "clreduce/error.hpp"
+#include "clreduce/options.hpp"
 #include "io/npy.hpp"
 #include "run/chunks.hpp"
 #include "test_helpers.hpp"
@@ -383,4 +385,42 @@ TEST_CASE("host arrays are used in place only where every chunk is aligned for t
   unsigned char* off128 = buf + 128;  // 128-aligned, and not 4096-aligned wherever buf lies
   if (reinterpret_cast<std::uintptr_t>(off128) % 4096 == 0) off128 += 128;
   CHECK_FALSE(choose_layout(cpu, t, 1000, doubles, HostArrays{off128}).in_place);
+}
+
+TEST_CASE("device-memory: layouts plan for the lesser of it and the device's memory", "[chunks]") {
+  DeviceInfo gpu;
+  gpu.type = "GPU";
+  gpu.global_mem = std::uint64_t{1} << 30;  // 1 GiB
+  gpu.max_alloc = std::uint64_t{1} << 28;
+  gpu.base_align = 128;
+  Tuning t;
+  const ElementBytes scan{4, 0, 8};
+  CHECK(planned_memory(gpu, t) == gpu.global_mem);
+  // 2^24 elements of 12 bytes, 192 MiB: resident, every chunk's bytes on the device.
+  ChunkLayout L = choose_layout(gpu, t, std::size_t{1} << 24, scan);
+  CHECK_FALSE(L.streamed());
+  CHECK(device_bytes(L, scan) == (std::uint64_t{12} << 24));
+  // Planned for 200 MiB: 192 MiB passes 0.85 of it, so it streams, through half of it.
+  t.device_memory = std::size_t{200} << 20;
+  CHECK(planned_memory(gpu, t) == t.device_memory);
+  L = choose_layout(gpu, t, std::size_t{1} << 24, scan);
+  REQUIRE(L.streamed());
+  CHECK(device_bytes(L, scan) == std::uint64_t{L.slots} * L.chunk * 12);
+  CHECK(device_bytes(L, scan) <= t.device_memory / 2);
+  // More than the device has plans for the device's own.
+  t.device_memory = std::size_t{1} << 40;
+  CHECK(planned_memory(gpu, t) == gpu.global_mem);
+  CHECK_FALSE(choose_layout(gpu, t, std::size_t{1} << 24, scan).streamed());
+  // In place: the host arrays are the buffers, nothing on the device.
+  t.in_place = "on";
+  t.device_memory = 1024;
+  L = choose_layout(gpu, t, std::size_t{1} << 24, scan);
+  CHECK(L.in_place);
+  CHECK(device_bytes(L, scan) == 0);
+  // The knob's text: bytes from 1 to 2^62, 2^K accepted; 0 and words refused.
+  Tuning k;
+  set_tuning(k, "device-memory=2^20");
+  CHECK(k.device_memory == (std::size_t{1} << 20));
+  CHECK_THROWS_AS(set_tuning(k, "device-memory=0"), Error);
+  CHECK_THROWS_AS(set_tuning(k, "device-memory=1G"), Error);
 }

@@ -210,6 +210,22 @@ def answers():
                     want = np.concatenate([[0], want[:-1]])
             check(y.dtype == want.dtype and np.array_equal(y, want), f"{what}: the output differs")
 
+    # The last rank holds the first piece beside its slice: where the two would pass 0.85 of the
+    # memory its device plans for (device-memory; copied, in-place=off), every rank runs unsplit
+    # and says why. 70000 int32 -> int64 over 2: the piece 9216 and rank 1's 30392 elements of
+    # 12 bytes, 475296 bytes; planned 520000 (0.85: 442000) crowds it, 640000 does not.
+    for memory, want in (("520000", False), ("640000", True)):
+        args = ["--variant", "scan-fast", "--size", "70000", "--type", "int32", "--format", "json",
+                "--repeat", "1", "--warmup", "0", "--tune=in-place=off", "--tune=device-memory=" + memory]
+        rc, rows, err = run(args, 2)
+        what = f"-n 2 {' '.join(args)}"
+        check(rc == 0 and rows and rows[0]["verified"], f"{what}: exit {rc}: {err.strip()} {rows}")
+        if rc == 0 and rows:
+            policy = rows[0].get("policy", "")
+            check(("the first piece scanned on the last rank" in policy) == want
+                  and ("unsplit: the first piece beside the last rank's slice would pass 0.85 of its "
+                       "device's memory" in policy) == (not want), f"{what}: {policy}")
+
     # An extreme tied across the boundary of ranks 0 and 1 (10007 over 2: rank 1 starts at 5004),
     # read by each rank as its slice of the file.
     x = np.zeros(10007, dtype=np.int32)
