@@ -61,6 +61,15 @@ std::string first_row(const std::string& out) {
   return "";
 }
 
+// The first row of a run that must exit 0, its verdict checked.
+std::string verified_row(const std::string& args) {
+  const auto r = run_cli(args, kTimeout);
+  REQUIRE(r.code == 0);
+  const std::string row = first_row(r.out);
+  CHECK(field(row, "verified") == "true");
+  return row;
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
@@ -345,11 +354,8 @@ TEST_CASE(
     const std::string args = two_devices() + " --variant scan-fast --size 70000 " + flags +
                              " --format json --repeat 1 --warmup 0";
     CAPTURE(args);
-    const auto r = run_cli(args, kTimeout);
-    REQUIRE(r.code == 0);
-    const std::string row = first_row(r.out);
+    const std::string row = verified_row(args);
     CAPTURE(row);
-    CHECK(field(row, "verified") == "true");
     CHECK(field(row, "devices") == "2");
     CHECK((row.find("first piece scanned beside") != std::string::npos) == (pieces.size() == 3));
     std::size_t at = row.find("\"parts\":");
@@ -439,11 +445,8 @@ TEST_CASE(
                                       std::pair<std::string, bool>{"640000", true}}) {
     const std::string args = base + " --tune device-memory=" + memory;
     CAPTURE(args);
-    const auto r = run_cli(args, kTimeout);
-    REQUIRE(r.code == 0);
-    const std::string row = first_row(r.out);
+    const std::string row = verified_row(args);
     CAPTURE(row);
-    CHECK(field(row, "verified") == "true");
     CHECK((row.find("first piece scanned beside") != std::string::npos) == split);
     CHECK((row.find("unsplit: the first piece beside the last share would pass 0.85 of the "
                     "last device's memory") != std::string::npos) == !split);
