@@ -129,7 +129,7 @@ const std::vector<TuningKey>& tuning_keys() {
        "from a buffer over the array (CL_MEM_USE_HOST_PTR)"},
       {"in-place", "auto | on | off (auto: on for CPU devices)",
        "use host arrays in place (CL_MEM_USE_HOST_PTR) instead of uploading them"},
-      {"device-memory", "1-2^62 bytes (0: the device's global memory)",
+      {"device-memory", "2^20-2^62 bytes (0: the device's global memory)",
        "device memory a run plans to use, at most the device's: arrays past 0.85 of it are "
        "streamed (leave room for a program's own buffers on a shared device)"},
       {"expr-lanes", "auto | off (auto)",
@@ -269,7 +269,9 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
   } else if (key == "in-place") {
     t.in_place = one_of(v, {"auto", "on", "off"}, source);
   } else if (key == "device-memory") {
-    t.device_memory = parse_count(v, 1, 1ull << 62, source, "a byte count from 1 to 2^62");
+    // At least 1 MiB: less would stream an array through chunks of a few elements.
+    t.device_memory =
+        parse_count(v, 1u << 20, 1ull << 62, source, "a byte count from 2^20 (1 MiB) to 2^62");
   } else if (key == "timeout") {
     // Decimal seconds: 0.001 up to 10^6 (fractions make a timeout testable on a fast device).
     char* end = nullptr;

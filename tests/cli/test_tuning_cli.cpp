@@ -163,7 +163,7 @@ TEST_CASE("tuning_values gives every knob's value as text, and each knob changes
       {"stream-slots", "5"},
       {"stream-source", "write"},
       {"in-place", "off"},
-      {"device-memory", "1048576"},
+      {"device-memory", "2097152"},
       {"expr-lanes", "off"},
       {"expr-fold", "off"},
       {"var-sums", "off"},

@@ -413,7 +413,7 @@ TEST_CASE("device-memory: layouts plan for the lesser of it and the device's mem
   CHECK_FALSE(choose_layout(gpu, t, std::size_t{1} << 24, scan).streamed());
   // In place: the host arrays are the buffers, nothing on the device.
   t.in_place = "on";
-  t.device_memory = 1024;
+  t.device_memory = std::size_t{1} << 20;
   L = choose_layout(gpu, t, std::size_t{1} << 24, scan);
   CHECK(L.in_place);
   CHECK(device_bytes(L, scan) == 0);
@@ -422,5 +422,6 @@ TEST_CASE("device-memory: layouts plan for the lesser of it and the device's mem
   set_tuning(k, "device-memory=2^20");
   CHECK(k.device_memory == (std::size_t{1} << 20));
   CHECK_THROWS_AS(set_tuning(k, "device-memory=0"), Error);
+  CHECK_THROWS_AS(set_tuning(k, "device-memory=1048575"), Error);  // at least 1 MiB
   CHECK_THROWS_AS(set_tuning(k, "device-memory=1G"), Error);
 }

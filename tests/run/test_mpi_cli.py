@@ -212,10 +212,10 @@ def answers():
 
     # The last rank holds the first piece beside its slice: where the two would pass 0.85 of the
     # memory its device plans for (device-memory; copied, in-place=off), every rank runs unsplit
-    # and says why. 70000 int32 -> int64 over 2: the piece 9216 and rank 1's 30392 elements of
-    # 12 bytes, 475296 bytes; planned 520000 (0.85: 442000) crowds it, 640000 does not.
-    for memory, want in (("520000", False), ("640000", True)):
-        args = ["--variant", "scan-fast", "--size", "70000", "--type", "int32", "--format", "json",
+    # and says why. 700000 int32 -> int64 over 2: the piece 99328 and rank 1's 300336 elements
+    # of 12 bytes, 4795968 bytes; planned 5200000 (0.85: 4420000) crowds it, 6400000 does not.
+    for memory, want in (("5200000", False), ("6400000", True)):
+        args = ["--variant", "scan-fast", "--size", "700000", "--type", "int32", "--format", "json",
                 "--repeat", "1", "--warmup", "0", "--tune=in-place=off", "--tune=device-memory=" + memory]
         rc, rows, err = run(args, 2)
         what = f"-n 2 {' '.join(args)}"

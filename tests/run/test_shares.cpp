@@ -435,14 +435,14 @@ TEST_CASE(
     "several devices: a split scan whose first piece and last share would crowd the last "
     "device's memory runs unsplit, and says so",
     "[shares][cli]") {
-  // 70000 int32 -> int64 over two contexts, copied (in-place=off): split, the last device holds
-  // the piece and its share, about 40000 elements of 12 bytes (480 KB); unsplit 35000 each
-  // (420 KB). Planned for 520000 bytes (0.85: 442000) the split does not fit, each half does.
+  // 700000 int32 -> int64 over two contexts, copied (in-place=off): split, the last device
+  // holds the piece and its share, about 400000 elements of 12 bytes (4.8 MB); unsplit 350000
+  // each (4.2 MB). Planned for 5.2 MB (0.85: 4.42 MB) the split does not fit, each half does.
   const std::string base = two_devices() +
-                           " --variant scan-fast --size 70000 --type int32 --format json "
+                           " --variant scan-fast --size 700000 --type int32 --format json "
                            "--repeat 1 --warmup 0 --tune in-place=off";
-  for (const auto& [memory, split] : {std::pair<std::string, bool>{"520000", false},
-                                      std::pair<std::string, bool>{"640000", true}}) {
+  for (const auto& [memory, split] : {std::pair<std::string, bool>{"5200000", false},
+                                      std::pair<std::string, bool>{"6400000", true}}) {
     const std::string args = base + " --tune device-memory=" + memory;
     CAPTURE(args);
     const std::string row = verified_row(args);
@@ -452,7 +452,7 @@ TEST_CASE(
                     "last device's memory") != std::string::npos) == !split);
     if (!split) {  // equal halves
       const std::size_t align = in_place_alignment(test::device_context().info());
-      const auto half = split_shares(70000, {1, 1}, share_grain({align}, {4, 8}));
+      const auto half = split_shares(700000, {1, 1}, share_grain({align}, {4, 8}));
       CHECK(row.find("\"first\":" + std::to_string(half[0]) + ",") != std::string::npos);
     }
   }
