@@ -8,7 +8,8 @@
 //     16-byte vectors (coalesced); cost n/VEC loads per work-item / (groups * WG_SIZE).
 //   CPU (FAST_CPU 1): each work-item folds its own contiguous run of vectors in a uniform loop
 //     (what PoCL compiles to straight SIMD code), as UNROLL streams over the run's parts
-//     (FAST_STREAMS; arg ops read the run in order); few work-groups, about one per core.
+//     (FAST_STREAMS; arg ops keep each stream's extremes apart); few work-groups, about one per
+//     core.
 // Arg ops keep a lane-wise extreme and the vector index it came from (no index comparisons in
 // the loop), folding the lanes with their element indices at the end.
 // Needs an associative and commutative OP (it combines lanes and work-items out of order).
@@ -35,7 +36,7 @@
 #define FAST_ACCS 1  // vector accumulators: 1 (GPU: fewer registers) or UNROLL (CPU: add latency)
 #endif
 #ifndef FAST_STREAMS
-#define FAST_STREAMS 0  // CPU shape, not arg ops: 1 reads UNROLL far-apart streams of a run
+#define FAST_STREAMS 0  // CPU shape: 1 reads UNROLL far-apart streams of a run
 #endif
 #ifndef FAST_IDX32
 #define FAST_IDX32 0  // 1: vector indices fit in 32 bits (the host checks); cheaper loop arithmetic
@@ -153,6 +154,24 @@ inline MT fast_arg_hit(VT best, VT t) {
 #endif
 #endif
 }
+
+// Folds the lanes of (best, at) into a, each with its element index (clr_op compares indices,
+// so runs and streams may meet in any order).
+inline acc_t fast_arg_lanes(acc_t a, VT best, VX at, ulong head) {
+  fast_elems b;
+  b.v = best;
+  fast_where w;
+  w.v = at;
+#pragma unroll
+  for (uint j = 0; j < VEC; ++j) {
+    acc_t e;
+    e.v = b.s[j];
+    e.i = (long)(head + (ulong)w.s[j] * VEC + j);
+    CLR_ARG_PAD(e);
+    a = clr_op(a, e);
+  }
+  return a;
+}
 #endif
 
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_fast(
@@ -218,6 +237,55 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_fast(
 #pragma unroll
   for (uint j = 0; j < VEC; ++j) a = clr_op(a, lanes.s[j]);
 #else
+#if FAST_CPU && FAST_STREAMS && FAST_ARG_BLOCK
+  {  // UNROLL streams over the run's parts, side by side (more loads in flight than one), each
+     // with its own lane-wise extremes, screened block by block as below; what is left after
+     // the streams (< UNROLL vectors) folds in order after them.
+    const vidx_t q = v < end ? (end - v) / UNROLL : 0;
+    if (q > 0) {
+      VT best[UNROLL];
+      VX at[UNROLL];
+#pragma unroll
+      for (uint k = 0; k < UNROLL; ++k) {
+        best[k] = xv[v + k * q];
+        at[k] = (VX)(v + k * q);
+      }
+      vidx_t i = 1;
+      for (; q - i >= FAST_ARG_BLOCK; i += FAST_ARG_BLOCK) {
+        MT hit[UNROLL];
+#pragma unroll
+        for (uint k = 0; k < UNROLL; ++k) hit[k] = (MT)(0);
+        for (uint j = 0; j < FAST_ARG_BLOCK; ++j) {
+#pragma unroll
+          for (uint k = 0; k < UNROLL; ++k) hit[k] |= fast_arg_hit(best[k], xv[v + k * q + i + j]);
+        }
+        MT any_hit = (MT)(0);
+#pragma unroll
+        for (uint k = 0; k < UNROLL; ++k) {
+#ifdef T_IS_FLOAT
+          hit[k] &= ~isnan(best[k]);  // a NaN lane never takes again
+#endif
+          any_hit |= hit[k];
+        }
+        if (any(any_hit)) {
+#pragma unroll
+          for (uint k = 0; k < UNROLL; ++k)
+            if (any(hit[k]))
+              for (uint j = 0; j < FAST_ARG_BLOCK; ++j)
+                fast_arg_step(&best[k], &at[k], xv[v + k * q + i + j], v + k * q + i + j);
+        }
+      }
+      for (; i < q; ++i) {
+#pragma unroll
+        for (uint k = 0; k < UNROLL; ++k)
+          fast_arg_step(&best[k], &at[k], xv[v + k * q + i], v + k * q + i);
+      }
+#pragma unroll
+      for (uint k = 0; k < UNROLL; ++k) a = fast_arg_lanes(a, best[k], at[k], head);
+      v += UNROLL * q;
+    }
+  }
+#endif
   if (v < end) {  // the first vector starts every lane; the rest fold in, in index order
     VT best = xv[v];
     VX at = (VX)(v);
@@ -246,18 +314,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_fast(
       for (uint k = 0; k < UNROLL; ++k) fast_arg_step(&best, &at, t[k], v + k * STRIDE);
     }
     for (; v < end; v += STRIDE) fast_arg_step(&best, &at, xv[v], v);
-    fast_elems b;
-    b.v = best;
-    fast_where w;
-    w.v = at;
-#pragma unroll
-    for (uint j = 0; j < VEC; ++j) {
-      acc_t e;
-      e.v = b.s[j];
-      e.i = (long)(head + (ulong)w.s[j] * VEC + j);
-      CLR_ARG_PAD(e);
-      a = clr_op(a, e);
-    }
+    a = fast_arg_lanes(a, best, at, head);
   }
 #endif
   for (ulong i = gid; i < head; i += items) a = clr_op(a, clr_load(x, i));

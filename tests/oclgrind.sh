@@ -158,11 +158,14 @@ for shape in gpu cpu; do
     check --variant fast --op "$1" --type "$2" --size 1003 --local-size 16
   done
 done
-# The CPU shape's arg ops over whole screened blocks (32 vectors): 2 work-items of 72 vectors.
-check_env="CLREDUCE_FAST_SHAPE=cpu CLREDUCE_FAST_GROUPS=2"
-for combo in "argmin float" "argmax int32"; do
-  set -- $combo
-  check --variant fast --op "$1" --type "$2" --size 2307 --local-size 1
+# The CPU shape's arg ops over whole screened blocks (32 vectors), in order and in each of 4
+# streams: 2 work-items of 281 vectors, 70 a stream (2 blocks and a rest), 1 vector after them.
+for streams in off on; do
+  check_env="CLREDUCE_FAST_SHAPE=cpu CLREDUCE_FAST_GROUPS=2 CLREDUCE_FAST_ARG_STREAMS=$streams"
+  for combo in "argmin float" "argmax int32"; do
+    set -- $combo
+    check --variant fast --op "$1" --type "$2" --size 9011 --local-size 1
+  done
 done
 check_env=""
 # User reductions (cl/reduce_expr.cl) in both shapes over 3 groups (16 work-items each in the GPU

@@ -68,6 +68,10 @@ const std::vector<TuningKey>& tuning_keys() {
       {"fast-shape", "auto | gpu | cpu | topdown (auto)",
        "force fast's shape (still checked, falls back)"},
       {"fast-groups", "1-1048576 (the shape's choice)", "force fast's number of work-groups"},
+      {"fast-arg-streams", "auto | on | off (auto)",
+       "fast's CPU shape, argmin and argmax: each work-item screens its run as 4 streams side "
+       "by side (more loads in flight) rather than in order; auto: where the array is at least "
+       "the device's global memory cache (in cache the in-order loop is faster)"},
       {"exact-shape", "auto | gpu | cpu (auto)", "force exact's shape (still checked)"},
       {"exact-groups", "1-1048576 (the shape's choice)",
        "force exact's number of work-groups (at least n / 2^29)"},
@@ -215,6 +219,8 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.fast_shape = one_of(v, {"auto", "gpu", "cpu", "topdown"}, source);
   } else if (key == "fast-groups") {
     t.fast_groups = parse_count(v, 1, 1u << 20, source, "a count from 1 to 2^20");
+  } else if (key == "fast-arg-streams") {
+    t.fast_arg_streams = one_of(v, {"auto", "on", "off"}, source);
   } else if (key == "exact-shape") {
     t.exact_shape = one_of(v, {"auto", "gpu", "cpu"}, source);
   } else if (key == "exact-groups") {
@@ -351,6 +357,7 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"disable-caps", caps},
       {"fast-shape", t.fast_shape},
       {"fast-groups", n(t.fast_groups)},
+      {"fast-arg-streams", t.fast_arg_streams},
       {"exact-shape", t.exact_shape},
       {"exact-groups", n(t.exact_groups)},
       {"exact-terms", n(t.exact_terms)},

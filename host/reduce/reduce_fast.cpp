@@ -76,13 +76,24 @@ std::string tail_option(Context& ctx, const ShapeParams& sp, std::size_t wg) {
 
 cl::Kernel build(Context& ctx, const ReduceProblem& p, const ShapeParams& sp, std::size_t wg,
                  bool idx32) {
-  return ctx.kernel(
-      "reduce_fast.cl", "reduce_fast",
-      p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) + " -DFAST_CPU=" + (sp.cpu ? "1" : "0") +
-          " -DVEC=" + std::to_string(sp.vec) + " -DUNROLL=" + std::to_string(sp.unroll) +
-          " -DFAST_ACCS=" + std::to_string(sp.accs) +
-          " -DFAST_STREAMS=" + (sp.streams ? "1" : "0") + " -DFAST_IDX32=" + (idx32 ? "1" : "0") +
-          tail_option(ctx, sp, wg));
+  return ctx.kernel("reduce_fast.cl", "reduce_fast",
+                    p.cl_options() + " -DWG_SIZE=" + std::to_string(wg) +
+                        " -DFAST_CPU=" + (sp.cpu ? "1" : "0") + " -DVEC=" + std::to_string(sp.vec) +
+                        " -DUNROLL=" + std::to_string(sp.unroll) + " -DFAST_ACCS=" +
+                        std::to_string(sp.accs) + " -DFAST_STREAMS=" + (sp.streams ? "1" : "0") +
+                        " -DFAST_IDX32=" + (idx32 ? "1" : "0") + tail_option(ctx, sp, wg));
+}
+
+// Arg ops on the CPU shape: whether each work-item screens its run as UNROLL streams side by
+// side rather than in order (fast-arg-streams; auto: where the array is at least the device's
+// global memory cache). Out of cache one in-order stream is bound by its own memory rate
+// (2^24 float argmax on 2 EPYC cores: 2.0 ms in order, 1.05 ms streamed); in cache the
+// in-order loop is faster (2^22: 0.14 against 0.18 ms): docs/PERF.md.
+bool arg_streams(const Context& ctx, const ReduceProblem& p) {
+  const std::string& k = ctx.tuning().fast_arg_streams;
+  if (k != "auto") return k == "on";
+  const std::uint64_t cache = ctx.info().global_cache;
+  return cache > 0 && std::uint64_t{p.n} * dtype_size(p.type) >= cache;
 }
 
 // True when every vector index the kernel computes fits in 32 bits.
@@ -96,7 +107,8 @@ bool fits_idx32(std::size_t n, std::size_t items, unsigned unroll) {
 // *kernel receives the kernel built for the group size chosen.
 LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::size_t local_size,
                           std::size_t forced_groups, cl::Kernel* kernel) {
-  const ShapeParams sp = shape_params(s, p.type);
+  ShapeParams sp = shape_params(s, p.type);
+  if (sp.cpu && is_arg_op(p.op)) sp.streams = arg_streams(ctx, p);
   const std::size_t cap = std::max<std::size_t>(1, ctx.info().compute_units * sp.groups_per_cu);
   const std::size_t nv = std::max<std::size_t>(p.n / sp.vec, 1);
   std::function<std::size_t(std::size_t)> groups_for = [&](std::size_t wg) {
@@ -120,6 +132,9 @@ LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::si
   pol.vec_width = sp.vec;
   pol.path = std::string(shape_name(s)) + " " + dtype_cl_name(p.type) + std::to_string(sp.vec) +
              " x" + std::to_string(sp.unroll) + " ticket" +
+             (sp.cpu && is_arg_op(p.op) && sp.streams
+                  ? ", screened in " + std::to_string(sp.unroll) + " streams"
+                  : "") +
              (tail_option(ctx, sp, pol.wg_size).empty() ? "" : ", shfl.sync fold");
   return pol;
 }
@@ -173,8 +188,7 @@ class ShapePlan : public TicketPlan {
  public:
   ShapePlan(Context& ctx, const ReduceProblem& p, Shape shape, LaunchPolicy pol,
             const cl::Kernel& kernel)
-      : TicketPlan(ctx, "fast", p, pol, shape_depth(p, pol, shape), kernel, true),
-        shape_(shape) {}
+      : TicketPlan(ctx, "fast", p, pol, shape_depth(p, pol, shape), kernel, true), shape_(shape) {}
 
   Shape shape() const { return shape_; }
 

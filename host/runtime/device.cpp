@@ -159,6 +159,7 @@ DeviceInfo describe_device(const cl::Platform& p, const cl::Device& d, std::size
   i.global_mem = d.getInfo<CL_DEVICE_GLOBAL_MEM_SIZE>();
   i.max_alloc = d.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>();
   i.local_mem = d.getInfo<CL_DEVICE_LOCAL_MEM_SIZE>();
+  i.global_cache = d.getInfo<CL_DEVICE_GLOBAL_MEM_CACHE_SIZE>();
   i.max_wg_size = d.getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>();
   i.base_align = d.getInfo<CL_DEVICE_MEM_BASE_ADDR_ALIGN>() / 8;
   const std::string ext = d.getInfo<CL_DEVICE_EXTENSIONS>();

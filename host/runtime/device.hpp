@@ -26,9 +26,10 @@ struct DeviceInfo {
   std::string device_version;
   std::string c_version;  // CL_DEVICE_OPENCL_C_VERSION
   unsigned compute_units = 0;
-  std::uint64_t global_mem = 0;  // bytes
-  std::uint64_t max_alloc = 0;   // bytes, the largest single buffer
-  std::uint64_t local_mem = 0;   // bytes
+  std::uint64_t global_mem = 0;    // bytes
+  std::uint64_t max_alloc = 0;     // bytes, the largest single buffer
+  std::uint64_t local_mem = 0;     // bytes
+  std::uint64_t global_cache = 0;  // CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, bytes (0: none or unknown)
   std::size_t max_wg_size = 0;
   // CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: where the device's own buffers start, which its
   // kernels may assume of every buffer (vector loads); 0 when not known.

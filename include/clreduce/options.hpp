@@ -16,8 +16,9 @@ struct CLREDUCE_API Tuning {
   std::string build_options;              // build-options: appended to every kernel build
   std::vector<std::string> disable_caps;  // disable-caps: device features treated as absent
   std::string fast_shape = "auto";        // fast-shape: auto | gpu | cpu | topdown
-  std::size_t fast_groups = 0;       // fast-groups: work-groups of fast; 0 = the shape's choice
-  std::string exact_shape = "auto";  // exact-shape: auto | gpu | cpu
+  std::size_t fast_groups = 0;  // fast-groups: work-groups of fast; 0 = the shape's choice
+  std::string fast_arg_streams = "auto";  // fast-arg-streams: auto | on | off (CPU shape)
+  std::string exact_shape = "auto";       // exact-shape: auto | gpu | cpu
   std::size_t exact_groups = 0;      // exact-groups: work-groups of exact; 0 = the shape's choice
   unsigned exact_terms = 2;          // exact-terms: doubles per expansion, 2-4
   std::string exact_store = "auto";  // exact-store: auto | item | expansions | group (GPU shape)

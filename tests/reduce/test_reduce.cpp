@@ -262,10 +262,14 @@ TEST_CASE("fast's CPU shape screens arg-op blocks exactly: ties, NaNs and late e
   // Arg ops on the CPU shape skip a block of vectors whose lanes cannot beat the lane-wise
   // extremes so far: few distinct values (ties in every lane, the first must win), extremes
   // and NaNs placed late, in blocks after the lanes have settled, and runs that fall.
+  // In order, and as 4 streams side by side (fast-arg-streams), each screened on its own.
+  const std::string streams = GENERATE("off", "on");
+  CAPTURE(streams);
   const test::TuningGuard force(device_context(), "fast-shape", "cpu");
   const test::TuningGuard spread(device_context(), "fast-groups", "2");
+  const test::TuningGuard order(device_context(), "fast-arg-streams", streams);
   std::mt19937 rng(29);
-  for (std::size_t n : {777, 5003, 40009}) {
+  for (std::size_t n : {777, 5003, 40009, 100003}) {
     for (int pattern = 0; pattern < 4; ++pattern) {
       CAPTURE(n, pattern);
       std::vector<std::int32_t> vi(n);
@@ -292,10 +296,30 @@ TEST_CASE("fast's CPU shape screens arg-op blocks exactly: ties, NaNs and late e
         CAPTURE(op_name(op));
         const RunRecord ri = run_one("fast", ai, op);
         REQUIRE(ri.policy.path.rfind("cpu-shape", 0) == 0);
+        CHECK((ri.policy.path.find("screened in 4 streams") != std::string::npos) ==
+              (streams == std::string("on")));
         require_match(ri, ai, op);
         require_match(run_one("fast", af, op), af, op);
       }
     }
+  }
+}
+
+TEST_CASE("fast's CPU shape screens arg ops in streams where the array is past the cache",
+          "[reduce][fast]") {
+  // fast-arg-streams auto: in order below the device's global memory cache, in 4 streams from
+  // its size on (float: cache / 4 elements).
+  const std::uint64_t cache = device_context().info().global_cache;
+  if (cache == 0 || cache > (std::uint64_t{1} << 28))
+    SKIP("no cache size, or one too large to fill here");
+  const test::TuningGuard force(device_context(), "fast-shape", "cpu");
+  for (const std::size_t n :
+       {static_cast<std::size_t>(cache / 8), static_cast<std::size_t>(cache / 4)}) {
+    CAPTURE(n, cache);
+    const HostArray a = generate(DType::kFloat, n, 7);
+    const RunRecord r = run_one("fast", a, Op::kArgMax);
+    require_match(r, a, Op::kArgMax);
+    CHECK((r.policy.path.find("screened in 4 streams") != std::string::npos) == (n * 4 >= cache));
   }
 }
 
