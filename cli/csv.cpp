@@ -188,9 +188,9 @@ const std::vector<std::string>& run_csv_columns() {
 
 const std::vector<std::string>& device_csv_columns() {
   static const std::vector<std::string> c = {
-      "index",      "type",      "name",      "platform",    "platform_version",
-      "vendor",     "driver",    "version",   "opencl_c",    "compute_units",
-      "global_mem", "max_alloc", "local_mem", "max_wg_size", "fp64"};
+      "index",     "type",        "name",     "platform",      "platform_version", "vendor",
+      "driver",    "version",     "opencl_c", "compute_units", "global_mem",       "max_alloc",
+      "local_mem", "max_wg_size", "fp64",     "global_cache"};
   return c;
 }
 

@@ -202,7 +202,8 @@ std::string to_json(const DeviceInfo& d) {
          ",\"max_alloc\":" + std::to_string(d.max_alloc) +
          ",\"local_mem\":" + std::to_string(d.local_mem) +
          ",\"max_wg_size\":" + std::to_string(d.max_wg_size) +
-         ",\"fp64\":" + (d.fp64 ? "true" : "false") + "}";
+         ",\"fp64\":" + (d.fp64 ? "true" : "false") +
+         ",\"global_cache\":" + std::to_string(d.global_cache) + "}";
 }
 
 // The widest text value_str() gives a value of t: "%.9g" and "%.17g" floats at their longest

@@ -49,8 +49,9 @@ TEST_CASE("help, device list and variant list answer", "[cli]") {
   r = run_cli("--list-devices --format json --device 0");
   CHECK(r.code == 0);
   CHECK(lines(r.out) == 1);
-  for (const char* key : {"{\"index\":0,", "\"type\":", "\"name\":", "\"driver\":",
-                          "\"compute_units\":", "\"global_mem\":", "\"max_alloc\":", "\"fp64\":"})
+  for (const char* key :
+       {"{\"index\":0,", "\"type\":", "\"name\":", "\"driver\":", "\"compute_units\":",
+        "\"global_mem\":", "\"max_alloc\":", "\"fp64\":", "\"global_cache\":"})
     CHECK_THAT(r.out, ContainsSubstring(key));
 }
 
