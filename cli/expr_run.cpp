@@ -207,15 +207,14 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
     double upload_ms = 0.0;
   };
   const std::size_t devices = ctxs.size();
-  // Shares start where every device may take every array in place (share_grain()).
-  std::vector<std::size_t> aligns, sizes;
-  for (const Context* c : ctxs) aligns.push_back(in_place_alignment(c->info()));
+  // Shares start where every device may take every array in place (device_share_grain()).
+  std::vector<std::size_t> sizes;
   for (const HostArray& h : arrays) sizes.push_back(dtype_size(h.type));
   const std::vector<std::size_t> counts =
       devices > 1
           ? split_shares(n,
                          share_weights.empty() ? std::vector<double>(devices, 1.0) : share_weights,
-                         share_grain(aligns, sizes))
+                         device_share_grain(ctxs, sizes))
           : std::vector<std::size_t>{n};
   std::vector<Share> shares;
   std::uint64_t next = 0;

@@ -165,12 +165,6 @@ void Session::set_shares(RunRecord& rec, std::vector<PartInfo> parts,
     rec.e2e_gbps = static_cast<double>(data_.bytes.size()) / (e2e * 1e6);
 }
 
-std::size_t Session::share_grain_of(const std::vector<Context*>& ctxs, ElementBytes e) {
-  std::vector<std::size_t> aligns;
-  for (const Context* c : ctxs) aligns.push_back(in_place_alignment(c->info()));
-  return share_grain(aligns, {e.in, e.flags, e.out});
-}
-
 std::vector<std::size_t> Session::share_counts(const std::vector<Context*>& ctxs, DType acc,
                                                ElementBytes e) const {
   if (!cfg_.share_weights.empty() && cfg_.share_weights.size() != ctxs.size())
@@ -183,7 +177,7 @@ std::vector<std::size_t> Session::share_counts(const std::vector<Context*>& ctxs
   return split_shares(
       data_.n,
       cfg_.share_weights.empty() ? std::vector<double>(ctxs.size(), 1.0) : cfg_.share_weights,
-      share_grain_of(ctxs, e));
+      device_share_grain(ctxs, {e.in, e.flags, e.out}));
 }
 
 void Session::join_rank_times(RunRecord& rec, std::size_t bytes_per_element,

@@ -182,12 +182,10 @@ class Session {
                   const std::vector<Share>& shares) const;
   // Several devices: each one's share of the array (cfg.share_weights, equal when empty), after
   // checking there is a weight per device and that each has fp64 where acc or the array needs it.
-  // Shares start on share_grain() of the devices' alignments and the element sizes e, so a CPU
+  // Shares start on device_share_grain() of the devices and the element sizes e, so a CPU
   // device takes its share of aligned host arrays in place.
   std::vector<std::size_t> share_counts(const std::vector<Context*>& ctxs, DType acc,
                                         ElementBytes e) const;
-  // share_grain() for these devices and element sizes.
-  static std::size_t share_grain_of(const std::vector<Context*>& ctxs, ElementBytes e);
   // MPI, collective (every rank calls it at once): the whole's record from every rank's kernel
   // (median, fastest, slowest run), wall, upload and sequential-loop times in rec, gathered in
   // rank order: a PartInfo per rank (its slice, times and GB/s at bytes_per_element); as the

@@ -117,7 +117,7 @@ ScanSession::ScanSession(const std::vector<Context*>& ctxs, const HostArray& dat
     weights[0] = in / (in + static_cast<double>(e.out));
     std::vector<Context*> on = ctxs;
     on.insert(on.begin(), ctxs.back());
-    lay_out(on, split_shares(data.n, weights, share_grain_of(ctxs, e)));
+    lay_out(on, split_shares(data.n, weights, device_share_grain(ctxs, {e.in, e.flags, e.out})));
     const Context& last = *ctxs.back();
     const double both = static_cast<double>(device_bytes(parts_.front().layout, e)) +
                         static_cast<double>(device_bytes(parts_.back().layout, e));

@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "clreduce/error.hpp"
+#include "run/chunks.hpp"
+#include "runtime/context.hpp"
 
 namespace clreduce {
 
@@ -65,6 +67,13 @@ std::size_t share_grain(const std::vector<std::size_t>& aligns,
       if (e) grain = std::lcm(grain, a / std::gcd(a, e));  // e * (a / gcd) is a multiple of a
   }
   return grain;
+}
+
+std::size_t device_share_grain(const std::vector<Context*>& ctxs,
+                               const std::vector<std::size_t>& sizes) {
+  std::vector<std::size_t> aligns;
+  for (const Context* c : ctxs) aligns.push_back(in_place_alignment(c->info()));
+  return share_grain(aligns, sizes);
 }
 
 void run_parallel(std::size_t k, const std::function<void(std::size_t)>& fn, bool at_once) {

@@ -11,6 +11,8 @@
 
 namespace clreduce {
 
+class Context;
+
 // Elements [first, first + n) of a, as an array that views a's memory (a must outlive it).
 // Error(Errc::kInternal) when they pass a's end.
 HostArray view_of(const HostArray& a, std::size_t first, std::size_t n);
@@ -30,6 +32,9 @@ std::vector<std::size_t> split_shares(std::size_t n, const std::vector<double>& 
 // that is not a power of two.
 std::size_t share_grain(const std::vector<std::size_t>& aligns,
                         const std::vector<std::size_t>& sizes);
+// share_grain() of these devices' alignments (in_place_alignment()) and the element sizes.
+std::size_t device_share_grain(const std::vector<Context*>& ctxs,
+                               const std::vector<std::size_t>& sizes);
 
 // Calls fn(0) ... fn(k - 1) at once, each on a thread of its own (fn(0) on the caller's), and
 // waits for all; the first exception (in index order) is rethrown after every call returned.
