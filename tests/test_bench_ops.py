@@ -131,12 +131,12 @@ with tempfile.TemporaryDirectory() as out:
     code, log = bench("run", "--clreduce", clreduce, "--device", device, "--variants", "scan-fast", "--ops",
                       "scan-inclusive", "--types", "int32", "--logs", "12", "--repeat", "1", "--warmup", "0",
                       "--no-peers", "--tune-set", "h", "scan-fast-path=hierarchical", "--tune-set", "w32",
-                      "local-size=32", "--out", out)
+                      "local-size=32", "--tune-set", "w64r2", "local-size=64", "lookback-rows=2", "--out", out)
     check(code == 0, "bench.py run with --tune-set on a scan exits 0 (got %d)" % code)
     with open(os.path.join(out, "results.csv")) as f:
         rows = [r for r in csv.DictReader(f) if r["tool"] == "clreduce" and r["kind"] == "clreduce"]
     got = {r["variant"]: r for r in rows}
-    check(sorted(got) == ["scan-fast", "scan-fast@h", "scan-fast@w32"] and all(r["verified"] == "True" for r in rows),
+    check(sorted(got) == ["scan-fast", "scan-fast@h", "scan-fast@w32", "scan-fast@w64r2"] and all(r["verified"] == "True" for r in rows),
           "a verified scan row per tune set (%r)" % sorted(got))
     check("hierarchical" in got.get("scan-fast@h", {}).get("policy", "")
           and "hierarchical" not in got.get("scan-fast", {}).get("policy", "hierarchical")
@@ -146,6 +146,9 @@ with tempfile.TemporaryDirectory() as out:
     check("wg=32 " in got.get("scan-fast@w32", {}).get("policy", "")
           and "wg=32 " not in got.get("scan-fast", {}).get("policy", "wg=32 "),
           "a set's local-size reaches its own run as the work-group size (%r)" % [r.get("policy") for r in rows])
+    # Two sets that each give a group size: each is checked and run with its own alone.
+    check("wg=64 " in got.get("scan-fast@w64r2", {}).get("policy", ""),
+          "the second set's local-size reaches its own run (%r)" % [r.get("policy") for r in rows])
 
 # vs_fast: the baseline's time / the op's, from the same round; a noisy baseline is not quoted.
 rows = [dict(op="sum", type="float", n=4096, log2n=12, variant="fast", kind="baseline", verified=True, kernel_ms=1.0,

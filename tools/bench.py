@@ -317,11 +317,13 @@ def check_sweep(a, ops, types, variants):
         names.add(name)
         if not kvs:
             fail("--tune-set %s needs at least one KEY=VALUE" % name)
-    settings = list(a.tune) + [kv for ts in a.tune_set for kv in ts[1:]]
-    for kv in settings:
+    for kv in list(a.tune) + [kv for ts in a.tune_set for kv in ts[1:]]:
         if "=" not in kv or kv.startswith("="):
             fail("--tune takes KEY=VALUE, not '%s'" % kv)
-    if settings:  # clreduce checks every key and value before it touches a device
+    # clreduce checks every key and value before it touches a device: --tune's settings alone and
+    # with each set's, as each run takes them (two sets may each give a work-group size).
+    runs = ([list(a.tune)] if a.tune else []) + [list(a.tune) + ts[1:] for ts in a.tune_set]
+    for settings in runs:
         code, _, err = run_json_lines([a.clreduce, "--list-variants", "--format", "json"] +
                                       tune_args(settings), 120)
         if code != 0:
