@@ -93,6 +93,23 @@ void add_layout_memory(MemoryNeed& need, const DeviceInfo& d, const ChunkLayout&
 
 // The library speaks of what it checks ("work-group size 1 is too small ..."); the command line
 // names the flag that set it.
+// Under mpirun: the one device a rank takes of those --device names (select_rank_devices(): a
+// single name or type names every device it matches), by its rank on the host. Where a host's
+// ranks outnumber the GPUs named, rank 0 says that ranks share a GPU: they take turns on it, and
+// the run's kernel times, each rank's own, are not those of ranks running side by side.
+std::vector<DeviceInfo> rank_device(const std::vector<DeviceInfo>& all, const std::string& spec,
+                                    const Ranks& ranks) {
+  const std::vector<DeviceInfo> named = select_rank_devices(all, spec);
+  const DeviceInfo& d = named[static_cast<std::size_t>(ranks.local_rank) % named.size()];
+  if (ranks.root() && d.is_gpu && named.size() < static_cast<std::size_t>(ranks.local_size))
+    std::cerr << "clreduce: the " << ranks.local_size << " ranks on this host share "
+              << named.size() << (named.size() == 1 ? " GPU" : " GPUs") << " (--device "
+              << printable(spec)
+              << "): ranks on one GPU take turns on it, so the kernel times are not those of "
+                 "ranks side by side; give each rank its own (--device all-gpus, or a list)\n";
+  return {d};
+}
+
 std::string flag_words(const Error& e) {
   const std::string what = e.what();
   if (e.category() != Errc::kUsage) return what;
@@ -266,7 +283,9 @@ int run(int argc, char** argv, const Ranks& ranks) {
       "unless POCL_AFFINITY is set (POCL_AFFINITY=0 leaves them to the scheduler).\n"
       "\nSeveral devices: --device 0,1 (or nvidia,pocl, all, all-gpus) runs one share of the "
       "array on\neach device at once (--shares sets them) and combines the shares' results.\n"
-      "MPI: mpirun -n R clreduce ... gives each rank a slice of the array and one device, and\n"
+      "MPI: mpirun -n R clreduce ... gives each rank a slice of the array and one device (of the\n"
+      "devices --device names, a name every device it matches, by the rank's place on its host), "
+      "and\n"
       "combines the ranks' results (MPI_Allreduce, MPI_Exscan); rank 0 prints (--input -: rank "
       "0\nreads standard input and sends the slices). Every rank takes the same options but "
       "--device,\n--kernel-dir, --format, --accuracy and --verbose. This build: " +
@@ -746,8 +765,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
                   "--seed and --input exclude each other: the seed is for generated data");
     // Several devices: a share of the arrays each (--shares weighs them). Under mpirun a rank
     // takes one of the devices named, by its rank on the host.
-    std::vector<DeviceInfo> devs = select_devices(list_devices(), device);
-    if (ranks.many()) devs = {devs[static_cast<std::size_t>(ranks.local_rank) % devs.size()]};
+    const std::vector<DeviceInfo> devs = ranks.many() ? rank_device(list_devices(), device, ranks)
+                                                      : select_devices(list_devices(), device);
     check_local_size_fits(devs, local_size);
     std::vector<double> weights;
     if (app.count("--shares")) {
@@ -969,9 +988,9 @@ int run(int argc, char** argv, const Ranks& ranks) {
     print_devices(devices);
     return agree(ranks, kExitOk, "", task("--list-devices"), false);
   }
-  std::vector<DeviceInfo> devs = select_devices(devices, device);
   // A rank takes one of the devices named, by its rank on the host.
-  if (ranks.many()) devs = {devs[static_cast<std::size_t>(ranks.local_rank) % devs.size()]};
+  const std::vector<DeviceInfo> devs =
+      ranks.many() ? rank_device(devices, device, ranks) : select_devices(devices, device);
   const DeviceInfo& dev = devs.front();
   if (list_devices_flag) {
     print_devices(devs);

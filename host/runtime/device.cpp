@@ -178,6 +178,31 @@ DeviceInfo find_device(const cl::Device& device) {
   return describe_device(platform, device, devices.size());
 }
 
+namespace {
+
+bool is_device_type(const std::string& want) {
+  return want == "cpu" || want == "gpu" || want == "accelerator";
+}
+
+// Every device a name or type matches, in index order: a type ("cpu", "gpu", "accelerator") every
+// device of that type, else every device whose platform, name, vendor or versions hold the name
+// (case-insensitive).
+std::vector<DeviceInfo> matching_devices(const std::vector<DeviceInfo>& devices,
+                                         const std::string& spec) {
+  const std::string want = lower(spec);
+  std::vector<DeviceInfo> out;
+  if (want.empty()) return out;
+  for (const auto& d : devices) {
+    const std::string hay = lower(d.platform_name + " " + d.name + " " + d.vendor + " " +
+                                  d.device_version + " " + d.driver_version);
+    if (is_device_type(want) ? lower(d.type) == want : hay.find(want) != std::string::npos)
+      out.push_back(d);
+  }
+  return out;
+}
+
+}  // namespace
+
 DeviceInfo select_device(const std::vector<DeviceInfo>& devices, const std::string& spec) {
   std::string names;
   for (const auto& d : devices)
@@ -196,19 +221,21 @@ DeviceInfo select_device(const std::vector<DeviceInfo>& devices, const std::stri
     if (idx < devices.size()) return devices[idx];
     throw Error(Errc::kUsage, "no device " + printable(spec) + " (devices: " + names + ")");
   }
-  const std::string want = lower(spec);
-  // A device type ("cpu", "gpu", "accelerator"): the first device of that type, whatever its name.
-  if (want == "cpu" || want == "gpu" || want == "accelerator") {
-    for (const auto& d : devices)
-      if (lower(d.type) == want) return d;
+  const std::vector<DeviceInfo> found = matching_devices(devices, spec);
+  if (!found.empty()) return found.front();
+  if (is_device_type(lower(spec)))
     throw Error(Errc::kUsage, "no " + printable(spec) + " device (devices: " + names + ")");
-  }
-  for (const auto& d : devices) {
-    const std::string hay = lower(d.platform_name + " " + d.name + " " + d.vendor + " " +
-                                  d.device_version + " " + d.driver_version);
-    if (!want.empty() && hay.find(want) != std::string::npos) return d;
-  }
   throw Error(Errc::kUsage, "no device matches '" + printable(spec) + "' (devices: " + names + ")");
+}
+
+std::vector<DeviceInfo> select_rank_devices(const std::vector<DeviceInfo>& devices,
+                                            const std::string& spec) {
+  const bool numeric = !spec.empty() && std::all_of(spec.begin(), spec.end(), [](unsigned char c) {
+    return std::isdigit(c);
+  });
+  if (numeric || spec.find(',') != std::string::npos) return select_devices(devices, spec);
+  const std::vector<DeviceInfo> found = matching_devices(devices, spec);
+  return found.empty() ? select_devices(devices, spec) : found;  // (that throws its message)
 }
 
 std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& devices,

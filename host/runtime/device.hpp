@@ -65,6 +65,11 @@ DeviceInfo select_device(const std::vector<DeviceInfo>& devices, const std::stri
 // (every device of that type, in index order). A single spec gives one device.
 std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& devices,
                                        const std::string& spec);
+// Under mpirun, the devices a host's ranks take in turn (by their rank on the host): as
+// select_devices(), but a single name or type ("nvidia", "gpu") gives every device it matches, so
+// that two ranks on a host with two NVIDIA GPUs take one each rather than share the first.
+std::vector<DeviceInfo> select_rank_devices(const std::vector<DeviceInfo>& devices,
+                                            const std::string& spec);
 
 // Prints the --list-devices table.
 std::string format_device_list(const std::vector<DeviceInfo>& devices);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <sys/resource.h>
 
@@ -165,4 +166,50 @@ TEST_CASE("host_memory reads the address-space limit, what is mapped and the mac
   CHECK(m.reserve >= 64 * kMiB);
   CHECK_THROWS_WITH(check_host_memory(device_of_type("GPU"), std::uint64_t{1} << 40, 0, m),
                     ContainsSubstring("the address-space limit (ulimit -v) of 1.0 TiB leaves"));
+}
+
+namespace {
+
+DeviceInfo listed(std::size_t index, const std::string& type, const std::string& name,
+                  const std::string& platform) {
+  DeviceInfo d = device_of_type(type);
+  d.index = index;
+  d.name = name;
+  d.platform_name = platform;
+  return d;
+}
+
+std::vector<std::size_t> indices(const std::vector<DeviceInfo>& ds) {
+  std::vector<std::size_t> out;
+  for (const DeviceInfo& d : ds) out.push_back(d.index);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("under mpirun a single name or type names every device it matches", "[device][ranks]") {
+  // A host with a CPU and two NVIDIA GPUs, as --list-devices numbers them.
+  const std::vector<DeviceInfo> host = {
+      listed(0, "CPU", "cpu-skylake-avx512-Intel Xeon", "Portable Computing Language"),
+      listed(1, "GPU", "NVIDIA H100 80GB HBM3", "NVIDIA CUDA"),
+      listed(2, "GPU", "NVIDIA H100 80GB HBM3", "NVIDIA CUDA")};
+  using V = std::vector<std::size_t>;
+  // One process: a name gives its first match.
+  CHECK(indices(select_devices(host, "nvidia")) == V{1});
+  CHECK(select_device(host, "gpu").index == 1);
+  // Ranks: every match, for the host's ranks to take in turn.
+  CHECK(indices(select_rank_devices(host, "nvidia")) == V{1, 2});
+  CHECK(indices(select_rank_devices(host, "NVIDIA")) == V{1, 2});
+  CHECK(indices(select_rank_devices(host, "gpu")) == V{1, 2});
+  CHECK(indices(select_rank_devices(host, "xeon")) == V{0});
+  CHECK(indices(select_rank_devices(host, "all-gpus")) == V{1, 2});
+  // Indices and lists are what they say.
+  CHECK(indices(select_rank_devices(host, "2")) == V{2});
+  CHECK(indices(select_rank_devices(host, "2,1")) == V{2, 1});
+  CHECK(indices(select_rank_devices(host, "nvidia,nvidia")) == V{1, 1});
+  // No match: the one-process message.
+  CHECK_THROWS_WITH(select_rank_devices(host, "amd"), ContainsSubstring("no device matches 'amd'"));
+  CHECK_THROWS_WITH(select_rank_devices(host, "accelerator"),
+                    ContainsSubstring("no accelerator device"));
+  CHECK_THROWS_WITH(select_rank_devices(host, "7"), ContainsSubstring("no device 7"));
 }
