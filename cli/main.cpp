@@ -91,8 +91,6 @@ void add_layout_memory(MemoryNeed& need, const DeviceInfo& d, const ChunkLayout&
     need.add("the pinned staging buffers", sat_mul(held, e.in));
 }
 
-// The library speaks of what it checks ("work-group size 1 is too small ..."); the command line
-// names the flag that set it.
 // Under mpirun: the one device a rank takes of those --device names (select_rank_devices(): a
 // single name or type names every device it matches), by its rank on the host. Where a host's
 // ranks outnumber the GPUs named, rank 0 says that ranks share a GPU: they take turns on it, and
@@ -110,6 +108,8 @@ std::vector<DeviceInfo> rank_device(const std::vector<DeviceInfo>& all, const st
   return {d};
 }
 
+// The library speaks of what it checks ("work-group size 1 is too small ..."); the command line
+// names the flag that set it.
 std::string flag_words(const Error& e) {
   const std::string what = e.what();
   if (e.category() != Errc::kUsage) return what;

@@ -233,7 +233,10 @@ std::vector<DeviceInfo> select_rank_devices(const std::vector<DeviceInfo>& devic
   const bool numeric = !spec.empty() && std::all_of(spec.begin(), spec.end(), [](unsigned char c) {
     return std::isdigit(c);
   });
-  if (numeric || spec.find(',') != std::string::npos) return select_devices(devices, spec);
+  const std::string want = lower(spec);
+  if (numeric || spec.find(',') != std::string::npos || want == "all" || want == "all-gpus" ||
+      want == "all-cpus")
+    return select_devices(devices, spec);
   const std::vector<DeviceInfo> found = matching_devices(devices, spec);
   return found.empty() ? select_devices(devices, spec) : found;  // (that throws its message)
 }

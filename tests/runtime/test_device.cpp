@@ -192,7 +192,8 @@ TEST_CASE("under mpirun a single name or type names every device it matches", "[
   const std::vector<DeviceInfo> host = {
       listed(0, "CPU", "cpu-skylake-avx512-Intel Xeon", "Portable Computing Language"),
       listed(1, "GPU", "NVIDIA H100 80GB HBM3", "NVIDIA CUDA"),
-      listed(2, "GPU", "NVIDIA H100 80GB HBM3", "NVIDIA CUDA")};
+      listed(2, "GPU", "NVIDIA H100 80GB HBM3", "NVIDIA CUDA"),
+      listed(3, "ACCELERATOR", "small accelerator", "Overall Platform")};
   using V = std::vector<std::size_t>;
   // One process: a name gives its first match.
   CHECK(indices(select_devices(host, "nvidia")) == V{1});
@@ -203,13 +204,17 @@ TEST_CASE("under mpirun a single name or type names every device it matches", "[
   CHECK(indices(select_rank_devices(host, "gpu")) == V{1, 2});
   CHECK(indices(select_rank_devices(host, "xeon")) == V{0});
   CHECK(indices(select_rank_devices(host, "all-gpus")) == V{1, 2});
+  // The classes are classes, whatever the names hold ("small", "Overall").
+  CHECK(indices(select_rank_devices(host, "all")) == V{0, 1, 2, 3});
+  CHECK(indices(select_rank_devices(host, "all-cpus")) == V{0});
+  CHECK(indices(select_rank_devices(host, "accelerator")) == V{3});
   // Indices and lists are what they say.
   CHECK(indices(select_rank_devices(host, "2")) == V{2});
   CHECK(indices(select_rank_devices(host, "2,1")) == V{2, 1});
   CHECK(indices(select_rank_devices(host, "nvidia,nvidia")) == V{1, 1});
   // No match: the one-process message.
   CHECK_THROWS_WITH(select_rank_devices(host, "amd"), ContainsSubstring("no device matches 'amd'"));
-  CHECK_THROWS_WITH(select_rank_devices(host, "accelerator"),
-                    ContainsSubstring("no accelerator device"));
+  const std::vector<DeviceInfo> gpus(host.begin() + 1, host.begin() + 3);
+  CHECK_THROWS_WITH(select_rank_devices(gpus, "cpu"), ContainsSubstring("no cpu device"));
   CHECK_THROWS_WITH(select_rank_devices(host, "7"), ContainsSubstring("no device 7"));
 }
