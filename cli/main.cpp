@@ -91,12 +91,14 @@ void add_layout_memory(MemoryNeed& need, const DeviceInfo& d, const ChunkLayout&
     need.add("the pinned staging buffers", sat_mul(held, e.in));
 }
 
-// Under mpirun: the one device a rank takes of those --device names (select_rank_devices(): a
-// single name or type names every device it matches), by its rank on the host. Where a host's
-// ranks outnumber the GPUs named, rank 0 says that ranks share a GPU: they take turns on it, and
-// the run's kernel times, each rank's own, are not those of ranks running side by side.
-std::vector<DeviceInfo> rank_device(const std::vector<DeviceInfo>& all, const std::string& spec,
+// The devices --device names (select_devices()); under mpirun the one device a rank takes of those
+// it names (select_rank_devices(): a single name or type names every device it matches), by its
+// rank on the host. Where a host's ranks outnumber the GPUs named, rank 0 says that ranks share a
+// GPU: they take turns on it, and the run's kernel times, each rank's own, are not those of ranks
+// running side by side.
+std::vector<DeviceInfo> run_devices(const std::vector<DeviceInfo>& all, const std::string& spec,
                                     const Ranks& ranks) {
+  if (!ranks.many()) return select_devices(all, spec);
   const std::vector<DeviceInfo> named = select_rank_devices(all, spec);
   const DeviceInfo& d = named[static_cast<std::size_t>(ranks.local_rank) % named.size()];
   if (ranks.root() && d.is_gpu && named.size() < static_cast<std::size_t>(ranks.local_size))
@@ -765,8 +767,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
                   "--seed and --input exclude each other: the seed is for generated data");
     // Several devices: a share of the arrays each (--shares weighs them). Under mpirun a rank
     // takes one of the devices named, by its rank on the host.
-    const std::vector<DeviceInfo> devs = ranks.many() ? rank_device(list_devices(), device, ranks)
-                                                      : select_devices(list_devices(), device);
+    const std::vector<DeviceInfo> devs = run_devices(list_devices(), device, ranks);
     check_local_size_fits(devs, local_size);
     std::vector<double> weights;
     if (app.count("--shares")) {
@@ -989,8 +990,7 @@ int run(int argc, char** argv, const Ranks& ranks) {
     return agree(ranks, kExitOk, "", task("--list-devices"), false);
   }
   // A rank takes one of the devices named, by its rank on the host.
-  const std::vector<DeviceInfo> devs =
-      ranks.many() ? rank_device(devices, device, ranks) : select_devices(devices, device);
+  const std::vector<DeviceInfo> devs = run_devices(devices, device, ranks);
   const DeviceInfo& dev = devs.front();
   if (list_devices_flag) {
     print_devices(devs);

@@ -180,6 +180,12 @@ DeviceInfo find_device(const cl::Device& device) {
 
 namespace {
 
+// A global index ("0", "12"): digits alone.
+bool is_index(const std::string& spec) {
+  return !spec.empty() &&
+         std::all_of(spec.begin(), spec.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
 bool is_device_type(const std::string& want) {
   return want == "cpu" || want == "gpu" || want == "accelerator";
 }
@@ -208,10 +214,7 @@ DeviceInfo select_device(const std::vector<DeviceInfo>& devices, const std::stri
   for (const auto& d : devices)
     names += (names.empty() ? "" : "; ") + std::to_string(d.index) + ": " + d.name + " (" +
              d.platform_name + ")";
-  const bool numeric = !spec.empty() && std::all_of(spec.begin(), spec.end(), [](unsigned char c) {
-    return std::isdigit(c);
-  });
-  if (numeric) {
+  if (is_index(spec)) {
     std::size_t idx = 0;
     try {
       idx = std::stoull(spec);
@@ -230,12 +233,9 @@ DeviceInfo select_device(const std::vector<DeviceInfo>& devices, const std::stri
 
 std::vector<DeviceInfo> select_rank_devices(const std::vector<DeviceInfo>& devices,
                                             const std::string& spec) {
-  const bool numeric = !spec.empty() && std::all_of(spec.begin(), spec.end(), [](unsigned char c) {
-    return std::isdigit(c);
-  });
   const std::string want = lower(spec);
-  if (numeric || spec.find(',') != std::string::npos || want == "all" || want == "all-gpus" ||
-      want == "all-cpus")
+  if (is_index(spec) || spec.find(',') != std::string::npos || want == "all" ||
+      want == "all-gpus" || want == "all-cpus")
     return select_devices(devices, spec);
   const std::vector<DeviceInfo> found = matching_devices(devices, spec);
   return found.empty() ? select_devices(devices, spec) : found;  // (that throws its message)
