@@ -146,11 +146,20 @@ SHAPES_AXES = [
     ((3, 0, 2), [0, 1, 2, (0, 2)]),
     ((1000, 3), [0, 1]),
 ]
+# Every shape and axis above for one signed, one floating and one narrow type; the other types
+# take one axis and the empty ones, for each function's result type, values and identity. Each
+# type and function builds kernels of its own, which is most of the time on PoCL with an empty
+# cache: the full table for every type took 3.5 minutes.
+FULL_AXES = [np.int32, np.float64, np.int8]
+SHAPES_AXES_SOME = [
+    ((2, 3, 4), [-1]),
+    ((3, 0, 2), [1, (0, 2)]),
+]
 
 
 @pytest.mark.parametrize("dtype", NATIVE + NARROW, ids=lambda d: np.dtype(d).name)
 def test_reductions_along_axes(dtype):
-    for shape, axes in SHAPES_AXES:
+    for shape, axes in SHAPES_AXES if dtype in FULL_AXES else SHAPES_AXES_SOME:
         x = values(dtype, int(np.prod(shape))).reshape(shape)
         for axis in axes:
             for keepdims in (False, True):
