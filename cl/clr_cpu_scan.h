@@ -3,13 +3,13 @@
 // 8-lane vector scans of unsegmented ranges and streaming stores where the compiler has them.
 // Included, after clreduce.h and clr_scan.h, by scan_cpu_two_pass.cl and scan_cpu_lookback.cl.
 // Host sets via -D:
-//   LANES         float folds: independent accumulators (integer folds vectorise as written)
+//   LANES         float folds: independent accumulators (8, the default: one vector's lanes)
 //   CLR_NT_STORES 1: stream the output past the caches (x86; a host trial build decides)
-//   VSCAN         8: vector scan of unsegmented ranges (default); 1: scalar only
+//   VSCAN         8: vector folds, and vector scans of unsegmented ranges (default); 1: scalar only
 #ifndef CLR_CPU_SCAN_H
 #define CLR_CPU_SCAN_H
 #ifndef LANES
-#define LANES 8  // float folds: independent accumulators (integer folds are vectorised as written)
+#define LANES 8  // float folds: independent accumulators
 #endif
 #ifndef CLR_NT_STORES
 #define CLR_NT_STORES 0  // 1: stream the output past the caches (x86; a host trial build decides)
@@ -111,6 +111,16 @@ inline acc_t clr_cpu_fold(__global const T* x, __global const uchar* flags, ulon
   acc_t a[LANES];
   for (uint k = 0; k < LANES; ++k) a[k] = clr_identity();
   ulong i = b;
+#if VSCAN == 8 && LANES == 8
+  // The 8 accumulators as the lanes of one vector, lane k the a[k] of the loop below (the same
+  // values, bit for bit). Written out: PoCL 5 kept a[] in memory and ran that loop one
+  // accumulator at a time, a load, an add and a store per element (PoCL 3.1 vectorised it).
+  if (i + 8 <= e) {
+    avec av = (avec)(clr_identity());
+    for (; i + 8 <= e; i += 8) av = clr_vop(av, CONVERT_AVEC(vload8(0, x + i)));
+    vstore8(av, 0, a);
+  }
+#endif
   for (; i + LANES <= e; i += LANES)
     for (uint k = 0; k < LANES; ++k) a[k] = clr_op(a[k], (acc_t)x[i + k]);
   for (uint k = 0; i < e; ++i, ++k) a[k] = clr_op(a[k], (acc_t)x[i]);
@@ -120,7 +130,19 @@ inline acc_t clr_cpu_fold(__global const T* x, __global const uchar* flags, ulon
   return a[0];
 #else
   acc_t a = clr_identity();
-  for (ulong i = b; i < e; ++i) a = clr_op(a, (acc_t)x[i]);
+  ulong i = b;
+#if VSCAN == 8
+  // 8 lanes at a time, then the lanes in order: integer ops wrap, so any order gives the same
+  // value. Written out, as for floats: PoCL 5 ran this loop one element at a time.
+  if (i + 8 <= e) {
+    avec av = (avec)(a);
+    for (; i + 8 <= e; i += 8) av = clr_vop(av, CONVERT_AVEC(vload8(0, x + i)));
+    acc_t lanes[8];
+    vstore8(av, 0, lanes);
+    for (uint k = 0; k < 8; ++k) a = clr_op(a, lanes[k]);
+  }
+#endif
+  for (; i < e; ++i) a = clr_op(a, (acc_t)x[i]);
   *fo = f;
   return a;
 #endif
