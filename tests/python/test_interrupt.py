@@ -24,6 +24,15 @@ def user_sum(x, dev):
     return clreduce.reduce(x, map="x", reduce="a + b", identity="0", dtype=np.int64, device=dev)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def ctrl_c_raises():
+    """Python's own SIGINT handler for these tests: a shell starts a background job (`cmd &`) with
+    SIGINT ignored, and Python then leaves it ignored, so no Ctrl-C would ever arrive."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.fixture(scope="module")
 def slow():
     """(device, array, its sum, seconds of the uninterrupted sum): the kernels of the sum, cumsum
