@@ -34,13 +34,21 @@ struct ShapeParams {
   std::size_t wg = 256;           // preferred work-items per group
   std::size_t groups_per_cu = 4;  // most groups per compute unit
   std::size_t min_vectors = 1;    // fewest vectors per work-item before another group is added
+  // Mid-size arrays: where groups_per_cu groups a unit would leave each work-item fewer than
+  // few_vectors vectors, at most few_groups_per_cu groups a unit (0: no such limit).
+  std::size_t few_vectors = 0;
+  std::size_t few_groups_per_cu = 0;
 };
 
 // GPU: 16 bytes per load (int4/float4, long2/double2), 4 loads in flight per work-item into
 // one accumulator (few registers), 256 work-items per group, 4 groups per compute unit (1024
 // work-items: one wave at up to 64 registers each, 64 KiB of loads in flight per unit), and
 // at least 1 vector per work-item, so n = 2^16 int32 runs as 64 groups in one launch (with 4,
-// 16 groups took 6.7-8.0 us on the H200 against topdown's 5.1 us with 256 groups).
+// 16 groups took 6.7-8.0 us on the H200 against topdown's 5.1 us with 256 groups). Up to the
+// array that gives each of those work-items 16 vectors (2^22 int32 or float on 132 units: 7.75
+// each), 2 groups a unit: fewer partials for the last group to fold, each work-item a whole
+// unrolled step; at 2^20 and 2^22 the H100 ran 8 of 9 (op, type) cells 2-10% faster so, at 2^24
+// and above 1-8% slower (docs/PERF.md, "`fast` by group count").
 // CPU: 64 bytes per load (one AVX-512 register of T); each work-item splits its run into 4
 // streams read side by side into 4 accumulators (measured on PoCL at 2^26 int32: 4 streams
 // about 1.15-1.3x OpenMP, 2 about 1.15x, 1 about 1.0x, consecutive vectors about 1.0x); one
@@ -53,6 +61,8 @@ ShapeParams shape_params(Shape s, DType t) {
   const unsigned bytes = static_cast<unsigned>(dtype_size(t));
   if (s == Shape::kGpu) {
     sp.vec = 16 / bytes;
+    sp.few_vectors = 16;
+    sp.few_groups_per_cu = 2;
     return sp;
   }
   sp.cpu = true;
@@ -109,10 +119,13 @@ LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::si
                           std::size_t forced_groups, cl::Kernel* kernel) {
   ShapeParams sp = shape_params(s, p.type);
   if (sp.cpu && is_arg_op(p.op)) sp.streams = arg_streams(ctx, p);
-  const std::size_t cap = std::max<std::size_t>(1, ctx.info().compute_units * sp.groups_per_cu);
+  const std::size_t units = ctx.info().compute_units;
   const std::size_t nv = std::max<std::size_t>(p.n / sp.vec, 1);
   std::function<std::size_t(std::size_t)> groups_for = [&](std::size_t wg) {
     const std::size_t per_group = wg * sp.min_vectors;
+    std::size_t cap = std::max<std::size_t>(1, units * sp.groups_per_cu);
+    if (sp.few_groups_per_cu > 0 && nv < cap * wg * sp.few_vectors)
+      cap = std::max<std::size_t>(1, units * sp.few_groups_per_cu);
     return std::clamp<std::size_t>((nv + per_group - 1) / per_group, 1, cap);
   };
   auto idx32_for = [&](std::size_t wg) { return fits_idx32(p.n, groups_for(wg) * wg, sp.unroll); };
