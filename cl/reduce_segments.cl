@@ -25,11 +25,12 @@
 //     its piece of R1 and, inside, over R2; with several pieces of R1 per result (few results,
 //     long lines), reduce_columns_fold folds the pieces in order. On CPUs, where the last axis
 //     is kept (neighbouring results neighbours in memory), reduce_columns_cpu gives each
-//     work-item a tile: a piece of the rows by SEG_TILE neighbouring results, each row's run of
-//     them read front to back into a row of accumulators (the rows stream through the cache),
-//     and reduce_columns_fold folds SEG_TILE results' pieces a work-item (with SEG_SIMD: both
-//     a run's 16 results at a time, in vectors); the same operations in the same order per
-//     result as reduce_columns.
+//     work-item a tile: a piece of the rows by `tile` neighbouring results (an argument, so
+//     that one program serves every shape), each row's run of them read front to back into a
+//     row of accumulators (the rows stream through the cache), and reduce_columns_fold (built
+//     with SEG_TILE 0) folds `tile` results' pieces a work-item (with SEG_SIMD: both a run's
+//     16 results at a time, in vectors); the same operations in the same order per result as
+//     reduce_columns.
 //   reduce_segments_seq: the reference of a user reduction: one work-item, each segment in index
 //     order from the identity (EXPR_ABS: the same fold of |map|, the float bound's scale).
 //   reduce_segments_post: post(a, n) of every segment's accumulator, n its element count.
@@ -41,8 +42,9 @@
 // read neither; segments give indices within the segment).
 // Host sets via -D: CLR_TYPE, CLR_ACC, CLR_OP (and a user reduction's options: clr_expr.h),
 // WG_SIZE; SEG_UNROLL and SEG_VEC (reduce_segments), SEG_V (reduce_segments_cpu), SEG_COLS,
-// SEG_ROWS (reduce_columns), SEG_TILE (reduce_columns_cpu, reduce_columns_fold) and SEG_SIMD (the
-// CPU shape's explicit vectors: 1, or 0 for the scalar loops).
+// SEG_ROWS (reduce_columns), SEG_TILE (reduce_columns_fold: 1, a result a work-item, or 0, the
+// `tile` argument's) and SEG_SIMD (the CPU shape's explicit vectors: 1, or 0 for the scalar
+// loops).
 #ifndef CLREDUCE_H
 #include "clreduce.h"
 #endif
@@ -489,21 +491,21 @@ __kernel void reduce_columns(EXPR_INPUTS, ulong R1, ulong I, ulong R2, ulong J, 
 }
 
 // The CPU shape of [O, R1, I, R2, J] with J > 1 (a matrix's columns come as [1, R1, 1, 1, C]):
-// work-item g takes tile t = g % tiles of piece p = g / tiles, tiles = O I ceil(J / SEG_TILE):
-// the results (o, i, j0 .. j0 + w - 1), w <= SEG_TILE, over the rows [p rows, min(R1, (p + 1)
+// work-item g takes tile t = g % tiles of piece p = g / tiles, tiles = O I ceil(J / tile):
+// the results (o, i, j0 .. j0 + w - 1), w <= tile, over the rows [p rows, min(R1, (p + 1)
 // rows)) of R1 and all of R2. Each row's run of w elements is read front to back into a row of
 // w accumulators: the tile's results themselves (one piece) or their partials, kept in the
 // destination (a few KiB: in the cache) so that any w fits. Per result, the same operations
 // in the same order as reduce_columns.
 __kernel void reduce_columns_cpu(EXPR_INPUTS, ulong R1, ulong I, ulong R2, ulong J, ulong results,
                                  ulong pieces, ulong rows, __global acc_t* out,
-                                 __global acc_t* partials) {
+                                 __global acc_t* partials, ulong tile) {
   EXPR_UNUSED;
-  const ulong per = (J + SEG_TILE - 1) / SEG_TILE, tiles = results / J * per;
+  const ulong per = (J + tile - 1) / tile, tiles = results / J * per;
   const ulong g = get_global_id(0);
   if (g >= tiles * pieces) return;
   const ulong t = g % tiles, p = g / tiles;
-  const ulong oi = t / per, j0 = (t % per) * SEG_TILE, w = min((ulong)SEG_TILE, J - j0);
+  const ulong oi = t / per, j0 = (t % per) * tile, w = min(tile, J - j0);
   const ulong o = oi / I, i = oi % I;
   const ulong first = p * rows, last = min(R1, first + rows);
   __global acc_t* d = (pieces == 1 ? out : partials + p * results) + oi * J + j0;
@@ -526,19 +528,22 @@ __kernel void reduce_columns_cpu(EXPR_INPUTS, ulong R1, ulong I, ulong R2, ulong
     for (ulong c = 0; c < w; ++c) d[c] = clr_result(d[c]);
 }
 
-// Results q0 .. q0 + SEG_TILE - 1 (q0 = SEG_TILE g): their pieces (partials[p * results + q])
-// folded in order, from the identity. SEG_TILE 1 (GPUs): a work-item per result, neighbours
-// neighbouring; more (CPUs): each piece's run of results read front to back.
+// Results q0 .. q0 + tile - 1 (q0 = tile g): their pieces (partials[p * results + q]) folded in
+// order, from the identity. SEG_TILE 1 (GPUs): a work-item per result (tile is 1), neighbours
+// neighbouring; SEG_TILE 0 (CPUs): each piece's run of `tile` results read front to back.
 __kernel void reduce_columns_fold(__global const acc_t* partials, ulong results, ulong pieces,
-                                  __global acc_t* out) {
-  const ulong q0 = get_global_id(0) * SEG_TILE;
-  if (q0 >= results) return;
+                                  __global acc_t* out, ulong tile) {
 #if SEG_TILE == 1
+  (void)tile;
+  const ulong q0 = get_global_id(0);
+  if (q0 >= results) return;
   acc_t a = clr_identity();
   for (ulong p = 0; p < pieces; ++p) a = clr_op(a, partials[p * results + q0]);
   out[q0] = clr_result(a);
 #else
-  const ulong w = min((ulong)SEG_TILE, results - q0);
+  const ulong q0 = get_global_id(0) * tile;
+  if (q0 >= results) return;
+  const ulong w = min(tile, results - q0);
   __global acc_t* d = out + q0;
   for (ulong c = 0; c < w; ++c) d[c] = clr_identity();
   for (ulong p = 0; p < pieces; ++p) {

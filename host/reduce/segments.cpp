@@ -300,8 +300,9 @@ void SegmentReduction::plan_columns(std::size_t local_size, std::uint64_t units,
   if (tile_) {
     // Tiles of 16384 results (64 KiB of float accumulators: in L2), or the whole row where it
     // is shorter: a piece's rows then read as one stream.
+    // The width is an argument, not a -D: one program for every shape.
     cols_ = std::min<std::uint64_t>(tune.axis_cols ? tune.axis_cols : 16384, dims_J_);
-    options = " -DSEG_TILE=" + std::to_string(cols_) + simd_option;
+    options = " -DSEG_TILE=0" + simd_option;
     main_ = build("reduce_columns_cpu", options);
     policy_.wg_size = choose_wg(ctx_, main_, local_size, 1);
     blocks = results / dims_J_ * ceil_div(dims_J_, cols_);
@@ -392,6 +393,7 @@ void SegmentReduction::enqueue(const std::vector<cl::Buffer>& in, const cl::Buff
     main_.setArg(kExprArgs + 6, static_cast<cl_ulong>(rows_));
     main_.setArg(kExprArgs + 7, out);
     main_.setArg(kExprArgs + 8, partials_.get() ? partials_ : out);
+    if (tile_) main_.setArg(kExprArgs + 9, static_cast<cl_ulong>(cols_));
     events.emplace_back();
     ctx_.queue().enqueueNDRangeKernel(main_, cl::NullRange, cl::NDRange(policy_.groups * wg),
                                       cl::NDRange(wg), nullptr, &events.back());
@@ -400,6 +402,7 @@ void SegmentReduction::enqueue(const std::vector<cl::Buffer>& in, const cl::Buff
       fold_.setArg(1, static_cast<cl_ulong>(results));
       fold_.setArg(2, static_cast<cl_ulong>(pieces_));
       fold_.setArg(3, out);
+      fold_.setArg(4, static_cast<cl_ulong>(tile_ ? cols_ : 1));
       // A work-item per result (GPU shape) or per tile of them (CPU shape).
       const std::uint64_t items = ceil_div(results, tile_ ? cols_ : 1);
       const std::size_t fwg = tile_ ? 1 : wg;
