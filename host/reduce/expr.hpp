@@ -77,6 +77,8 @@ struct ExprSpec {
 
 // Launches k over `items` work-items on ctx's queue and waits for it within the limit (so its
 // result can be read), adding its event to *events when given. The engines' one-off launches.
+// Past one item, in groups of up to 64 with the count rounded up to whole groups: k must ignore
+// work-items at or past `items`.
 void run_one(Context& ctx, cl::Kernel& k, std::size_t items, TimeLimit limit,
              const std::string& what, std::vector<cl::Event>* events = nullptr);
 
