@@ -44,11 +44,11 @@ struct ShapeParams {
 // one accumulator (few registers), 256 work-items per group, 4 groups per compute unit (1024
 // work-items: one wave at up to 64 registers each, 64 KiB of loads in flight per unit), and
 // at least 1 vector per work-item, so n = 2^16 int32 runs as 64 groups in one launch (with 4,
-// 16 groups took 6.7-8.0 us on the H200 against topdown's 5.1 us with 256 groups). Up to the
-// array that gives each of those work-items 16 vectors (2^22 int32 or float on 132 units: 7.75
-// each), 2 groups a unit: fewer partials for the last group to fold, each work-item a whole
-// unrolled step; at 2^20 and 2^22 the H100 ran 8 of 9 (op, type) cells 2-10% faster so, at 2^24
-// and above 1-8% slower (docs/PERF.md, "`fast` by group count").
+// 16 groups took 6.7-8.0 us on the H200 against topdown's 5.1 us with 256 groups). Where those
+// work-items would get fewer than 16 vectors each (on 132 units, up to 2^23 int32 or float and
+// 2^22 double), 2 groups a unit: fewer partials for the last group to fold, each work-item a
+// whole unrolled step. The H100 ran 8 of 9 (op, type) cells 2-12% faster so at 2^20, 5 of 6 at
+// 2^22, level at 2^23, and 5 of 6 slower at 2^24 (docs/PERF.md, "`fast` by group count").
 // CPU: 64 bytes per load (one AVX-512 register of T); each work-item splits its run into 4
 // streams read side by side into 4 accumulators (measured on PoCL at 2^26 int32: 4 streams
 // about 1.15-1.3x OpenMP, 2 about 1.15x, 1 about 1.0x, consecutive vectors about 1.0x); one
