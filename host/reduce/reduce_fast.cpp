@@ -47,7 +47,7 @@ struct ShapeParams {
 // 16 groups took 6.7-8.0 us on the H200 against topdown's 5.1 us with 256 groups). Where those
 // work-items would get fewer than 16 vectors each (on 132 units, up to 2^23 int32 or float and
 // 2^22 double), 2 groups a unit: fewer partials for the last group to fold, each work-item a
-// whole unrolled step. The H100 ran 8 of 9 (op, type) cells 2-12% faster so at 2^20, 5 of 6 at
+// whole unrolled step. The H100 ran 8 of 9 (op, type) cells 1-14% faster so at 2^20, 5 of 6 at
 // 2^22, level at 2^23, and 5 of 6 slower at 2^24 (docs/PERF.md, "`fast` by group count").
 // CPU: 64 bytes per load (one AVX-512 register of T); each work-item splits its run into 4
 // streams read side by side into 4 accumulators (measured on PoCL at 2^26 int32: 4 streams
