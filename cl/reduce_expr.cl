@@ -20,7 +20,7 @@
 // element 0 (the arg rows' indices; clr_expr.h).
 // Host sets via -D (plus clreduce.h's CLR_ACC, and CLR_OP = CLR_EXPR):
 //   CLR_INPUTS 1..4, CLR_T0..CLR_T3 the inputs' OpenCL C types, EXPR_POST 1 when a post is given,
-//   EXPR_WHERE 1 when a predicate (--where) is given, WG_SIZE, EXPR_CPU, UNROLL, EXPR_ABS;
+//   EXPR_WHERE 1 when a predicate (--where) is given, WG_SIZE, EXPR_CPU, UNROLL;
 //   EXPR_WIDTH 1, 2 or 4: the accumulator is that many values of CLR_ACC (a vector type, e.g.
 //   double4; post then gives one value of CLR_ACC);
 //   EXPR_VEC 1, 2, 4, 8 or 16: the GPU shape's elements per vector load;
@@ -50,9 +50,6 @@
 #endif
 #ifndef UNROLL
 #define UNROLL 4
-#endif
-#ifndef EXPR_ABS
-#define EXPR_ABS 0
 #endif
 #include "clr_expr.h"
 #ifndef EXPR_BLOCK
@@ -338,15 +335,22 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void reduce_expr(
 }
 
 // The reference: one work-item, element by element in index order from the identity, or, with
-// resume, from out[0] (the value after the chunks before this one) (with EXPR_ABS, float
-// accumulators: the same fold of |map|).
-__kernel void reduce_expr_seq(EXPR_INPUTS, ulong n, uint resume, __global acc_t* out) {
+// resume, from out[0] (the value after the chunks before this one); with absolute (float
+// accumulators), the same fold of |map|, the float bound's scale. A run-time flag, not a build
+// option: both folds come from one program.
+__kernel void reduce_expr_seq(EXPR_INPUTS, ulong n, uint resume, uint absolute,
+                              __global acc_t* out) {
   EXPR_UNUSED;
   if (get_global_id(0) != 0) return;
   acc_t a = resume ? out[0] : clr_identity();
-#if EXPR_ABS && EXPR_WIDTH == 1
-  for (ulong i = 0; i < n; ++i) a = clr_op(a, fabs(EXPR_MAP(i)));  // the float bound's scale
+#if EXPR_WIDTH == 1 && !EXPR_ARG && (CLR_ACC == CLR_FLOAT || CLR_ACC == CLR_DOUBLE)
+  if (absolute) {
+    for (ulong i = 0; i < n; ++i) a = clr_op(a, fabs(EXPR_MAP(i)));
+  } else {
+    for (ulong i = 0; i < n; ++i) a = clr_op(a, EXPR_MAP(i));
+  }
 #else
+  (void)absolute;
   for (ulong i = 0; i < n; ++i) a = clr_op(a, EXPR_MAP(i));
 #endif
   out[0] = a;

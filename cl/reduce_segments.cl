@@ -32,7 +32,7 @@
 //     16 results at a time, in vectors); the same operations in the same order per result as
 //     reduce_columns.
 //   reduce_segments_seq: the reference of a user reduction: one work-item, each segment in index
-//     order from the identity (EXPR_ABS: the same fold of |map|, the float bound's scale).
+//     order from the identity (or of |map|, the float bound's scale).
 //   reduce_segments_post: post(a, n) of every segment's accumulator, n its element count.
 // The operator is a built-in one (CLR_OP sum ... argmax of clreduce.h: arg ops give the index
 // within the segment, or along the reduced axis) or a user reduction (CLR_OP == CLR_EXPR: the
@@ -52,9 +52,6 @@
 #include "clr_types.h"
 #ifndef WG_SIZE
 #define WG_SIZE 64
-#endif
-#ifndef EXPR_ABS
-#define EXPR_ABS 0
 #endif
 #ifndef SEG_UNROLL
 #define SEG_UNROLL 1
@@ -563,31 +560,27 @@ __kernel void reduce_columns_fold(__global const acc_t* partials, ulong results,
 
 #if CLR_OP == CLR_EXPR
 // The reference: one work-item, every segment in index order from the identity. columns == 0:
-// segment s is [off[s], off[s+1]) of m segments; else the m results of [O, R1, I, R2, J].
+// segment s is [off[s], off[s+1]) of m segments; else the m results of [O, R1, I, R2, J]. With
+// absolute (float accumulators), the same fold of |map|, the float bound's scale: a run-time
+// flag, so that both folds come from one program.
+#if EXPR_WIDTH == 1 && !EXPR_ARG && (CLR_ACC == CLR_FLOAT || CLR_ACC == CLR_DOUBLE)
+#define SEG_SEQ_MAP(i) (absolute ? fabs(EXPR_MAP(i)) : EXPR_MAP(i))
+#else
+#define SEG_SEQ_MAP(i) EXPR_MAP(i)
+#endif
 __kernel void reduce_segments_seq(EXPR_INPUTS, __global const long* off, ulong m, int columns,
-                                  ulong R1, ulong I, ulong R2, ulong J, __global acc_t* out) {
+                                  ulong R1, ulong I, ulong R2, ulong J, uint absolute,
+                                  __global acc_t* out) {
   EXPR_UNUSED;
+  (void)absolute;
   if (get_global_id(0) != 0) return;
   for (ulong q = 0; q < m; ++q) {
     acc_t a = clr_identity();
     if (columns) {
       for (ulong r1 = 0; r1 < R1; ++r1)
-        for (ulong r2 = 0; r2 < R2; ++r2) {
-          const ulong i = seg_at(q, r1, r2, R1, I, R2, J);
-#if EXPR_ABS && EXPR_WIDTH == 1
-          a = clr_op(a, fabs(EXPR_MAP(i)));
-#else
-          a = clr_op(a, EXPR_MAP(i));
-#endif
-        }
+        for (ulong r2 = 0; r2 < R2; ++r2) a = clr_op(a, SEG_SEQ_MAP(seg_at(q, r1, r2, R1, I, R2, J)));
     } else {
-      for (ulong i = (ulong)off[q]; i < (ulong)off[q + 1]; ++i) {
-#if EXPR_ABS && EXPR_WIDTH == 1
-        a = clr_op(a, fabs(EXPR_MAP(i)));
-#else
-        a = clr_op(a, EXPR_MAP(i));
-#endif
-      }
+      for (ulong i = (ulong)off[q]; i < (ulong)off[q + 1]; ++i) a = clr_op(a, SEG_SEQ_MAP(i));
     }
     out[q] = a;
   }

@@ -341,6 +341,7 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
   if (launch && spec_.blocks_optional && ctx.tuning().expr_blocks == "auto") spec_.block = 0;
   tail_ = generated_tail(spec_);
   options_ = spec_options(spec_);
+  aux_options_ = options_ + acc_option(spec_.acc);
   if (!launch) return;  // the checks alone (check_laws, post, map_values)
   const std::size_t preferred = cpu ? 1 : 256;
   const std::size_t per_item = cpu ? std::size_t{1} << 16 : 4;
@@ -370,12 +371,12 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
                                   " is not one the engine has (1; 2 or 4 of a float type)");
   check_local_size(ctx, local_size, local_size * acc_bytes());
   const auto make = [&](std::size_t wg) {
-    return build("reduce_expr",
-                 options_ + acc_option(spec_.acc) + shape + " -DWG_SIZE=" + std::to_string(wg));
+    return build("reduce_expr", aux_options_ + shape + " -DWG_SIZE=" + std::to_string(wg));
   };
   main_ = make(local_size ? local_size : preferred);
   policy_.wg_size = choose_wg(ctx, main_, local_size, preferred);
   if (policy_.wg_size != (local_size ? local_size : preferred)) main_ = make(policy_.wg_size);
+  aux_options_ += shape + " -DWG_SIZE=" + std::to_string(policy_.wg_size);
   const std::size_t cap = std::max<std::size_t>(1, ctx.info().compute_units * 4);
   policy_.groups =
       ctx.tuning().fast_groups  // the fast-groups knob fixes it, as for fast
@@ -434,7 +435,7 @@ void ExprReduction::enqueue(const std::vector<cl::Buffer>& in, std::size_t n, co
 
 void ExprReduction::enqueue_fold(const cl::Buffer& accs, std::size_t stride, std::size_t m,
                                  const cl::Buffer& out, std::vector<cl::Event>& events) {
-  if (!fold_.get()) fold_ = build("reduce_expr_fold", options_ + acc_option(spec_.acc));
+  if (!fold_.get()) fold_ = build("reduce_expr_fold", aux_options_);
   fold_.setArg(0, accs);
   fold_.setArg(1, static_cast<cl_ulong>(stride));
   fold_.setArg(2, static_cast<cl_uint>(m));
@@ -457,7 +458,7 @@ ExprLaws ExprReduction::check_laws(const std::vector<cl::Buffer>& in, std::size_
     for (std::size_t k = 0; k < std::min<std::size_t>(n, 254); ++k) idx.push_back(rng() % n);
   }
   const auto m = static_cast<cl_uint>(idx.size());
-  cl::Kernel sample = build("reduce_expr_sample", options_ + acc_option(t));
+  cl::Kernel sample = build("reduce_expr_sample", aux_options_);
   cl::Buffer idx_buf = ctx_.zeroed_buffer(std::max<std::size_t>(idx.size(), 1) * sizeof(cl_ulong));
   if (!idx.empty()) {
     enqueue_write(ctx_.queue(), idx_buf, 0, idx.size() * sizeof(cl_ulong), idx.data(),
@@ -488,7 +489,7 @@ ExprLaws ExprReduction::check_laws(const std::vector<cl::Buffer>& in, std::size_
   for (int k = 0; k < 4096; ++k)
     for (int j = 0; j < 3; ++j) tri.push_back(pick());
   const auto triples = static_cast<cl_uint>(tri.size() / 3);
-  cl::Kernel laws = build("reduce_expr_laws", options_ + acc_option(t));
+  cl::Kernel laws = build("reduce_expr_laws", aux_options_);
   cl::Buffer pool_buf(ctx_.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, pool.size(),
                       pool.data());
   cl::Buffer tri_buf(ctx_.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
@@ -562,31 +563,30 @@ Value ExprReduction::reference(const std::function<void(const ExprPieceFn&)>& pi
       if (e.category() != Errc::kBuild) throw;
     }
   }
-  if (!*wider) k = build("reduce_expr_seq", options_ + acc_option(t));
+  if (!*wider) k = build("reduce_expr_seq", aux_options_);
   cl::Buffer out = ctx_.zeroed_buffer(acc_size(t));
   // Every piece's fold resumes from the value the pieces before it left in out.
-  const auto fold = [&](cl::Kernel& kernel, const std::string& what, std::vector<cl::Event>* evs) {
+  // absolute: the fold of |map| (float accumulators), from the same program.
+  const auto fold = [&](cl_uint absolute, const std::string& what, std::vector<cl::Event>* evs) {
     cl_uint resume = 0;
     pieces([&](const std::vector<cl::Buffer>& in, std::size_t len) {
-      set_expr_inputs(kernel, in, t, spec_.shift);
-      kernel.setArg(kExprArgs, static_cast<cl_ulong>(len));
-      kernel.setArg(kExprArgs + 1, resume);
-      kernel.setArg(kExprArgs + 2, out);
-      run_one(ctx_, kernel, 1, limit, what, evs);
+      set_expr_inputs(k, in, t, spec_.shift);
+      k.setArg(kExprArgs, static_cast<cl_ulong>(len));
+      k.setArg(kExprArgs + 1, resume);
+      k.setArg(kExprArgs + 2, absolute);
+      k.setArg(kExprArgs + 3, out);
+      run_one(ctx_, k, 1, limit, what, evs);
       resume = 1;
     });
   };
-  fold(k, "the one-work-item reference of " + named("--map", spec_.map), &events);
+  fold(0, "the one-work-item reference of " + named("--map", spec_.map), &events);
   unsigned char bytes[8] = {};
   read_back(ctx_, out, acc_size(t), bytes, limit, "the one-work-item reference");
   Value v = Value::from_bytes(t, bytes);
   *magnitude = 0.0;
   if (is_float(t)) {
     // The scale of the float bound: the same fold over |map|, in double where the fold is.
-    cl::Kernel mk = ctx_.kernel(
-        "reduce_expr.cl", "reduce_expr_seq",
-        options_ + (*wider ? " -DCLR_TYPE=5" : "") + acc_option(t) + " -DEXPR_ABS=1", tail_);
-    fold(mk, "the one-work-item fold of |map|", nullptr);
+    fold(1, "the one-work-item fold of |map|", nullptr);
     read_back(ctx_, out, acc_size(t), bytes, limit, "the one-work-item fold of |map|");
     *magnitude = std::fabs(Value::from_bytes(t, bytes).f);
   }
@@ -617,7 +617,7 @@ std::vector<Value> ExprReduction::post_bytes(const std::vector<unsigned char>& a
     return r;
   }
   if (m == 0) return r;
-  cl::Kernel k = build("reduce_expr_post", options_ + acc_option(t));
+  cl::Kernel k = build("reduce_expr_post", aux_options_);
   cl::Buffer in(ctx_.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, accs.size(),
                 const_cast<unsigned char*>(accs.data()));
   cl::Buffer out = ctx_.zeroed_buffer(m * vs);
@@ -639,7 +639,7 @@ std::vector<unsigned char> ExprReduction::map_values(const std::vector<cl::Buffe
   if (count == 0) return r;
   std::vector<cl_ulong> idx(count);
   for (std::size_t k = 0; k < count; ++k) idx[k] = first + k;
-  cl::Kernel sample = build("reduce_expr_sample", options_ + acc_option(spec_.acc));
+  cl::Kernel sample = build("reduce_expr_sample", aux_options_);
   cl::Buffer idx_buf(ctx_.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                      idx.size() * sizeof(cl_ulong), idx.data());
   cl::Buffer out = ctx_.zeroed_buffer(r.size());

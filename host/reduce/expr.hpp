@@ -208,6 +208,9 @@ class ExprReduction {
   ExprSpec spec_;
   std::string tail_;  // the generated definitions of the user's expressions
   std::string options_;
+  // The options of the one-work-item kernels (fold, post, sample, laws, the reference): the main
+  // kernel's own where there is one, so they come from its program and build nothing more.
+  std::string aux_options_;
   LaunchPolicy policy_;
   std::uint64_t depth_ = 0;
   cl::Kernel main_, fold_;

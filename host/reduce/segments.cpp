@@ -140,6 +140,7 @@ std::string SegmentReduction::build_sized(const std::string& name, const std::st
   policy_.wg_size = choose_wg(ctx_, main_, local_size, preferred);
   const std::string options = " -DWG_SIZE=" + std::to_string(policy_.wg_size) + extra;
   if (policy_.wg_size != first) main_ = build(name, options);
+  main_extra_ = options;
   return options;
 }
 
@@ -202,6 +203,7 @@ void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
     while (seg_v_ < 64 && 2 * seg_v_ * acc_bytes_ <= 128) seg_v_ *= 2;
     options = " -DSEG_V=" + std::to_string(seg_v_) + simd_option;
     main_ = build("reduce_segments_cpu", options);
+    main_extra_ = options;
     policy_.wg_size = choose_wg(ctx_, main_, local_size, 16);
     piece_ = tune.segments_piece ? tune.segments_piece : std::uint64_t{1} << 16;
   } else {
@@ -213,10 +215,10 @@ void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
     unroll_ = tune.segments_unroll ? tune.segments_unroll : 4;
     vec_ = vectors ? (tune.segments_vec ? tune.segments_vec : 4) : 1;
     per_lane = tune.segments_lane ? tune.segments_lane : 32;
-    options = build_sized("reduce_segments",
-                          " -DSEG_UNROLL=" + std::to_string(unroll_) +
-                              " -DSEG_VEC=" + std::to_string(vec_),
-                          local_size, preferred);
+    options = build_sized(
+        "reduce_segments",
+        " -DSEG_UNROLL=" + std::to_string(unroll_) + " -DSEG_VEC=" + std::to_string(vec_),
+        local_size, preferred);
     piece_ = tune.segments_piece ? tune.segments_piece : policy_.wg_size * 64;
   }
   const std::uint64_t wg = policy_.wg_size;
@@ -282,7 +284,7 @@ void SegmentReduction::plan(std::size_t local_size, std::size_t local_bytes) {
   tasks_buf_ = buffer_of(ctx_, tasks_);
   longs_buf_ = buffer_of(ctx_, longs_);
   partials_ = ctx_.zeroed_buffer(std::max<std::uint64_t>(slots_, 1) * acc_bytes_);
-  if (!longs_.empty()) fold_ = build("reduce_segments_fold", " -DWG_SIZE=" + std::to_string(wg));
+  if (!longs_.empty()) fold_ = build("reduce_segments_fold", main_extra_);
 }
 
 void SegmentReduction::plan_columns(std::size_t local_size, std::uint64_t units, bool vectors,
@@ -304,6 +306,7 @@ void SegmentReduction::plan_columns(std::size_t local_size, std::uint64_t units,
     cols_ = std::min<std::uint64_t>(tune.axis_cols ? tune.axis_cols : 16384, dims_J_);
     options = " -DSEG_TILE=0" + simd_option;
     main_ = build("reduce_columns_cpu", options);
+    main_extra_ = options;
     policy_.wg_size = choose_wg(ctx_, main_, local_size, 1);
     blocks = results / dims_J_ * ceil_div(dims_J_, cols_);
   } else {
@@ -317,10 +320,10 @@ void SegmentReduction::plan_columns(std::size_t local_size, std::uint64_t units,
     // 2^14 x 2^14 float along axis 0: 0.98 of the copy rate against 0.92 with 1).
     unroll_ = tune.axis_unroll ? tune.axis_unroll : cpu_ ? 1u : 4u;
     const std::size_t preferred = cpu_ ? 64 : 256;
-    options = build_sized("reduce_columns",
-                          " -DSEG_COLS=" + std::to_string(cols_) +
-                              " -DSEG_ROWS=" + std::to_string(unroll_),
-                          local_size, preferred);
+    options = build_sized(
+        "reduce_columns",
+        " -DSEG_COLS=" + std::to_string(cols_) + " -DSEG_ROWS=" + std::to_string(unroll_),
+        local_size, preferred);
     blocks = ceil_div(results, cols_);
   }
   (void)vectors;
@@ -341,17 +344,17 @@ void SegmentReduction::plan_columns(std::size_t local_size, std::uint64_t units,
   policy_.items_per_thread = static_cast<unsigned>(
       std::min<std::uint64_t>(rows_ * L.R2, std::numeric_limits<unsigned>::max()));
   policy_.path = std::string("columns, ") + (cpu_ ? "CPU" : "GPU") + " shape: " +
-                 (tile_        ? "tiles of " + std::to_string(cols_) + " results" +
-                                    (simd_ ? " (rows 16 at a time), " : ", ")
+                 (tile_ ? "tiles of " + std::to_string(cols_) + " results" +
+                              (simd_ ? " (rows 16 at a time), " : ", ")
                   : cols_ == 1 ? "a work-item per result, "
                                : std::to_string(cols_) + " results a work-item, ") +
                  std::to_string(pieces_) + (pieces_ == 1 ? " piece" : " pieces") + " of " +
                  std::to_string(rows_) + " rows" +
                  (!tile_ && unroll_ > 1 ? ", " + std::to_string(unroll_) + " rows in flight" : "");
   if (pieces_ > 1) {
-    // The CPU shape folds a tile of results a work-item (the main kernel's program).
-    fold_ = tile_ ? build("reduce_columns_fold", options)
-                  : build("reduce_columns_fold", " -DWG_SIZE=" + std::to_string(wg));
+    // From the main kernel's program: the CPU shape folds a tile of results a work-item
+    // (SEG_TILE 0), the GPU shape one (SEG_TILE 1, by default).
+    fold_ = build("reduce_columns_fold", main_extra_);
     partials_ = ctx_.zeroed_buffer(results * pieces_ * acc_bytes_);
   }
 }
@@ -443,7 +446,6 @@ std::vector<Value> SegmentReduction::reference(const std::vector<cl::Buffer>& in
   const std::uint64_t m = layout_.results();
   DType t = spec_.acc;
   *wider = false;
-  const std::string abs_option = abs ? " -DEXPR_ABS=1" : "";
   cl::Kernel k;
   if (t == DType::kFloat && ctx_.info().fp64) {
     // The same expressions with a double accumulator, where they build so.
@@ -451,14 +453,14 @@ std::vector<Value> SegmentReduction::reference(const std::vector<cl::Buffer>& in
     wide.acc = DType::kDouble;
     try {
       k = ctx_.kernel("reduce_segments.cl", "reduce_segments_seq",
-                      expr_options(wide) + " -DCLR_TYPE=5" + abs_option, tail_);
+                      expr_options(wide) + " -DCLR_TYPE=5", tail_);
       t = DType::kDouble;
       *wider = true;
     } catch (const Error& e) {
       if (e.category() != Errc::kBuild) throw;
     }
   }
-  if (!*wider) k = build("reduce_segments_seq", abs_option);
+  if (!*wider) k = build("reduce_segments_seq", main_extra_);
   std::vector<Value> r;
   if (m == 0) return r;
   const std::size_t as = dtype_size(t);
@@ -472,7 +474,8 @@ std::vector<Value> SegmentReduction::reference(const std::vector<cl::Buffer>& in
   k.setArg(kExprArgs + 4, static_cast<cl_ulong>(layout_.I));
   k.setArg(kExprArgs + 5, static_cast<cl_ulong>(layout_.R2));
   k.setArg(kExprArgs + 6, static_cast<cl_ulong>(layout_.J));
-  k.setArg(kExprArgs + 7, out);
+  k.setArg(kExprArgs + 7, static_cast<cl_uint>(abs ? 1 : 0));
+  k.setArg(kExprArgs + 8, out);
   run_one(ctx_, k, 1, limit, "the one-work-item reference of the segments", &events);
   std::vector<unsigned char> bytes(m * as);
   enqueue_read(ctx_.queue(), out, 0, bytes.size(), bytes.data(), ctx_.tuning().transfer_piece);
@@ -507,7 +510,7 @@ std::vector<Value> SegmentReduction::post_bytes(const std::vector<unsigned char>
     return r;
   }
   if (m == 0) return r;
-  cl::Kernel k = build("reduce_segments_post");
+  cl::Kernel k = build("reduce_segments_post", main_extra_);
   cl::Buffer in = buffer_of(ctx_, accs);
   cl::Buffer off = buffer_of(ctx_, layout_.offsets);
   cl::Buffer out = ctx_.zeroed_buffer(m * vs);

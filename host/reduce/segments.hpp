@@ -98,8 +98,8 @@ class SegmentReduction {
   cl::Kernel build(const std::string& name, const std::string& extra = "");
   // main_ as `name` with -DWG_SIZE of the group the device takes for it (local_size, else
   // `preferred` or the most it allows) and `extra`; sets policy_.wg_size, returns the options.
-  std::string build_sized(const std::string& name, const std::string& extra,
-                          std::size_t local_size, std::size_t preferred);
+  std::string build_sized(const std::string& name, const std::string& extra, std::size_t local_size,
+                          std::size_t preferred);
 
   Context& ctx_;
   bool expr_ = false;
@@ -107,6 +107,9 @@ class SegmentReduction {
   ExprSpec spec_;
   DType acc_ = DType::kInt64;  // CLR_ACC of the launch's kernels (their clr_shift's type)
   std::string options_, tail_;
+  // The main kernel's options past options_: the fold, the post and the reference are built
+  // with them too, so that they come from its program and build nothing more.
+  std::string main_extra_;
   SegmentLayout layout_;
   std::size_t acc_bytes_ = 0;
   LaunchPolicy policy_;
