@@ -586,6 +586,9 @@ __kernel void reduce_segments_seq(EXPR_INPUTS, __global const long* off, ulong m
   }
 }
 
+// The law check's kernels (sample, laws), so that a user reduction's check runs from this program.
+#include "clr_expr_checks.h"
+
 #if EXPR_POST
 A clr_expr_post(acc_t a, long n);
 // out[q] = post(in[q], n) for q < m: n the segment's element count (columns == 0: off[q+1] -

@@ -287,6 +287,7 @@ int run_segments(
                    : ctx.zeroed_buffer(1));
   if (user) {
     ExprReduction checks(ctx, spec, n, a.local_size, false);
+    checks.use_program("reduce_segments.cl", sr->program_options(), sr->program_tail());
     const ExprLaws laws = checks.check_laws(in, n, timeout);
     if (!laws.failure.empty()) throw Error(Errc::kUsage, laws.failure);
     if (a.verbose)

@@ -1125,6 +1125,7 @@ SegmentedResult run_segments_call(Context& ctx, Op op, const ExprSpec* spec, con
   if (spec && row.empty()) {
     c.upload(ctx);
     ExprReduction checks(ctx, *spec, n, o.local_size, false);
+    checks.use_program("reduce_segments.cl", sr->program_options(), sr->program_tail());
     const ExprLaws laws = checks.check_laws(c.buffers, n, limit);
     if (!laws.failure.empty()) throw Error(Errc::kUsage, laws.failure);
   }

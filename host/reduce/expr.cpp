@@ -301,11 +301,18 @@ DType default_expr_acc(const std::vector<DType>& inputs) {
 
 cl::Kernel ExprReduction::build(const std::string& name, const std::string& options) {
   try {
-    return ctx_.kernel("reduce_expr.cl", name, options, tail_);
+    return ctx_.kernel(file_, name, options, tail_);
   } catch (const Error& e) {
     if (e.category() != Errc::kBuild) throw;
     rethrow_build(e, spec_);
   }
+}
+
+void ExprReduction::use_program(const std::string& file, const std::string& options,
+                                const std::string& tail) {
+  file_ = file;
+  aux_options_ = options;
+  tail_ = tail;
 }
 
 ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::size_t local_size,

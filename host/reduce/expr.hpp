@@ -163,6 +163,10 @@ class ExprReduction {
   // the largest magnitude involved (a triple whose operations overflow from finite values is
   // skipped).
   ExprLaws check_laws(const std::vector<cl::Buffer>& in, std::size_t n, TimeLimit limit);
+  // check_laws() and map_values() from another program of the same expressions that holds their
+  // kernels (reduce_segments.cl, through clr_expr_checks.h): with that program's options and
+  // generated tail, a segments reduction's own program serves its law check.
+  void use_program(const std::string& file, const std::string& options, const std::string& tail);
 
   // Enqueues the reduction of in[0, n), 1 <= n <= the n planned for, leaving the accumulator at
   // out[0] (before post). Appends one event. base: the global index of in's element 0 (a
@@ -206,6 +210,7 @@ class ExprReduction {
 
   Context& ctx_;
   ExprSpec spec_;
+  std::string file_ = "reduce_expr.cl";
   std::string tail_;  // the generated definitions of the user's expressions
   std::string options_;
   // The options of the one-work-item kernels (fold, post, sample, laws, the reference): the main

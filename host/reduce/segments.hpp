@@ -70,6 +70,10 @@ class SegmentReduction {
   const LaunchPolicy& policy() const { return policy_; }
   // Bytes of one result as the launch leaves it in out: acc_t (arg ops: 16, value then index).
   std::size_t acc_bytes() const { return acc_bytes_; }
+  // A user reduction's program (the main kernel's options and generated tail), which also holds
+  // the law check's kernels: ExprReduction::use_program.
+  std::string program_options() const { return options_ + main_extra_; }
+  const std::string& program_tail() const { return tail_; }
   // The longest chain of operations an element of result q passes through (the float bound's
   // depth).
   std::uint64_t depth(std::uint64_t q) const;
