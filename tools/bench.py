@@ -20,7 +20,7 @@ sums), scan-inclusive-segmented and scan-exclusive-segmented (prefix sums restar
 One clreduce process per (size, op, type) runs all the variants, the OpenMP peer (--peers) and,
 once per (size, type), the device's copy (--measure-copy) on one generated array. cub_peer, when
 given, runs the same op on the same data (same --seed and --size) and the device-to-device copy:
-every op and type but prod, uint32 and uint64, which it does not have (those rows say so, and the
+every op and type but uint32 and uint64, which it does not have (those rows say so, and the
 sweep goes on). Variants named scan-* run only for the scan ops, and the others only for the
 reductions, so reduce and scan variants can share one --variants list. Ops, types and variants
 are checked before the sweep starts. A ratio against a noisy timing (clreduce's JSON "noisy") is
@@ -82,8 +82,8 @@ REDUCE_OPS = ["sum", "prod", "min", "max", "argmin", "argmax"]
 SCAN_OPS = {"scan-inclusive": (False, False), "scan-exclusive": (True, False),
             "scan-inclusive-segmented": (False, True), "scan-exclusive-segmented": (True, True)}
 # What cub_peer can run (tools/cub_peer.cu): its --op for each of the sweep's ops, and the element
-# types. Other pairs (prod; uint32, uint64) get a skipped cub row with the reason.
-CUB_OPS = {"sum": "sum", "min": "min", "max": "max", "argmin": "argmin", "argmax": "argmax",
+# types. Other pairs (uint32, uint64) get a skipped cub row with the reason.
+CUB_OPS = {"sum": "sum", "prod": "prod", "min": "min", "max": "max", "argmin": "argmin", "argmax": "argmax",
            "scan-inclusive": "scan-inclusive", "scan-exclusive": "scan-exclusive",
            "scan-inclusive-segmented": "scan-inclusive", "scan-exclusive-segmented": "scan-exclusive"}
 CUB_TYPES = ["int32", "int64", "float", "double"]

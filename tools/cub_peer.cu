@@ -1,10 +1,10 @@
 // cub_peer.cu: the CUB baseline for clreduce's benchmark. Generates clreduce's --seed/--size data,
 // runs one cub::DeviceReduce / cub::DeviceSegmentedReduce / cub::DeviceScan call (or a
 // device-to-device copy, the bandwidth ceiling), verifies it against a host loop and prints one
-// JSON line in clreduce's format. Every op and element type of clreduce's benchmark: sum, min,
-// max, argmin, argmax, minmax, dot (two arrays), segmented sums over an --offsets file, inclusive
-// and exclusive prefix sums (segmented with --segment-length, as clreduce's), copy; int32, int64,
-// float, double.
+// JSON line in clreduce's format. Every op and element type of clreduce's benchmark: sum, prod,
+// min, max, argmin, argmax, minmax, dot (two arrays), segmented sums over an --offsets file,
+// inclusive and exclusive prefix sums (segmented with --segment-length, as clreduce's), copy;
+// int32, int64, float, double.
 #include <cuda_runtime.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -54,12 +54,13 @@ void cuda_check(cudaError_t err, const char* what, int line) {
 const char kUsage[] =
     "usage: cub_peer --op OP --type TYPE --size N [--seed S] [--warmup W] [--repeat R]\n"
     "                [--acc int32|int64] [--segment-length L] [--offsets FILE.npy]\n"
-    "  --op     sum, min, max, argmin, argmax, minmax, dot, segsum, scan-inclusive,\n"
+    "  --op     sum, prod, min, max, argmin, argmax, minmax, dot, segsum, scan-inclusive,\n"
     "           scan-exclusive or copy\n"
     "  --type   int32, int64, float or double\n"
     "  --size   N, 2^K or NeK elements        --seed    data seed (default 1)\n"
     "  --warmup untimed runs (default 1)      --repeat  timed runs, medians reported (default 5)\n"
-    "  --acc    accumulator and output type of int32 sum and scans (default int64, as NumPy)\n"
+    "  --acc    accumulator and output type of int32 sum, prod and scans (default int64, as\n"
+    "           NumPy)\n"
     "  --segment-length L  scans only: a segmented scan, a segment starting every L elements\n"
     "           (L >= 1, written as --size; clreduce's --segment-length)\n"
     "  --offsets FILE.npy  segsum only (and required there): S + 1 ascending int64 offsets from\n"
@@ -67,6 +68,10 @@ const char kUsage[] =
     "Calls and accumulators (each as clreduce's for the same op and type):\n"
     "  sum        cub::DeviceReduce::Sum; int32 in int64 (or int32 with --acc int32), int64 in\n"
     "             int64 (integers wrap), float in float, double in double\n"
+    "  prod       cub::DeviceReduce::TransformReduce (each element cast to the accumulator,\n"
+    "             then multiplied; init 1): int32 in int64 (or int32 with --acc int32), int64\n"
+    "             in int64 (integers wrap modulo their width, as clreduce's), float in float,\n"
+    "             double in double\n"
     "  min, max   cub::DeviceReduce::Min / Max, in the element type\n"
     "  argmin, argmax  cub::DeviceReduce::ArgMin / ArgMax: the extreme and its int64 index; on\n"
     "             ties the lowest index\n"
@@ -153,6 +158,7 @@ template <class T> std::vector<T> generate(std::size_t n, std::uint64_t seed, un
 
 enum class Op {
   kSum,
+  kProd,
   kMin,
   kMax,
   kArgMin,
@@ -311,6 +317,7 @@ Args parse_args(int argc, char** argv) {
         const char* name;
         Op op;
       } kOps[] = {{"sum", Op::kSum},
+                  {"prod", Op::kProd},
                   {"min", Op::kMin},
                   {"max", Op::kMax},
                   {"argmin", Op::kArgMin},
@@ -379,8 +386,8 @@ Args parse_args(int argc, char** argv) {
     usage_error(
         "--acc applies to --type int32 only (int64, float and double accumulate in their "
         "own type)");
-  if (a.acc_given && a.op != Op::kSum && !a.scan())
-    usage_error("--acc applies to sum and the scans only (" + a.op_name +
+  if (a.acc_given && a.op != Op::kSum && a.op != Op::kProd && !a.scan())
+    usage_error("--acc applies to sum, prod and the scans only (" + a.op_name +
                 " keeps the element type)");
   if (have_segments && !a.scan())
     usage_error("--segment-length applies to scan-inclusive and scan-exclusive only");
@@ -657,6 +664,69 @@ template <class In, class Out> Report run_sum(const Args& a, const std::vector<I
     r.expected = value_str(seq);
     r.verified = got == seq;
     if (!r.verified) r.error = "integer sum differs";
+  }
+  return r;
+}
+
+// The product's operator: integers multiply in uint64 (wrapping modulo 2^64, as clreduce's prod
+// and NumPy's), floats in their own type.
+template <class Acc> struct WrapMultiply {
+  __host__ __device__ Acc operator()(Acc a, Acc b) const {
+    if constexpr (std::is_integral_v<Acc>)
+      return static_cast<Acc>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
+    else
+      return a * b;
+  }
+};
+template <class Acc> struct CastTo {
+  template <class V> __host__ __device__ Acc operator()(V v) const { return static_cast<Acc>(v); }
+};
+
+// The product of In in Out: cub::DeviceReduce::TransformReduce with a cast and WrapMultiply,
+// init 1 (CUB has no Prod call). Integers are checked exactly; floats against the long double
+// product within (n + 2) * eps * |exact| plus n times Out's smallest subnormal (the data lie in
+// [-1, 1), so partial products only shrink and may underflow, never overflow).
+template <class In, class Out> Report run_prod(const Args& a, const std::vector<In>& x) {
+  Report r;
+  const std::size_t n = a.n;
+  DeviceBuffer d_in(n * sizeof(In)), d_out(sizeof(Out));
+  auto call = [&](void* tmp, std::size_t& bytes) {
+    return with_count(n, [&](auto count) {
+      return cub::DeviceReduce::TransformReduce(tmp, bytes, d_in.as<const In>(), d_out.as<Out>(),
+                                                count, WrapMultiply<Out>{}, CastTo<Out>{}, Out{1});
+    });
+  };
+  std::size_t temp_bytes = 0;
+  DeviceBuffer temp = make_temp(call, &temp_bytes);
+  Out got{};
+  r.t = time_runs(
+      a, x.data(), d_in.p, n * sizeof(In),
+      [&] { CUDA_CHECK(cudaMemset(d_out.p, 0xA5, sizeof(Out))); },
+      [&] { return call(temp.p, temp_bytes); },
+      [&] { CUDA_CHECK(cudaMemcpy(&got, d_out.p, sizeof(Out), cudaMemcpyDeviceToHost)); });
+  Out seq{};
+  r.seq_ms = time_host(a.repeat, [&] {
+    Out acc{1};
+    const WrapMultiply<Out> mul;
+    for (std::size_t i = 0; i < n; ++i) acc = mul(acc, static_cast<Out>(x[i]));
+    seq = acc;
+  });
+  r.bytes = static_cast<double>(n * sizeof(In));
+  r.result = value_str(got);
+  r.acc = type_name<Out>();
+  if constexpr (std::is_floating_point_v<Out>) {
+    long double exact = 1.0L;
+    for (In v : x) exact *= static_cast<long double>(v);
+    const long double bound =
+        static_cast<long double>(n + 2) * std::numeric_limits<Out>::epsilon() * std::fabs(exact) +
+        static_cast<long double>(n) * std::numeric_limits<Out>::denorm_min();
+    r.expected = value_str(static_cast<Out>(exact));
+    r.verified = std::fabs(static_cast<long double>(got) - exact) <= bound;
+    if (!r.verified) r.error = "float product outside (n+2)*eps*|exact| + n*denorm_min";
+  } else {
+    r.expected = value_str(seq);
+    r.verified = got == seq;
+    if (!r.verified) r.error = "integer product differs";
   }
   return r;
 }
@@ -1152,6 +1222,11 @@ template <class T> Report run_op(const Args& a, const std::vector<T>& x) {
         return a.acc64 ? run_sum<T, std::int64_t>(a, x) : run_sum<T, std::int32_t>(a, x);
       else
         return run_sum<T, T>(a, x);
+    case Op::kProd:
+      if constexpr (kInt32)
+        return a.acc64 ? run_prod<T, std::int64_t>(a, x) : run_prod<T, std::int32_t>(a, x);
+      else
+        return run_prod<T, T>(a, x);
     case Op::kMin: return run_extreme<T, false>(a, x);
     case Op::kMax: return run_extreme<T, true>(a, x);
     case Op::kArgMin: return run_arg<T, false>(a, x);

@@ -38,6 +38,9 @@ struct ShapeParams {
   // few_vectors vectors, at most few_groups_per_cu groups a unit (0: no such limit).
   std::size_t few_vectors = 0;
   std::size_t few_groups_per_cu = 0;
+  // Small arrays: where one group of wg work-items gets at most this many vectors each, one
+  // group (no partials, no ticket, no second fold; 0: no such rule).
+  std::size_t one_group_vectors = 0;
 };
 
 // GPU: 16 bytes per load (int4/float4, long2/double2), 4 loads in flight per work-item into
@@ -49,6 +52,11 @@ struct ShapeParams {
 // 2^22 double), 2 groups a unit: fewer partials for the last group to fold, each work-item a
 // whole unrolled step. The H100 ran 8 of 9 (op, type) cells 1-14% faster so at 2^20, 5 of 6 at
 // 2^22, level at 2^23, and 5 of 6 slower at 2^24 (docs/PERF.md, "`fast` by group count").
+// Where one group's work-items would get at most 8 vectors each (32 KiB: 2^13 int32, 2^12
+// double), one group, which writes the result itself: the ticket's partials, atomic and the last
+// group's second fold cost about 1 us at these sizes (the H200 at 2^10: 12 of 12 int64 and
+// double cells 0.4-1.9 us faster with one group than with two; 2^11-2^12 faster or level,
+// 2^13 level: docs/PERF.md, "`fast` in one group where the array is small").
 // CPU: 64 bytes per load (one AVX-512 register of T); each work-item splits its run into 4
 // streams read side by side into 4 accumulators (measured on PoCL at 2^26 int32: 4 streams
 // about 1.15-1.3x OpenMP, 2 about 1.15x, 1 about 1.0x, consecutive vectors about 1.0x); one
@@ -63,6 +71,7 @@ ShapeParams shape_params(Shape s, DType t) {
     sp.vec = 16 / bytes;
     sp.few_vectors = 16;
     sp.few_groups_per_cu = 2;
+    sp.one_group_vectors = 8;
     return sp;
   }
   sp.cpu = true;
@@ -121,7 +130,8 @@ LaunchPolicy shape_policy(Context& ctx, const ReduceProblem& p, Shape s, std::si
   if (sp.cpu && is_arg_op(p.op)) sp.streams = arg_streams(ctx, p);
   const std::size_t units = ctx.info().compute_units;
   const std::size_t nv = std::max<std::size_t>(p.n / sp.vec, 1);
-  std::function<std::size_t(std::size_t)> groups_for = [&](std::size_t wg) {
+  std::function<std::size_t(std::size_t)> groups_for = [&](std::size_t wg) -> std::size_t {
+    if (nv <= wg * sp.one_group_vectors) return 1;
     const std::size_t per_group = wg * sp.min_vectors;
     std::size_t cap = std::max<std::size_t>(1, units * sp.groups_per_cu);
     if (sp.few_groups_per_cu > 0 && nv < cap * wg * sp.few_vectors)
