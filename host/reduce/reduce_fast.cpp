@@ -56,7 +56,7 @@ struct ShapeParams {
 // double), one group, which writes the result itself: the ticket's partials, atomic and the last
 // group's second fold cost about 1 us at these sizes (the H200 at 2^10: 12 of 12 int64 and
 // double cells 0.4-1.9 us faster with one group than with two; 2^11-2^12 faster or level,
-// 2^13 level: docs/PERF.md, "`fast` in one group where the array is small").
+// 2^13 level: docs/PERF.md, "One group where the array is small").
 // CPU: 64 bytes per load (one AVX-512 register of T); each work-item splits its run into 4
 // streams read side by side into 4 accumulators (measured on PoCL at 2^26 int32: 4 streams
 // about 1.15-1.3x OpenMP, 2 about 1.15x, 1 about 1.0x, consecutive vectors about 1.0x); one
