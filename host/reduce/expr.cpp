@@ -385,11 +385,19 @@ ExprReduction::ExprReduction(Context& ctx, ExprSpec spec, std::size_t n, std::si
   if (policy_.wg_size != (local_size ? local_size : preferred)) main_ = make(policy_.wg_size);
   aux_options_ += shape + " -DWG_SIZE=" + std::to_string(policy_.wg_size);
   const std::size_t cap = std::max<std::size_t>(1, ctx.info().compute_units * 4);
+  // GPU shape: one group where each work-item gets at most 16 elements, which writes the result
+  // itself (no partials, ticket or second fold). On the H200, mean, dot and norm2 of float and
+  // double ran 0.4-1.4 us faster so at 2^11, faster or level at 2^12 but norm2 float (0.3 us
+  // slower), and up to 3 us slower at 2^13 (32 elements a work-item): docs/PERF.md, "One group
+  // where the array is small".
+  const bool one_group = !cpu && n <= policy_.wg_size * 16;
   policy_.groups =
       ctx.tuning().fast_groups  // the fast-groups knob fixes it, as for fast
           ? ctx.tuning().fast_groups
-          : std::clamp<std::size_t>(
-                (n + policy_.wg_size * per_item - 1) / (policy_.wg_size * per_item), 1, cap);
+          : one_group
+                ? 1
+                : std::clamp<std::size_t>(
+                      (n + policy_.wg_size * per_item - 1) / (policy_.wg_size * per_item), 1, cap);
   const std::size_t items = policy_.groups * policy_.wg_size;
   policy_.items_per_thread = static_cast<unsigned>((n + items - 1) / items);
   policy_.vec_width = static_cast<unsigned>(vec);
