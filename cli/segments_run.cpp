@@ -286,9 +286,7 @@ int run_segments(
                                 h.bytes.size(), h.bytes.data())
                    : ctx.zeroed_buffer(1));
   if (user) {
-    ExprReduction checks(ctx, spec, n, a.local_size, false);
-    checks.use_program("reduce_segments.cl", sr->program_options(), sr->program_tail());
-    const ExprLaws laws = checks.check_laws(in, n, timeout);
+    const ExprLaws laws = sr->check_laws(in, n, a.local_size, timeout);
     if (!laws.failure.empty()) throw Error(Errc::kUsage, laws.failure);
     if (a.verbose)
       std::cerr << "segments: the reduce's laws held on " << laws.triples << " triples of "

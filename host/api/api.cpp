@@ -1124,9 +1124,7 @@ SegmentedResult run_segments_call(Context& ctx, Op op, const ExprSpec* spec, con
   const TimeLimit limit = ctx.time_limit(static_cast<double>(c.bytes()));
   if (spec && row.empty()) {
     c.upload(ctx);
-    ExprReduction checks(ctx, *spec, n, o.local_size, false);
-    checks.use_program("reduce_segments.cl", sr->program_options(), sr->program_tail());
-    const ExprLaws laws = checks.check_laws(c.buffers, n, limit);
+    const ExprLaws laws = sr->check_laws(c.buffers, n, o.local_size, limit);
     if (!laws.failure.empty()) throw Error(Errc::kUsage, laws.failure);
   }
   const std::size_t ab = sr->acc_bytes();

@@ -359,6 +359,13 @@ void SegmentReduction::plan_columns(std::size_t local_size, std::uint64_t units,
   }
 }
 
+ExprLaws SegmentReduction::check_laws(const std::vector<cl::Buffer>& in, std::size_t n,
+                                      std::size_t local_size, TimeLimit limit) {
+  ExprReduction checks(ctx_, spec_, n, local_size, false);
+  checks.use_program("reduce_segments.cl", options_ + main_extra_, tail_);
+  return checks.check_laws(in, n, limit);
+}
+
 std::uint64_t SegmentReduction::depth(std::uint64_t q) const {
   const std::uint64_t len = layout_.length(q);
   if (layout_.columns) return rows_ * layout_.R2 + (pieces_ > 1 ? pieces_ : 0);

@@ -70,10 +70,11 @@ class SegmentReduction {
   const LaunchPolicy& policy() const { return policy_; }
   // Bytes of one result as the launch leaves it in out: acc_t (arg ops: 16, value then index).
   std::size_t acc_bytes() const { return acc_bytes_; }
-  // A user reduction's program (the main kernel's options and generated tail), which also holds
-  // the law check's kernels: ExprReduction::use_program.
-  std::string program_options() const { return options_ + main_extra_; }
-  const std::string& program_tail() const { return tail_; }
+  // A user reduction's laws on a sample of in[0, n) (ExprReduction::check_laws), run from this
+  // reduction's own program, which holds the check's kernels (clr_expr_checks.h); local_size as
+  // given to the constructor.
+  ExprLaws check_laws(const std::vector<cl::Buffer>& in, std::size_t n, std::size_t local_size,
+                      TimeLimit limit);
   // The longest chain of operations an element of result q passes through (the float bound's
   // depth).
   std::uint64_t depth(std::uint64_t q) const;
