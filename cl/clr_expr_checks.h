@@ -1,6 +1,6 @@
-// clr_expr_checks.h: the law check's kernels of a user reduction (--map, --reduce, --identity),
-// included by reduce_expr.cl and reduce_segments.cl (after clr_expr.h), so that a check runs from
-// the program of the reduction it checks.
+// clr_expr_checks.h: the law check's kernels of a user reduction (--map, --reduce, --identity)
+// and the predicate's (--where), included by reduce_expr.cl and reduce_segments.cl (after
+// clr_expr.h), so that a check runs from the program of the reduction it checks.
 #ifndef CLR_EXPR_CHECKS_H
 #define CLR_EXPR_CHECKS_H
 
@@ -32,5 +32,15 @@ __kernel void reduce_expr_laws(__global const acc_t* pool, __global const uint* 
   o[6] = clr_op(a, id);
   o[7] = id;
 }
+
+#if EXPR_WHERE
+// The predicate (--where) at elements first .. first + m - 1: out[k] is 1 where it holds, else 0
+// (the host's references take the same elements as the reduction).
+__kernel void reduce_expr_where(EXPR_INPUTS, ulong first, uint m, __global uchar* out) {
+  EXPR_UNUSED;
+  const uint k = (uint)get_global_id(0);
+  if (k < m) out[k] = (uchar)(clr_expr_where(EXPR_ARGS(first + k)) != 0);
+}
+#endif
 
 #endif  // CLR_EXPR_CHECKS_H

@@ -289,22 +289,16 @@ int run_expr(const ExprArgs& a, const std::vector<Context*>& ctxs,
   std::vector<unsigned char> mask;
   if (row && root) {
     if (!a.where.empty()) {
-      ExprSpec ms;
-      ms.map = "1";
-      ms.reduce = "a + b";
-      ms.identity = "0";
-      ms.where = a.where;
-      ms.inputs = spec.inputs;
-      ms.acc = DType::kInt32;
-      ExprReduction me(ctx, ms, n, a.local_size);
+      // From the reduction's own program (its predicate is the user's --where).
       const double t0 = now_ms();
-      xa.each([&](std::size_t, std::size_t len, const std::vector<cl::Buffer>& in) {
-        for (std::size_t first = 0; first < len; first += std::size_t{1} << 20) {
-          const std::size_t count = std::min<std::size_t>(len - first, std::size_t{1} << 20);
-          const std::vector<unsigned char> v = me.map_values(in, first, count, timeout);
-          for (std::size_t k = 0; k < count; ++k) mask.push_back(v[4 * k] | v[4 * k + 1]);
-        }
-      });
+      mask = where_mask(
+          er,
+          [&](const ExprReduction::ExprPieceFn& f) {
+            xa.each([&](std::size_t, std::size_t len, const std::vector<cl::Buffer>& in) {
+              f(in, len);
+            });
+          },
+          n, timeout);
       if (a.verbose) std::cerr << "expr: --where evaluated in " << now_ms() - t0 << " ms\n";
     }
     op_ref =

@@ -344,7 +344,7 @@ int run_segments(
   SegmentVerdict v;
   if (row) {
     const double t0 = now_ms();
-    const std::vector<unsigned char> mask = where_mask(ctx, spec, in, n, a.local_size, timeout);
+    const std::vector<unsigned char> mask = sr->where_mask(in, n, a.local_size, timeout);
     v = verify_segments_row(*sr, a.op, arrays, mask, a.ddof, expr_op_result_type(a.op, x.type, acc),
                             results);
     rec.seq_ms = now_ms() - t0;

@@ -1034,9 +1034,9 @@ Result run_expr_call(Context& ctx, const std::string& row, const ExprSpec& spec,
   } else if (!row.empty()) {
     r.value = er.post_bytes(got, n, limit).front();
     if (o.verify) {
-      const ExprVerdict v = verify_row(row, xa ? views : c.on_host(ctx),
-                                       where_mask(ctx, spec, pieces, n, o.local_size, limit),
-                                       o.ddof, spec.acc, er.depth() + fold_depth, r.value, &used);
+      const ExprVerdict v =
+          verify_row(row, xa ? views : c.on_host(ctx), where_mask(er, pieces, n, limit), o.ddof,
+                     spec.acc, er.depth() + fold_depth, r.value, &used);
       r.expected = v.expected;
       set_verdict(r, v.ok, v.why);
     }
@@ -1167,8 +1167,8 @@ SegmentedResult run_segments_call(Context& ctx, Op op, const ExprSpec* spec, con
       v = verify_segments(*sr, op, acc, c.on_host(ctx)[0], results);
     } else if (!row.empty()) {
       v = verify_segments_row(*sr, row, c.on_host(ctx),
-                              where_mask(ctx, *spec, c.buffers, n, o.local_size, limit), o.ddof,
-                              acc, results);
+                              sr->where_mask(c.buffers, n, o.local_size, limit), o.ddof, acc,
+                              results);
     } else {
       std::vector<cl::Event> seq;
       v = verify_segments_user(*sr, c.buffers, acc, results, limit, seq);

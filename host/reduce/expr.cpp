@@ -667,4 +667,42 @@ std::vector<unsigned char> ExprReduction::map_values(const std::vector<cl::Buffe
   return r;
 }
 
+std::vector<unsigned char> ExprReduction::where_values(const std::vector<cl::Buffer>& in,
+                                                       std::size_t first, std::size_t count,
+                                                       TimeLimit limit) {
+  if (spec_.where.empty()) throw Error(Errc::kInternal, "where_values without a --where");
+  std::vector<unsigned char> r(count);
+  if (count == 0) return r;
+  cl::Kernel where = build("reduce_expr_where", aux_options_);
+  cl::Buffer out = ctx_.zeroed_buffer(count);
+  set_expr_inputs(where, in, spec_.acc, spec_.shift);
+  where.setArg(kExprArgs, static_cast<cl_ulong>(first));
+  where.setArg(kExprArgs + 1, static_cast<cl_uint>(count));
+  where.setArg(kExprArgs + 2, out);
+  run_one(ctx_, where, count, limit, named("--where", spec_.where));
+  read_back(ctx_, out, r.size(), r.data(), limit, named("--where", spec_.where));
+  return r;
+}
+
+std::vector<unsigned char> where_mask(ExprReduction& er, const ExprPieces& pieces, std::size_t n,
+                                      TimeLimit limit) {
+  std::vector<unsigned char> mask;
+  if (er.spec().where.empty()) return mask;
+  mask.reserve(n);
+  pieces([&](const std::vector<cl::Buffer>& in, std::size_t len) {
+    for (std::size_t first = 0; first < len; first += std::size_t{1} << 20) {
+      const std::size_t count = std::min<std::size_t>(len - first, std::size_t{1} << 20);
+      const std::vector<unsigned char> v = er.where_values(in, first, count, limit);
+      mask.insert(mask.end(), v.begin(), v.end());
+    }
+  });
+  return mask;
+}
+
+std::vector<unsigned char> where_mask(ExprReduction& er, const std::vector<cl::Buffer>& in,
+                                      std::size_t n, TimeLimit limit) {
+  return where_mask(
+      er, [&](const ExprReduction::ExprPieceFn& f) { f(in, n); }, n, limit);
+}
+
 }  // namespace clreduce

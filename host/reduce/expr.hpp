@@ -163,9 +163,10 @@ class ExprReduction {
   // the largest magnitude involved (a triple whose operations overflow from finite values is
   // skipped).
   ExprLaws check_laws(const std::vector<cl::Buffer>& in, std::size_t n, TimeLimit limit);
-  // check_laws() and map_values() from another program of the same expressions that holds their
-  // kernels (reduce_segments.cl, through clr_expr_checks.h): with that program's options and
-  // generated tail, a segments reduction's own program serves its law check.
+  // check_laws(), map_values() and where_values() from another program of the same expressions
+  // that holds their kernels (reduce_segments.cl, through clr_expr_checks.h): with that
+  // program's options and generated tail, a segments reduction's own program serves its law
+  // check and its predicate's mask.
   void use_program(const std::string& file, const std::string& options, const std::string& tail);
 
   // Enqueues the reduction of in[0, n), 1 <= n <= the n planned for, leaving the accumulator at
@@ -201,6 +202,10 @@ class ExprReduction {
   // The map's values at elements [first, first + count) of in, acc_bytes() each.
   std::vector<unsigned char> map_values(const std::vector<cl::Buffer>& in, std::size_t first,
                                         std::size_t count, TimeLimit limit);
+  // The predicate (--where; the spec must have one) at elements [first, first + count) of in:
+  // one byte each, 1 where it holds, else 0.
+  std::vector<unsigned char> where_values(const std::vector<cl::Buffer>& in, std::size_t first,
+                                          std::size_t count, TimeLimit limit);
   // Bytes of one accumulator (width values of acc; arg 1: 16, a value padded to 8 bytes and its
   // index; arg 2: two values and two indices).
   std::size_t acc_bytes() const { return expr_acc_bytes(spec_); }
@@ -221,5 +226,16 @@ class ExprReduction {
   cl::Kernel main_, fold_;
   cl::Buffer partials_, ticket_;
 };
+
+// The arrays in pieces (chunks), in index order: pieces(f) calls f(buffers, length) for each
+// (ExprReduction::reference()'s form).
+using ExprPieces = std::function<void(const ExprReduction::ExprPieceFn&)>;
+// One byte per element (n in all), nonzero where er's predicate (--where) holds, evaluated by
+// er's own program (ExprReduction::where_values) 2^20 elements at a time; empty when er's spec
+// has no predicate.
+std::vector<unsigned char> where_mask(ExprReduction& er, const ExprPieces& pieces, std::size_t n,
+                                      TimeLimit limit);
+std::vector<unsigned char> where_mask(ExprReduction& er, const std::vector<cl::Buffer>& in,
+                                      std::size_t n, TimeLimit limit);
 
 }  // namespace clreduce

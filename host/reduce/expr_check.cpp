@@ -92,36 +92,6 @@ void gather_blocks(const std::vector<SegmentBlock>& blocks, SegmentVerdict& v) {
 
 }  // namespace
 
-std::vector<unsigned char> where_mask(Context& ctx, const ExprSpec& spec,
-                                      const std::vector<cl::Buffer>& in, std::size_t n,
-                                      std::size_t local_size, TimeLimit limit) {
-  return where_mask(
-      ctx, spec, [&](const ExprReduction::ExprPieceFn& f) { f(in, n); }, n, local_size, limit);
-}
-
-std::vector<unsigned char> where_mask(Context& ctx, const ExprSpec& spec, const ExprPieces& pieces,
-                                      std::size_t n, std::size_t local_size, TimeLimit limit) {
-  std::vector<unsigned char> mask;
-  if (spec.where.empty()) return mask;
-  ExprSpec ms;
-  ms.map = "1";
-  ms.reduce = "a + b";
-  ms.identity = "0";
-  ms.where = spec.where;
-  ms.inputs = spec.inputs;
-  ms.acc = DType::kInt32;
-  ExprReduction me(ctx, ms, n, local_size, false);
-  mask.reserve(n);
-  pieces([&](const std::vector<cl::Buffer>& in, std::size_t len) {
-    for (std::size_t first = 0; first < len; first += std::size_t{1} << 20) {
-      const std::size_t count = std::min<std::size_t>(len - first, std::size_t{1} << 20);
-      const std::vector<unsigned char> v = me.map_values(in, first, count, limit);
-      for (std::size_t k = 0; k < count; ++k) mask.push_back(v[4 * k] | v[4 * k + 1]);
-    }
-  });
-  return mask;
-}
-
 ExprVerdict verify_row(const std::string& op, const std::vector<HostArray>& arrays,
                        const std::vector<unsigned char>& mask, double ddof, DType acc,
                        std::uint64_t depth, const Value& result, const ExprSpec* row) {

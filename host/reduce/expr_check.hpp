@@ -18,19 +18,6 @@
 
 namespace clreduce {
 
-// One byte per element of in (n elements each), nonzero where spec.where holds, evaluated by the
-// engine's own map on the device 2^20 elements at a time; empty when spec has no predicate.
-std::vector<unsigned char> where_mask(Context& ctx, const ExprSpec& spec,
-                                      const std::vector<cl::Buffer>& in, std::size_t n,
-                                      std::size_t local_size, TimeLimit limit);
-
-// The arrays in pieces (chunks), in index order: pieces(f) calls f(buffers, length) for each
-// (ExprReduction::reference()'s form).
-using ExprPieces = std::function<void(const ExprReduction::ExprPieceFn&)>;
-// The same over arrays in pieces, n elements in all.
-std::vector<unsigned char> where_mask(Context& ctx, const ExprSpec& spec, const ExprPieces& pieces,
-                                      std::size_t n, std::size_t local_size, TimeLimit limit);
-
 // The verdict on one result.
 struct ExprVerdict {
   bool ok = true;

@@ -366,6 +366,15 @@ ExprLaws SegmentReduction::check_laws(const std::vector<cl::Buffer>& in, std::si
   return checks.check_laws(in, n, limit);
 }
 
+std::vector<unsigned char> SegmentReduction::where_mask(const std::vector<cl::Buffer>& in,
+                                                        std::size_t n, std::size_t local_size,
+                                                        TimeLimit limit) {
+  if (spec_.where.empty()) return {};
+  ExprReduction checks(ctx_, spec_, n, local_size, false);
+  checks.use_program("reduce_segments.cl", options_ + main_extra_, tail_);
+  return clreduce::where_mask(checks, in, n, limit);
+}
+
 std::uint64_t SegmentReduction::depth(std::uint64_t q) const {
   const std::uint64_t len = layout_.length(q);
   if (layout_.columns) return rows_ * layout_.R2 + (pieces_ > 1 ? pieces_ : 0);

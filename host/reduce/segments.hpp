@@ -75,6 +75,10 @@ class SegmentReduction {
   // given to the constructor.
   ExprLaws check_laws(const std::vector<cl::Buffer>& in, std::size_t n, std::size_t local_size,
                       TimeLimit limit);
+  // The predicate's mask (where_mask(), expr.hpp) over in[0, n), from this reduction's program;
+  // empty without a --where.
+  std::vector<unsigned char> where_mask(const std::vector<cl::Buffer>& in, std::size_t n,
+                                        std::size_t local_size, TimeLimit limit);
   // The longest chain of operations an element of result q passes through (the float bound's
   // depth).
   std::uint64_t depth(std::uint64_t q) const;
