@@ -622,15 +622,16 @@ template <class Acc> bool within(Acc got, long double exact, std::size_t k, long
 
 // ---- the operations ----
 
-// cub::DeviceReduce::Sum of In into Out (int32 -> int64 accumulates in int64: CUB takes the
-// accumulator from the output type).
-template <class In, class Out> Report run_sum(const Args& a, const std::vector<In>& x) {
-  Report r;
+// One device call reducing n elements of In to one Out: uploads x, times the call (each run after
+// a sentinel fill of the output) into r.t and returns the result. reduce(tmp, bytes, in, out,
+// count) is the CUB call.
+template <class In, class Out, class Reduce>
+Out time_one_result(const Args& a, const std::vector<In>& x, Report& r, Reduce reduce) {
   const std::size_t n = a.n;
   DeviceBuffer d_in(n * sizeof(In)), d_out(sizeof(Out));
   auto call = [&](void* tmp, std::size_t& bytes) {
     return with_count(n, [&](auto count) {
-      return cub::DeviceReduce::Sum(tmp, bytes, d_in.as<const In>(), d_out.as<Out>(), count);
+      return reduce(tmp, bytes, d_in.as<const In>(), d_out.as<Out>(), count);
     });
   };
   std::size_t temp_bytes = 0;
@@ -641,6 +642,18 @@ template <class In, class Out> Report run_sum(const Args& a, const std::vector<I
       [&] { CUDA_CHECK(cudaMemset(d_out.p, 0xA5, sizeof(Out))); },
       [&] { return call(temp.p, temp_bytes); },
       [&] { CUDA_CHECK(cudaMemcpy(&got, d_out.p, sizeof(Out), cudaMemcpyDeviceToHost)); });
+  return got;
+}
+
+// cub::DeviceReduce::Sum of In into Out (int32 -> int64 accumulates in int64: CUB takes the
+// accumulator from the output type).
+template <class In, class Out> Report run_sum(const Args& a, const std::vector<In>& x) {
+  Report r;
+  const std::size_t n = a.n;
+  const Out got = time_one_result<In, Out>(
+      a, x, r, [](void* tmp, std::size_t& bytes, const In* in, Out* out, auto count) {
+        return cub::DeviceReduce::Sum(tmp, bytes, in, out, count);
+      });
   // The sequential loop in the accumulator type, timed like clreduce's seq_ms.
   Out seq{};
   r.seq_ms = time_host(a.repeat, [&] {
@@ -689,21 +702,11 @@ template <class Acc> struct CastTo {
 template <class In, class Out> Report run_prod(const Args& a, const std::vector<In>& x) {
   Report r;
   const std::size_t n = a.n;
-  DeviceBuffer d_in(n * sizeof(In)), d_out(sizeof(Out));
-  auto call = [&](void* tmp, std::size_t& bytes) {
-    return with_count(n, [&](auto count) {
-      return cub::DeviceReduce::TransformReduce(tmp, bytes, d_in.as<const In>(), d_out.as<Out>(),
-                                                count, WrapMultiply<Out>{}, CastTo<Out>{}, Out{1});
-    });
-  };
-  std::size_t temp_bytes = 0;
-  DeviceBuffer temp = make_temp(call, &temp_bytes);
-  Out got{};
-  r.t = time_runs(
-      a, x.data(), d_in.p, n * sizeof(In),
-      [&] { CUDA_CHECK(cudaMemset(d_out.p, 0xA5, sizeof(Out))); },
-      [&] { return call(temp.p, temp_bytes); },
-      [&] { CUDA_CHECK(cudaMemcpy(&got, d_out.p, sizeof(Out), cudaMemcpyDeviceToHost)); });
+  const Out got = time_one_result<In, Out>(
+      a, x, r, [](void* tmp, std::size_t& bytes, const In* in, Out* out, auto count) {
+        return cub::DeviceReduce::TransformReduce(tmp, bytes, in, out, count, WrapMultiply<Out>{},
+                                                  CastTo<Out>{}, Out{1});
+      });
   Out seq{};
   r.seq_ms = time_host(a.repeat, [&] {
     Out acc{1};
@@ -735,22 +738,13 @@ template <class In, class Out> Report run_prod(const Args& a, const std::vector<
 template <class T, bool kMax> Report run_extreme(const Args& a, const std::vector<T>& x) {
   Report r;
   const std::size_t n = a.n;
-  DeviceBuffer d_in(n * sizeof(T)), d_out(sizeof(T));
-  auto call = [&](void* tmp, std::size_t& bytes) {
-    return with_count(n, [&](auto count) {
-      if constexpr (kMax)
-        return cub::DeviceReduce::Max(tmp, bytes, d_in.as<const T>(), d_out.as<T>(), count);
-      else
-        return cub::DeviceReduce::Min(tmp, bytes, d_in.as<const T>(), d_out.as<T>(), count);
-    });
-  };
-  std::size_t temp_bytes = 0;
-  DeviceBuffer temp = make_temp(call, &temp_bytes);
-  T got{};
-  r.t = time_runs(
-      a, x.data(), d_in.p, n * sizeof(T), [&] { CUDA_CHECK(cudaMemset(d_out.p, 0xA5, sizeof(T))); },
-      [&] { return call(temp.p, temp_bytes); },
-      [&] { CUDA_CHECK(cudaMemcpy(&got, d_out.p, sizeof(T), cudaMemcpyDeviceToHost)); });
+  const T got = time_one_result<T, T>(
+      a, x, r, [](void* tmp, std::size_t& bytes, const T* in, T* out, auto count) {
+        if constexpr (kMax)
+          return cub::DeviceReduce::Max(tmp, bytes, in, out, count);
+        else
+          return cub::DeviceReduce::Min(tmp, bytes, in, out, count);
+      });
   T seq{};
   r.seq_ms = time_host(a.repeat, [&] {
     T m = x[0];
