@@ -966,7 +966,8 @@ int run(int argc, char** argv, const Ranks& ranks) {
       !is_arg_op(the_op) && tuning.scan_split == "auto" && is_variant_dtype(slice_type)) {
     try {
       first_piece = split_first_piece(total_n, ranks.size, dtype_size(slice_type),
-                                      dtype_size(resolve_acc(the_op, slice_type, acc)));
+                                      dtype_size(resolve_acc(the_op, slice_type, acc)),
+                                      tuning.scan_split_piece);
     } catch (const Error&) {  // an --acc this type cannot take: said once the run is checked
       first_piece = 0;
     }

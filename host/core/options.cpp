@@ -90,6 +90,9 @@ const std::vector<TuningKey>& tuning_keys() {
        "several devices, an unsegmented scan at default shares: the last device also takes the "
        "array's first piece and scans it while the others reduce their shares (auto); off: one "
        "share a device, each but the last reduced first"},
+      {"scan-split-piece", "auto | 0.05-1 (auto: the input's bytes over the scan's)",
+       "a split scan's first piece against a share's 1 (its scan should take as long as a "
+       "share's total): auto weighs the two by the bytes they move, 1/3 for int32 -> int64"},
       {"scan-fast-path", "auto | lookback | cpu | cpu-lookback | hierarchical (auto)",
        "force scan-fast's path, unchecked"},
       {"lookback-limit", "0-2147483647 (2^20 on GPUs, 2^22 on CPUs; 2^24 on scan-fast's CPU path)",
@@ -108,6 +111,10 @@ const std::vector<TuningKey>& tuning_keys() {
        "order; elsewhere or with counter the next from an atomic counter"},
       {"lookback-span", "auto | 1-8 (auto: 1)",
        "scan-lookback's descriptors read by each lane per look-back round"},
+      {"lookback-central", "auto | off | 1-4096 (auto: off)",
+       "scan-lookback: where a launch has at most this many groups (unsegmented scans), the "
+       "group that publishes last scans every tile's aggregate at once and hands each tile its "
+       "prefix, in place of the look-back's chain of rounds"},
       {"scan-chunk", "1-1073741824 (1048576)",
        "scan-fast CPU path: elements per work-item per superblock"},
       {"scan-groups", "1-4096 (four per compute unit)", "scan-fast CPU path: work-groups"},
@@ -252,6 +259,12 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.lookback_ids = one_of(v, {"auto", "counter"}, source);
   } else if (key == "lookback-span") {
     t.lookback_span = auto_or_count(v, 8, source);
+  } else if (key == "lookback-central") {
+    t.lookback_central =
+        v == "auto" ? -1
+        : v == "off"
+            ? 0
+            : static_cast<long long>(parse_count(v, 1, 4096, source, "auto, off or 1 to 4096"));
   } else if (key == "scan-nt-stores") {
     t.scan_nt_stores = one_of(v, {"auto", "on", "off"}, source);
   } else if (key == "scan-tile") {
@@ -278,6 +291,13 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     // At least 1 MiB: less would stream an array through chunks of a few elements.
     t.device_memory =
         parse_count(v, 1u << 20, 1ull << 62, source, "a byte count from 2^20 (1 MiB) to 2^62");
+  } else if (key == "scan-split-piece") {
+    char* end = nullptr;
+    const double w = v == "auto" || v.empty() ? 0 : std::strtod(v.c_str(), &end);
+    if (v.empty() || (v != "auto" && (*end != '\0' || !(w >= 0.05 && w <= 1))))
+      throw Error(Errc::kUsage,
+                  source + " must be auto or a weight from 0.05 to 1, not '" + printable(v) + "'");
+    t.scan_split_piece = w;
   } else if (key == "timeout") {
     // Decimal seconds: 0.001 up to 10^6 (fractions make a timeout testable on a fast device).
     char* end = nullptr;
@@ -352,6 +372,11 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
   char timeout[32];
   std::snprintf(timeout, sizeof timeout, "%.17g", t.timeout);
   const auto n = [](auto x) { return std::to_string(x); };
+  const auto g17 = [](double x) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.17g", x);
+    return std::string(b);
+  };
   const std::vector<std::pair<std::string, std::string>> values = {
       {"build-options", t.build_options},
       {"disable-caps", caps},
@@ -365,6 +390,7 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"carry-layout", t.carry_layout},
       {"share-threads", t.share_threads},
       {"scan-split", t.scan_split},
+      {"scan-split-piece", t.scan_split_piece > 0 ? g17(t.scan_split_piece) : "auto"},
       {"scan-fast-path", t.scan_fast_path},
       {"lookback-limit", n(t.lookback_limit)},
       {"lookback-rows", n(t.lookback_rows)},
@@ -372,6 +398,9 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"lookback-read", t.lookback_read},
       {"lookback-ids", t.lookback_ids},
       {"lookback-span", n(t.lookback_span)},
+      {"lookback-central", t.lookback_central < 0    ? std::string("auto")
+                           : t.lookback_central == 0 ? std::string("off")
+                                                     : n(t.lookback_central)},
       {"scan-chunk", n(t.scan_chunk)},
       {"scan-groups", n(t.scan_groups)},
       {"scan-nt-stores", t.scan_nt_stores},

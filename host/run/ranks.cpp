@@ -226,9 +226,10 @@ Slice rank_slice(std::uint64_t n, int r, int R, std::uint64_t first_piece) {
   return s;
 }
 
-std::uint64_t split_first_piece(std::uint64_t n, int R, std::size_t in, std::size_t acc) {
+std::uint64_t split_first_piece(std::uint64_t n, int R, std::size_t in, std::size_t acc,
+                                double weight) {
   if (R < 2 || in == 0) return 0;
-  const double w = static_cast<double>(in) / static_cast<double>(in + acc);
+  const double w = weight > 0 ? weight : static_cast<double>(in) / static_cast<double>(in + acc);
   const auto piece = static_cast<std::uint64_t>(
       std::llround(static_cast<double>(n) * (w / (w + static_cast<double>(R)))));
   // A whole number of 1024 elements where the piece is longer (so that rank 0's share starts

@@ -87,8 +87,9 @@ Slice rank_slice(std::uint64_t n, int r, int R, std::uint64_t first_piece = 0);
 // split (run/scan_runner.hpp): the piece weighs in / (in + acc) of a share (in, acc: the element's
 // and the accumulator's bytes), so that its scan takes about as long as a share's total, rounded
 // down to a multiple of 1024 elements from 2048 on. 0 when R < 2 or n is too short to leave the
-// piece an element.
-std::uint64_t split_first_piece(std::uint64_t n, int R, std::size_t in, std::size_t acc);
+// piece an element. weight > 0 (scan-split-piece) takes the place of in / (in + acc).
+std::uint64_t split_first_piece(std::uint64_t n, int R, std::size_t in, std::size_t acc,
+                                double weight = 0);
 // Bytes from this rank to rank `to`, and into this rank from rank `from` (pieces of at most 1 GiB,
 // in order): the split scan's first piece and its output. One rank: Error(Errc::kInternal).
 void send_bytes(int to, const unsigned char* p, std::uint64_t n);

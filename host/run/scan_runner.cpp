@@ -114,7 +114,8 @@ ScanSession::ScanSession(const std::vector<Context*>& ctxs, const HostArray& dat
   if (split_) {
     const double in = static_cast<double>(e.in);
     std::vector<double> weights(ctxs.size() + 1, 1.0);
-    weights[0] = in / (in + static_cast<double>(e.out));
+    const double piece = ctxs[0]->tuning().scan_split_piece;  // scan-split-piece, else bytes
+    weights[0] = piece > 0 ? piece : in / (in + static_cast<double>(e.out));
     std::vector<Context*> on = ctxs;
     on.insert(on.begin(), ctxs.back());
     lay_out(on, split_shares(data.n, weights, device_share_grain(ctxs, {e.in, e.flags, e.out})));

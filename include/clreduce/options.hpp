@@ -26,13 +26,16 @@ struct CLREDUCE_API Tuning {
   std::string carry_layout = "auto";    // carry-layout: auto | blocked | strided
   std::string share_threads = "on";     // share-threads: on | off (several devices)
   std::string scan_split = "auto";      // scan-split: auto | off (several devices: a scan's pieces)
-  long long lookback_limit = -1;        // lookback-limit: waits before folding a tile; -1 = default
-  unsigned lookback_rows = 0;           // lookback-rows: vectors per work-item, 1-16; 0 = auto
-  unsigned lookback_vec = 0;  // lookback-vec: elements per load and store, 1/2/4/8; 0 = auto
+  double scan_split_piece = 0;    // scan-split-piece: the first piece's weight; 0 = auto (bytes)
+  long long lookback_limit = -1;  // lookback-limit: waits before folding a tile; -1 = default
+  unsigned lookback_rows = 0;     // lookback-rows: vectors per work-item, 1-16; 0 = auto
+  unsigned lookback_vec = 0;      // lookback-vec: elements per load and store, 1/2/4/8; 0 = auto
   std::string lookback_read =
       "auto";                         // lookback-read: auto | atomic (NVIDIA: plain volatile reads)
   std::string lookback_ids = "auto";  // lookback-ids: auto | counter (NVIDIA: tile = group id)
   unsigned lookback_span = 0;  // lookback-span: descriptors a lane reads per round, 1-8; 0 = auto
+  long long lookback_central = -1;  // lookback-central: most groups for the central prefix;
+                                    // 0 = off, -1 = auto
   std::size_t scan_chunk = std::size_t{1}
                            << 20;       // scan-chunk: elements per work-item per superblock
   std::string scan_nt_stores = "auto";  // scan-nt-stores: auto | on | off (CPU scans' output)

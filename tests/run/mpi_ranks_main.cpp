@@ -137,6 +137,7 @@ void test_split_slices() {
   CHECK(split_first_piece(7 * 4000, 2, 8, 8) == 4000 * 7 / 5 - 4000 * 7 / 5 % 1024);
   CHECK(split_first_piece(3, 2, 4, 8) == 0);  // too short to leave the piece an element
   CHECK(split_first_piece(0, 3, 8, 8) == 0);
+  CHECK(split_first_piece(7000000, 2, 4, 8, 0.25) == 777778 - 777778 % 1024);  // 1/4 over 2 + 1/4
   for (int R = 2; R <= 5; ++R)
     for (std::uint64_t n : {0ull, 1ull, 2ull, 7ull, 100ull, 1000003ull}) {
       const std::uint64_t piece = split_first_piece(n, R, 4, 8);

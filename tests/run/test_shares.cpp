@@ -334,18 +334,21 @@ TEST_CASE(
   // {flags, weights, element sizes}: split by weights r/s, 1, 1 (r, s: the bytes a total and a
   // scan move an element), each cut on the share grain of the device's alignment and the
   // element sizes (input, segment flags, output) but the last; with scan-split off or
-  // segments, equal halves. On PoCL (128 bytes): int32 -> int64 9984, 30016, 30000.
+  // segments, equal halves; scan-split-piece sets the first weight. On PoCL (128 bytes): int32
+  // -> int64 9984, 30016, 30000.
   struct Case {
     std::string flags;
     std::vector<double> weights;
     std::vector<std::size_t> sizes;
   };
-  const std::vector<Case> cases = {{"--type int32", {4.0 / 12, 1, 1}, {4, 8}},  // int32 -> int64
-                                   {"--type int32 --acc int32", {4.0 / 8, 1, 1}, {4, 4}},
-                                   {"--type float --exclusive", {4.0 / 8, 1, 1}, {4, 4}},
-                                   {"--type double --op max", {8.0 / 16, 1, 1}, {8, 8}},
-                                   {"--type int32 --tune scan-split=off", {1, 1}, {4, 8}},
-                                   {"--type int32 --segment-length 77", {1, 1}, {4, 1, 8}}};
+  const std::vector<Case> cases = {
+      {"--type int32", {4.0 / 12, 1, 1}, {4, 8}},  // int32 -> int64
+      {"--type int32 --acc int32", {4.0 / 8, 1, 1}, {4, 4}},
+      {"--type float --exclusive", {4.0 / 8, 1, 1}, {4, 4}},
+      {"--type double --op max", {8.0 / 16, 1, 1}, {8, 8}},
+      {"--type int32 --tune scan-split-piece=0.26", {0.26, 1, 1}, {4, 8}},
+      {"--type int32 --tune scan-split=off", {1, 1}, {4, 8}},
+      {"--type int32 --segment-length 77", {1, 1}, {4, 1, 8}}};
   const std::size_t align = in_place_alignment(test::device_context().info());
   for (const auto& [flags, weights, sizes] : cases) {
     std::vector<std::string> pieces;
