@@ -63,17 +63,6 @@
 #ifndef LB_GROUP_IDS
 #define LB_GROUP_IDS 0  // tile = group id (NVIDIA: groups start in id order); else a counter
 #endif
-#ifndef LB_CENTRAL
-// The most groups a launch may have for the central prefix (0: never; not for segmented scans):
-// each group also publishes its aggregate in a slot of its own and takes a ticket; the group
-// that takes the last one reads every aggregate at once, scans them and publishes each tile's
-// exclusive prefix, in place of a chain of look-back rounds (tile / LANES of them for the last
-// tiles where every tile is resident). The others wait for that prefix, or for their
-// predecessor's inclusive one (a chain, where not every group is resident), LB_LIMIT reads at
-// most, then look back as usual. Descriptor slots: [0, g) as above, [g, 2g) the aggregates,
-// [2g, 3g) the exclusive prefixes, for a launch of g groups.
-#define LB_CENTRAL 0
-#endif
 
 #if LB_SHFL
 #define LANES 32u
@@ -236,43 +225,6 @@ inline uint lb_bcast_u32(uint x, uint src) {
   return x;
 #endif
 }
-
-#if LB_CENTRAL && !CLR_SEGMENTED
-#define LB_CPER ((LB_CENTRAL + LANES - 1) / LANES)  // aggregates per lane in the central scan
-// The central prefix, by warp 0 of the group that took the last ticket (every group published
-// its aggregate in slot g + t before taking one): lane l reads the aggregates of tiles
-// [l * LB_CPER, (l + 1) * LB_CPER) at once (reading again any not yet seen whole), the warp
-// scans them, and each tile past 0 gets its exclusive prefix in slot 2g + t (tile 0's aggregate
-// holds the carry-in). Returns tile me's exclusive prefix, on every lane.
-inline acc_t lb_central(__global ulong* desc, uint epoch, uint g, uint me, uint lane) {
-  const uint lo = lane * LB_CPER;
-  acc_t v[LB_CPER];
-  uint s[LB_CPER];
-#pragma unroll
-  for (uint j = 0; j < LB_CPER; ++j) {
-    v[j] = clr_identity();
-    s[j] = lo + j < g ? lb_read(desc, g + lo + j, epoch, &v[j]) : ST_A;
-  }
-#pragma unroll
-  for (uint j = 0; j < LB_CPER; ++j)
-    while (s[j] == 0u) s[j] = lb_read(desc, g + lo + j, epoch, &v[j]);
-  acc_t a = clr_identity();
-#pragma unroll
-  for (uint j = 0; j < LB_CPER; ++j) a = clr_op(a, v[j]);  // the identity past g
-  uint none = 0u;
-  lb_warp_scan(&a, &none, lane);
-  lb_warp_shift(&a, &none, lane);  // the fold of the tiles before this lane's first
-  acc_t mine = clr_identity();
-#pragma unroll
-  for (uint j = 0; j < LB_CPER; ++j) {
-    const uint t = lo + j;
-    if (t == me) mine = a;
-    if (t > 0u && t < g) lb_publish(desc, 2u * g + t, (epoch << 2) | ST_P, a);
-    a = clr_op(a, v[j]);
-  }
-  return lb_bcast(mine, me / LB_CPER);
-}
-#endif
 
 // The decoupled fallback: the pair (value since its last segment start, any start) of whole
 // tile t, folded from x by the warp, on every lane. Lane l folds the tile's elements
@@ -444,41 +396,6 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
     uint next = tile, waits = 0u;
     // On every lane; tile 0's is the carry-in (dropped at a segment start like any prefix).
     acc_t prefix = tile == 0 && use_carry ? carry : clr_identity();
-#if LB_CENTRAL && !CLR_SEGMENTED
-    //    The central prefix (LB_CENTRAL above), where the launch has at most LB_CENTRAL groups.
-    const uint g = (uint)get_num_groups(0);
-    if (g > 1u && g <= LB_CENTRAL) {
-      uint ticket = 0u;
-      if (lane == 0) {
-        lb_publish(desc, g + tile, (epoch << 2) | ST_A, published);
-        ticket = atomic_inc(counters + 2);
-        if (ticket == g - 1u) atomic_xchg(counters + 2, 0u);  // every group has taken one
-      }
-      ticket = lb_bcast_u32(ticket, 0u);
-      if (ticket == g - 1u) {
-        const acc_t c = lb_central(desc, epoch, g, tile, lane);
-        if (tile > 0u) prefix = c;
-        state = 1u;
-      } else {
-#if LB_LIMIT
-        for (uint w = 0u; state == 0u && w < LB_LIMIT; ++w) {
-          acc_t cv = clr_identity(), pv = clr_identity();
-          uint cs = 0u, ps = 0u;
-          if (lane == 0) {
-            cs = lb_read(desc, 2u * g + tile, epoch, &cv);  // the central prefix
-            ps = lb_read(desc, tile - 1u, epoch, &pv);      // the predecessor's descriptor
-          }
-          cs = lb_bcast_u32(cs, 0u);
-          ps = lb_bcast_u32(ps, 0u);
-          if (cs != 0u || ps == ST_P) {
-            prefix = lb_bcast(cs != 0u ? cv : pv, 0u);
-            state = 1u;
-          }
-        }
-#endif
-      }
-    }
-#endif
     // Uniform over the warp: the loop's exit, and every branch around a warp exchange (the
     // fold's included), test values that are the same on every lane.
     while (state == 0u) {

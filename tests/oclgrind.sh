@@ -3,7 +3,7 @@
 # small arrays spanning at least three work-groups with a partial last one, and fails on any
 # report. Reductions get every kind of op (exact: float and double sums); scans (scan-*)
 # sum/prod/min/max, exclusive and segmented; scan-lookback's and scan-fast's CPU look-back's
-# in-kernel folds of predecessor tiles (lookback-limit 0), its central prefix, and scan-fast's CPU paths besides; user reductions (--map) and the engine's rows (--op dot, ..., minmax, and the
+# in-kernel folds of predecessor tiles (lookback-limit 0) and scan-fast's CPU paths besides; user reductions (--map) and the engine's rows (--op dot, ..., minmax, and the
 # variants' ops on float16, int8 and bool) in both shapes;
 # --op select's compaction (cl/compact.cl);
 # with CLREDUCE_TESTS (the test binary), its small case of a scan's carry-in and plans on
@@ -94,13 +94,6 @@ for v in $variants; do
     # Look-back windows of 3 descriptors a lane (a round covers every tile before the last).
     check --variant "$v" --op sum --type int32 --size 300 --local-size 4 --segment-length 20 \
           --tune lookback-span=3
-    # The central prefix (every launch here has at most 32 groups): the group that publishes
-    # last scans the aggregates; with a carry-in in chunks, exclusive, 64-bit and float.
-    check --variant "$v" --op sum --type int32 --size 300 --local-size 4 --tune lookback-central=32
-    check --variant "$v" --op prod --type uint64 --size 300 --local-size 4 --exclusive \
-          --tune lookback-central=32
-    check --variant "$v" --op max --type float --size 300 --local-size 4 --max-chunk 480 \
-          --tune in-place=off --tune lookback-central=32
     # A carry-in taken by the kernel (tile 0's prefix): chunks of 120 elements, each after the
     # first scanned from the chunk before it; segmented, the carry stops at the first start.
     check --variant "$v" --op sum --type int32 --size 300 --local-size 4 --max-chunk 480 --exclusive \

@@ -111,10 +111,6 @@ const std::vector<TuningKey>& tuning_keys() {
        "order; elsewhere or with counter the next from an atomic counter"},
       {"lookback-span", "auto | 1-8 (auto: 1)",
        "scan-lookback's descriptors read by each lane per look-back round"},
-      {"lookback-central", "auto | off | 1-4096 (auto: off)",
-       "scan-lookback: where a launch has at most this many groups (unsegmented scans), the "
-       "group that publishes last scans every tile's aggregate at once and hands each tile its "
-       "prefix, in place of the look-back's chain of rounds"},
       {"scan-chunk", "1-1073741824 (1048576)",
        "scan-fast CPU path: elements per work-item per superblock"},
       {"scan-groups", "1-4096 (four per compute unit)", "scan-fast CPU path: work-groups"},
@@ -259,12 +255,6 @@ void set_tuning(Tuning& t, const std::string& key_in, const std::string& v,
     t.lookback_ids = one_of(v, {"auto", "counter"}, source);
   } else if (key == "lookback-span") {
     t.lookback_span = auto_or_count(v, 8, source);
-  } else if (key == "lookback-central") {
-    t.lookback_central =
-        v == "auto" ? -1
-        : v == "off"
-            ? 0
-            : static_cast<long long>(parse_count(v, 1, 4096, source, "auto, off or 1 to 4096"));
   } else if (key == "scan-nt-stores") {
     t.scan_nt_stores = one_of(v, {"auto", "on", "off"}, source);
   } else if (key == "scan-tile") {
@@ -398,9 +388,6 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"lookback-read", t.lookback_read},
       {"lookback-ids", t.lookback_ids},
       {"lookback-span", n(t.lookback_span)},
-      {"lookback-central", t.lookback_central < 0    ? std::string("auto")
-                           : t.lookback_central == 0 ? std::string("off")
-                                                     : n(t.lookback_central)},
       {"scan-chunk", n(t.scan_chunk)},
       {"scan-groups", n(t.scan_groups)},
       {"scan-nt-stores", t.scan_nt_stores},

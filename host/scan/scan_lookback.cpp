@@ -71,13 +71,6 @@ unsigned lookback_span(Context& ctx, std::size_t) {
   return ctx.tuning().lookback_span ? ctx.tuning().lookback_span : 1u;
 }
 
-// The most groups a launch takes the central prefix with (cl/scan_lookback.cl's LB_CENTRAL;
-// lookback-central): off for segmented scans and unless asked.
-unsigned lookback_central(Context& ctx, const ScanProblem& p) {
-  if (p.segmented || ctx.tuning().lookback_central <= 0) return 0;
-  return static_cast<unsigned>(ctx.tuning().lookback_central);
-}
-
 cl::Kernel lookback_kernel(Context& ctx, const ScanProblem& p, std::size_t wg, unsigned vec,
                            unsigned rows, unsigned limit) {
   return ctx.kernel("scan_lookback.cl", "scan_lookback",
@@ -87,16 +80,14 @@ cl::Kernel lookback_kernel(Context& ctx, const ScanProblem& p, std::size_t wg, u
                         (use_shfl(ctx, wg) ? " -DLB_SHFL=1" : "") +
                         (relaxed_reads(ctx, wg) ? " -DLB_RELAXED=1" : "") +
                         (group_ids(ctx, wg) ? " -DLB_GROUP_IDS=1" : "") +
-                        " -DLB_SPAN=" + std::to_string(lookback_span(ctx, wg)) +
-                        " -DLB_CENTRAL=" + std::to_string(lookback_central(ctx, p)));
+                        " -DLB_SPAN=" + std::to_string(lookback_span(ctx, wg)));
 }
 
 class LookbackPlan : public LookbackRunPlan {
  public:
   LookbackPlan(Context& ctx, const ScanProblem& p, const LaunchPolicy& pol, std::uint64_t depth,
                const cl::Kernel& kernel)
-      : LookbackRunPlan(ctx, "scan-lookback", p, pol, depth, kernel, tiles(p.n, pol),
-                        lookback_central(ctx, p)) {
+      : LookbackRunPlan(ctx, "scan-lookback", p, pol, depth, kernel, tiles(p.n, pol)) {
     check_tiles(p.n, pol);
   }
 
@@ -171,9 +162,6 @@ std::unique_ptr<ScanPlan> lookback_plan(Context& ctx, const ScanProblem& p,
              (group_ids(ctx, pol.wg_size) ? ", group ids" : "") +
              (lookback_span(ctx, pol.wg_size) > 1
                   ? ", look-back span " + std::to_string(lookback_span(ctx, pol.wg_size))
-                  : "") +
-             (lookback_central(ctx, p) && pol.groups > 1 && pol.groups <= lookback_central(ctx, p)
-                  ? ", central prefix"
                   : "") +
              (limit != lookback_limit_default(ctx) ? ", limit " + std::to_string(limit) : "");
   // In the tile: a vector (vec), a warp scan (lanes), warp 0's share of the warps' totals and

@@ -101,13 +101,13 @@ ScanPlan::ScanPlan(Context& ctx, std::string variant, const ScanProblem& p, Laun
 
 LookbackRunPlan::LookbackRunPlan(Context& ctx, std::string variant, const ScanProblem& p,
                                  LaunchPolicy policy, std::uint64_t depth, const cl::Kernel& kernel,
-                                 std::size_t tiles, std::size_t central)
+                                 std::size_t tiles)
     : ScanPlan(ctx, std::move(variant), p, std::move(policy), depth), kernel_(kernel) {
-  // Descriptors carry the run's epoch, so they are zeroed once, here; the tile counter and the
-  // central prefix's ticket are reset by each launch's last group.
-  const std::size_t slots = std::max<std::size_t>(tiles, 1) + 2 * std::min(tiles, central);
-  desc_ = ctx.zeroed_buffer(slots * (p.acc_bytes() / 4) * sizeof(cl_ulong));
-  counters_ = ctx.zeroed_buffer(4 * sizeof(cl_uint));
+  // Descriptors carry the run's epoch, so they are zeroed once, here; the tile counter is reset
+  // by each launch's last group.
+  desc_ =
+      ctx.zeroed_buffer(std::max<std::size_t>(tiles, 1) * (p.acc_bytes() / 4) * sizeof(cl_ulong));
+  counters_ = ctx.zeroed_buffer(2 * sizeof(cl_uint));
 }
 
 void LookbackRunPlan::run(cl_uint first_arg, std::size_t global, std::size_t local,

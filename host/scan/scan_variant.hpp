@@ -119,11 +119,9 @@ class ScanPlan {
 // predecessor folds that tile's input itself, so every launch stores every element.
 class LookbackRunPlan : public ScanPlan {
  protected:
-  // tiles: the most tiles a run has (one descriptor each); central: the most groups a launch
-  // takes the central prefix with (cl/scan_lookback.cl's LB_CENTRAL; two more slots a tile).
+  // tiles: the most tiles a run has (one descriptor each).
   LookbackRunPlan(Context& ctx, std::string variant, const ScanProblem& p, LaunchPolicy policy,
-                  std::uint64_t depth, const cl::Kernel& kernel, std::size_t tiles,
-                  std::size_t central = 0);
+                  std::uint64_t depth, const cl::Kernel& kernel, std::size_t tiles);
   // With the kernel's data arguments set, sets arguments first_arg .. first_arg + 2 to the
   // descriptors, the counters (once: the kernel is the plan's own) and a new epoch and launches
   // global x local work-items.

@@ -34,8 +34,6 @@ struct CLREDUCE_API Tuning {
       "auto";                         // lookback-read: auto | atomic (NVIDIA: plain volatile reads)
   std::string lookback_ids = "auto";  // lookback-ids: auto | counter (NVIDIA: tile = group id)
   unsigned lookback_span = 0;  // lookback-span: descriptors a lane reads per round, 1-8; 0 = auto
-  long long lookback_central = -1;  // lookback-central: most groups for the central prefix;
-                                    // 0 = off, -1 = auto
   std::size_t scan_chunk = std::size_t{1}
                            << 20;       // scan-chunk: elements per work-item per superblock
   std::string scan_nt_stores = "auto";  // scan-nt-stores: auto | on | off (CPU scans' output)

@@ -140,11 +140,10 @@ TEST_CASE("tuning_values gives every knob's value as text, and each knob changes
       {"exact-groups", "5"},        {"exact-terms", "3"},
       {"exact-store", "item"},      {"carry-layout", "strided"},
       {"share-threads", "off"},     {"scan-split", "off"},
-      {"scan-split-piece", "0.25"}, {"scan-fast-path", "cpu"},
-      {"lookback-limit", "7"},      {"lookback-rows", "2"},
-      {"lookback-vec", "4"},        {"lookback-read", "atomic"},
-      {"lookback-ids", "counter"},  {"lookback-span", "3"},
-      {"lookback-central", "16"},   {"scan-nt-stores", "off"},
+      {"scan-fast-path", "cpu"},    {"lookback-limit", "7"},
+      {"lookback-rows", "2"},       {"lookback-vec", "4"},
+      {"lookback-read", "atomic"},  {"lookback-ids", "counter"},
+      {"lookback-span", "3"},       {"scan-nt-stores", "off"},
       {"scan-chunk", "16"},         {"scan-groups", "9"},
       {"scan-tile", "2048"},        {"transfer-piece", "4096"},
       {"max-chunk", "8192"},        {"stream", "on"},
@@ -159,6 +158,7 @@ TEST_CASE("tuning_values gives every knob's value as text, and each knob changes
       {"segments-unroll", "4"},     {"segments-vec", "4"},
       {"segments-simd", "off"},     {"axis-cols", "4"},
       {"axis-unroll", "8"},         {"axis-pieces", "3"},
+      {"scan-split-piece", "0.25"},
   };
   const auto base = tuning_values(Tuning());
   REQUIRE(base.size() == tuning_keys().size());

@@ -490,33 +490,6 @@ TEST_CASE("scan-lookback's wide look-back windows: each lane reads several descr
   }
 }
 
-TEST_CASE("scan-lookback's central prefix: the last group to publish scans every aggregate",
-          "[scan][lookback]") {
-  const std::uint64_t seed = std::random_device{}();
-  CAPTURE(seed);
-  const std::size_t t = tile_of("scan-lookback", 16, Op::kSum, DType::kInt32);
-  const std::size_t n = 150 * t + 7;  // 151 tiles, the last of 7 elements
-  const HostArray a = generate(DType::kInt32, n, seed);
-  const HostArray d = generate(DType::kDouble, n, seed + 1);
-  const HostArray u = generate(DType::kUInt64, n, seed + 2);
-  const auto flags = random_flags(n, 0.0005, seed);
-  // 151 groups at most (central), fewer than the launch has (the look-back as before); segmented
-  // scans never take it.
-  for (const char* most : {"151", "4096", "150", "off"}) {
-    CAPTURE(most);
-    const test::TuningGuard g(device_context(), "lookback-central", most);
-    const bool central = std::string(most) == "151" || std::string(most) == "4096";
-    for (const bool seg : {false, true}) {
-      const ScanRun r = run_scan("scan-lookback", a, Op::kSum, seg, seg ? &flags : nullptr, 16);
-      require_verified(r);
-      CHECK((central && !seg) == (r.rec.policy.path.find("central prefix") != std::string::npos));
-      require_verified(run_scan("scan-lookback", d, Op::kMax, seg, seg ? &flags : nullptr, 16));
-    }
-    require_verified(run_scan("scan-lookback", u, Op::kProd, false, nullptr, 16));
-    require_verified(run_scan("scan-lookback", d, Op::kSum, false, nullptr, 16));
-  }
-}
-
 TEST_CASE("scan-fast picks its path per device and records it", "[scan][fast]") {
   const DeviceInfo& d = device_context().info();
   const HostArray a = generate(DType::kInt32, 100000, 3);
