@@ -125,13 +125,20 @@ typedef union {
 // Folds vector t, read from vector index w, into (best, at): lanes where t is NaN (and best is
 // not) or strictly more extreme take t and w.
 inline void fast_arg_step(VT* best, VX* at, VT t, vidx_t w) {
-#if CLR_OP == CLR_ARGMIN
-  MT take = t < *best;
-#else
-  MT take = t > *best;
-#endif
 #ifdef T_IS_FLOAT
-  take = (take | isnan(t)) & ~isnan(*best);
+  // Strictly more extreme, or t NaN (a compare with a NaN is false, so its negation true), where
+  // best is not NaN.
+#if CLR_OP == CLR_ARGMIN
+  const MT take = ~(t >= *best) & ~isnan(*best);
+#else
+  const MT take = ~(t <= *best) & ~isnan(*best);
+#endif
+#else
+#if CLR_OP == CLR_ARGMIN
+  const MT take = t < *best;
+#else
+  const MT take = t > *best;
+#endif
 #endif
   *best = select(*best, t, take);
   *at = select(*at, (VX)(w), CLR_CONVERT_VEC(XM_NAME, VEC)(take));
