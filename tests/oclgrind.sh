@@ -33,6 +33,10 @@ check() {  # check ARGS...: one clreduce run under Oclgrind
     echo "ok: $check_env clreduce $*"
   fi
 }
+# --measure-copy's copy kernel (cl/copy.cl; Oclgrind is no NVIDIA GPU): strided over 250 and 4
+# work-items, the bytes past the last 16-byte word by the last one.
+check --variant fast --type int32 --size 1003 --measure-copy
+check --variant fast --type double --size 7 --measure-copy
 variants=$("$CLREDUCE" --list-variants | awk '!/^#/ {print $1}')
 for v in $variants; do
   case "$v" in

@@ -686,10 +686,36 @@ RunRecord ReduceSession::run_copy() {
     const std::size_t piece = ctx_.tuning().transfer_piece;
     enqueue_write(ctx_.queue(), in, 0, bytes, data_.bytes.data(), piece);
     clreduce::finish(ctx_.queue(), timeout_s(static_cast<double>(bytes)), "the copy's upload");
+    // NVIDIA GPUs: the runtime's copy, every GPU figure's ceiling. Elsewhere a copy kernel on
+    // every compute unit (cl/copy.cl): PoCL's clEnqueueCopyBuffer runs on one thread (the same
+    // rate with one compute unit as with all), so on a CPU it is no ceiling.
+    const DeviceInfo& info = ctx_.info();
+    const bool runtime_copy = info.is_gpu && info.is_nvidia;
+    cl::Kernel kernel;
+    std::size_t items = 0;
+    if (!runtime_copy) {
+      kernel = ctx_.kernel("copy.cl", "copy_words", "");
+      const std::size_t words = bytes / 16;
+      items = std::max<std::size_t>(
+          1, std::min<std::size_t>(words, std::size_t{4} * std::max(1u, info.compute_units) *
+                                              (info.is_gpu ? 256 : 1)));
+      const std::size_t run = (words + items - 1) / items;
+      kernel.setArg(0, in);
+      kernel.setArg(1, dst);
+      kernel.setArg(2, static_cast<cl_ulong>(bytes));
+      kernel.setArg(3, static_cast<cl_ulong>(info.is_gpu ? 1 : std::max<std::size_t>(run, 1)));
+      kernel.setArg(4, static_cast<cl_ulong>(info.is_gpu ? items : 1));
+    }
     time_device(
         rec, [] {},
         [&](std::vector<cl::Event>& events) {
-          enqueue_copy(ctx_.queue(), in, dst, 0, 0, bytes, piece, &events);
+          if (runtime_copy)
+            enqueue_copy(ctx_.queue(), in, dst, 0, 0, bytes, piece, &events);
+          else
+            ctx_.queue().enqueueNDRangeKernel(
+                kernel, cl::NullRange, cl::NDRange(items),
+                info.is_gpu ? cl::NullRange : cl::NDRange(1),  // CPUs: a group a run
+                nullptr, ctx_.event_slot(events));
           clreduce::finish(ctx_.queue(), timeout_s(2.0 * static_cast<double>(bytes)),
                            "the device copy");
         });
@@ -698,7 +724,9 @@ RunRecord ReduceSession::run_copy() {
     enqueue_read(ctx_.queue(), dst, 0, bytes, back.data(), piece);
     clreduce::finish(ctx_.queue(), timeout_s(static_cast<double>(bytes)), "the copy's read-back");
     const bool same = std::memcmp(back.data(), data_.bytes.data(), bytes) == 0;
-    rec.policy.path = "clEnqueueCopyBuffer";
+    rec.policy.path = runtime_copy ? "clEnqueueCopyBuffer"
+                                   : "copy kernel, " + std::to_string(items) + " work-items" +
+                                         (info.is_gpu ? ", strided" : ", a run each");
     finish(rec, same, same ? "" : "the copy differs from the input", 0.0,
            2.0 * static_cast<double>(bytes));
   } catch (const cl::Error& e) {

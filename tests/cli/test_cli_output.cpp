@@ -180,6 +180,21 @@ TEST_CASE("the copy row has no sequential time or speedup", "[cli][output]") {
   CHECK_THAT(row_of(r.out, "copy"), ContainsSubstring("\"seq_ms\":null,\"speedup\":null"));
 }
 
+TEST_CASE("the copy row copies with a kernel off NVIDIA GPUs, verified, the tail bytes too",
+          "[cli][output]") {
+  // 10003 int32: 2500 words of 16 bytes and 12 bytes past them; 3 doubles: a word and 8 bytes.
+  for (const char* args : {"--size 10003", "--size 3 --type double", "--size 2^20 --type float"}) {
+    CAPTURE(args);
+    const Result r = run_cli(std::string(args) + " --measure-copy --repeat 2 --format json");
+    REQUIRE(r.code == 0);
+    const std::string row = row_of(r.out, "copy");
+    CHECK_THAT(row, ContainsSubstring("\"verified\":true"));
+    if (!(clreduce::test::device_context().info().is_gpu &&
+          clreduce::test::device_context().info().is_nvidia))
+      CHECK_THAT(row, ContainsSubstring("\"policy\":\"copy kernel, "));
+  }
+}
+
 TEST_CASE("beside the ladder, the peer and the copy are rows of their own, outside its speedups",
           "[cli][output]") {
   Result r = run_cli("--variant ladder --peers --measure-copy --size 20000 --repeat 2");
