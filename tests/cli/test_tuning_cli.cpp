@@ -43,6 +43,8 @@ TEST_CASE("bad knob values are refused up front with one line and exit 2", "[cli
         Case{"CLREDUCE_EXACT_SHAPE=topdown", "CLREDUCE_EXACT_SHAPE must be one of auto, gpu, cpu"},
         Case{"CLREDUCE_EXACT_GROUPS=0", "CLREDUCE_EXACT_GROUPS must be a count from 1 to 2^20"},
         Case{"CLREDUCE_EXACT_TERMS=5", "CLREDUCE_EXACT_TERMS must be a count from 2 to 4, not '5'"},
+        Case{"CLREDUCE_SCAN_SPLIT_PIECE=2",
+             "CLREDUCE_SCAN_SPLIT_PIECE must be auto or a weight from 0.05 to 1, not '2'"},
         Case{"CLREDUCE_SCAN_FAST_PATH=bogus",
              "CLREDUCE_SCAN_FAST_PATH must be one of auto, lookback, cpu, cpu-lookback, "
              "hierarchical"}}) {
@@ -119,7 +121,8 @@ TEST_CASE("set_tuning refuses what it cannot take and keeps what it can", "[tuni
   CHECK_FALSE(cap_disabled(t, "wg_collectives"));
   for (const char* bad :
        {"fast-groups=-1", "fast-groups=1e3", "fast-groups= 5", "fast-groups=1048577",
-        "lookback-rows=0", "scan-chunk=18446744073709551616", "=3"}) {
+        "lookback-rows=0", "scan-chunk=18446744073709551616", "=3", "scan-split-piece=0",
+        "scan-split-piece=nan", "scan-split-piece=0.3x", "scan-split-piece="}) {
     CAPTURE(bad);
     try {
       set_tuning(t, bad);
