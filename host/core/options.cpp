@@ -359,10 +359,8 @@ Tuning tuning_from_env() {
 std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) {
   std::string caps;
   for (const std::string& c : t.disable_caps) caps += (caps.empty() ? "" : ",") + c;
-  char timeout[32];
-  std::snprintf(timeout, sizeof timeout, "%.17g", t.timeout);
   const auto n = [](auto x) { return std::to_string(x); };
-  const auto g17 = [](double x) {
+  const auto g17 = [](double x) {  // a double as text that reads back to the same value
     char b[32];
     std::snprintf(b, sizeof b, "%.17g", x);
     return std::string(b);
@@ -407,7 +405,7 @@ std::vector<std::pair<std::string, std::string>> tuning_values(const Tuning& t) 
       {"row-count", t.row_count},
       {"expr-arg-vec", t.expr_arg_vec},
       {"expr-blocks", t.expr_blocks},
-      {"timeout", timeout},
+      {"timeout", g17(t.timeout)},
       {"segments-shape", t.segments_shape},
       {"segments-lane", n(t.segments_lane)},
       {"segments-piece", n(t.segments_piece)},
