@@ -199,6 +199,30 @@ with tempfile.TemporaryDirectory() as out:
     check(len(got) == 1 and got[0]["rounds"] == "2" and got[0]["variant"] == "fast",
           "summary.csv has the cell with its 2 rounds (%r)" % got)
 
+# --sizes: exact sizes (N, 2^K, NeK, each +C or -C), labelled as given where not a power of two.
+check([bench_mod.parse_size(x) for x in ("1000", "2^20+7", "1e6", "1e6-1", " 2^10 ", "3e0")] ==
+      [1000, (1 << 20) + 7, 10 ** 6, 10 ** 6 - 1, 1024, 3], "--sizes' forms parse")
+check(bench_mod.size_label(1 << 20) == "2^20" and bench_mod.size_label(1000003) == "1000003"
+      and bench_mod.size_label(1) == "2^0", "sizes are labelled 2^K or as counts")
+for bad in ("abc", "2^", "2^41", "0", "5-6", "1e13", "2^3*2"):
+    try:
+        bench_mod.parse_size(bad)
+        check(False, "--sizes refuses '%s'" % bad)
+    except SystemExit as e:
+        check(e.code == 2, "--sizes refuses '%s' with exit 2 (got %r)" % (bad, e.code))
+with tempfile.TemporaryDirectory() as out:
+    code, log = bench("run", "--clreduce", clreduce, "--device", device, "--ops", "sum,scan-inclusive",
+                      "--variants", "fast,scan-fast", "--sizes",
+                      "1000,2^10+3,1e3", "--repeat", "1", "--warmup", "0", "--out", out)
+    with open(os.path.join(out, "results.csv")) as f:
+        got = [r for r in csv.DictReader(f) if r["kind"] == "clreduce"]
+    check(code == 0 and sorted({int(r["n"]) for r in got}) == [1000, 1027]
+          and all(r["verified"] == "True" for r in got) and "n = 1027 scan-inclusive" in log,
+          "a sweep over --sizes 1000,2^10+3,1e3 runs 1000 and 1027 once each, verified (%s)" % log[-300:])
+    code, log = bench("run", "--clreduce", clreduce, "--device", device, "--logs", "10",
+                      "--sizes", "1000", "--out", out)
+    check(code == 2 and "--logs and --sizes" in log, "--logs with --sizes is refused (%s)" % log)
+
 # Without matplotlib, `plot` names the interpreter that ran it (not always the python3 that
 # tools/setup.sh installed matplotlib for) and how to install it for that one: exit 3, one line.
 # A module named matplotlib that fails to import stands in for a Python without it.

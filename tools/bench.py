@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# bench.py: clreduce's benchmark: sweeps sizes 2^k (bounded by device memory), ops, types and
+# bench.py: clreduce's benchmark: sweeps sizes 2^k or given sizes (bounded by device memory), ops, types and
 # variants with the peers (OpenMP, sequential loop, CUB) on the same data in the same run; writes
 # results.json/csv with device, driver and the commit clreduce was built from; `plot` draws GB/s
 # against n. Standard library only, except matplotlib, imported by `plot` alone.
@@ -8,7 +8,8 @@
   bench.py run --clreduce BIN [--device D] [--cub-peer BIN] [--variants fast,topdown]
                [--ops sum,min,argmin] [--types int32,float] [--min-log 10] [--max-log 30]
                [--repeat R] [--warmup W] [--seed S] [--acc int32|int64]
-               [--segment-length L] [--logs 10,16,20] [--no-peers] [--rounds R]
+               [--segment-length L] [--logs 10,16,20 | --sizes 1000,2^20+7,1e6]
+               [--no-peers] [--rounds R]
                [--segment-lengths 1,8,100,powerlaw] [--matrix R,C]
                [--tune KEY=VALUE]... [--tune-set NAME KEY=VALUE...]... [--time-limit S]
                --out DIR
@@ -68,6 +69,7 @@ import datetime
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -344,6 +346,27 @@ def add_derived(row):
         row["gbps_max"] = g * ms / lo
 
 
+def parse_size(text):
+    """One --sizes entry: N, 2^K or NeK, optionally + or - a count (2^20+7, 1e6-1), from 1 to 2^40."""
+    m = re.fullmatch(r"\s*(?:(\d+)|2\^(\d+)|(\d+)[eE](\d+))\s*(?:([+-])\s*(\d+))?\s*", text)
+    if not m:
+        fail("--sizes takes N, 2^K or NeK, each optionally +C or -C (e.g. 1000,2^20+7,1e6), not '%s'" % text)
+    plain, power, mant, exp, sign, delta = m.groups()
+    if power is not None and int(power) > 40 or exp is not None and int(exp) > 12:
+        fail("--sizes: '%s' is past 2^40" % text.strip())
+    n = int(plain) if plain is not None else 1 << int(power) if power is not None else int(mant) * 10 ** int(exp)
+    if sign:
+        n = n + int(delta) if sign == "+" else n - int(delta)
+    if n < 1 or n > 1 << 40:
+        fail("--sizes: '%s' is %d, outside 1 to 2^40" % (text.strip(), n))
+    return n
+
+
+def size_label(n):
+    """2^K for a power of two, else the count itself."""
+    return "2^%d" % (n.bit_length() - 1) if n & (n - 1) == 0 else str(n)
+
+
 def cmd_run(a):
     out_dir = a.out
     variants = [v for v in a.variants.split(",") if v]
@@ -352,6 +375,8 @@ def cmd_run(a):
     if a.min_log < 0 or a.max_log < a.min_log or a.max_log > 40:
         fail("need 0 <= --min-log <= --max-log <= 40")
     logs = list(range(a.min_log, a.max_log + 1))
+    if a.logs and a.sizes:
+        fail("--logs and --sizes both choose the sizes: give one")
     if a.logs:
         try:
             logs = sorted({int(x) for x in a.logs.split(",") if x})
@@ -359,6 +384,11 @@ def cmd_run(a):
             fail("--logs takes comma-separated powers of two, e.g. 10,16,20, not '%s'" % a.logs)
         if not logs or logs[0] < 0 or logs[-1] > 40:
             fail("--logs takes powers from 0 to 40")
+    sizes = [1 << k for k in logs]
+    if a.sizes:
+        sizes = sorted({parse_size(x) for x in a.sizes.split(",") if x.strip()})
+        if not sizes:
+            fail("--sizes takes comma-separated sizes, e.g. 1000,2^20+7,1e6")
     check_sweep(a, ops, types, variants)
     lengths = segment_lengths(a.segment_lengths) if "segsum" in ops else []
     shape = matrix_shape(a.matrix)
@@ -417,7 +447,7 @@ def cmd_run(a):
     def new_ops_round(t, n, k, rnd, run_ops, matrix=None):
         """One round at (t, n): the baseline, then each op (segsum once per length)."""
         label = " (round %d of %d)" % (rnd + 1, a.rounds) if a.rounds > 1 else ""
-        print("n = 2^%d fast sum %s, the baseline%s" % (k, t, label), flush=True)
+        print("n = %s fast sum %s, the baseline%s" % (size_label(n), t, label), flush=True)
         got = bench_baseline(a, meta, t, n, k, copy=(rnd == 0))
         for op in run_ops:
             if op in SEGMENT_OPS:
@@ -449,15 +479,15 @@ def cmd_run(a):
     try:
         for t in types:
             limit, why = size_limit(dev, t)
-            for k in logs:
-                n = 1 << k
+            for n in sizes:
+                k = n.bit_length() - 1
                 if n > limit:
-                    notes.append("%s from 2^%d up skipped: more than %s" % (t, k, why))
+                    notes.append("%s from %s up skipped: more than %s" % (t, size_label(n), why))
                     break
                 for i, op in enumerate(classic):
                     got = []
                     for rnd in range(a.rounds):  # interleaved process pairs
-                        where[0] = "%s %s 2^%d, round %d" % (op, t, k, rnd + 1)
+                        where[0] = "%s %s %s, round %d" % (op, t, size_label(n), rnd + 1)
                         check_time()
                         one = bench_one(a, meta, op, t, n, k, variants, copy=(i == 0 and rnd == 0),
                                         label=" (round %d of %d)" % (rnd + 1, a.rounds) if a.rounds > 1 else "")
@@ -466,7 +496,7 @@ def cmd_run(a):
                         got += one
                     keep(got)
                 for rnd in range(a.rounds if flat else 0):
-                    where[0] = "%s %s 2^%d, round %d" % (",".join(flat), t, k, rnd + 1)
+                    where[0] = "%s %s %s, round %d" % (",".join(flat), t, size_label(n), rnd + 1)
                     check_time()
                     new_ops_round(t, n, k, rnd, flat)
             if axes:
@@ -534,7 +564,7 @@ def bench_one(a, meta, op, t, n, k, variants, copy, label=""):
     acc = (["--acc", a.acc] if a.acc and t == "int32" and (op in ("sum", "prod") or op in SCAN_OPS)
            else [])
     vs = variants_for(op, variants)
-    print("n = 2^%d %s %s%s" % (k, op, t, label), flush=True)
+    print("n = %s %s %s%s" % (size_label(n), op, t, label), flush=True)
     if vs:
         cmd = ([a.clreduce, "--device", a.device, "--variant", ",".join(vs)] +
                clreduce_op_args(op, a.segment_length) +
@@ -546,7 +576,7 @@ def bench_one(a, meta, op, t, n, k, variants, copy, label=""):
                tune_args(a.tune))
         for ts in a.tune_set:  # each alternative right after the default, on the same data
             name, kvs = ts[0], ts[1:]
-            print("n = 2^%d %s %s @%s (%s)%s" % (k, op, t, name, " ".join(kvs), label), flush=True)
+            print("n = %s %s %s @%s (%s)%s" % (size_label(n), op, t, name, " ".join(kvs), label), flush=True)
             got = clreduce_rows(a, base, alt + tune_args(kvs), op)
             for r in got:
                 r["variant"] = r["variant"] + "@" + name
@@ -663,11 +693,11 @@ def bench_new(a, meta, op, t, n, k, shape="", segments=None, offsets=None, matri
         cmd += ["--op", "sum", "--input", matrix, "--axis", str(AXIS_OPS[op]), "--warmup", str(a.warmup),
                 "--repeat", str(a.repeat)]
     cmd += tune_args(a.tune)
-    print("n = 2^%d %s %s%s%s" % (k, op, t, " " + shape if shape else "", label), flush=True)
+    print("n = %s %s %s%s%s" % (size_label(n), op, t, " " + shape if shape else "", label), flush=True)
     rows = clreduce_rows(a, base, cmd, op)
     for ts in a.tune_set:  # each alternative right after the default, on the same data
         name, kvs = ts[0], ts[1:]
-        print("n = 2^%d %s %s%s @%s (%s)%s" % (k, op, t, " " + shape if shape else "", name, " ".join(kvs), label),
+        print("n = %s %s %s%s @%s (%s)%s" % (size_label(n), op, t, " " + shape if shape else "", name, " ".join(kvs), label),
               flush=True)
         got = clreduce_rows(a, base, cmd + tune_args(kvs), op)
         for r in got:
@@ -846,7 +876,7 @@ def summarise(rows):
 
 def print_summary(summary):
     print("\nmedian over rounds (range; rounds quoted): ratio = peer time / clreduce time")
-    print("%-24s %-7s %-6s %-14s %11s %-24s %-24s %-24s %7s" % ("op", "type", "n", "variant", "ms", "vs cub",
+    print("%-24s %-7s %-10s %-14s %11s %-24s %-24s %-24s %7s" % ("op", "type", "n", "variant", "ms", "vs cub",
                                                                "vs omp", "vs fast", "of copy"))
     for s in summary:
         def ratio(col):
@@ -854,8 +884,8 @@ def print_summary(summary):
                 return "-"
             return "%.2f (%.2f-%.2f; %d)" % (s[col + "_median"], s[col + "_min"], s[col + "_max"],
                                              s[col + "_rounds"])
-        print("%-24s %-7s 2^%-4d %-14s %11.4f %-24s %-24s %-24s %7s%s" % (
-            s["op"] + (" " + s["shape"] if s.get("shape") else ""), s["type"], s["log2n"], s["variant"],
+        print("%-24s %-7s %-10s %-14s %11.4f %-24s %-24s %-24s %7s%s" % (
+            s["op"] + (" " + s["shape"] if s.get("shape") else ""), s["type"], size_label(s["n"]), s["variant"],
             s["kernel_ms_median"], ratio("vs_cub"), ratio("vs_omp"), ratio("vs_fast"),
             fmt(s.get("of_copy_median"), "%.2f"),
             "  UNVERIFIED in %d" % s["unverified"] if s["unverified"] else ""))
@@ -902,21 +932,21 @@ def print_table(rows):
             keys.append((r["op"], r["type"], r.get("shape", "")))
     for op, t, shape in keys:
         print("\n%s %s%s" % (op, t, " " + shape if shape else ""))
-        print("%-6s %-20s %-8s %11s %10s %10s %8s %8s %8s %8s %8s" % (
+        print("%-10s %-20s %-8s %11s %10s %10s %8s %8s %8s %8s %8s" % (
             "n", "variant", "verified", "ms", "GB/s", "GB/s max", "of copy", "vs omp", "vs cub", "vs seq",
             "vs fast"))
         for r in rows:
             if (r["op"], r["type"], r.get("shape", "")) != (op, t, shape):
                 continue
             if r.get("skipped") or r["kind"] == "error":
-                print("2^%-4d %-20s %s" % (r["log2n"], r["variant"],
+                print("%-10s %-20s %s" % (size_label(r["n"]), r["variant"],
                                            "skipped: " + r.get("reason", "") if r.get("skipped")
                                            else "FAILED: " + r.get("note", "")))
                 continue
             noisy = r.get("note", "").startswith("noisy")
             ratio = lambda col: "noisy" if noisy and col in r["note"] else fmt(r.get(col), "%.2f")
-            print("2^%-4d %-20s %-8s %11s %10s %10s %8s %8s %8s %8s %8s" % (
-                r["log2n"], r["variant"] + (" (baseline)" if r.get("kind") == "baseline" else ""),
+            print("%-10s %-20s %-8s %11s %10s %10s %8s %8s %8s %8s %8s" % (
+                size_label(r["n"]), r["variant"] + (" (baseline)" if r.get("kind") == "baseline" else ""),
                 "yes" if r.get("verified") else "NO",
                 fmt(r.get("kernel_ms"), "%.4f") + ("~" if r.get("noisy") else ""), fmt(r.get("gbps"), "%.2f"),
                 fmt(r.get("gbps_max"), "%.2f"), fmt(r.get("of_copy"), "%.2f"),
@@ -997,6 +1027,8 @@ def main(argv):
     r.add_argument("--cub-peer", help="the cub_peer binary (NVIDIA peers and copy ceiling; built where nvcc "
                                       "and an NVIDIA GPU are found, or with -DCLREDUCE_CUB_PEER=ON)")
     r.add_argument("--logs", help="the sizes' powers of two, comma-separated (instead of --min-log..--max-log)")
+    r.add_argument("--sizes", help="exact sizes, comma-separated: N, 2^K or NeK, each optionally +C or -C "
+                                   "(1000,2^20+7,1e6; instead of --logs or --min-log..--max-log)")
     r.add_argument("--no-peers", action="store_true", help="leave out clreduce's host peers (OpenMP)")
     r.add_argument("--variants", default="fast,topdown", help="comma-separated variant names")
     r.add_argument("--ops", default="sum", help="comma-separated ops: %s" % ", ".join(
