@@ -116,7 +116,8 @@ const std::vector<TuningKey>& tuning_keys() {
       {"scan-groups", "1-4096 (four per compute unit)", "scan-fast CPU path: work-groups"},
       {"scan-nt-stores", "auto | on | off (auto)",
        "scan-fast's CPU paths: write the output with streaming stores past the caches, where "
-       "the compiler has them (auto, on), or through the caches (off)"},
+       "the compiler has them (on), or through the caches (off); auto: through the caches where "
+       "the scan's input and output fit in a quarter of the device's cache, else as on"},
       {"scan-tile",
        "auto | 1024-1073741824 (auto: 32768, smaller where that leaves fewer than 4 "
        "tiles a compute unit)",

@@ -54,11 +54,18 @@ bool has_nt_stores(Context& ctx) {
   }) == "yes";
 }
 
-// Whether a CPU path streams this scan's output past the caches: the scan-nt-stores knob (auto
-// and on: where the trial build has them; off: never).
+// Whether a CPU path streams this scan's output past the caches: the scan-nt-stores knob (on:
+// where the trial build has them; off: never; auto: as on, unless the scan's input and output
+// fit in a quarter of the device's global memory cache, where the output written through the
+// caches stays there rather than going out to memory).
 bool nt_stores_for(Context& ctx, const ScanProblem& p) {
-  (void)p;
-  return ctx.tuning().scan_nt_stores != "off" && has_nt_stores(ctx);
+  const std::string& knob = ctx.tuning().scan_nt_stores;
+  if (knob == "off") return false;
+  const double cache = static_cast<double>(ctx.info().global_cache);
+  const double bytes =
+      static_cast<double>(p.n) * static_cast<double>(dtype_size(p.type) + p.acc_bytes());
+  if (knob == "auto" && cache > 0 && bytes <= cache / 4) return false;
+  return has_nt_stores(ctx);
 }
 
 std::string cpu_options(Context& ctx, const ScanProblem& p, std::size_t wg) {

@@ -230,3 +230,31 @@ TEST_CASE("scan-fast forced onto the look-back path runs, predecessors folded in
     CHECK_THAT(r.out, ContainsSubstring("\"launches\":1,"));
   }
 }
+
+TEST_CASE(
+    "scan-fast's CPU path streams its output past the caches only where the scan outgrows "
+    "a quarter of the cache (scan-nt-stores auto), always with on, never with off",
+    "[cli][scan]") {
+  const DeviceInfo& info = clreduce::test::device_context().info();
+  if (info.is_gpu) SKIP("a GPU: scan-fast's CPU paths do not run on it");
+  const auto run = [](std::size_t n, const char* knob) {
+    const Result r = run_cli("--variant scan-fast --acc int64 --size " + std::to_string(n) +
+                             " --tune scan-nt-stores=" + knob + " --repeat 1 --format json");
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, ContainsSubstring("\"verified\":true"));
+    CHECK_THAT(r.out, ContainsSubstring("path=cpu"));
+    return r.out.find("streaming stores") != std::string::npos;
+  };
+  const std::size_t small = 40000;    // 480 KB of input and output
+  const bool has = run(small, "on");  // where the compiler has them (a trial build)
+#if defined(__x86_64__)
+  CHECK(has);  // clang's nontemporal store and x86's store fence, on every x86-64 PoCL
+#endif
+  CHECK_FALSE(run(small, "off"));
+  const std::uint64_t cache = info.global_cache;
+  CHECK(run(small, "auto") == (has && cache < 4 * small * 12));
+  // Past a quarter of the cache (int32 in, int64 out: 12 bytes an element), auto streams.
+  const std::uint64_t past = cache / 4 / 12 + 4096;
+  if (cache > 0 && past <= (std::uint64_t{1} << 24)) CHECK(run(past, "auto") == has);
+}
