@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-# bench.py: clreduce's benchmark: sweeps sizes 2^k or given sizes (bounded by device memory), ops, types and
-# variants with the peers (OpenMP, sequential loop, CUB) on the same data in the same run; writes
-# results.json/csv with device, driver and the commit clreduce was built from; `plot` draws GB/s
+# bench.py: clreduce's benchmark: sweeps sizes 2^k or given sizes (bounded by device memory),
+# ops, types and variants with the peers (OpenMP, sequential loop, CUB) on the same data in the
+# same run; writes results.json/csv with device, driver and the commit clreduce was built from; `plot` draws GB/s
 # against n. Standard library only, except matplotlib, imported by `plot` alone.
 """clreduce's benchmark: run a sweep, or plot one.
 
