@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # bench.py: clreduce's benchmark: sweeps sizes 2^k or given sizes (bounded by device memory),
 # ops, types and variants with the peers (OpenMP, sequential loop, CUB) on the same data in the
-# same run; writes results.json/csv with device, driver and the commit clreduce was built from; `plot` draws GB/s
-# against n. Standard library only, except matplotlib, imported by `plot` alone.
+# same run; writes results.json/csv with device, driver and the commit clreduce was built from;
+# `plot` draws GB/s against n. Standard library only, except matplotlib, imported by `plot` alone.
 """clreduce's benchmark: run a sweep, or plot one.
 
   bench.py run --clreduce BIN [--device D] [--cub-peer BIN] [--variants fast,topdown]
