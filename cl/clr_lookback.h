@@ -38,23 +38,29 @@ inline ulong lb_load(volatile __global ulong* p) {
 #define lb_load(p) atom_add((p), 0ul)
 #endif
 
-// Reads tile's descriptor: its status in this epoch (0 while not, or not wholly, published) and,
-// when nonzero, its value in *v.
-inline uint lb_read(__global ulong* desc, uint tile, uint epoch, acc_t* v) {
+// A descriptor's words, already loaded: its status in this epoch (0 while not, or not wholly,
+// published) and, when nonzero, its value in *v.
+inline uint lb_decode(const ulong* w, uint epoch, acc_t* v) {
   clr_words u;
-  volatile __global ulong* p = (volatile __global ulong*)desc + (size_t)tile * LB_WORDS;
-  uint tag = 0u, same = 1u;
+  const uint tag = (uint)(w[0] >> 32);
+  uint same = 1u;
 #pragma unroll
   for (uint k = 0; k < LB_WORDS; ++k) {
-    const ulong w = lb_load(p + k);
-    const uint t = (uint)(w >> 32);
-    u.w[k] = (uint)w;
-    if (k == 0) tag = t;
-    same &= (uint)(t == tag);
+    u.w[k] = (uint)w[k];
+    same &= (uint)((uint)(w[k] >> 32) == tag);
   }
   if (!same || (tag >> 2) != epoch) return 0u;
   *v = u.a;
   return tag & 3u;
+}
+
+// Reads tile's descriptor (lb_decode's status and value).
+inline uint lb_read(__global ulong* desc, uint tile, uint epoch, acc_t* v) {
+  volatile __global ulong* p = (volatile __global ulong*)desc + (size_t)tile * LB_WORDS;
+  ulong w[LB_WORDS];
+#pragma unroll
+  for (uint k = 0; k < LB_WORDS; ++k) w[k] = lb_load(p + k);
+  return lb_decode(w, epoch, v);
 }
 
 #endif  // CLR_LOOKBACK_H

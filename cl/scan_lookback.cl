@@ -390,9 +390,13 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
 #else
     uint state = tile == 0;
 #endif
-    //    With LB_SPAN > 1 each lane reads LB_SPAN neighbouring descriptors a round (position
-    //    lane * LB_SPAN + j is tile next-1-that), all in flight at once, so a window covers
-    //    LANES * LB_SPAN tiles per round trip.
+    //    With LB_SPAN > 1 each lane reads LB_SPAN descriptors a round, position j * LANES + lane
+    //    (tile next-1-that) for j < LB_SPAN, so each load instruction reads LANES neighbouring
+    //    descriptors (a few cache lines) and a window covers LANES * LB_SPAN tiles per round
+    //    trip. A lane folds its positions, then the warp folds the lanes: the aggregates are
+    //    combined in another order than left to right, which the operators of unsegmented
+    //    tiles allow (a segment start makes a descriptor an inclusive prefix, so the
+    //    look-back never combines the segmented operator).
     uint next = tile, waits = 0u;
     // On every lane; tile 0's is the carry-in (dropped at a segment start like any prefix).
     acc_t prefix = tile == 0 && use_carry ? carry : clr_identity();
@@ -401,9 +405,20 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
     while (state == 0u) {
       acc_t vals[LB_SPAN];
       uint ss[LB_SPAN];
+      // Every load of the round first, then the decoding (past tile 0: the tile's own
+      // descriptor, read and ignored).
+      ulong wv[LB_SPAN][LB_WORDS];
 #pragma unroll
       for (uint j = 0; j < LB_SPAN; ++j) {
-        const uint at = lane * LB_SPAN + j;
+        const uint at = j * LANES + lane;
+        const uint t = at < next ? next - 1u - at : tile;
+        volatile __global ulong* p = (volatile __global ulong*)desc + (size_t)t * LB_WORDS;
+#pragma unroll
+        for (uint k = 0; k < LB_WORDS; ++k) wv[j][k] = lb_load(p + k);
+      }
+#pragma unroll
+      for (uint j = 0; j < LB_SPAN; ++j) {
+        const uint at = j * LANES + lane;
         vals[j] = clr_identity();
         ss[j] = ST_P;  // below tile 0: the identity, final
         if (at < next) {
@@ -411,7 +426,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
           ss[j] = 0u;  // the test setting: the tiles just before this one read as unpublished
           if (tile - (next - 1 - at) > LB_NEAR)
 #endif
-            ss[j] = lb_read(desc, next - 1 - at, epoch, &vals[j]);
+            ss[j] = lb_decode(wv[j], epoch, &vals[j]);
           if (ss[j] == 0u) vals[j] = clr_identity();
         }
       }
@@ -419,7 +434,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
       uint mine = LANES * LB_SPAN;
 #pragma unroll
       for (uint j = LB_SPAN; j-- > 0;)
-        if (ss[j] != ST_A) mine = lane * LB_SPAN + j;
+        if (ss[j] != ST_A) mine = j * LANES + lane;
       const uint first = lb_warp_min(mine);
       uint sf = ST_A;
       if (first < LANES * LB_SPAN) {
@@ -427,15 +442,15 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
         uint s_first = 0u;
 #pragma unroll
         for (uint j = 0; j < LB_SPAN; ++j)
-          if (lane * LB_SPAN + j == first) s_first = ss[j];
-        sf = lb_bcast_u32(s_first, first / LB_SPAN);
+          if (j * LANES + lane == first) s_first = ss[j];
+        sf = lb_bcast_u32(s_first, first % LANES);
       }
       const uint used = first + (sf == ST_P ? 1u : 0u);
       // The lane's positions below `used`, the earlier tile (higher position) on the left.
       acc_t val = clr_identity();
 #pragma unroll
       for (uint j = 0; j < LB_SPAN; ++j)
-        if (lane * LB_SPAN + j < used) val = clr_op(vals[j], val);
+        if (j * LANES + lane < used) val = clr_op(vals[j], val);
       const acc_t run = lb_warp_fold_down(val);
       prefix = clr_op(lb_bcast(run, 0u), prefix);
       next -= used;

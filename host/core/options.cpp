@@ -110,7 +110,8 @@ const std::vector<TuningKey>& tuning_keys() {
        "scan-lookback's tile ids: on NVIDIA GPUs (auto) the group's id, whose groups start in "
        "order; elsewhere or with counter the next from an atomic counter"},
       {"lookback-span", "auto | 1-8 (auto: 1)",
-       "scan-lookback's descriptors read by each lane per look-back round"},
+       "scan-lookback's descriptors read by each lane per look-back round (with warp "
+       "shuffles, each load reads a warp's width of neighbouring descriptors)"},
       {"scan-chunk", "1-1073741824 (1048576)",
        "scan-fast CPU path: elements per work-item per superblock"},
       {"scan-groups", "1-4096 (four per compute unit)", "scan-fast CPU path: work-groups"},

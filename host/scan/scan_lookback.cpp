@@ -64,9 +64,11 @@ bool relaxed_reads(Context& ctx, std::size_t wg) {
 bool group_ids(Context& ctx, std::size_t wg) {
   return use_shfl(ctx, wg) && ctx.tuning().lookback_ids != "counter";
 }
-// Descriptors each lane reads per look-back round (lookback-span), 1 unless asked: on the H100
-// a span of 4 (128 tiles a round trip where warps shuffle) was slower at every size measured
-// (int32 2^20 0.67x CUB against 0.82x, int32 -> int64 2^24 0.94x against 1.16x: docs/PERF.md).
+// Descriptors each lane reads per look-back round (lookback-span), 1 unless asked. Each load
+// instruction of a round reads a warp's width of neighbouring descriptors. On the H200 at
+// 2^20, spans 2-8 took fewer rounds, but each round longer (the descriptors' few cache lines
+// serve every polling warp), and spans 2 and 4 were not ahead of 1 beyond the rounds' spread
+// (span 4 behind at 2^22 and 2^24): docs/PERF.md.
 unsigned lookback_span(Context& ctx, std::size_t) {
   return ctx.tuning().lookback_span ? ctx.tuning().lookback_span : 1u;
 }
