@@ -195,11 +195,15 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
   std::vector<std::vector<double>> part_before(k);  // each share's first pass, each timed run
   std::vector<double> combine;
   std::uint64_t run_index = 0;
+  // Only the last run, the one verified, starts from the sentinel (as on one device).
+  const std::uint64_t runs = cfg_.warmup + std::max<std::uint64_t>(cfg_.repeat, 1);
+  std::uint64_t started = 0;
   const std::vector<Sample> whole = repeat_runs(cfg_.warmup, cfg_.repeat, [&] {
-    host_out_.assign(host_out_.size(), sentinel);
+    const bool final_run = ++started == runs;
+    if (final_run) host_out_.assign(host_out_.size(), sentinel);
     for (std::size_t d = 0; d < k; ++d) {
       if (!plans[d]) continue;
-      parts_[d].array->prepare_scan(what);
+      if (final_run) parts_[d].array->prepare_scan(what);
       if (totals[d]) parts_[d].array->prepare_reduce(totals[d]->out_bytes(), what + " (total)");
     }
     std::vector<Sample> s(k);
@@ -480,16 +484,20 @@ RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const Sca
   const unsigned char sentinel = is_float(problem_.acc_type) ? 0xFF : 0xA5;
   std::vector<double> mpi, firsts, seconds;
   std::uint64_t run_index = 0;
+  // Only the last run, the one verified, starts from the sentinel (as on one device).
+  const std::uint64_t runs = cfg_.warmup + std::max<std::uint64_t>(cfg_.repeat, 1);
+  std::uint64_t started = 0;
   barrier_ranks();
   time_device(
       rec,
       [&] {
-        host_out_.assign(host_out_.size(), sentinel);
-        if (piece) {
+        const bool final_run = ++started == runs;
+        if (final_run) host_out_.assign(host_out_.size(), sentinel);
+        if (piece && final_run) {
           rank_piece_.out.assign(rank_piece_.out.size(), sentinel);
           piece->prepare_scan(what + " (first piece)");
         }
-        if (array) array->prepare_scan(what);
+        if (array && final_run) array->prepare_scan(what);
         if (take_total) array->prepare_reduce(total->out_bytes(), what + " (total)");
       },
       [&](std::vector<cl::Event>& events) {
