@@ -16,6 +16,25 @@
 
 namespace clreduce {
 
+namespace {
+
+// Counts a session's runs, warm-up and timed: next() is true for the last, the run whose output
+// is verified and the only one that starts from the sentinel. A host write of the sentinel
+// before every run left the output's lines dirty in the device's cache for the kernel to evict
+// (at 2^22 on the H200, 7-25% of the kernel's time), which a library call or a peer's loop does
+// not pay.
+class FinalRun {
+ public:
+  explicit FinalRun(const RunConfig& cfg)
+      : runs_(cfg.warmup + std::max<std::uint64_t>(cfg.repeat, 1)) {}
+  bool next() { return ++started_ == runs_; }
+
+ private:
+  std::uint64_t runs_, started_ = 0;
+};
+
+}  // namespace
+
 std::vector<std::uint8_t> segment_flags(std::size_t n, const std::string& file,
                                         std::size_t length) {
   std::vector<std::uint8_t> f;
@@ -195,11 +214,9 @@ RunRecord ScanSession::run_parts(const ScanVariant& v, RunRecord rec) {
   std::vector<std::vector<double>> part_before(k);  // each share's first pass, each timed run
   std::vector<double> combine;
   std::uint64_t run_index = 0;
-  // Only the last run, the one verified, starts from the sentinel (as on one device).
-  const std::uint64_t runs = cfg_.warmup + std::max<std::uint64_t>(cfg_.repeat, 1);
-  std::uint64_t started = 0;
+  FinalRun final_runs(cfg_);
   const std::vector<Sample> whole = repeat_runs(cfg_.warmup, cfg_.repeat, [&] {
-    const bool final_run = ++started == runs;
+    const bool final_run = final_runs.next();
     if (final_run) host_out_.assign(host_out_.size(), sentinel);
     for (std::size_t d = 0; d < k; ++d) {
       if (!plans[d]) continue;
@@ -484,14 +501,12 @@ RunRecord ScanSession::run_ranked(const ScanVariant& v, RunRecord rec, const Sca
   const unsigned char sentinel = is_float(problem_.acc_type) ? 0xFF : 0xA5;
   std::vector<double> mpi, firsts, seconds;
   std::uint64_t run_index = 0;
-  // Only the last run, the one verified, starts from the sentinel (as on one device).
-  const std::uint64_t runs = cfg_.warmup + std::max<std::uint64_t>(cfg_.repeat, 1);
-  std::uint64_t started = 0;
+  FinalRun final_runs(cfg_);
   barrier_ranks();
   time_device(
       rec,
       [&] {
-        const bool final_run = ++started == runs;
+        const bool final_run = final_runs.next();
         if (final_run) host_out_.assign(host_out_.size(), sentinel);
         if (piece && final_run) {
           rank_piece_.out.assign(rank_piece_.out.size(), sentinel);
@@ -671,16 +686,11 @@ RunRecord ScanSession::run_one(const ScanVariant& v, HostArray* output) {
     // On the device, a host write, not a fill: Oclgrind would report the kernels' later loads of
     // a filled buffer as uninitialised.
     const unsigned char sentinel = is_float(problem_.acc_type) ? 0xFF : 0xA5;
-    // Only the last run's output is verified, so only that run starts from the sentinel: a
-    // host write before every run left the output's lines dirty in the device's cache for the
-    // kernel to evict (at 2^22 on the H200, 7-25% of the kernel's time), which a library call
-    // or a peer's loop does not pay.
-    const std::uint64_t runs = cfg_.warmup + std::max<std::uint64_t>(cfg_.repeat, 1);
-    std::uint64_t run = 0;
+    FinalRun final_runs(cfg_);  // only the last run, the one verified, starts from it
     time_device(
         rec,
         [&] {
-          if (++run < runs) return;
+          if (!final_runs.next()) return;
           host_out_.assign(host_out_.size(), sentinel);
           array.prepare_scan(what);
         },

@@ -1,9 +1,9 @@
 // test_scan.cpp: every scan variant x op x type on sizes needing one, two and three levels of the
 // recursion over tile totals; exclusive and segmented modes; segment starts on tile edges, one-
 // element segments, all and no flags; inclusive = exclusive shifted; wrapping --acc int32; NaN;
-// odd group sizes; an unwritten element caught by the sentinel; scan-lookback's in-kernel fold of
-// predecessors it waited on (lookback-limit 0), scan-fast's choice of path. Every element is
-// checked.
+// odd group sizes; an unwritten element caught by the sentinel, also when only the last of several
+// runs skips it; scan-lookback's in-kernel fold of predecessors it waited on (lookback-limit 0),
+// scan-fast's choice of path. Every element is checked.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/generators/catch_generators_range.hpp>
@@ -375,6 +375,53 @@ TEST_CASE("an element no kernel writes keeps the sentinel and is reported", "[sc
     CHECK(r.rec.scan->wrong_count == 1);
     CHECK_THAT(r.rec.verify_note, Catch::Matchers::ContainsSubstring("y[77]"));
     CHECK_THAT(r.rec.verify_note, Catch::Matchers::ContainsSubstring("1 of 1000 elements wrong"));
+  }
+}
+
+TEST_CASE("only the last timed run starts from the sentinel, and what it does not write is caught",
+          "[scan][kernels]") {
+  // The command line writes the sentinel before the last run only (the run it verifies). An
+  // edited scan-lookback writes element 77 in its first launch (epoch 1) and never again: with
+  // one run it verifies; with a warm-up and two timed runs the last run's element 77 must be
+  // the sentinel, not the first run's value, and be reported.
+  namespace fs = std::filesystem;
+  const test::TempDir tmp;
+  const fs::path dir = tmp.dir / "cl";
+  fs::copy(CLREDUCE_SOURCE_KERNEL_DIR, dir, fs::copy_options::recursive);
+  const struct {
+    const char* from;
+    const char* to;
+  } edits[] = {
+      {"    if (whole) {\n      ((__global avec*)", "    if (0) {\n      ((__global avec*)"},
+      {"if (e0 + k < m) y[base + e0 + k] = o.s[k];",
+       "if (e0 + k < m && (base + e0 + k != 77 || epoch == 1u)) y[base + e0 + k] = o.s[k];"}};
+  std::string s = read_text_file((dir / "scan_lookback.cl").string());
+  for (const auto& e : edits) {
+    const auto pos = s.find(e.from);
+    INFO(e.from);
+    REQUIRE(pos != std::string::npos);
+    s.replace(pos, std::string(e.from).size(), e.to);
+  }
+  std::ofstream(dir / "scan_lookback.cl", std::ios::binary | std::ios::trunc) << s;
+  Context ctx(device_context().info(), dir.string());
+  const HostArray a = generate(DType::kInt32, 1000, 8);
+  for (const std::uint64_t runs : {1u, 3u}) {
+    CAPTURE(runs);
+    RunConfig cfg;
+    cfg.warmup = runs > 1 ? 1 : 0;
+    cfg.repeat = runs > 1 ? 2 : 1;
+    cfg.local_size = 16;
+    ScanSession session(ctx, a, Op::kSum, cfg, ScanOptions{});
+    const RunRecord r = session.run(*find_scan_variant("scan-lookback"), nullptr);
+    REQUIRE_FALSE(r.skipped);
+    REQUIRE(r.scan.has_value());
+    if (runs == 1) {
+      CHECK(r.verified);
+    } else {
+      CHECK_FALSE(r.verified);
+      CHECK(r.scan->first_wrong == 77);
+      CHECK(r.scan->wrong_count == 1);
+    }
   }
 }
 
