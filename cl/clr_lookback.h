@@ -54,12 +54,17 @@ inline uint lb_decode(const ulong* w, uint epoch, acc_t* v) {
   return tag & 3u;
 }
 
-// Reads tile's descriptor (lb_decode's status and value).
-inline uint lb_read(__global ulong* desc, uint tile, uint epoch, acc_t* v) {
+// Loads tile's descriptor's words into w, for lb_decode.
+inline void lb_load_words(__global ulong* desc, uint tile, ulong* w) {
   volatile __global ulong* p = (volatile __global ulong*)desc + (size_t)tile * LB_WORDS;
-  ulong w[LB_WORDS];
 #pragma unroll
   for (uint k = 0; k < LB_WORDS; ++k) w[k] = lb_load(p + k);
+}
+
+// Reads tile's descriptor (lb_decode's status and value).
+inline uint lb_read(__global ulong* desc, uint tile, uint epoch, acc_t* v) {
+  ulong w[LB_WORDS];
+  lb_load_words(desc, tile, w);
   return lb_decode(w, epoch, v);
 }
 

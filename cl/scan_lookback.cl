@@ -411,10 +411,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void scan_lookback
 #pragma unroll
       for (uint j = 0; j < LB_SPAN; ++j) {
         const uint at = j * LANES + lane;
-        const uint t = at < next ? next - 1u - at : tile;
-        volatile __global ulong* p = (volatile __global ulong*)desc + (size_t)t * LB_WORDS;
-#pragma unroll
-        for (uint k = 0; k < LB_WORDS; ++k) wv[j][k] = lb_load(p + k);
+        lb_load_words(desc, at < next ? next - 1u - at : tile, wv[j]);
       }
 #pragma unroll
       for (uint j = 0; j < LB_SPAN; ++j) {
